@@ -1,0 +1,33 @@
+# Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: demo test bench install clean-venv
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned (CPU build found locally; see README). allRank is installed without its
+# dependencies: it pins torch<=1.8 and is used only by the parity test and the benchmark.
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[dev]'
+	$(PIP) install --no-deps allrank==1.4.3
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/groupbias
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

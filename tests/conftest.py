@@ -1,0 +1,35 @@
+"""Shared fixtures.
+
+Real TREC Fair data is looked up in ``$GROUPBIAS_TREC_FAIR`` or ``../shared/data/trec-fair``
+beside the repository; tests marked ``realdata`` skip with the reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def trec_fair_root() -> Path | None:
+    env = os.environ.get("GROUPBIAS_TREC_FAIR")
+    cand = Path(env) if env else REPO.parent / "shared" / "data" / "trec-fair"
+    return cand if (cand / "ppg").is_dir() else None
+
+
+@pytest.fixture
+def trec_root() -> Path:
+    root = trec_fair_root()
+    if root is None:
+        pytest.skip("TREC Fair data not found: set GROUPBIAS_TREC_FAIR or place it at "
+                    "../shared/data/trec-fair")
+    return root
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
