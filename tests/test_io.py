@@ -1,0 +1,36 @@
+import json
+import os
+
+import numpy as np
+import pytest
+
+from groupbias import io
+
+
+def test_json_roundtrip_and_nonfinite(tmp_path):
+    p = io.write_json_atomic(tmp_path / "a" / "m.json",
+                             {"x": np.float32(0.5), "n": np.int64(3), "bad": float("nan"),
+                              "arr": np.arange(3)})
+    assert io.read_json(p) == {"x": 0.5, "n": 3, "bad": None, "arr": [0, 1, 2]}
+    assert [f for f in os.listdir(tmp_path / "a")] == ["m.json"]  # no temp file left
+
+
+def test_failed_write_keeps_old_file(tmp_path, monkeypatch):
+    p = tmp_path / "m.json"
+    io.write_json_atomic(p, {"v": 1})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        io.write_json_atomic(p, {"v": 2})
+    assert json.loads(p.read_text()) == {"v": 1}
+    assert sorted(os.listdir(tmp_path)) == ["m.json"]
+
+
+def test_npz_refuses_object_arrays(tmp_path):
+    io.write_npz_atomic(tmp_path / "ok.npz", a=np.arange(4))
+    assert np.load(tmp_path / "ok.npz", allow_pickle=False)["a"].tolist() == [0, 1, 2, 3]
+    with pytest.raises(TypeError):
+        io.write_npz_atomic(tmp_path / "bad.npz", a=np.array([{"x": 1}], dtype=object))
