@@ -1,0 +1,159 @@
+"""Tables in the paper's layout (Table 1 / Table 2), built from tidy result records.
+
+A *record* is one number: ``{"dataset", "beta", "metric", "condition", "value"}`` plus an
+optional ``"p_value"`` (paired test of this condition against ``"biased"``) and, for the β̂
+column, ``metric == "beta_hat"`` with ``condition == "estimate"``. Conditions are ``"full"``
+(full information), ``"biased"`` and ``"corrected"``.
+
+The table has one row per dataset; for each β (descending, as in the paper) it has the β̂
+column (when present) and, per metric, the columns B and C; ``include_full=True`` adds the
+full-information columns first (Table 2). A corrected cell gets ``*`` when its paired test
+against the biased cell has p < ``alpha`` (the paper uses 0.001) *and* it is an improvement.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..io import write_text_atomic
+
+METRIC_LABELS = {
+    "ndcg@10": "NDCG@10 ↑", "rho_dtr": "ρ(DTR) ↑", "delta_eel": "Δ(EEL) ↓",
+    "beta_hat": "β̂",
+}
+LOWER_IS_BETTER = {"delta_eel"}
+CONDITION_SHORT = {"full": "F", "biased": "B", "corrected": "C"}
+
+
+def _fmt(v: float, digits: int) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
+                metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
+                include_full: bool = False, alpha: float = 0.001, digits: int = 3,
+                dataset_order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Build the paper-layout table as a DataFrame of formatted strings.
+
+    Columns are a 3-level MultiIndex ``(block, metric, condition)`` where ``block`` is
+    ``"full"`` or ``"β = 0.8"`` etc.; rows are datasets. Missing values show as ``–``.
+    """
+    df = pd.DataFrame(list(records)) if not isinstance(records, pd.DataFrame) else records
+    need = {"dataset", "metric", "condition", "value"}
+    if not need.issubset(df.columns):
+        raise ParameterError("records", f"columns {sorted(need)}", sorted(df.columns))
+    if not 0 < alpha < 1:
+        raise ParameterError("alpha", "a significance level in (0, 1)", alpha)
+    if "p_value" not in df.columns:
+        df = df.assign(p_value=float("nan"))
+    datasets = list(dataset_order) if dataset_order else list(dict.fromkeys(df["dataset"]))
+    betas = sorted({float(b) for b in df["beta"].dropna()}, reverse=True) if "beta" in df \
+        else []
+
+    def lookup(ds, beta, metric, cond):
+        m = (df["dataset"] == ds) & (df["metric"] == metric) & (df["condition"] == cond)
+        if beta is not None:
+            m &= df["beta"].astype(float).sub(beta).abs() < 1e-9
+        sub = df[m]
+        if sub.empty:
+            return float("nan"), float("nan")
+        return float(sub["value"].iloc[0]), float(sub["p_value"].iloc[0])
+
+    columns, rows = [], {ds: [] for ds in datasets}
+    if include_full:
+        for metric in metrics:
+            columns.append(("full information", METRIC_LABELS.get(metric, metric), "F"))
+            for ds in datasets:
+                rows[ds].append(_fmt(lookup(ds, None, metric, "full")[0], digits))
+    for beta in betas:
+        block = f"β = {beta:g}"
+        if (df["metric"] == "beta_hat").any():
+            columns.append((block, "β̂", ""))
+            for ds in datasets:
+                rows[ds].append(_fmt(lookup(ds, beta, "beta_hat", "estimate")[0], digits))
+        for metric in metrics:
+            for cond in ("biased", "corrected"):
+                columns.append((block, METRIC_LABELS.get(metric, metric),
+                                CONDITION_SHORT[cond]))
+                for ds in datasets:
+                    v, p = lookup(ds, beta, metric, cond)
+                    cell = _fmt(v, digits)
+                    if cond == "corrected" and not math.isnan(p) and p < alpha:
+                        vb = lookup(ds, beta, metric, "biased")[0]
+                        better = v < vb if metric in LOWER_IS_BETTER else v > vb
+                        if better:
+                            cell += "*"
+                    rows[ds].append(cell)
+    out = pd.DataFrame([rows[ds] for ds in datasets], index=pd.Index(datasets, name="dataset"),
+                       columns=pd.MultiIndex.from_tuples(columns,
+                                                         names=["block", "metric", "cond"]))
+    return out
+
+
+def table_to_markdown(table: pd.DataFrame) -> str:
+    """GitHub Markdown rendering (column headers joined as ``block / metric / cond``)."""
+    heads = [" / ".join(p for p in col if p) for col in table.columns]
+    lines = ["| " + " | ".join([table.index.name or ""] + heads) + " |",
+             "|" + "---|" * (len(heads) + 1)]
+    for idx, row in table.iterrows():
+        lines.append("| " + " | ".join([str(idx)] + [str(v) for v in row]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _tex(s: str) -> str:
+    repl = {"β̂": r"$\hat\beta_{\mathcal{A}}$", "β": r"$\beta$", "ρ": r"$\rho$",
+            "Δ": r"$\Delta$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--",
+            "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#"}
+    for k, v in repl.items():
+        s = s.replace(k, v)
+    if s.endswith("*") and s[:-1].replace(".", "").isdigit():
+        s = s[:-1] + r"$^{*}$"
+    return s
+
+
+def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
+    """A booktabs ``tabular`` with a two-row header (block and metric, then B/C)."""
+    cols = list(table.columns)
+    spec = "l" + "c" * len(cols)
+    out = [r"\begin{table*}", r"\centering"]
+    if caption:
+        out.append(r"\caption{" + _tex(caption) + "}")
+    out += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
+    # first header row: blocks spanning their columns
+    cells, i = [""], 0
+    while i < len(cols):
+        j = i
+        while j < len(cols) and cols[j][0] == cols[i][0]:
+            j += 1
+        cells.append(r"\multicolumn{" + str(j - i) + "}{c}{" + _tex(cols[i][0]) + "}")
+        i = j
+    out.append(" & ".join(cells) + r" \\")
+    out.append(" & ".join([""] + [_tex(c[1]) for c in cols]) + r" \\")
+    out.append(" & ".join([""] + [_tex(c[2]) for c in cols]) + r" \\")
+    out.append(r"\midrule")
+    for idx, row in table.iterrows():
+        out.append(" & ".join([_tex(str(idx))] + [_tex(str(v)) for v in row]) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
+    return "\n".join(out) + "\n"
+
+
+def save_table(table: pd.DataFrame, stem: str | os.PathLike, *,
+               caption: str | None = None) -> dict[str, Path]:
+    """Write ``stem.csv``, ``stem.md`` and ``stem.tex`` atomically; returns the paths."""
+    stem = Path(stem)
+    flat = table.copy()
+    flat.columns = [" / ".join(p for p in col if p) for col in table.columns]
+    return {
+        "csv": write_text_atomic(stem.with_suffix(".csv"), flat.to_csv()),
+        "md": write_text_atomic(stem.with_suffix(".md"), table_to_markdown(table)),
+        "tex": write_text_atomic(stem.with_suffix(".tex"),
+                                 table_to_latex(table, caption=caption)),
+    }

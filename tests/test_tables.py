@@ -1,0 +1,53 @@
+import pandas as pd
+import pytest
+
+from groupbias.errors import ParameterError
+from groupbias.reporting import paper_table, save_table
+
+
+def _records():
+    r = []
+    for beta, bh in [(0.8, 0.825), (0.6, 0.626)]:
+        r.append(dict(dataset="Yahoo", beta=beta, metric="beta_hat", condition="estimate",
+                      value=bh))
+        r += [dict(dataset="Yahoo", beta=beta, metric="ndcg@10", condition="biased",
+                   value=0.9),
+              dict(dataset="Yahoo", beta=beta, metric="ndcg@10", condition="corrected",
+                   value=0.99, p_value=1e-5),
+              dict(dataset="Yahoo", beta=beta, metric="delta_eel", condition="biased",
+                   value=0.4),
+              # significant but worse: no marker
+              dict(dataset="Yahoo", beta=beta, metric="delta_eel", condition="corrected",
+                   value=0.5, p_value=1e-6)]
+    r.append(dict(dataset="Yahoo", beta=None, metric="ndcg@10", condition="full", value=0.6))
+    return r
+
+
+def test_layout_markers_and_order():
+    t = paper_table(_records(), metrics=("ndcg@10", "delta_eel"), include_full=True)
+    assert list(t.columns.get_level_values(0)).count("β = 0.8") == 5
+    assert t.columns[0] == ("full information", "NDCG@10 ↑", "F")
+    row = t.loc["Yahoo"]
+    assert row[("β = 0.8", "β̂", "")] == "0.825"
+    assert row[("β = 0.8", "NDCG@10 ↑", "C")] == "0.990*"
+    assert row[("β = 0.6", "Δ(EEL) ↓", "C")] == "0.500"        # worse: no star
+    assert row[("full information", "Δ(EEL) ↓", "F")] == "–"   # missing value
+    # beta blocks in descending order, as in the paper
+    blocks = list(dict.fromkeys(t.columns.get_level_values(0)))
+    assert blocks == ["full information", "β = 0.8", "β = 0.6"]
+
+
+def test_save_table_formats(tmp_path):
+    t = paper_table(_records(), metrics=("ndcg@10",))
+    paths = save_table(t, tmp_path / "table1", caption="Table 1")
+    md = paths["md"].read_text()
+    assert "| Yahoo | 0.825 | 0.900 | 0.990* |" in md
+    tex = paths["tex"].read_text()
+    assert r"\multicolumn{3}{c}{$\beta$ = 0.8}" in tex and r"0.990$^{*}$" in tex
+    csv = pd.read_csv(paths["csv"], index_col=0, dtype=str)
+    assert csv.loc["Yahoo"].tolist()[:3] == ["0.825", "0.900", "0.990*"]
+
+
+def test_bad_records():
+    with pytest.raises(ParameterError, match="records"):
+        paper_table([{"dataset": "x"}])
