@@ -1,0 +1,129 @@
+"""Run directories: resolved config, seed, version and metrics, written atomically; resume.
+
+Layout of one run directory::
+
+    config.yaml     the resolved configuration (YAML, written first)
+    meta.json       seed, package version, config fingerprint, start/end time, status
+    steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid)
+    metrics.json    the run's result records, written last: its presence marks completion
+
+A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same config
+fingerprint. Re-running a sweep skips complete runs, and a run killed half-way re-uses the
+sub-steps it had finished, so nothing is computed twice and nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import yaml
+
+from . import __version__
+from .io import read_json, write_json_atomic, write_text_atomic
+
+#: Config keys that do not change results (where to write, how to launch, how verbose).
+NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "report")
+
+
+def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEYS) -> str:
+    """SHA-256 (16 hex digits) of the canonical JSON of ``cfg`` without ``ignore`` keys."""
+    clean = {k: v for k, v in cfg.items() if k not in ignore}
+    blob = json.dumps(clean, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunDir:
+    """One run's directory (see module docstring)."""
+
+    def __init__(self, path: str | os.PathLike, cfg: Mapping, *, seed: int | None = None):
+        self.path = Path(path)
+        self.cfg = dict(cfg)
+        self.seed = seed
+        self.fingerprint = config_fingerprint(self.cfg)
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.json"
+
+    def is_complete(self) -> bool:
+        meta = self.path / "meta.json"
+        if not (self.metrics_path.exists() and meta.exists()):
+            return False
+        try:
+            m = read_json(meta)
+        except (OSError, json.JSONDecodeError):
+            return False
+        return m.get("fingerprint") == self.fingerprint and m.get("status") == "complete"
+
+    def load_metrics(self) -> dict:
+        return read_json(self.metrics_path)
+
+    def start(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.path / "config.yaml",
+                          yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True))
+        self._meta("running")
+
+    def _meta(self, status: str, **extra) -> None:
+        write_json_atomic(self.path / "meta.json", {
+            "status": status, "fingerprint": self.fingerprint, "seed": self.seed,
+            "groupbias_version": __version__, "python": platform.python_version(),
+            "host": platform.node(), "time": _now(), **extra})
+
+    def step(self, name: str, fn: Callable[[], dict], *, key: Mapping | None = None) -> dict:
+        """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
+        under the same config (and ``key``), else computed with ``fn()`` and stored."""
+        fp = config_fingerprint({"run": self.fingerprint, "key": dict(key or {})}, ignore=())
+        p = self.path / "steps" / f"{name}.json"
+        if p.exists():
+            try:
+                saved = read_json(p)
+                if saved.get("fingerprint") == fp:
+                    return saved["result"]
+            except (OSError, json.JSONDecodeError, KeyError):
+                pass
+        result = fn()
+        write_json_atomic(p, {"fingerprint": fp, "result": result})
+        return read_json(p)["result"]
+
+    def finish(self, metrics: Mapping) -> dict:
+        write_json_atomic(self.metrics_path, metrics)
+        self._meta("complete", finished=_now())
+        return read_json(self.metrics_path)
+
+
+def run_once(path: str | os.PathLike, cfg: Mapping, fn: Callable[["RunDir"], Mapping], *,
+             seed: int | None = None) -> tuple[dict, bool]:
+    """Run ``fn(run_dir)`` unless the run is already complete.
+
+    Returns ``(metrics, skipped)``.
+    """
+    rd = RunDir(path, cfg, seed=seed)
+    if rd.is_complete():
+        return rd.load_metrics(), True
+    rd.start()
+    return rd.finish(fn(rd)), False
+
+
+def collect_records(root: str | os.PathLike) -> list[dict]:
+    """All result records of complete runs under ``root`` (recursively), each tagged with
+    ``run`` = its directory relative to ``root``."""
+    root = Path(root)
+    out: list[dict] = []
+    for mp in sorted(root.rglob("metrics.json")):
+        meta = mp.parent / "meta.json"
+        if not meta.exists() or read_json(meta).get("status") != "complete":
+            continue
+        for rec in read_json(mp).get("records", []):
+            out.append({**rec, "run": str(mp.parent.relative_to(root))})
+    return out
