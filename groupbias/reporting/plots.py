@@ -1,0 +1,159 @@
+"""Figures with the paper's axes, drawn from tidy result records (matplotlib, Agg).
+
+Record keys used here: ``metric`` (e.g. ``"ndcg@10"``, ``"ndcg@10:affected"``,
+``"ndcg@10:non_affected"``, ``"rho_dtr"``, ``"delta_eel"``, ``"beta_hat"``), ``condition``
+(``"full"``, ``"biased"``, ``"corrected"``, ``"estimate"``), ``value``, ``beta`` and, where
+relevant, ``dataset``, ``regime``, ``cluster_size``, ``variant``. Every function writes PNG
+and PDF (atomically) and returns the paths.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..errors import ParameterError  # noqa: E402
+from ..io import _atomic_write_bytes  # noqa: E402
+
+GROUP_SERIES = (("ndcg@10", "overall", "tab:red"),
+                ("ndcg@10:affected", "affected group", "black"),
+                ("ndcg@10:non_affected", "non-affected group", "goldenrod"))
+
+
+def _frame(records) -> pd.DataFrame:
+    df = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    if df.empty or not {"metric", "value"}.issubset(df.columns):
+        raise ParameterError("records", "non-empty records with 'metric' and 'value'",
+                             f"{len(df)} records")
+    return df
+
+
+def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it."""
+    stem = Path(stem)
+    out = {}
+    for ext in ("png", "pdf"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
+        out[ext] = _atomic_write_bytes(stem.with_suffix("." + ext), buf.getvalue())
+    plt.close(fig)
+    return out
+
+
+def plot_degradation(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.PathLike, *,
+                     title: str | None = None) -> dict[str, Path]:
+    """Paper Fig. 2 / 5 / 6: metrics under group bias against the underestimation factor β.
+
+    Left: NDCG@10 overall / affected / non-affected as grouped bars per β (β = 1 is the
+    full-information case). Right: ρ(DTR) and Δ(EEL) per β (mean over setups, with the
+    spread over setups as error bars when several are present).
+    """
+    df = _frame(records)
+    df = df[df["condition"].isin(["full", "biased"])].copy()
+    df.loc[df["condition"] == "full", "beta"] = 1.0
+    betas = sorted(df["beta"].dropna().astype(float).unique(), reverse=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    width = 0.8 / len(GROUP_SERIES)
+    x = np.arange(len(betas))
+    for j, (metric, label, color) in enumerate(GROUP_SERIES):
+        stats = [df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"]
+                 for b in betas]
+        axes[0].bar(x + (j - 1) * width, [s.mean() for s in stats], width,
+                    yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats],
+                    label=label, color=color, alpha=0.85)
+    axes[0].set_xticks(x, [f"{b:g}" for b in betas])
+    axes[0].set_xlabel("group underestimation factor β")
+    axes[0].set_ylabel("NDCG@10")
+    axes[0].legend(fontsize=8)
+    for ax, metric, label in ((axes[1], "rho_dtr", "ρ(DTR)"), (axes[2], "delta_eel", "Δ(EEL)")):
+        stats = [df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"]
+                 for b in betas]
+        ax.bar(x, [s.mean() for s in stats], 0.6,
+               yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats], color="tab:blue")
+        ax.set_xticks(x, [f"{b:g}" for b in betas])
+        ax.set_xlabel("group underestimation factor β")
+        ax.set_ylabel(label)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
+def plot_biased_vs_corrected(records: Iterable[Mapping] | pd.DataFrame,
+                             stem: str | os.PathLike, *, metric: str = "ndcg@10",
+                             title: str | None = None) -> dict[str, Path]:
+    """Paper Fig. 7: ``metric`` of biased (left) and corrected (right) scores per setup and β."""
+    df = _frame(records)
+    df = df[df["metric"] == metric]
+    setups = list(dict.fromkeys(df["dataset"]))
+    betas = sorted(df["beta"].dropna().astype(float).unique(), reverse=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+    width = 0.8 / max(len(betas), 1)
+    x = np.arange(len(setups))
+    for ax, cond in zip(axes, ("biased", "corrected")):
+        for j, b in enumerate(betas):
+            sub = df[(df["condition"] == cond) & (df["beta"].astype(float) == b)]
+            vals = [sub[sub["dataset"] == s]["value"].mean() for s in setups]
+            ax.bar(x + (j - (len(betas) - 1) / 2) * width, vals, width, label=f"β = {b:g}")
+        ax.set_xticks(x, setups, rotation=60, ha="right", fontsize=7)
+        ax.set_title(cond)
+        ax.set_ylabel(metric.upper().replace("NDCG", "NDCG"))
+        ax.legend(fontsize=8)
+    lo = np.nanmin(df["value"].to_numpy(dtype=float)) if len(df) else 0.0
+    axes[0].set_ylim(max(0.0, lo - 0.05), 1.005)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
+def plot_cluster_size(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.PathLike, *,
+                      true_beta: float | None = None, title: str | None = None,
+                      series: Sequence[tuple[str, str, str]] = GROUP_SERIES
+                      ) -> dict[str, Path]:
+    """Paper Fig. 8 / 9: corrected NDCG@10 (overall / affected / non-affected) against the
+    cluster size (log axis) with mean ± std bands over repetitions, biased levels as dashed
+    reference lines; right panel: β̂ mean ± std against the cluster size."""
+    df = _frame(records)
+    if "cluster_size" not in df.columns:
+        raise ParameterError("records", "records with a 'cluster_size' key", list(df.columns))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    cor = df[df["condition"] == "corrected"]
+    for metric, label, color in series:
+        sub = cor[cor["metric"] == metric].groupby("cluster_size")["value"]
+        m, s = sub.mean(), sub.std(ddof=0).fillna(0.0)
+        if m.empty:
+            continue
+        axes[0].plot(m.index, m.values, "-o", color=color, label=label, ms=3)
+        axes[0].fill_between(m.index, m - s, m + s, color=color, alpha=0.2)
+        bias = df[(df["condition"] == "biased") & (df["metric"] == metric)]["value"]
+        if len(bias):
+            axes[0].axhline(bias.mean(), color=color, ls="--", lw=1)
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("cluster size (queries)")
+    axes[0].set_ylabel("NDCG@10 (corrected; dashed: biased)")
+    axes[0].legend(fontsize=8)
+    est = df[df["metric"] == "beta_hat"].groupby("cluster_size")["value"]
+    m, s = est.mean(), est.std(ddof=0).fillna(0.0)
+    if not m.empty:
+        axes[1].plot(m.index, m.values, "-o", color="tab:blue", ms=3, label="β̂")
+        axes[1].fill_between(m.index, m - s, m + s, color="tab:blue", alpha=0.2)
+    if true_beta is not None:
+        axes[1].axhline(true_beta, color="gray", ls="--", lw=1, label="true β")
+    axes[1].set_xscale("log")
+    axes[1].set_xlabel("cluster size (queries)")
+    axes[1].set_ylabel("inferred group propensity β̂")
+    axes[1].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, stem)
