@@ -1,0 +1,557 @@
+"""Ranking quality and fairness-of-exposure metrics (paper §4.1–4.2, §6.2–6.3).
+
+All metrics work on flat arrays with query offsets ``qptr`` (items of query ``i`` are
+``qptr[i]:qptr[i+1]``) and are vectorized over all queries. Every metric has two forms:
+
+* ``<metric>_per_query(...)`` returns float64 ``[n_queries]``, NaN for skipped queries;
+* ``<metric>(...)`` returns one float: the mean over the non-NaN queries (NaN when every
+  query is skipped), or the amortized / summed variant where offered.
+
+Shared conventions (see ``docs/metrics.md`` for the full statement):
+
+* Ranks start at 1. The exposure (DCG discount) of rank ``r`` is ``1 / log2(1 + r)``; with a
+  cutoff ``k`` ranks ``r > k`` have exposure 0; ``k=None`` means no cutoff.
+* A ranking sorts a query's items by score, descending. Ties in the scores are handled by
+  ``ties``: ``"average"`` (default) gives every item of a tie block the mean exposure of the
+  ranks the block occupies, which is the expected exposure when tied items are permuted
+  uniformly at random, so the result does not depend on the input order; ``"stable"``
+  breaks ties by original position (earlier first); ``"pessimistic"`` (NDCG only) puts the
+  items with the smallest gain first among ties (worst case).
+* ``groups`` holds the membership of every item in the affected group ``G_A``: 1 = affected,
+  0 = non-affected, a fraction = probability of being affected. Group sums weight item
+  ``i`` by ``g_i`` for ``G_A`` and by ``1 - g_i`` for ``G_N``.
+* Empty queries are always skipped (NaN).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import ParameterError, check_qptr
+from .segments import query_index, segment_sum, sort_within
+
+__all__ = [
+    "position_exposure", "expected_exposure", "target_exposure", "group_exposure",
+    "discretize",
+    "ndcg", "ndcg_per_query",
+    "rho_dtr_tabular", "rho_dtr_tabular_per_query",
+    "rho_dtr_ranking", "rho_dtr_ranking_per_query",
+    "delta_eel_tabular", "delta_eel_tabular_per_query",
+    "delta_eel_ranking", "delta_eel_ranking_per_query",
+]
+
+GAINS = ("exp2", "linear")
+TIES = ("average", "stable", "pessimistic")
+EXPOSURE_TIES = ("average", "stable")
+GROUPS = ("all", "affected", "non_affected")
+ON_NO_RELEVANT = ("skip", "zero", "one")
+ON_ZERO_UTILITY = ("extend", "skip")
+ON_SINGLE_GROUP = ("count", "skip")
+DTR_AGGREGATES = ("per_query", "amortized")
+EEL_AGGREGATES = ("mean", "sum")
+DISTANCES = ("l2", "l1", "sq_l2")
+
+
+# --------------------------------------------------------------------------- validation
+
+def _choice(name: str, value, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
+    return value
+
+
+def _check_k(k):
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ParameterError("k", "an integer >= 1, or None for no cutoff", k)
+    return int(k)
+
+
+def _vector(name: str, values, n: int | None, *, nonnegative: bool = False,
+            unit: bool = False) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    if n is not None and a.size != n:
+        raise ParameterError(name, f"length {n} (one value per item)", f"length {a.size}")
+    a = a.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(a)):
+        raise ParameterError(name, "finite values", "NaN or infinite entries",
+                             fix="drop or impute them before computing metrics")
+    if nonnegative and a.size and a.min() < 0:
+        raise ParameterError(name, "non-negative values", f"minimum {a.min()!r}")
+    if unit and a.size and (a.min() < 0 or a.max() > 1):
+        raise ParameterError(name, "values in [0, 1] (1 = affected, 0 = non-affected)",
+                             f"range [{a.min()!r}, {a.max()!r}]")
+    return a
+
+
+def _inputs(first_name: str, first, second_name: str | None, second, qptr, groups,
+            *, need_groups: bool, second_nonnegative: bool = True,
+            first_nonnegative: bool = False):
+    x = _vector(first_name, first, None, nonnegative=first_nonnegative)
+    n = x.size
+    y = None if second_name is None else _vector(second_name, second, n,
+                                                 nonnegative=second_nonnegative)
+    q = check_qptr(qptr, n)
+    g = None
+    if groups is not None:
+        g = _vector("groups", groups, n, unit=True)
+    elif need_groups:
+        raise ParameterError("groups", "an array of affected-group memberships in [0, 1]",
+                             None)
+    return x, y, q, g
+
+
+# --------------------------------------------------------------------------- exposure
+
+def _discount_table(max_len: int, k: int | None) -> np.ndarray:
+    """``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``."""
+    r = np.arange(1, max_len + 1, dtype=np.float64)
+    table = 1.0 / np.log2(1.0 + r)
+    if k is not None:
+        table[k:] = 0.0
+    return table
+
+
+def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
+    """Exposure of 1-based ``ranks`` under the logarithmic (DCG) browsing model.
+
+    ``e(r) = 1 / log2(1 + r)`` for ``r <= k`` and 0 beyond the cutoff ``k``
+    (``k=None``: no cutoff). Returns float64 of the same shape as ``ranks``.
+    """
+    r = np.asarray(ranks)
+    if not np.issubdtype(r.dtype, np.integer) or (r.size and r.min() < 1):
+        raise ParameterError("ranks", "integer ranks >= 1", f"dtype {r.dtype}")
+    k = _check_k(k)
+    out = 1.0 / np.log2(1.0 + r.astype(np.float64))
+    if k is not None:
+        out = np.where(r <= k, out, 0.0)
+    return out
+
+
+def _sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """1-based rank of every slot of a within-query sorted order (queries contiguous)."""
+    return np.arange(qidx.size, dtype=np.int64) - qptr[qidx] + 1
+
+
+def _block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray,
+                qidx: np.ndarray) -> np.ndarray:
+    """Replace every value by the mean over its block of equal consecutive keys within a
+    query (arrays in within-query sorted order)."""
+    n = values_sorted.size
+    if n == 0:
+        return values_sorted
+    start = np.empty(n, dtype=bool)
+    start[0] = True
+    start[1:] = (keys_sorted[1:] != keys_sorted[:-1]) | (qidx[1:] != qidx[:-1])
+    block = np.cumsum(start) - 1
+    sums = np.bincount(block, weights=values_sorted)
+    counts = np.bincount(block)
+    return (sums / counts)[block]
+
+
+def _exposure_sorted(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
+                     k: int | None, ties: str, tiebreak: np.ndarray | None = None):
+    """Order (``sort_within``) and the exposure of every slot of that order."""
+    order = sort_within(scores, qptr, descending=True, tiebreak=tiebreak, qidx=qidx)
+    ranks = _sorted_ranks(qptr, qidx)
+    max_len = int(np.max(np.diff(qptr))) if qptr.size > 1 and qidx.size else 0
+    exp_sorted = _discount_table(max_len, k)[ranks - 1] if qidx.size else \
+        np.zeros(0, dtype=np.float64)
+    if ties == "average":
+        exp_sorted = _block_mean(exp_sorted, scores[order], qidx)
+    return order, exp_sorted
+
+
+def _exposure(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None,
+              ties: str) -> np.ndarray:
+    order, exp_sorted = _exposure_sorted(scores, qptr, qidx, k, ties)
+    out = np.empty_like(exp_sorted)
+    out[order] = exp_sorted
+    return out
+
+
+def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "average"
+                      ) -> np.ndarray:
+    """Exposure of every item when each query is ranked by ``scores`` (descending).
+
+    ``eps_i = e(rank_i) = 1 / log2(1 + rank_i)`` (0 for ``rank_i > k``). With
+    ``ties="average"`` items with equal scores share the mean exposure of the ranks their
+    tie block occupies: the expected exposure of the stochastic ranking that permutes tied
+    items uniformly at random (Diaz et al. 2020). ``ties="stable"``: ties broken by original
+    position. Shapes: ``scores`` float [n_items], ``qptr`` int [n_queries + 1]; returns
+    float64 [n_items].
+    """
+    s, _, q, _ = _inputs("scores", scores, None, None, qptr, None, need_groups=False)
+    k = _check_k(k)
+    ties = _choice("ties", ties, EXPOSURE_TIES)
+    return _exposure(s, q, query_index(q), k, ties)
+
+
+def target_exposure(grades, *, qptr, k: int | None = None) -> np.ndarray:
+    """EEL target exposure of every item from discrete ``grades`` (§4.2.1, Diaz et al. 2020).
+
+    The ideal stochastic ranking sorts items by grade (descending) and permutes items of equal
+    grade uniformly, so every item receives the mean position exposure of the ranks its grade
+    block occupies: ``eps*_i = mean_{r in block(i)} e(r)``. Continuous scores must be
+    discretized first (:func:`discretize`). Returns float64 [n_items].
+    """
+    return expected_exposure(grades, qptr=qptr, k=k, ties="average")
+
+
+def _group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.ndarray):
+    return (segment_sum(values * g, qptr, qidx), segment_sum(values * (1.0 - g), qptr, qidx))
+
+
+def group_exposure(exposure, groups, *, qptr) -> np.ndarray:
+    """Per-query group exposure ``[E_A, E_N]``: float64 [n_queries, 2] with
+    ``E_A = sum_i g_i eps_i`` and ``E_N = sum_i (1 - g_i) eps_i``."""
+    e, _, q, g = _inputs("exposure", exposure, None, None, qptr, groups, need_groups=True,
+                         first_nonnegative=True)
+    ea, en = _group_sums(e, g, q, query_index(q))
+    return np.stack([ea, en], axis=1)
+
+
+def discretize(scores, *, thresholds=None, levels: int | None = None) -> np.ndarray:
+    """Discrete grades of continuous scores (needed by EEL, §4.2.1).
+
+    ``grade_i = #{t in thresholds : score_i >= t}`` (int64 [n_items]), i.e. a score equal to
+    a threshold falls in the upper grade. ``thresholds`` must be strictly increasing;
+    ``levels=n`` uses the equal-width thresholds ``1/n, 2/n, ..., (n-1)/n`` for scores in
+    [0, 1]. Default (both None): ``thresholds=(0.5,)``, the paper's least controversial
+    threshold ``a* = 0.5`` (binary relevant / non-relevant). Give at most one of the two.
+    """
+    s = _vector("scores", scores, None)
+    t = _thresholds(thresholds, levels)
+    return np.searchsorted(t, s, side="right").astype(np.int64)
+
+
+def _thresholds(thresholds, levels) -> np.ndarray:
+    if thresholds is not None and levels is not None:
+        raise ParameterError("levels", "None when thresholds are given", levels,
+                             fix="pass either thresholds or levels, not both")
+    if levels is not None:
+        if isinstance(levels, bool) or not isinstance(levels, numbers.Integral) or levels < 2:
+            raise ParameterError("levels", "an integer >= 2", levels)
+        return np.arange(1, int(levels), dtype=np.float64) / float(levels)
+    if thresholds is None:
+        return np.array([0.5])
+    try:
+        t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
+    except (TypeError, ValueError):
+        t = np.array([np.nan])
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+        raise ParameterError("thresholds", "a non-empty, strictly increasing sequence of "
+                             "finite numbers", thresholds)
+    return t
+
+
+# --------------------------------------------------------------------------- NDCG
+
+def ndcg_per_query(scores, labels, *, qptr, groups=None, group: str = "all",
+                   k: int | None = None, gain: str = "exp2", ties: str = "average",
+                   on_no_relevant: str = "skip") -> np.ndarray:
+    """NDCG@k of every query (§4.1, §6.2 Fig. 2/5), float64 [n_queries].
+
+    ``DCG@k = sum_{r=1}^{min(k, n)} w_(r) gain(l_(r)) / log2(1 + r)`` over the ranking by
+    ``scores`` (descending), ``IDCG@k`` the same over the ranking by ``w * gain(l)``
+    (descending), ``NDCG@k = DCG@k / IDCG@k``.
+
+    * ``gain="exp2"`` (default): ``2^l - 1``; ``gain="linear"``: ``l``. Labels must be
+      non-negative (graded labels, or relevance probabilities in the tabular regime).
+    * ``group``: ``"all"`` uses ``w_i = 1``; ``"affected"`` uses ``w_i = g_i`` and
+      ``"non_affected"`` ``w_i = 1 - g_i``: the ranking is the full ranking of the query, but
+      only the relevant items of that group count as relevant (for crisp groups: the labels
+      of the other group are set to 0, in DCG and in IDCG alike).
+    * ``ties``: ``"average"`` (expected DCG under uniformly random tie-breaking; default),
+      ``"stable"`` (original position) or ``"pessimistic"`` (smallest gain first).
+    * ``on_no_relevant``: a query with ``IDCG = 0`` is ``"skip"`` (NaN, excluded from the
+      mean; default), ``"zero"`` (0) or ``"one"`` (1). Empty queries are always NaN.
+    """
+    s, lab, q, g = _inputs("scores", scores, "labels", labels, qptr, groups,
+                           need_groups=group != "all")
+    group = _choice("group", group, GROUPS)
+    gain = _choice("gain", gain, GAINS)
+    ties = _choice("ties", ties, TIES)
+    on_no_relevant = _choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
+    k = _check_k(k)
+    return _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant)
+
+
+def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
+    if qidx is None:
+        qidx = query_index(q)
+    gains = np.exp2(lab) - 1.0 if gain == "exp2" else lab.copy()
+    if group == "affected":
+        gains = gains * g
+    elif group == "non_affected":
+        gains = gains * (1.0 - g)
+    tiebreak = gains if ties == "pessimistic" else None
+    order, disc = _exposure_sorted(s, q, qidx, k, "average" if ties == "average" else
+                                   "stable", tiebreak=tiebreak)
+    dcg = segment_sum(gains[order] * disc, q, qidx)
+    ideal = sort_within(gains, q, descending=True, qidx=qidx)
+    max_len = int(np.max(np.diff(q))) if q.size > 1 and qidx.size else 0
+    ideal_disc = _discount_table(max_len, k)[_sorted_ranks(q, qidx) - 1] if qidx.size \
+        else np.zeros(0)
+    idcg = segment_sum(gains[ideal] * ideal_disc, q, qidx)
+    out = np.full(q.size - 1, np.nan)
+    pos = idcg > 0
+    out[pos] = dcg[pos] / idcg[pos]
+    nonempty = np.diff(q) > 0
+    fill = {"skip": np.nan, "zero": 0.0, "one": 1.0}[on_no_relevant]
+    out[~pos & nonempty] = fill
+    return out
+
+
+def _mean(values: np.ndarray) -> float:
+    ok = ~np.isnan(values)
+    return float(values[ok].mean()) if ok.any() else float("nan")
+
+
+def ndcg(scores, labels, *, qptr, groups=None, group: str = "all", k: int | None = None,
+         gain: str = "exp2", ties: str = "average", on_no_relevant: str = "skip") -> float:
+    """Mean NDCG@k over the queries that are not skipped (see :func:`ndcg_per_query`);
+    NaN when every query is skipped."""
+    return _mean(ndcg_per_query(scores, labels, qptr=qptr, groups=groups, group=group, k=k,
+                                gain=gain, ties=ties, on_no_relevant=on_no_relevant))
+
+
+# --------------------------------------------------------------------------- DTR
+
+def _rho(xa, xn, ya, yn, on_zero_utility: str) -> np.ndarray:
+    """``rho = min(r, 1/r)``, ``r = (X_A / X_N) / (Y_A / Y_N)``, elementwise.
+
+    Computed as ``min(num, den) / max(num, den)`` with ``num = X_A * Y_N`` and
+    ``den = Y_A * X_N``. NaN when ``X_A + X_N = 0`` or ``Y_A + Y_N = 0`` (no target can be
+    derived). When a group has zero true utility (``Y_A = 0`` or ``Y_N = 0``):
+    ``on_zero_utility="extend"`` gives 1 if the estimate also gives that group zero (the two
+    agree) and 0 otherwise (``r`` is 0 or infinite); ``"skip"`` gives NaN.
+    """
+    xa, xn, ya, yn = (np.asarray(v, dtype=np.float64) for v in (xa, xn, ya, yn))
+    num = xa * yn
+    den = ya * xn
+    hi = np.maximum(num, den)
+    lo = np.minimum(num, den)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0)
+    if on_zero_utility == "skip":
+        rho = np.where((ya == 0) | (yn == 0), np.nan, rho)
+    undefined = ((xa + xn) <= 0) | ((ya + yn) <= 0)
+    return np.where(undefined, np.nan, rho)
+
+
+def _aggregate_rho(xa, xn, ya, yn, aggregate, on_zero_utility) -> float:
+    if aggregate == "per_query":
+        return _mean(_rho(xa, xn, ya, yn, on_zero_utility))
+    return float(_rho(xa.sum(), xn.sum(), ya.sum(), yn.sum(), on_zero_utility))
+
+
+def _dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups):
+    x, y, q, g = _inputs("estimated_utility", estimated_utility, "true_relevance",
+                         true_relevance, qptr, groups, need_groups=True,
+                         first_nonnegative=True)
+    qidx = query_index(q)
+    xa, xn = _group_sums(x, g, q, qidx)
+    ya, yn = _group_sums(y, g, q, qidx)
+    return xa, xn, ya, yn
+
+
+def rho_dtr_tabular_per_query(estimated_utility, true_relevance, *, qptr, groups,
+                              on_zero_utility: str = "extend") -> np.ndarray:
+    """ρ(DTR) of the DTR target exposure in the tabular regime (§4.2.2), per query.
+
+    DTR (Singh & Joachims 2018) targets group exposure proportional to group utility,
+    ``E_g ∝ U_g`` with ``U_g = sum_{i in q} w_g(i) rel_i`` (``w_A = g_i``, ``w_N = 1 - g_i``).
+    With ``Ũ_g`` computed the same way from ``estimated_utility`` (biased or corrected
+    attractiveness) and ``U_g`` from ``true_relevance`` (on the scale the estimate
+    estimates, e.g. P(R)):
+
+        r = (Ũ_A / Ũ_N) / (U_A / U_N),    ρ = min(r, 1 / r) ∈ [0, 1].
+
+    Queries with no true or no estimated utility at all are NaN. A group with zero true
+    utility (including a group with no items): ``on_zero_utility="extend"`` (default)
+    gives 1 when ``Ũ`` also gives it zero and 0 otherwise; ``"skip"`` gives NaN.
+    Both inputs float [n_items], non-negative; returns float64 [n_queries].
+    """
+    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    return _rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
+                on_zero_utility)
+
+
+def rho_dtr_tabular(estimated_utility, true_relevance, *, qptr, groups,
+                    aggregate: str = "per_query", on_zero_utility: str = "extend") -> float:
+    """ρ(DTR), tabular regime: ``aggregate="per_query"`` (default) is the mean of
+    :func:`rho_dtr_tabular_per_query` over non-NaN queries; ``"amortized"`` sums ``Ũ_g``
+    and ``U_g`` over all queries first and returns ρ of the sums."""
+    aggregate = _choice("aggregate", aggregate, DTR_AGGREGATES)
+    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    return _aggregate_rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
+                          aggregate, on_zero_utility)
+
+
+def _dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties):
+    s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
+                         need_groups=True)
+    k = _check_k(k)
+    ties = _choice("ties", ties, EXPOSURE_TIES)
+    qidx = query_index(q)
+    e = _exposure(s, q, qidx, k, ties)
+    xa, xn = _group_sums(e, g, q, qidx)
+    ya, yn = _group_sums(y, g, q, qidx)
+    return xa, xn, ya, yn
+
+
+def rho_dtr_ranking_per_query(scores, true_relevance, *, qptr, groups, k: int | None = None,
+                              ties: str = "average", on_zero_utility: str = "extend"
+                              ) -> np.ndarray:
+    """ρ(DTR) of a model's ranking (general LTR regime, §6.2–6.3), per query.
+
+        r = (E_A / U_A) / (E_N / U_N),    ρ = min(r, 1 / r) ∈ [0, 1],
+
+    with ``E_g = sum_i w_g(i) e(rank_i)`` the exposure the ranking by ``scores`` gives group
+    ``g`` (``e(r) = 1/log2(1 + r)``, 0 beyond ``k``; ties as in :func:`expected_exposure`)
+    and ``U_g = sum_i w_g(i) rel_i`` its true utility. ρ = 1 when exposure is exactly
+    proportional to utility. Degenerate queries as in :func:`rho_dtr_tabular_per_query`
+    (with ``E`` in place of ``Ũ``): with ``"extend"`` a group that has items but no
+    utility gets ρ = 0 when it receives exposure. Returns float64 [n_queries].
+    """
+    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    return _rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
+                on_zero_utility)
+
+
+def rho_dtr_ranking(scores, true_relevance, *, qptr, groups, k: int | None = None,
+                    ties: str = "average", aggregate: str = "per_query",
+                    on_zero_utility: str = "extend") -> float:
+    """ρ(DTR) of a ranking: mean over queries (``"per_query"``, default) or ρ of the
+    exposure and utility sums over all queries (``"amortized"``)."""
+    aggregate = _choice("aggregate", aggregate, DTR_AGGREGATES)
+    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    return _aggregate_rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
+                          aggregate, on_zero_utility)
+
+
+# --------------------------------------------------------------------------- EEL
+
+def _distance(da: np.ndarray, dn: np.ndarray, distance: str) -> np.ndarray:
+    if distance == "l2":
+        return np.sqrt(da * da + dn * dn)
+    if distance == "sq_l2":
+        return da * da + dn * dn
+    return np.abs(da) + np.abs(dn)
+
+
+def _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group):
+    out = _distance(ea - ta, en - tn, distance)
+    out[np.diff(q) == 0] = np.nan
+    if on_single_group == "skip":
+        na, nn = _group_sums(np.ones(g.size), g, q, qidx)
+        out[(na == 0) | (nn == 0)] = np.nan
+    return out
+
+
+def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return np.searchsorted(t, values, side="right").astype(np.float64)
+
+
+def delta_eel_tabular_per_query(estimated_scores, true_relevance, *, qptr, groups,
+                                thresholds=None, levels: int | None = None,
+                                discretize_true: bool = True, k: int | None = None,
+                                distance: str = "l2", on_single_group: str = "count"
+                                ) -> np.ndarray:
+    """Δ(EEL) between the EEL group target exposure from estimated and from true scores
+    (tabular regime, §4.2.1), per query.
+
+    Both score vectors are discretized (:func:`discretize` with ``thresholds``/``levels``,
+    default ``a* = 0.5``; ``discretize_true=False`` uses ``true_relevance`` as given, e.g.
+    graded labels), item target exposures ``eps*`` follow :func:`target_exposure` (tie blocks
+    of equal grade, ``e(r) = 1/log2(1 + r)``, 0 beyond ``k``, default no cutoff), and the
+    group target exposure is ``E_g = sum_i w_g(i) eps*_i``. Then
+
+        Δ(EEL) = || [Ẽ_A, Ẽ_N] - [E_A, E_N] ||
+
+    with ``distance="l2"`` (default, as stated in §6.2), ``"l1"`` or ``"sq_l2"``. Since both
+    vectors sum to the same total exposure, the two components are ``±δ`` and ℓ2 = √2·|δ|,
+    ℓ1 = 2|δ| (the "multiply it by 2" of the Theorem 4.2 proof). A query whose items are all
+    in one group has Δ = 0; ``on_single_group="skip"`` makes it NaN instead. Returns float64
+    [n_queries] (unnormalized exposure units).
+    """
+    x, y, q, g = _inputs("estimated_scores", estimated_scores, "true_relevance",
+                         true_relevance, qptr, groups, need_groups=True,
+                         second_nonnegative=False)
+    k = _check_k(k)
+    distance = _choice("distance", distance, DISTANCES)
+    on_single_group = _choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
+    t = _thresholds(thresholds, levels)
+    qidx = query_index(q)
+    est = _exposure(_grades(x, t), q, qidx, k, "average")
+    tgt = _exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
+    ea, en = _group_sums(est, g, q, qidx)
+    ta, tn = _group_sums(tgt, g, q, qidx)
+    return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
+
+
+def _aggregate_eel(values: np.ndarray, aggregate: str) -> float:
+    if aggregate == "mean":
+        return _mean(values)
+    ok = ~np.isnan(values)
+    return float(values[ok].sum()) if ok.any() else float("nan")
+
+
+def delta_eel_tabular(estimated_scores, true_relevance, *, qptr, groups, thresholds=None,
+                      levels: int | None = None, discretize_true: bool = True,
+                      k: int | None = None, distance: str = "l2",
+                      on_single_group: str = "count", aggregate: str = "mean") -> float:
+    """Δ(EEL), tabular regime: the mean (default) or sum over non-NaN queries of
+    :func:`delta_eel_tabular_per_query`."""
+    aggregate = _choice("aggregate", aggregate, EEL_AGGREGATES)
+    return _aggregate_eel(delta_eel_tabular_per_query(
+        estimated_scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
+        levels=levels, discretize_true=discretize_true, k=k, distance=distance,
+        on_single_group=on_single_group), aggregate)
+
+
+def delta_eel_ranking_per_query(scores, true_relevance, *, qptr, groups, thresholds=None,
+                                levels: int | None = None, discretize_true: bool = True,
+                                k: int | None = None, ties: str = "average",
+                                distance: str = "l2", on_single_group: str = "count"
+                                ) -> np.ndarray:
+    """Δ(EEL) of a model's ranking (general LTR regime, §6.2–6.3), per query.
+
+    The group exposure of the deterministic ranking by ``scores``
+    (``E_g = sum_i w_g(i) e(rank_i)``, ties as in :func:`expected_exposure`) against the
+    full-information EEL group target exposure from ``true_relevance`` (discretized as in
+    :func:`delta_eel_tabular_per_query`), with the same cutoff ``k``, distance and
+    single-group handling. Returns float64 [n_queries].
+    """
+    s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
+                         need_groups=True, second_nonnegative=False)
+    k = _check_k(k)
+    ties = _choice("ties", ties, EXPOSURE_TIES)
+    distance = _choice("distance", distance, DISTANCES)
+    on_single_group = _choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
+    t = _thresholds(thresholds, levels)
+    qidx = query_index(q)
+    model = _exposure(s, q, qidx, k, ties)
+    tgt = _exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
+    ea, en = _group_sums(model, g, q, qidx)
+    ta, tn = _group_sums(tgt, g, q, qidx)
+    return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
+
+
+def delta_eel_ranking(scores, true_relevance, *, qptr, groups, thresholds=None,
+                      levels: int | None = None, discretize_true: bool = True,
+                      k: int | None = None, ties: str = "average", distance: str = "l2",
+                      on_single_group: str = "count", aggregate: str = "mean") -> float:
+    """Δ(EEL) of a ranking: the mean (default) or sum over non-NaN queries of
+    :func:`delta_eel_ranking_per_query`."""
+    aggregate = _choice("aggregate", aggregate, EEL_AGGREGATES)
+    return _aggregate_eel(delta_eel_ranking_per_query(
+        scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
+        levels=levels, discretize_true=discretize_true, k=k, ties=ties, distance=distance,
+        on_single_group=on_single_group), aggregate)

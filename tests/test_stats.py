@@ -1,0 +1,105 @@
+"""Tests of groupbias.stats: paired tests against scipy and hand cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from groupbias.errors import ParameterError
+from groupbias.stats import paired_test, significance_marker
+
+
+def test_ttest_matches_scipy_and_hand_formula(rng):
+    a = rng.normal(0.8, 0.1, size=200)
+    b = a - rng.normal(0.02, 0.05, size=200)
+    stat, p, n = paired_test(a, b)
+    ref = sps.ttest_rel(a, b)
+    assert n == 200
+    assert stat == pytest.approx(ref.statistic, rel=1e-12)
+    assert p == pytest.approx(ref.pvalue, rel=1e-12)
+    d = a - b  # t = mean(d) / (sd(d) / sqrt(n))
+    assert stat == pytest.approx(d.mean() / (d.std(ddof=1) / math.sqrt(d.size)), rel=1e-10)
+    _, p_greater, _ = paired_test(a, b, alternative="greater")
+    assert p_greater == pytest.approx(sps.ttest_rel(a, b, alternative="greater").pvalue)
+
+
+def test_wilcoxon_matches_scipy(rng):
+    a = rng.random(60)
+    b = a + rng.normal(0.05, 0.2, size=60)
+    stat, p, n = paired_test(a, b, test="wilcoxon")
+    ref = sps.wilcoxon(a, b)
+    assert (stat, n) == (pytest.approx(ref.statistic), 60)
+    assert p == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_wilcoxon_hand_case():
+    # differences 1, 2, 3, -4 (no ties): ranks 1, 2, 3, 4; R+ = 6, R- = 4 -> W = min = 4
+    a = np.array([2.0, 4.0, 6.0, 0.0])
+    b = np.array([1.0, 2.0, 3.0, 4.0])
+    stat, p, n = paired_test(a, b, test="wilcoxon")
+    assert stat == 4.0 and n == 4
+    # exact null: 2^4 sign patterns; P(min(R+, R-) <= 4) = 2 * P(R+ <= 4);
+    # subsets of {1,2,3,4} with sum <= 4: {}, {1}, {2}, {3}, {4}, {1,2}, {1,3} -> 7 of 16
+    assert p == pytest.approx(2 * 7 / 16)
+
+
+def test_nan_pairs_are_dropped(rng):
+    a = rng.random(30)
+    b = rng.random(30)
+    a[3] = np.nan
+    b[7] = np.nan
+    b[3] = np.nan
+    keep = np.ones(30, bool)
+    keep[[3, 7]] = False
+    stat, p, n = paired_test(a, b)
+    ref = sps.ttest_rel(a[keep], b[keep])
+    assert n == 28
+    assert (stat, p) == (pytest.approx(ref.statistic), pytest.approx(ref.pvalue))
+
+
+def test_identical_samples():
+    a = np.array([0.1, 0.5, 0.9, np.nan])
+    for test in ("ttest", "wilcoxon"):
+        assert paired_test(a, a.copy(), test=test) == (0.0, 1.0, 3)
+
+
+def test_hand_ttest():
+    # d = (1, 2, 3): mean 2, sd 1, t = 2 / (1 / sqrt(3)) = 2 sqrt(3)
+    stat, p, n = paired_test(np.array([1.0, 2.0, 3.0]), np.zeros(3))
+    assert stat == pytest.approx(2 * math.sqrt(3)) and n == 3
+    # two-sided p = 2 * (1 - F_t(2 sqrt 3; df = 2)); F_t for df=2: 1/2 + t / (2 sqrt(2 + t^2))
+    t = 2 * math.sqrt(3)
+    assert p == pytest.approx(2 * (0.5 - t / (2 * math.sqrt(2 + t * t))))
+
+
+def test_bad_inputs():
+    a = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(ParameterError, match="b_per_query"):
+        paired_test(a, a[:2])
+    with pytest.raises(ParameterError, match="test"):
+        paired_test(a, a, test="sign")
+    with pytest.raises(ParameterError, match="alternative"):
+        paired_test(a, a, alternative="up")
+    with pytest.raises(ParameterError, match="a_per_query"):
+        paired_test(np.array([0.1, np.nan]), np.array([0.2, 0.3]))
+    with pytest.raises(ParameterError, match="a_per_query"):
+        paired_test(np.array([0.1, np.inf]), np.array([0.2, 0.3]))
+    with pytest.raises(ParameterError, match="a_per_query"):
+        paired_test(a.reshape(3, 1), a)
+
+
+def test_significance_marker():
+    assert significance_marker(0.0009) == "*"
+    assert significance_marker(0.001) == ""
+    assert significance_marker(0.04, alpha=0.05) == "*"
+    assert significance_marker(float("nan")) == ""
+    assert significance_marker(np.float64(1e-5)) == "*"
+    with pytest.raises(ParameterError, match="alpha"):
+        significance_marker(0.1, alpha=1.5)
+    with pytest.raises(ParameterError, match="p"):
+        significance_marker(1.2)
+    with pytest.raises(ParameterError, match="p"):
+        significance_marker("0.01")
