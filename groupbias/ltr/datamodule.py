@@ -1,0 +1,336 @@
+"""Batches of padded query lists for Lightning: length bucketing, slate sampling, normalization.
+
+Training epoch ``e`` (all randomness from ``np.random.default_rng([seed, e])``):
+
+1. slate sampling: a query with more than ``slate_length`` items keeps a uniformly random
+   subset of ``slate_length`` of them (in their original order) for this epoch;
+2. bucketing: queries are sorted by (sampled) list length, ties in random order, and cut into
+   batches of ``batch_size`` queries, so every batch holds lists of similar length and little
+   padding;
+3. the batch order is shuffled.
+
+Every non-empty query appears in exactly one training batch per epoch. Batches are assembled
+in the loading process with vectorized numpy (:func:`groupbias.ltr.padding.pad_segments`);
+the sampler yields ``(epoch, batch)`` keys, so the plan is the same in any worker process,
+and under ``torch.distributed`` each rank takes every ``world_size``-th batch.
+
+Evaluation batches hold whole queries (no sampling), sorted by length, in fixed order.
+Empty queries are left out of all batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from ..errors import ParameterError, check_qptr
+from .normalization import zscore_within_queries
+from .padding import pad_segments
+
+
+@dataclass(frozen=True, eq=False)
+class FlatLists:
+    """Flat lists ready for batching: features float32 [n, f] (normalized when asked),
+    labels float32 [n] or None, qptr int64 [n_queries + 1]."""
+
+    features: np.ndarray
+    labels: np.ndarray | None
+    qptr: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.qptr.size - 1)
+
+
+def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | None = "zscore",
+                  name: str = "data", need_labels: bool = False) -> FlatLists:
+    """Flat lists from a ``RankingData`` (or any object with ``features``, ``labels`` and
+    ``qptr``) or a ``(features, labels, qptr)`` tuple.
+
+    ``labels`` replaces the data's labels (e.g. biased or IPS-corrected training labels); they
+    must be finite and non-negative. ``normalize``: ``"zscore"`` (within each query, see
+    :func:`zscore_within_queries`) or None.
+    """
+    if isinstance(data, tuple):
+        if len(data) != 3:
+            raise ParameterError(name, "a RankingData or a (features, labels, qptr) tuple",
+                                 f"a tuple of {len(data)}")
+        feats, base_labels, qptr = data
+    else:
+        try:
+            feats, base_labels, qptr = data.features, data.labels, data.qptr
+        except AttributeError:
+            raise ParameterError(name, "a RankingData or a (features, labels, qptr) tuple",
+                                 type(data).__name__) from None
+    feats = np.asarray(feats)
+    if feats.ndim != 2:
+        raise ParameterError(f"{name}.features", "a 2-D array [n_items, n_features]",
+                             feats.shape)
+    qptr = check_qptr(qptr, feats.shape[0], name=f"{name}.qptr")
+    y = labels if labels is not None else base_labels
+    if y is None:
+        if need_labels:
+            raise ParameterError(f"{name} labels", "an array of n_items labels", None)
+        y_arr = None
+    else:
+        y_arr = np.asarray(y, dtype=np.float64)
+        which = f"{name} labels"
+        if y_arr.shape != (feats.shape[0],):
+            raise ParameterError(which, f"shape ({feats.shape[0]},)", y_arr.shape)
+        if not np.all(np.isfinite(y_arr)) or (y_arr.size and y_arr.min() < 0):
+            raise ParameterError(which, "finite non-negative values",
+                                 f"min {np.nanmin(y_arr) if y_arr.size else None}, "
+                                 f"{int(np.sum(~np.isfinite(y_arr)))} non-finite")
+        y_arr = y_arr.astype(np.float32)
+    if normalize == "zscore":
+        feats = zscore_within_queries(feats, qptr)
+    elif normalize is None:
+        feats = np.ascontiguousarray(feats, dtype=np.float32)
+    else:
+        raise ParameterError("normalize", "'zscore' or None", normalize)
+    return FlatLists(feats, y_arr, qptr)
+
+
+def _batch_dict(lists: FlatLists, items: np.ndarray, sizes: np.ndarray, qstarts: np.ndarray,
+                list_size: int | None = None) -> dict[str, torch.Tensor]:
+    pb = pad_segments(lists.features, lists.labels, items, sizes, qstarts, list_size=list_size)
+    out = {"features": pb.features, "mask": pb.mask, "positions": pb.positions,
+           "items": pb.items}
+    if pb.labels is not None:
+        out["labels"] = pb.labels
+    return out
+
+
+def _gather(flat: np.ndarray, ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate ``flat[ptr[r]:ptr[r+1]]`` for ``r`` in ``rows``; returns (values, sizes)."""
+    sizes = ptr[rows + 1] - ptr[rows]
+    out_starts = np.zeros(rows.size, dtype=np.int64)
+    if rows.size:
+        np.cumsum(sizes[:-1], out=out_starts[1:])
+    idx = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(ptr[rows] - out_starts, sizes)
+    return flat[idx], sizes
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """One training epoch: ``items``/``ptr`` the sampled items of every kept query (flat,
+    grouped per query, query ``j`` = ``queries[j]``), ``batches[b]`` the rows of batch ``b``."""
+
+    queries: np.ndarray
+    items: np.ndarray
+    ptr: np.ndarray
+    batches: list[np.ndarray]
+
+
+def plan_epoch(qptr: np.ndarray, *, batch_size: int, slate_length: int | None,
+               rng: np.random.Generator) -> EpochPlan:
+    """Slate sampling, length bucketing and batch shuffling of one epoch (module docstring)."""
+    qptr = np.asarray(qptr, dtype=np.int64)
+    sizes = np.diff(qptr)
+    queries = np.flatnonzero(sizes > 0)
+    n_items = int(qptr[-1])
+    qidx = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    if slate_length is not None and sizes.size and sizes.max() > slate_length:
+        # rank items within their query by a random key; keep the first slate_length
+        key = rng.random(n_items)
+        order = np.lexsort((key, qidx))
+        within = np.arange(n_items, dtype=np.int64) - qptr[qidx[order]]
+        items = np.sort(order[within < slate_length])
+    else:
+        items = np.arange(n_items, dtype=np.int64)
+    kept = np.minimum(sizes, slate_length) if slate_length is not None else sizes
+    ptr = np.zeros(queries.size + 1, dtype=np.int64)
+    np.cumsum(kept[queries], out=ptr[1:])
+    # bucket by length, random order among equal lengths
+    by_len = np.lexsort((rng.random(queries.size), kept[queries]))
+    batches = [by_len[i:i + batch_size] for i in range(0, by_len.size, batch_size)]
+    perm = rng.permutation(len(batches))
+    return EpochPlan(queries, items, ptr, [batches[i] for i in perm])
+
+
+def _dist_rank_world() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+class EpochBatchSampler(Sampler):
+    """Yields ``(epoch, b)`` keys of one epoch's batches; Lightning calls :meth:`set_epoch`.
+
+    Without ``set_epoch`` calls the epoch advances by one per iteration. With ``world_size >
+    1`` (default: from ``torch.distributed``) rank ``r`` takes batches ``r, r + w, ...``,
+    padded by wrapping around so that all ranks take equally many.
+    """
+
+    def __init__(self, n_batches: int, *, rank: int | None = None,
+                 world_size: int | None = None) -> None:
+        self.n_batches = int(n_batches)
+        self.epoch = 0
+        self._rank, self._world = rank, world_size
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def _shard(self) -> np.ndarray:
+        rank, world = _dist_rank_world()
+        rank = self._rank if self._rank is not None else rank
+        world = self._world if self._world is not None else world
+        per_rank = -(-self.n_batches // world)
+        idx = np.arange(per_rank * world) % max(self.n_batches, 1)
+        return idx[rank::world] if self.n_batches else idx[:0]
+
+    def __len__(self) -> int:
+        return int(self._shard().size)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        epoch = self.epoch
+        self.epoch += 1
+        for b in self._shard():
+            yield (epoch, int(b))
+
+
+class TrainBatches(Dataset):
+    """Training batches keyed by ``(epoch, b)``; see :func:`plan_epoch`."""
+
+    def __init__(self, lists: FlatLists, *, batch_size: int, slate_length: int | None,
+                 seed: int) -> None:
+        if lists.labels is None:
+            raise ParameterError("train labels", "an array of n_items labels", None)
+        self.lists = lists
+        self.batch_size = int(batch_size)
+        self.slate_length = slate_length
+        self.seed = int(seed)
+        n_q = int(np.count_nonzero(np.diff(lists.qptr)))
+        self.n_batches = -(-n_q // self.batch_size)
+        self._plan = lru_cache(maxsize=2)(self._make_plan)
+
+    def _make_plan(self, epoch: int) -> EpochPlan:
+        return plan_epoch(self.lists.qptr, batch_size=self.batch_size,
+                          slate_length=self.slate_length,
+                          rng=np.random.default_rng([self.seed, epoch]))
+
+    def __len__(self) -> int:
+        return self.n_batches
+
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, torch.Tensor]:
+        epoch, b = key
+        plan = self._plan(int(epoch))
+        rows = plan.batches[b]
+        items, sizes = _gather(plan.items, plan.ptr, rows)
+        return _batch_dict(self.lists, items, sizes, self.lists.qptr[plan.queries[rows]])
+
+    def __getstate__(self):  # the cache does not travel to worker processes
+        state = self.__dict__.copy()
+        state.pop("_plan", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._plan = lru_cache(maxsize=2)(self._make_plan)
+
+
+class EvalBatches(Dataset):
+    """Whole-query batches in fixed order (queries sorted by length), for validation, test and
+    prediction. Batch ``b`` also carries ``items``: the flat index of every real slot."""
+
+    def __init__(self, lists: FlatLists, *, batch_size: int) -> None:
+        self.lists = lists
+        sizes = np.diff(lists.qptr)
+        queries = np.flatnonzero(sizes > 0)
+        order = queries[np.argsort(sizes[queries], kind="stable")]
+        self.batches = [order[i:i + int(batch_size)] for i in range(0, order.size,
+                                                                    int(batch_size))]
+        self._all_items = np.arange(int(lists.qptr[-1]), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, b: int) -> dict[str, torch.Tensor]:
+        q = self.batches[b]
+        items, sizes = _gather(self._all_items, self.lists.qptr, q)
+        return _batch_dict(self.lists, items, sizes, self.lists.qptr[q])
+
+
+def _check_positive(name: str, value, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(name, "a positive integer" + (" or None" if allow_none else ""),
+                             value)
+    return int(value)
+
+
+class RankingDataModule(pl.LightningDataModule):
+    """Lightning data module over flat ranking data.
+
+    Parameters
+    ----------
+    train, valid, test : ``RankingData`` (or ``(features, labels, qptr)``), each optional
+    train_labels : labels to train on ([n_items] of ``train``, finite, non-negative), e.g.
+        biased or IPS-corrected; default ``train.labels``
+    valid_labels, test_labels : evaluation labels; default the split's own labels
+    batch_size : training batch size in queries; eval_batch_size : in queries (default
+        ``4 * batch_size``)
+    slate_length : items kept per query and epoch in training (None = all)
+    normalize : ``"zscore"`` (within query) or None
+    seed : seed of the epoch plans (``np.random.default_rng([seed, epoch])``)
+    pin_memory : pin batches for faster host-to-GPU copies
+    """
+
+    def __init__(self, train=None, valid=None, test=None, *, train_labels=None,
+                 valid_labels=None, test_labels=None, batch_size: int = 64,
+                 eval_batch_size: int | None = None, slate_length: int | None = None,
+                 normalize: str | None = "zscore", seed: int = 0,
+                 pin_memory: bool = False) -> None:
+        super().__init__()
+        self.batch_size = _check_positive("batch_size", batch_size)
+        self.eval_batch_size = _check_positive("eval_batch_size", eval_batch_size,
+                                               allow_none=True) or 4 * self.batch_size
+        self.slate_length = _check_positive("slate_length", slate_length, allow_none=True)
+        if normalize not in ("zscore", None):
+            raise ParameterError("normalize", "'zscore' or None", normalize)
+        self.normalize = normalize
+        self.seed = int(seed)
+        self.pin_memory = bool(pin_memory)
+        self.train_lists = None if train is None else as_flat_lists(
+            train, labels=train_labels, normalize=normalize, name="train", need_labels=True)
+        self.valid_lists = None if valid is None else as_flat_lists(
+            valid, labels=valid_labels, normalize=normalize, name="valid", need_labels=True)
+        self.test_lists = None if test is None else as_flat_lists(
+            test, labels=test_labels, normalize=normalize, name="test")
+        widths = {x.features.shape[1] for x in (self.train_lists, self.valid_lists,
+                                                 self.test_lists) if x is not None}
+        if len(widths) > 1:
+            raise ParameterError("train/valid/test features", "the same number of features",
+                                 sorted(widths))
+        self.n_features = widths.pop() if widths else None
+
+    def _loader(self, dataset, sampler=None) -> DataLoader:
+        return DataLoader(dataset, batch_size=None, sampler=sampler, num_workers=0,
+                          pin_memory=self.pin_memory)
+
+    def train_dataloader(self) -> DataLoader:
+        if self.train_lists is None:
+            raise ParameterError("train", "training data", None)
+        ds = TrainBatches(self.train_lists, batch_size=self.batch_size,
+                          slate_length=self.slate_length, seed=self.seed)
+        return self._loader(ds, EpochBatchSampler(len(ds)))
+
+    def val_dataloader(self) -> DataLoader:
+        if self.valid_lists is None:
+            raise ParameterError("valid", "validation data", None)
+        return self._loader(EvalBatches(self.valid_lists, batch_size=self.eval_batch_size))
+
+    def test_dataloader(self) -> DataLoader:
+        if self.test_lists is None:
+            raise ParameterError("test", "test data", None)
+        return self._loader(EvalBatches(self.test_lists, batch_size=self.eval_batch_size))
+
+    def predict_dataloader(self) -> DataLoader:
+        return self.test_dataloader()

@@ -1,0 +1,311 @@
+"""Context-aware self-attention scorer (the LTR model of paper §6.1, after Pobrotyn et al. 2020).
+
+Architecture (``x``: float32 ``[B, L, f]``, ``mask``: bool ``[B, L]``, True = real item)::
+
+    input block   x <- InputNorm(x);  for each size: x <- Dropout(Act(Linear(x)))
+    encoder       (optional positional encoding)
+                  N times:  x <- x + Dropout(MHA(LN(x), key_mask=mask))
+                            x <- x + Dropout(W2 Dropout(ReLU(W1 LN(x))))
+                  x <- LN(x)
+    output        s <- OutAct(Linear(x))  (summed over the last axis when d_output > 1)
+
+Multi-head self-attention runs over the items of one list
+(``torch.nn.functional.scaled_dot_product_attention``); padded items are masked as *keys*, so
+no real item attends to padding. Padded *query* rows still attend to the real items of their
+row, which keeps them finite; a row with no real item at all attends to every slot of the row
+(finite, ignored). The returned scores of padded items are set to exactly 0: they carry no
+meaning, and the loss and the metrics select real items with the mask.
+
+Configuration follows allRank's model schema, so an allRank ``model`` config dict is reused
+as is::
+
+    {"fc_model": {"sizes": [144], "input_norm": false, "activation": "ReLU", "dropout": 0.0},
+     "transformer": {"N": 2, "d_ff": 384, "h": 1, "positional_encoding": null, "dropout": 0.1},
+     "post_model": {"output_activation": null, "d_output": 1}}
+
+``fc_model`` and ``transformer`` may be null (no input block / no encoder). Beyond allRank,
+``input_norm`` also takes ``"layer"`` (= true) and ``"batch"`` (batch normalization over the
+real items of the batch). No positional encoding by default; ``{"strategy": "fixed" |
+"learned", "max_indices": M}`` adds one over the items' positions in their flat segment.
+
+Differences from allRank's implementation (outputs agree to float32 rounding after
+:func:`groupbias.ltr.allrank_compat.load_allrank_weights`): layer normalization is
+``torch.nn.LayerNorm`` (biased variance, eps 1e-6 inside the square root) where allRank divides
+by the unbiased standard deviation plus 1e-6 — the weight mapping rescales the gain by
+``sqrt((d-1)/d)``; query/key/value projections are one fused linear layer; allRank's mask
+convention is True = padded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import ParameterError
+
+LN_EPS = 1e-6
+_MODEL_KEYS = ("fc_model", "transformer", "post_model")
+_FC_KEYS = {"sizes", "input_norm", "activation", "dropout"}
+_TR_KEYS = {"N", "d_ff", "h", "positional_encoding", "dropout"}
+_POST_KEYS = {"output_activation", "d_output"}
+
+
+def _activation(name: str | None, field: str) -> nn.Module:
+    if name is None:
+        return nn.Identity()
+    cls = getattr(torch.nn.modules.activation, str(name), None)
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise ParameterError(field, "null or the name of a torch.nn activation class "
+                             "(e.g. 'ReLU', 'Tanh', 'Sigmoid')", name)
+    return cls()
+
+
+class InputBlock(nn.Module):
+    """allRank's ``fc_model``: optional input normalization, then Linear -> activation ->
+    dropout for every size in ``sizes``. Input [B, L, n_features] -> [B, L, sizes[-1]]."""
+
+    def __init__(self, n_features: int, *, sizes, input_norm=False, activation=None,
+                 dropout=0.0) -> None:
+        super().__init__()
+        sizes = [int(s) for s in (sizes or [])]
+        if any(s < 1 for s in sizes):
+            raise ParameterError("fc_model.sizes", "positive layer sizes", sizes)
+        if input_norm in (True, "layer"):
+            self.norm_kind = "layer"
+            self.input_norm: nn.Module = nn.LayerNorm(n_features)
+        elif input_norm == "batch":
+            self.norm_kind = "batch"
+            self.input_norm = nn.BatchNorm1d(n_features)
+        elif input_norm in (False, None):
+            self.norm_kind = None
+            self.input_norm = nn.Identity()
+        else:
+            raise ParameterError("fc_model.input_norm", "true/false, 'layer' or 'batch'",
+                                 input_norm)
+        dims = [n_features, *sizes]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.activation = _activation(activation, "fc_model.activation")
+        self.dropout = nn.Dropout(float(dropout or 0.0))
+        self.output_size = dims[-1]
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.norm_kind == "batch":
+            # statistics over the real items only
+            out = torch.zeros_like(x)
+            out[mask] = self.input_norm(x[mask])
+            x = out
+        else:
+            x = self.input_norm(x)
+        for layer in self.layers:
+            x = self.dropout(self.activation(layer(x)))
+        return x
+
+
+class FixedPositionalEncoding(nn.Module):
+    """Sinusoidal encoding: ``x * sqrt(d) + pe[position]``; padded slots and positions beyond
+    ``max_indices`` use a zero row."""
+
+    def __init__(self, d_model: int, max_indices: int) -> None:
+        super().__init__()
+        pe = torch.zeros(max_indices + 1, d_model)
+        pos = torch.arange(max_indices, dtype=torch.float32)[:, None]
+        div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
+                        * -(math.log(10000.0) / d_model))
+        pe[:max_indices, 0::2] = torch.sin(pos * div)
+        pe[:max_indices, 1::2] = torch.cos(pos * div)[:, : d_model // 2]
+        self.register_buffer("pe", pe)
+        self.pad_index = max_indices
+
+    def forward(self, x, mask, positions):
+        idx = positions.masked_fill(~mask, self.pad_index).clamp(max=self.pad_index)
+        return math.sqrt(self.pe.shape[1]) * x + self.pe[idx]
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """Learned encoding: ``x * sqrt(d) + E[position]``, one extra row for padding/overflow."""
+
+    def __init__(self, d_model: int, max_indices: int) -> None:
+        super().__init__()
+        self.pe = nn.Embedding(max_indices + 1, d_model, padding_idx=max_indices)
+        self.pad_index = max_indices
+
+    def forward(self, x, mask, positions):
+        idx = positions.masked_fill(~mask, self.pad_index).clamp(max=self.pad_index)
+        return math.sqrt(self.pe.embedding_dim) * x + self.pe(idx)
+
+
+class EncoderBlock(nn.Module):
+    """Pre-norm transformer block: self-attention and feed-forward, each with a residual."""
+
+    def __init__(self, d_model: int, *, h: int, d_ff: int, dropout: float) -> None:
+        super().__init__()
+        self.h = h
+        self.d_k = d_model // h
+        self.dropout_p = float(dropout)
+        self.norm_attn = nn.LayerNorm(d_model, eps=LN_EPS)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.norm_ff = nn.LayerNorm(d_model, eps=LN_EPS)
+        self.ff_in = nn.Linear(d_model, d_ff)
+        self.ff_out = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(self.dropout_p)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = (self.qkv(self.norm_attn(x)).view(b, n, 3, self.h, self.d_k)
+                   .permute(2, 0, 3, 1, 4).unbind(0))
+        a = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask,
+            dropout_p=self.dropout_p if self.training else 0.0)
+        x = x + self.dropout(self.out(a.transpose(1, 2).reshape(b, n, d)))
+        ff = self.ff_out(self.dropout(F.relu(self.ff_in(self.norm_ff(x)))))
+        return x + self.dropout(ff)
+
+
+class Encoder(nn.Module):
+    """``N`` encoder blocks and a final layer norm; optional positional encoding first."""
+
+    def __init__(self, d_model: int, *, N: int, d_ff: int, h: int, dropout: float,
+                 positional_encoding: Mapping | None = None) -> None:
+        super().__init__()
+        if int(N) < 1:
+            raise ParameterError("transformer.N", "a positive number of blocks", N)
+        if int(h) < 1 or d_model % int(h):
+            raise ParameterError("transformer.h", f"a divisor of the model width {d_model}", h,
+                                 fix="choose fc_model.sizes[-1] divisible by h")
+        if int(d_ff) < 1:
+            raise ParameterError("transformer.d_ff", "a positive width", d_ff)
+        self.position: nn.Module | None = None
+        if positional_encoding:
+            strategy = positional_encoding.get("strategy")
+            max_indices = int(positional_encoding.get("max_indices") or 0)
+            if max_indices < 1:
+                raise ParameterError("transformer.positional_encoding.max_indices",
+                                     "a positive integer", positional_encoding.get("max_indices"))
+            if strategy == "fixed":
+                self.position = FixedPositionalEncoding(d_model, max_indices)
+            elif strategy == "learned":
+                self.position = LearnedPositionalEncoding(d_model, max_indices)
+            else:
+                raise ParameterError("transformer.positional_encoding.strategy",
+                                     "'fixed' or 'learned'", strategy)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(d_model, h=int(h), d_ff=int(d_ff), dropout=float(dropout or 0.0))
+            for _ in range(int(N)))
+        self.norm = nn.LayerNorm(d_model, eps=LN_EPS)
+
+    def forward(self, x, mask, positions=None):
+        if self.position is not None:
+            if positions is None:
+                positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)
+            x = self.position(x, mask, positions)
+        if bool(mask.all()):
+            attn_mask = None  # no padding: the unmasked (fastest) attention kernel
+        else:
+            # key mask; rows without a real item attend to all their slots (finite, ignored)
+            keys = mask | ~mask.any(dim=1, keepdim=True)
+            attn_mask = keys[:, None, None, :]
+        for block in self.blocks:
+            x = block(x, attn_mask)
+        return self.norm(x)
+
+
+class OutputBlock(nn.Module):
+    """allRank's ``post_model``: Linear to ``d_output``, activation, sum over outputs."""
+
+    def __init__(self, d_model: int, *, d_output: int = 1, output_activation=None) -> None:
+        super().__init__()
+        if int(d_output) < 1:
+            raise ParameterError("post_model.d_output", "a positive integer", d_output)
+        self.d_output = int(d_output)
+        self.linear = nn.Linear(d_model, self.d_output)
+        self.activation = _activation(output_activation, "post_model.output_activation")
+
+    def forward(self, x):
+        return self.activation(self.linear(x)).sum(-1)
+
+
+class ContextScorer(nn.Module):
+    """Scores every item of a padded batch in the context of its list.
+
+    ``forward(features [B, L, f], mask bool [B, L], positions int64 [B, L] | None)`` returns
+    float scores ``[B, L]``; padded slots score exactly 0 (ignore them: use the mask).
+    """
+
+    def __init__(self, input_block: InputBlock | None, encoder: Encoder | None,
+                 output: OutputBlock) -> None:
+        super().__init__()
+        self.input_block = input_block
+        self.encoder = encoder
+        self.output = output
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
+        x = features
+        if self.input_block is not None:
+            x = self.input_block(x, mask)
+        if self.encoder is not None:
+            x = self.encoder(x, mask, positions)
+        return self.output(x).masked_fill(~mask, 0.0)
+
+
+def _section(cfg: Mapping, key: str, allowed: set[str]) -> dict | None:
+    sec = cfg.get(key)
+    if sec is None:
+        return None
+    if not isinstance(sec, Mapping):
+        raise ParameterError(f"model.{key}", "a mapping or null", type(sec).__name__)
+    unknown = set(sec) - allowed
+    if unknown:
+        raise ParameterError(f"model.{key}", f"keys among {sorted(allowed)}", sorted(unknown))
+    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in sec.items()}
+
+
+def make_scorer(model_cfg: Mapping, *, n_features: int) -> ContextScorer:
+    """Build the scorer from an allRank-style model config (see the module docstring).
+
+    Weight matrices get Glorot-uniform initialization (separately for the query, key and value
+    blocks of the fused projection), as allRank's ``make_model`` does; biases and norms keep
+    PyTorch's defaults. The global torch RNG draws the weights: seed it (e.g. inside
+    ``torch.random.fork_rng()``) for reproducible initialization. ``model_cfg`` is not mutated.
+    """
+    if not isinstance(model_cfg, Mapping):
+        raise ParameterError("model_cfg", "a mapping with keys fc_model, transformer, post_model",
+                             type(model_cfg).__name__)
+    unknown = set(model_cfg) - set(_MODEL_KEYS)
+    if unknown:
+        raise ParameterError("model_cfg", f"keys among {list(_MODEL_KEYS)}", sorted(unknown))
+    if int(n_features) < 1:
+        raise ParameterError("n_features", "a positive integer", n_features)
+    fc = _section(model_cfg, "fc_model", _FC_KEYS)
+    tr = _section(model_cfg, "transformer", _TR_KEYS)
+    post = _section(model_cfg, "post_model", _POST_KEYS) or {}
+    input_block = InputBlock(int(n_features), **fc) if fc else None
+    d_model = input_block.output_size if input_block is not None else int(n_features)
+    encoder = None
+    if tr:
+        missing = {"N", "d_ff", "h"} - set(tr)
+        if missing:
+            raise ParameterError("model.transformer", "keys N, d_ff and h", sorted(missing))
+        encoder = Encoder(d_model, N=tr["N"], d_ff=tr["d_ff"], h=tr["h"],
+                          dropout=tr.get("dropout") or 0.0,
+                          positional_encoding=tr.get("positional_encoding"))
+    scorer = ContextScorer(input_block, encoder, OutputBlock(d_model, **post))
+    _glorot_init(scorer)
+    return scorer
+
+
+def _glorot_init(scorer: ContextScorer) -> None:
+    for name, p in scorer.named_parameters():
+        if p.dim() < 2:
+            continue
+        if name.endswith("qkv.weight"):
+            with torch.no_grad():
+                for block in p.chunk(3, dim=0):
+                    nn.init.xavier_uniform_(block)
+        else:
+            nn.init.xavier_uniform_(p)
