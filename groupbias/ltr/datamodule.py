@@ -83,10 +83,11 @@ def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | No
         which = f"{name} labels"
         if y_arr.shape != (feats.shape[0],):
             raise ParameterError(which, f"shape ({feats.shape[0]},)", y_arr.shape)
-        if not np.all(np.isfinite(y_arr)) or (y_arr.size and y_arr.min() < 0):
+        finite = np.isfinite(y_arr)
+        if not finite.all() or (y_arr.size and y_arr.min() < 0):
+            low = float(y_arr[finite].min()) if finite.any() else None
             raise ParameterError(which, "finite non-negative values",
-                                 f"min {np.nanmin(y_arr) if y_arr.size else None}, "
-                                 f"{int(np.sum(~np.isfinite(y_arr)))} non-finite")
+                                 f"min {low}, {int(np.sum(~finite))} non-finite")
         y_arr = y_arr.astype(np.float32)
     if normalize == "zscore":
         feats = zscore_within_queries(feats, qptr)
