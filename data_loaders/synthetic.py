@@ -1,0 +1,202 @@
+"""Embedded synthetic LTR data: everything runs with no download.
+
+Generative model (all draws from the one ``np.random.Generator`` given):
+
+1. List sizes ``n_q ~ Uniform{list_size[0], ..., list_size[1]}`` for ``n_queries`` queries.
+2. Group: exactly ``round(affected_share * n_items)`` items, chosen uniformly at random, are
+   affected (``groups = 1``).
+3. Graded labels ``0..n_grades-1``. Non-affected items draw from
+   ``p(k) ∝ 2^{-k}`` (most items irrelevant, as in web LTR data); affected items draw from the
+   exponentially tilted ``p_A(k) ∝ p(k) e^{t k}``, with ``t`` solved so that
+   ``E_A[label] = utility_ratio * E[label]``. Hence the mean-label ratio affected /
+   non-affected equals ``utility_ratio`` in expectation (sampling noise only).
+4. Features (ids 1..n_features):
+   - feature 1 (:data:`SENSITIVE_FEATURE_ID`) is the sensitive attribute: affected items
+     draw it from Uniform(0, 0.2), non-affected from Uniform(0.8, 1), so thresholding at
+     :data:`SENSITIVE_THRESHOLD` = 0.5 (``value < 0.5`` = affected) gives back the groups
+     exactly; so does the ``"mean"`` threshold of :func:`data_loaders.grouping.group_by_feature`
+     whenever ``0.125 < affected_share < 0.875``;
+   - features 2..1+n_informative are informative: ``label + s_j * N(0, 1)`` with noise scales
+     ``s_j`` spread evenly over [0.5, 2] (feature 2 is the most informative);
+   - the remaining features are pure noise ``N(0, 1)``.
+   Informative and noise features do not depend on the group given the label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+from scipy.optimize import brentq
+
+from groupbias.errors import ParameterError
+
+from .ranking_data import RankingData
+
+SENSITIVE_FEATURE_ID = 1
+SENSITIVE_THRESHOLD = 0.5
+DEFAULT_FRACTIONS = {"train": 0.6, "valid": 0.2, "test": 0.2}
+
+
+def _generator(rng, seed) -> np.random.Generator:
+    if (rng is None) == (seed is None):
+        raise ParameterError("rng/seed", "exactly one of rng (np.random.Generator) or seed "
+                             "(int)", f"rng={rng!r}, seed={seed!r}")
+    if rng is not None:
+        if not isinstance(rng, np.random.Generator):
+            raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__,
+                                 "use numpy.random.default_rng(seed)")
+        return rng
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ParameterError("seed", "a non-negative integer", seed)
+    return np.random.default_rng(int(seed))
+
+
+def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """Label distributions ``(p_non_affected, p_affected)`` over grades ``0..n_grades-1``.
+
+    ``p(k) ∝ 2^{-k}``; ``p_A(k) ∝ p(k) e^{t k}`` with ``t`` such that
+    ``sum_k k p_A(k) = utility_ratio * sum_k k p(k)``.
+    """
+    if isinstance(n_grades, bool) or not isinstance(n_grades, (int, np.integer)) \
+            or n_grades < 2:
+        raise ParameterError("n_grades", "an integer >= 2", n_grades)
+    k = np.arange(n_grades, dtype=np.float64)
+    p = 0.5 ** k
+    p /= p.sum()
+    mu = float(k @ p)
+    target = utility_ratio * mu
+    if not (np.isfinite(utility_ratio) and 0 < target < n_grades - 1):
+        raise ParameterError("utility_ratio", f"a ratio in (0, {(n_grades - 1) / mu:.4g}) "
+                             f"(the affected mean label must stay inside (0, {n_grades - 1}) "
+                             f"with non-affected mean {mu:.4g})", utility_ratio)
+
+    def tilted(t):
+        w = p * np.exp(t * k - np.max(t * k))
+        return w / w.sum()
+
+    t = brentq(lambda t: float(k @ tilted(t)) - target, -60.0, 60.0, xtol=1e-12)
+    return p, tilted(t)
+
+
+def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
+                   n_features: int = 20, affected_share: float = 0.3,
+                   utility_ratio: float = 1.0, n_grades: int = 5,
+                   n_informative: int | None = None, rng: np.random.Generator | None = None,
+                   seed: int | None = None, name: str = "synthetic") -> RankingData:
+    """Synthetic ranking data with a sensitive feature and a controlled utility ratio.
+
+    Parameters
+    ----------
+    n_queries : number of queries (>= 1).
+    list_size : (min, max) items per query, inclusive, min >= 1.
+    n_features : total feature columns (>= 2): 1 sensitive + informative + noise.
+    affected_share : fraction of items in the affected group, in (0, 1).
+    utility_ratio : target mean label of affected / mean label of non-affected (> 0).
+    n_grades : labels are 0..n_grades-1 (``label_max = n_grades - 1``).
+    n_informative : informative features (default ``min(5, n_features - 1)``).
+    rng, seed : exactly one: a ``np.random.Generator`` or an integer seed (0 is valid).
+
+    Returns
+    -------
+    RankingData with features float32 [n_items, n_features], labels float64 grades,
+    groups float64 (1 = affected), query ids 0..n_queries-1. ``meta`` holds the sensitive
+    feature id and threshold, both label distributions and the achieved utility ratio.
+    See the module docstring for the generative model.
+    """
+    gen = _generator(rng, seed)
+    if isinstance(n_queries, bool) or not isinstance(n_queries, (int, np.integer)) \
+            or n_queries < 1:
+        raise ParameterError("n_queries", "an integer >= 1", n_queries)
+    try:
+        lo, hi = (int(v) for v in list_size)
+    except (TypeError, ValueError):
+        raise ParameterError("list_size", "a pair (min, max) of integers", list_size) from None
+    if not 1 <= lo <= hi:
+        raise ParameterError("list_size", "1 <= min <= max", list_size)
+    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) \
+            or n_features < 2:
+        raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)",
+                             n_features)
+    if n_informative is None:
+        n_informative = min(5, n_features - 1)
+    if not 1 <= n_informative <= n_features - 1:
+        raise ParameterError("n_informative", f"an integer in [1, {n_features - 1}]",
+                             n_informative)
+    if not (np.isfinite(affected_share) and 0 < affected_share < 1):
+        raise ParameterError("affected_share", "a fraction in (0, 1)", affected_share)
+    p_non, p_aff = grade_distributions(n_grades, utility_ratio)
+
+    sizes = gen.integers(lo, hi + 1, size=n_queries)
+    qptr = np.zeros(n_queries + 1, dtype=np.int64)
+    np.cumsum(sizes, out=qptr[1:])
+    n = int(qptr[-1])
+    n_aff = int(round(affected_share * n))
+    if not 0 < n_aff < n:
+        raise ParameterError("affected_share", f"a share giving both groups among {n} items",
+                             affected_share, "generate more items or pick a share nearer 0.5")
+    groups = np.zeros(n, dtype=np.float64)
+    groups[gen.permutation(n)[:n_aff]] = 1.0
+    aff = groups == 1.0
+
+    u = gen.random(n)
+    labels = np.where(aff, np.searchsorted(np.cumsum(p_aff), u, side="right"),
+                      np.searchsorted(np.cumsum(p_non), u, side="right"))
+    labels = np.minimum(labels, n_grades - 1).astype(np.float64)
+
+    feats = np.empty((n, n_features), dtype=np.float64)
+    feats[:, 0] = np.where(aff, gen.uniform(0.0, 0.2, n), gen.uniform(0.8, 1.0, n))
+    scales = np.linspace(0.5, 2.0, n_informative)
+    feats[:, 1:1 + n_informative] = labels[:, None] + scales * gen.standard_normal(
+        (n, n_informative))
+    feats[:, 1 + n_informative:] = gen.standard_normal((n, n_features - 1 - n_informative))
+
+    mu_a, mu_n = labels[aff].mean(), labels[~aff].mean()
+    meta = {
+        "sensitive_feature_id": SENSITIVE_FEATURE_ID,
+        "sensitive_threshold": SENSITIVE_THRESHOLD,
+        "informative_feature_ids": list(range(2, 2 + n_informative)),
+        "informative_noise_scales": scales.tolist(),
+        "affected_share": n_aff / n,
+        "utility_ratio_target": float(utility_ratio),
+        "utility_ratio_achieved": float(mu_a / mu_n) if mu_n > 0 else float("inf"),
+        "p_label_non_affected": p_non.tolist(),
+        "p_label_affected": p_aff.tolist(),
+    }
+    return RankingData(features=feats, labels=labels, qptr=qptr,
+                       query_ids=np.arange(n_queries, dtype=np.int64),
+                       feature_ids=np.arange(1, n_features + 1), groups=groups,
+                       label_max=float(n_grades - 1), name=name, meta=meta)
+
+
+def make_synthetic_splits(*, n_queries: int = 200,
+                          fractions: Mapping[str, float] | None = None,
+                          rng: np.random.Generator | None = None, seed: int | None = None,
+                          name: str = "synthetic", **kwargs) -> dict[str, RankingData]:
+    """Train/valid/test (or any named) splits of one synthetic dataset.
+
+    ``n_queries`` queries are generated by :func:`make_synthetic` (``kwargs`` passed on) and
+    cut, in order, into consecutive blocks of ``round(fraction * n_queries)`` queries
+    (the last split takes the remainder). ``fractions`` defaults to
+    ``{"train": 0.6, "valid": 0.2, "test": 0.2}`` and must sum to 1. Query ids are unique
+    across splits.
+    """
+    fr = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
+    vals = np.array(list(fr.values()), dtype=np.float64)
+    if not fr or np.any(~np.isfinite(vals)) or np.any(vals <= 0) \
+            or abs(vals.sum() - 1) > 1e-9:
+        raise ParameterError("fractions", "positive fractions per split name summing to 1",
+                             fractions)
+    counts = np.round(vals * n_queries).astype(np.int64)
+    counts[-1] = n_queries - counts[:-1].sum()
+    if np.any(counts < 1):
+        raise ParameterError("n_queries", f"enough queries for {len(fr)} non-empty splits",
+                             n_queries)
+    data = make_synthetic(n_queries=n_queries, rng=rng, seed=seed, name=name, **kwargs)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    out = {}
+    for (split, _), a, b in zip(fr.items(), bounds[:-1], bounds[1:]):
+        part = data.subset(np.arange(a, b))
+        out[split] = replace(part, name=f"{name}/{split}", meta=dict(data.meta, split=split))
+    return out
