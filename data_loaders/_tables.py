@@ -1,0 +1,119 @@
+"""Private helpers shared by the tabular loaders (CSV/TSV files read with pandas).
+
+- :func:`resolve_path`: a path argument, else an environment variable read at call time.
+- :func:`read_table`: ``pandas.read_csv`` with parser failures turned into
+  :class:`DataFormatError` naming the file and line.
+- :func:`record_line`: the 1-based file line of the ``i``-th data record (used only when an
+  error is reported, so the fast path never counts lines).
+- :func:`numeric_column`: a column converted to float, failing at the first bad value with
+  file, line and field.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataFormatError, MissingFilesError
+
+
+def resolve_path(path: str | os.PathLike | None, *, env: str, expected: list[str],
+                 what: str) -> Path:
+    """``path`` if given, else ``$env``; a clear :class:`MissingFilesError` when neither."""
+    if path is None:
+        value = os.environ.get(env)
+        if not value:
+            raise MissingFilesError(
+                ".", expected,
+                hint=f"no {what} location given: pass path=... or set the environment "
+                     f"variable {env}")
+        path = value
+    return Path(path).expanduser()
+
+
+def require_files(directory: Path, names: list[str], *, hint: str | None = None) -> None:
+    """Raise :class:`MissingFilesError` listing every file of ``names`` absent in
+    ``directory``."""
+    missing = [n for n in names if not (directory / n).is_file()]
+    if missing:
+        raise MissingFilesError(directory, missing, hint=hint)
+
+
+_LINE_RE = re.compile(r"line (\d+)", re.IGNORECASE)
+
+
+def read_table(path: Path, **kwargs) -> pd.DataFrame:
+    """``pd.read_csv(path, **kwargs)``; tokenizer errors become :class:`DataFormatError`."""
+    try:
+        return pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError:
+        raise DataFormatError(path, None, "file is empty") from None
+    except pd.errors.ParserError as exc:
+        m = _LINE_RE.search(str(exc))
+        line = int(m.group(1)) if m else None
+        raise DataFormatError(path, line, f"cannot parse row: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(path, None, f"not valid {kwargs.get('encoding', 'utf-8')} "
+                                          f"text ({exc.reason})") from None
+
+
+def record_line(path: Path, index: int, *, header: bool = True, sep: str = ",",
+                encoding: str = "utf-8") -> int | None:
+    """1-based line on which data record ``index`` (0-based, header excluded) starts.
+
+    Blank lines are skipped as pandas skips them; quoted multi-line fields are handled by the
+    csv module. Called only on the error path.
+    """
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep if len(sep) == 1 else ",")
+        seen = -1 if header else 0
+        start = 1
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                if seen == index:
+                    return start
+                seen += 1
+            start = reader.line_num + 1
+    return None
+
+
+def first_bad(mask: np.ndarray) -> int | None:
+    """Position of the first True in ``mask`` or None."""
+    hit = np.flatnonzero(mask)
+    return int(hit[0]) if hit.size else None
+
+
+def numeric_column(df: pd.DataFrame, column: str, path: Path, *, allow_missing: bool = False,
+                   header: bool = True, sep: str = ",", encoding: str = "utf-8",
+                   field: str | None = None) -> np.ndarray:
+    """``df[column]`` as float64; the first non-numeric (or, unless ``allow_missing``, empty)
+    value raises :class:`DataFormatError` with its file line and field name."""
+    raw = df[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.isnan(values) & raw.notna().to_numpy()
+    if not allow_missing:
+        bad |= raw.isna().to_numpy()
+    bad |= np.isinf(values)
+    i = first_bad(bad)
+    if i is not None:
+        line = record_line(path, i, header=header, sep=sep, encoding=encoding)
+        shown = raw.iloc[i]
+        what = "empty value" if pd.isna(shown) else f"non-numeric value {str(shown)!r}"
+        raise DataFormatError(path, line, f"{what}; expected a number",
+                              field=field or str(column))
+    return values
+
+
+def offsets_from_sorted(keys: np.ndarray) -> np.ndarray:
+    """Query offsets (``qptr``) of a key array already sorted so that equal keys are
+    contiguous: int64 [n_runs + 1]."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return np.concatenate(([0], change, [n])).astype(np.int64)
