@@ -10,11 +10,12 @@ Architecture (``x``: float32 ``[B, L, f]``, ``mask``: bool ``[B, L]``, True = re
     output        s <- OutAct(Linear(x))  (summed over the last axis when d_output > 1)
 
 Multi-head self-attention runs over the items of one list
-(``torch.nn.functional.scaled_dot_product_attention``); padded items are masked as *keys*, so
-no real item attends to padding. Padded *query* rows still attend to the real items of their
-row, which keeps them finite; a row with no real item at all attends to every slot of the row
-(finite, ignored). The returned scores of padded items are set to exactly 0: they carry no
-meaning, and the loss and the metrics select real items with the mask.
+(``torch.nn.functional.scaled_dot_product_attention``) with padded items masked as keys, so
+no real item attends to padding. Padded items are never computed: the position-wise layers
+(input block, projections, feed-forward, layer norms, output) run on the real items packed
+into ``[n_real, d]``, and only queries, keys and values are unpacked into ``[B, h, L, d_k]``
+(zeros at padded slots) for the attention. The returned scores of padded items are exactly 0:
+they carry no meaning, and the loss and the metrics select real items with the mask.
 
 Configuration follows allRank's model schema, so an allRank ``model`` config dict is reused
 as is::
@@ -92,14 +93,10 @@ class InputBlock(nn.Module):
         self.dropout = nn.Dropout(float(dropout or 0.0))
         self.output_size = dims[-1]
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.norm_kind == "batch":
-            # statistics over the real items only
-            out = torch.zeros_like(x)
-            out[mask] = self.input_norm(x[mask])
-            x = out
-        else:
-            x = self.input_norm(x)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: the real items, packed [n, n_features] (batch norm statistics are thus
+        taken over real items only)."""
+        x = self.input_norm(x)
         for layer in self.layers:
             x = self.dropout(self.activation(layer(x)))
         return x
@@ -120,9 +117,9 @@ class FixedPositionalEncoding(nn.Module):
         self.register_buffer("pe", pe)
         self.pad_index = max_indices
 
-    def forward(self, x, mask, positions):
-        idx = positions.masked_fill(~mask, self.pad_index).clamp(max=self.pad_index)
-        return math.sqrt(self.pe.shape[1]) * x + self.pe[idx]
+    def forward(self, x, positions):
+        """``x`` [n, d] packed real items, ``positions`` int64 [n]."""
+        return math.sqrt(self.pe.shape[1]) * x + self.pe[positions.clamp(max=self.pad_index)]
 
 
 class LearnedPositionalEncoding(nn.Module):
@@ -133,9 +130,10 @@ class LearnedPositionalEncoding(nn.Module):
         self.pe = nn.Embedding(max_indices + 1, d_model, padding_idx=max_indices)
         self.pad_index = max_indices
 
-    def forward(self, x, mask, positions):
-        idx = positions.masked_fill(~mask, self.pad_index).clamp(max=self.pad_index)
-        return math.sqrt(self.pe.embedding_dim) * x + self.pe(idx)
+    def forward(self, x, positions):
+        """``x`` [n, d] packed real items, ``positions`` int64 [n]."""
+        return (math.sqrt(self.pe.embedding_dim) * x
+                + self.pe(positions.clamp(max=self.pad_index)))
 
 
 class EncoderBlock(nn.Module):
@@ -154,16 +152,44 @@ class EncoderBlock(nn.Module):
         self.ff_out = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(self.dropout_p)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
-        b, n, d = x.shape
-        q, k, v = (self.qkv(self.norm_attn(x)).view(b, n, 3, self.h, self.d_k)
-                   .permute(2, 0, 3, 1, 4).unbind(0))
+    def forward(self, x: torch.Tensor, layout: "_Layout") -> torch.Tensor:
+        """``x``: packed real items [n, d]."""
+        qkv = layout.unpack(self.qkv(self.norm_attn(x)))          # [B * L, 3 d]
+        q, k, v = (qkv.view(layout.batch, layout.width, 3, self.h, self.d_k)
+                   .permute(2, 0, 3, 1, 4).unbind(0))                # [B, h, L, d_k] each
         a = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask,
+            q, k, v, attn_mask=layout.attn_mask,
             dropout_p=self.dropout_p if self.training else 0.0)
-        x = x + self.dropout(self.out(a.transpose(1, 2).reshape(b, n, d)))
+        a = layout.pack(a.transpose(1, 2).reshape(layout.batch * layout.width, -1))
+        x = x + self.dropout(self.out(a))
         ff = self.ff_out(self.dropout(F.relu(self.ff_in(self.norm_ff(x)))))
         return x + self.dropout(ff)
+
+
+class _Layout:
+    """Where the packed real items sit in the padded batch ([B, L], row-major)."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        self.batch, self.width = mask.shape
+        if bool(mask.all()):
+            self.index = None  # no padding: packing is a reshape
+            self.attn_mask = None
+        else:
+            self.index = mask.reshape(-1).nonzero().squeeze(1)
+            # key mask; rows without a real item attend to all their slots (never read)
+            keys = mask | ~mask.any(dim=1, keepdim=True)
+            self.attn_mask = keys[:, None, None, :]
+
+    def pack(self, flat: torch.Tensor) -> torch.Tensor:
+        """[B * L, ...] -> [n_real, ...]"""
+        return flat if self.index is None else flat.index_select(0, self.index)
+
+    def unpack(self, packed: torch.Tensor) -> torch.Tensor:
+        """[n_real, ...] -> [B * L, ...] with zeros at padded slots"""
+        if self.index is None:
+            return packed
+        out = packed.new_zeros((self.batch * self.width, *packed.shape[1:]))
+        return out.index_copy(0, self.index, packed)
 
 
 class Encoder(nn.Module):
@@ -198,19 +224,16 @@ class Encoder(nn.Module):
             for _ in range(int(N)))
         self.norm = nn.LayerNorm(d_model, eps=LN_EPS)
 
-    def forward(self, x, mask, positions=None):
+    def forward(self, x: torch.Tensor, layout: _Layout, positions: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """``x``: packed real items [n, d]; ``positions``: their positions, int64 [n]."""
         if self.position is not None:
             if positions is None:
-                positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)
-            x = self.position(x, mask, positions)
-        if bool(mask.all()):
-            attn_mask = None  # no padding: the unmasked (fastest) attention kernel
-        else:
-            # key mask; rows without a real item attend to all their slots (finite, ignored)
-            keys = mask | ~mask.any(dim=1, keepdim=True)
-            attn_mask = keys[:, None, None, :]
+                positions = layout.pack(torch.arange(layout.width, device=x.device)
+                                        .repeat(layout.batch))
+            x = self.position(x, positions)
         for block in self.blocks:
-            x = block(x, attn_mask)
+            x = block(x, layout)
         return self.norm(x)
 
 
@@ -245,12 +268,15 @@ class ContextScorer(nn.Module):
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor,
                 positions: torch.Tensor | None = None) -> torch.Tensor:
-        x = features
+        b, n, f = features.shape
+        layout = _Layout(mask.to(torch.bool))
+        x = layout.pack(features.reshape(b * n, f))
         if self.input_block is not None:
-            x = self.input_block(x, mask)
+            x = self.input_block(x)
         if self.encoder is not None:
-            x = self.encoder(x, mask, positions)
-        return self.output(x).masked_fill(~mask, 0.0)
+            pos = None if positions is None else layout.pack(positions.reshape(-1))
+            x = self.encoder(x, layout, pos)
+        return layout.unpack(self.output(x)).view(b, n)
 
 
 def _section(cfg: Mapping, key: str, allowed: set[str]) -> dict | None:
