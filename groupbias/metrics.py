@@ -138,6 +138,40 @@ def _sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
     return np.arange(qidx.size, dtype=np.int64) - qptr[qidx] + 1
 
 
+def _max_len(qptr: np.ndarray) -> int:
+    return int(np.max(np.diff(qptr))) if qptr.size > 1 else 0
+
+
+def _group_by_query(order: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """Stable reordering of ``order`` by query: LSD radix passes over 16-bit digits of the
+    query index (numpy's stable sort is a radix sort for 16-bit keys)."""
+    n_queries = int(qidx[-1]) + 1 if qidx.size else 0
+    if n_queries <= 1 << 16:
+        return order[np.argsort(qidx.astype(np.uint16)[order], kind="stable")]
+    qo = qidx[order]
+    if n_queries <= 1 << 32:
+        p = np.argsort((qo & 0xFFFF).astype(np.uint16), kind="stable")
+        p = p[np.argsort((qo[p] >> 16).astype(np.uint16), kind="stable")]
+        return order[p]
+    return order[np.argsort(qo, kind="stable")]
+
+
+def _order_desc(key: np.ndarray, qidx: np.ndarray, *, stable: bool) -> np.ndarray:
+    """Within-query order by ``key`` descending (equal to ``segments.sort_within``).
+
+    One global sort of the keys, then a stable radix pass that groups items by query. With
+    ``stable=False`` the order among tied keys is unspecified (enough wherever tied items
+    share their exposure); with ``stable=True`` ties keep their original order.
+    """
+    neg = -key
+    order = np.argsort(neg)
+    if stable and order.size > 1:
+        sv = neg[order]
+        if np.any(sv[1:] == sv[:-1]):
+            order = np.argsort(neg, kind="stable")
+    return _group_by_query(order, qidx)
+
+
 def _block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray,
                 qidx: np.ndarray) -> np.ndarray:
     """Replace every value by the mean over its block of equal consecutive keys within a
@@ -148,30 +182,68 @@ def _block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray,
     start = np.empty(n, dtype=bool)
     start[0] = True
     start[1:] = (keys_sorted[1:] != keys_sorted[:-1]) | (qidx[1:] != qidx[:-1])
+    if start.all():
+        return values_sorted
     block = np.cumsum(start) - 1
     sums = np.bincount(block, weights=values_sorted)
     counts = np.bincount(block)
     return (sums / counts)[block]
 
 
-def _exposure_sorted(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
-                     k: int | None, ties: str, tiebreak: np.ndarray | None = None):
-    """Order (``sort_within``) and the exposure of every slot of that order."""
-    order = sort_within(scores, qptr, descending=True, tiebreak=tiebreak, qidx=qidx)
-    ranks = _sorted_ranks(qptr, qidx)
-    max_len = int(np.max(np.diff(qptr))) if qptr.size > 1 and qidx.size else 0
-    exp_sorted = _discount_table(max_len, k)[ranks - 1] if qidx.size else \
-        np.zeros(0, dtype=np.float64)
-    if ties == "average":
-        exp_sorted = _block_mean(exp_sorted, scores[order], qidx)
-    return order, exp_sorted
+_MAX_CODES = 1024
+
+
+def _small_codes(key: np.ndarray):
+    """Integer codes ``key - min`` when all keys are integers spanning < 1024 values."""
+    if key.size == 0:
+        return None, 0
+    lo, hi = key.min(), key.max()
+    if hi - lo >= _MAX_CODES:
+        return None, 0
+    shifted = key - lo
+    codes = shifted.astype(np.int64)
+    if not np.array_equal(codes, shifted):
+        return None, 0
+    return codes, int(hi - lo) + 1
+
+
+def _tie_average_exposure(key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
+                          k: int | None) -> np.ndarray:
+    """Per-item exposure of the ranking by ``key`` (descending) with every tie block
+    sharing the mean exposure of its ranks: ``eps_i = (C(a + c) - C(a)) / c`` where ``a``
+    items of the query rank above the block, ``c`` is the block size and ``C`` the prefix
+    sum of the position exposures."""
+    n = key.size
+    table = _discount_table(_max_len(qptr), k)
+    n_queries = qptr.size - 1
+    codes, n_codes = _small_codes(key)
+    if codes is not None and n_queries * n_codes <= 4 * n + 1024:
+        cell = qidx * n_codes + codes
+        counts = np.bincount(cell, minlength=n_queries * n_codes).reshape(n_queries, n_codes)
+        at_least = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1]
+        above = at_least - counts
+        prefix = np.concatenate([[0.0], np.cumsum(table)])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (prefix[above + counts] - prefix[above]) / counts
+        return mean.ravel()[cell]
+    order = _order_desc(key, qidx, stable=False)
+    exp_sorted = table[_sorted_ranks(qptr, qidx) - 1] if n else np.zeros(0)
+    exp_sorted = _block_mean(exp_sorted, key[order], qidx)
+    out = np.empty(n, dtype=np.float64)
+    out[order] = exp_sorted
+    return out
 
 
 def _exposure(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None,
               ties: str) -> np.ndarray:
-    order, exp_sorted = _exposure_sorted(scores, qptr, qidx, k, ties)
-    out = np.empty_like(exp_sorted)
-    out[order] = exp_sorted
+    """Per-item exposure of the ranking by ``scores`` with ``ties`` "average" or
+    "stable"."""
+    if ties == "average":
+        return _tie_average_exposure(scores, qptr, qidx, k)
+    order = _order_desc(scores, qidx, stable=True)
+    out = np.empty(scores.size, dtype=np.float64)
+    if scores.size:
+        out[order] = _discount_table(_max_len(qptr), k)[_sorted_ranks(qptr, qidx) - 1]
     return out
 
 
@@ -290,15 +362,19 @@ def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
         gains = gains * g
     elif group == "non_affected":
         gains = gains * (1.0 - g)
-    tiebreak = gains if ties == "pessimistic" else None
-    order, disc = _exposure_sorted(s, q, qidx, k, "average" if ties == "average" else
-                                   "stable", tiebreak=tiebreak)
-    dcg = segment_sum(gains[order] * disc, q, qidx)
-    ideal = sort_within(gains, q, descending=True, qidx=qidx)
-    max_len = int(np.max(np.diff(q))) if q.size > 1 and qidx.size else 0
-    ideal_disc = _discount_table(max_len, k)[_sorted_ranks(q, qidx) - 1] if qidx.size \
-        else np.zeros(0)
-    idcg = segment_sum(gains[ideal] * ideal_disc, q, qidx)
+    if ties == "average":
+        exposure = _tie_average_exposure(s, q, qidx, k)
+    elif ties == "stable":
+        exposure = _exposure(s, q, qidx, k, "stable")
+    else:  # pessimistic: among tied scores the smallest gain ranks first
+        order = sort_within(s, q, descending=True, tiebreak=gains, qidx=qidx)
+        exposure = np.empty(s.size, dtype=np.float64)
+        if s.size:
+            exposure[order] = _discount_table(_max_len(q), k)[_sorted_ranks(q, qidx) - 1]
+    dcg = segment_sum(gains * exposure, q, qidx)
+    # ideal ranking: sorted by gain; tied gains are interchangeable, so tie averaging
+    # leaves the sum unchanged
+    idcg = segment_sum(gains * _tie_average_exposure(gains, q, qidx, k), q, qidx)
     out = np.full(q.size - 1, np.nan)
     pos = idcg > 0
     out[pos] = dcg[pos] / idcg[pos]

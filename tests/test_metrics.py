@@ -223,6 +223,38 @@ def test_expected_exposure_brute_force(rng, k):
         np.testing.assert_allclose(ours, ref_expected_exposure(grades, k), atol=1e-12)
 
 
+def test_exposure_paths_agree(rng):
+    # integer keys take the counting path; the same ranking with non-integer keys (or a
+    # wide integer range) takes the sorting path; both equal the brute force
+    s, lab, q, g = random_data(rng, n_queries=50, max_len=7, ties=True)
+    for k in (None, 2):
+        counted = M.target_exposure(s, qptr=q, k=k)
+        sorted_ = M.target_exposure(s / 3 + 0.1, qptr=q, k=k)
+        wide = M.target_exposure(s * 1000.0, qptr=q, k=k)
+        np.testing.assert_allclose(sorted_, counted, atol=1e-12)
+        np.testing.assert_allclose(wide, counted, atol=1e-12)
+        for qi in range(q.size - 1):
+            sl = slice(q[qi], q[qi + 1])
+            if q[qi + 1] > q[qi]:
+                np.testing.assert_allclose(counted[sl], ref_expected_exposure(s[sl], k),
+                                           atol=1e-12)
+
+
+@pytest.mark.parametrize("n_queries", [7, 70_000])
+def test_order_matches_segments_sort_within(rng, n_queries):
+    from groupbias.segments import query_index, sort_within
+    sizes = rng.integers(0, 4, size=n_queries)
+    q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    s = rng.integers(0, 3, size=int(q[-1])) / 2.0  # many ties
+    qidx = query_index(q)
+    np.testing.assert_array_equal(M._order_desc(s, qidx, stable=True), sort_within(s, q))
+    # stable ties: ranks follow the original position among tied items
+    np.testing.assert_allclose(M.expected_exposure(s, qptr=q, ties="stable")[:50],
+                               M.position_exposure(
+                                   np.argsort(sort_within(s, q))[:50] + 1
+                                   - q[qidx[:50]]), atol=0)
+
+
 def test_exposure_hand_case_and_total():
     grades = np.array([0.0, 1.0, 0.0, 1.0, 1.0])
     q = np.array([0, 5])
