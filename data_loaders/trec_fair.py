@@ -1,0 +1,402 @@
+"""TREC Fair Ranking 2019 / 2020 (paper Sec. 6.1, datasets (ii)-(iii)).
+
+Two forms of the same academic-search data (Semantic Scholar Open Research Corpus):
+
+:func:`load_trec_fair_ppg`
+    The preprocessed files ``ppg/{year}/{train,test}.csv`` (columns ``sensitive_attribute``
+    H/L, ``session``, ``score``, ``feature_1..feature_25``), the form used for the paper's
+    "TREC 2019" / "TREC 2020" rows. Queries are sessions; ``groups = 1`` for L (low h-index).
+
+:func:`load_trec_fair_track`
+    The track's own training sample (one JSON object per line: ``qid``, ``query``,
+    ``frequency``, ``documents`` [{``doc_id``, ``relevance``}]) joined with the corpus subset
+    ``corpus-subset-for-queries.{papers,paper_authors,authors}.csv``; groups are derived from
+    the authors' h-index class.
+
+Author groups (track form)
+--------------------------
+- 2020: ``authors.csv`` column ``h_class`` (``H`` = high, ``L`` = low h-index).
+- 2019: ``authors.csv`` has no h-index (all zeros); the track's
+  ``fair-TREC-sample-author-groups.csv`` assigns each author an ordinal level ``gid`` 1..7
+  (the mean number of papers per author grows with ``gid``). An author is *high* iff
+  ``gid >= high_level`` (default 4). With the first-author rule this split reproduces the H/L
+  labels of ``ppg/2019/train.csv`` for 99% of the documents that can be matched to it, and
+  the 2020 ``h_class`` first-author rule reproduces ``ppg/2020/train.csv`` exactly.
+- Authors missing from the group source (or with an empty author id) are *unknown*.
+
+A paper's group from its authors (``author_rule``):
+
+- ``"first"`` (default): the group of the first-listed author (smallest ``position``);
+  unknown when that author is unknown.
+- ``"none_high"``: affected iff no known author is high.
+- ``"majority"``: affected iff strictly more known authors are low than high.
+- ``"fraction"``: membership probability = (#low) / (#known) among the paper's authors.
+
+Papers with no known author (and documents absent from the corpus subset) get no group; the
+``unknown`` policy decides: ``"drop"`` (default; the documents are removed, queries left empty
+are removed) or ``"affected"`` / ``"non_affected"``. Counts are in ``meta``.
+
+Features (track form, ids 1..4): ``n_citations``, ``n_key_citations``, ``paper_year``, number
+of authors; missing values are 0 (per-feature counts of missing values in
+``meta["missing_feature_values"]``; 2020 has no ``n_key_citations`` at all). Labels are the
+binary relevance (``label_max = 1``).
+
+The root is ``root`` or ``$GROUPBIAS_TREC_FAIR``: the folder holding ``2019/``, ``2020/`` and
+``ppg/`` (a year folder itself is accepted too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from groupbias.errors import ParameterError
+
+from ._tables import (first_bad, numeric_column, read_table, record_line, require_files,
+                      resolve_path)
+from .errors import DataError, DataFormatError
+from .ranking_data import RankingData
+
+ENV_VAR = "GROUPBIAS_TREC_FAIR"
+YEARS = (2019, 2020)
+SAMPLE_FILE = {2019: "fair-TREC-training-sample.json",
+               2020: "TREC-Fair-Ranking-training-sample.json"}
+PAPERS = "corpus-subset-for-queries.papers.csv"
+PAPER_AUTHORS = "corpus-subset-for-queries.paper_authors.csv"
+AUTHORS = "corpus-subset-for-queries.authors.csv"
+GROUPS_2019 = "fair-TREC-sample-author-groups.csv"
+AUTHOR_RULES = ("first", "none_high", "majority", "fraction")
+UNKNOWN_POLICIES = ("drop", "affected", "non_affected")
+TRACK_FEATURES = ("n_citations", "n_key_citations", "paper_year", "n_authors")
+
+
+def _check_year(year) -> int:
+    try:
+        y = int(year)
+    except (TypeError, ValueError):
+        y = None
+    if y not in YEARS:
+        raise ParameterError("year", "2019 or 2020", year)
+    return y
+
+
+def _files_for(year: int) -> list[str]:
+    names = [SAMPLE_FILE[year], PAPERS, PAPER_AUTHORS]
+    names.append(GROUPS_2019 if year == 2019 else AUTHORS)
+    return names
+
+
+def _year_dir(root: Path, year: int) -> Path:
+    if (root / str(year)).is_dir():
+        return root / str(year)
+    if (root / SAMPLE_FILE[year]).is_file():
+        return root
+    return root / str(year)
+
+
+# ---------------------------------------------------------------------------------------
+# preprocessed (ppg) files
+# ---------------------------------------------------------------------------------------
+_FEATURE_RE = re.compile(r"^feature_(\d+)$")
+
+
+def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "train", *,
+                       name: str | None = None) -> RankingData:
+    """Load ``ppg/{year}/{split}.csv`` (TREC Fair Ranking, preprocessed form).
+
+    Queries are the ``session`` values, items the rows; ``labels = score`` (binary relevance,
+    ``label_max = 1``), ``features = feature_1..feature_K`` (feature ids 1..K),
+    ``groups = 1`` where ``sensitive_attribute == "L"`` (low h-index, affected) and 0 for
+    ``"H"``. Row order is kept; the rows of a session are contiguous in the published files,
+    and if they are not, sessions are grouped stably (in order of first appearance, rows in
+    file order) and ``meta["sessions_regrouped"]`` is True.
+
+    Real-data sizes: 2019 train 2,672 rows / 632 queries (386 with both groups), test 4,298 /
+    635; 2020 train 4,694 / 200 (191 with both groups), test 4,677 / 200.
+    """
+    y = _check_year(year)
+    if split not in ("train", "test"):
+        raise ParameterError("split", "'train' or 'test'", split)
+    base = resolve_path(root, env=ENV_VAR, expected=[f"ppg/{y}/{split}.csv"],
+                        what="TREC Fair data")
+    rel = f"ppg/{y}/{split}.csv"
+    for cand in (base / "ppg" / str(y), base / str(y), base):
+        if (cand / f"{split}.csv").is_file():
+            path = cand / f"{split}.csv"
+            break
+    else:
+        require_files(base, [rel], hint=f"set {ENV_VAR} to the folder holding ppg/")
+    header = read_table(path, nrows=0).columns
+    cols = [str(c).strip() for c in header]
+    missing = [c for c in ("sensitive_attribute", "session", "score") if c not in cols]
+    fcols = sorted((int(m.group(1)), c) for c in cols if (m := _FEATURE_RE.match(c)))
+    if missing or not fcols:
+        need = missing or ["feature_1"]
+        raise DataFormatError(path, 1, "missing column(s) " + ", ".join(need) + "; expected "
+                              "sensitive_attribute, session, score, feature_1..feature_K",
+                              field=need[0])
+    df = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
+    df.columns = cols
+    if len(df) == 0:
+        raise DataFormatError(path, None, "no data rows after the header")
+
+    attr = df["sensitive_attribute"].fillna("").str.strip().str.upper()
+    bad = first_bad(~attr.isin(["H", "L"]).to_numpy())
+    if bad is not None:
+        raise DataFormatError(path, record_line(path, bad),
+                              f"value {df['sensitive_attribute'].iloc[bad]!r}; expected H or L",
+                              field="sensitive_attribute")
+    groups = (attr == "L").to_numpy(dtype=np.float64)
+    session = numeric_column(df, "session", path)
+    bad = first_bad(session != np.round(session))
+    if bad is not None:
+        raise DataFormatError(path, record_line(path, bad), f"value {df['session'].iloc[bad]!r}"
+                              "; expected an integer session id", field="session")
+    session = session.astype(np.int64)
+    labels = numeric_column(df, "score", path)
+    bad = first_bad(labels < 0)
+    if bad is not None:
+        raise DataFormatError(path, record_line(path, bad), "negative relevance", field="score")
+    feats = np.column_stack([numeric_column(df, c, path) for _, c in fcols])
+
+    runs = np.flatnonzero(session[1:] != session[:-1]) + 1
+    uniq, first_pos = np.unique(session, return_index=True)
+    regrouped = runs.size + 1 != uniq.size
+    if regrouped:
+        rank = np.empty(uniq.size, dtype=np.int64)
+        rank[np.argsort(first_pos, kind="stable")] = np.arange(uniq.size)
+        order = np.argsort(rank[np.searchsorted(uniq, session)], kind="stable")
+        session, labels, feats, groups = (session[order], labels[order], feats[order],
+                                          groups[order])
+        runs = np.flatnonzero(session[1:] != session[:-1]) + 1
+    qptr = np.concatenate(([0], runs, [session.size])).astype(np.int64)
+    data = RankingData(
+        features=feats, labels=labels, qptr=qptr, query_ids=session[qptr[:-1]],
+        feature_ids=np.array([k for k, _ in fcols], dtype=np.int64), groups=groups,
+        label_max=1.0 if labels.max() <= 1 else float(labels.max()),
+        name=name or f"trec-fair-{y}/ppg/{split}",
+        meta={"source": str(path), "sessions_regrouped": bool(regrouped),
+              "sensitive_attribute": "authors' h-index group (affected = L)"},
+    )
+    return data
+
+
+# ---------------------------------------------------------------------------------------
+# the track's JSON + corpus subset
+# ---------------------------------------------------------------------------------------
+def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
+    """(qid, doc_id, relevance) rows of the training-sample JSON lines in file order, and the
+    query ids in file order."""
+    qids, docs, rels, qorder = [], [], [], []
+    seen = set()
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(path, lineno, f"invalid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(path, lineno, "expected a JSON object per line")
+            for key in ("qid", "documents"):
+                if key not in obj:
+                    raise DataFormatError(path, lineno, "missing key", field=key)
+            qid = obj["qid"]
+            if isinstance(qid, bool) or not isinstance(qid, (int, str)):
+                raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string",
+                                      field="qid")
+            if qid in seen:
+                raise DataFormatError(path, lineno, f"qid {qid!r} appears twice", field="qid")
+            seen.add(qid)
+            documents = obj["documents"]
+            if not isinstance(documents, list):
+                raise DataFormatError(path, lineno, "expected a list", field="documents")
+            qorder.append(qid)
+            for j, d in enumerate(documents):
+                if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
+                    raise DataFormatError(path, lineno, f"document {j} needs doc_id and "
+                                          "relevance", field="documents")
+                r = d["relevance"]
+                if isinstance(r, bool) or r not in (0, 1):
+                    raise DataFormatError(path, lineno, f"document {j}: relevance {r!r}, "
+                                          "expected 0 or 1", field="relevance")
+                qids.append(qid)
+                docs.append(str(d["doc_id"]))
+                rels.append(float(r))
+    if not qorder:
+        raise DataFormatError(path, None, "no queries in file")
+    return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
+
+
+def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
+    """Series author_id -> True (high h-index) / False (low); absent = unknown."""
+    if year == 2020:
+        path = ydir / AUTHORS
+        a = read_table(path, usecols=lambda c: c in ("corpus_author_id", "h_class"),
+                       dtype=str, keep_default_na=False, na_values=[""])
+        for col in ("corpus_author_id", "h_class"):
+            if col not in a.columns:
+                raise DataFormatError(path, 1, "missing column", field=col)
+        ids = numeric_column(a, "corpus_author_id", path).astype(np.int64)
+        cls = a["h_class"].fillna("").str.strip().str.upper()
+        bad = first_bad(~cls.isin(["H", "L", ""]).to_numpy())
+        if bad is not None:
+            raise DataFormatError(path, record_line(path, bad), f"value {cls.iloc[bad]!r}; "
+                                  "expected H or L", field="h_class")
+        known = (cls != "").to_numpy()
+        s = pd.Series((cls == "H").to_numpy()[known], index=ids[known])
+    else:
+        path = ydir / GROUPS_2019
+        g = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
+        for col in ("author_id", "gid"):
+            if col not in g.columns:
+                raise DataFormatError(path, 1, "missing column", field=col)
+        ids = numeric_column(g, "author_id", path).astype(np.int64)
+        gid = numeric_column(g, "gid", path)
+        s = pd.Series(gid >= high_level, index=ids)
+    return s[~s.index.duplicated(keep="first")]
+
+
+def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
+                         author_rule: str = "first", unknown: str = "drop",
+                         high_level: int = 4, name: str | None = None) -> RankingData:
+    """Load the TREC Fair Ranking training sample with author h-index groups.
+
+    Parameters
+    ----------
+    root : folder holding ``2019/`` and ``2020/`` (or the year folder); ``$GROUPBIAS_TREC_FAIR``
+        if None.
+    year : 2019 or 2020.
+    author_rule : ``"first"`` | ``"none_high"`` | ``"majority"`` | ``"fraction"`` (module
+        docstring); ``groups`` is 1 for affected (low h-index) papers.
+    unknown : ``"drop"`` | ``"affected"`` | ``"non_affected"``: papers without a known author.
+    high_level : 2019 only: an author is high iff the track's group level ``gid >= high_level``.
+
+    Returns
+    -------
+    RankingData: queries in file order, documents in listed order; features float32
+    [n_items, 4] = (n_citations, n_key_citations, paper_year, n_authors); labels = relevance
+    (0/1); item_ids = doc_id. ``meta`` counts documents without metadata, without known
+    authors, dropped documents and queries.
+
+    Real-data sizes before dropping: 2019 652 queries / 4,641 pairs; 2020 200 / 4,826, 757
+    relevant.
+    """
+    y = _check_year(year)
+    if author_rule not in AUTHOR_RULES:
+        raise ParameterError("author_rule", " | ".join(AUTHOR_RULES), author_rule)
+    if unknown not in UNKNOWN_POLICIES:
+        raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
+    base = resolve_path(root, env=ENV_VAR, expected=_files_for(y), what="TREC Fair data")
+    ydir = _year_dir(base, y)
+    require_files(ydir, _files_for(y), hint="the TREC Fair Ranking training sample and corpus "
+                                            "subset of that year")
+
+    pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])
+
+    # ---- paper metadata -----------------------------------------------------------------
+    ppath = ydir / PAPERS
+    papers = read_table(ppath, dtype=str, keep_default_na=False, na_values=[""])
+    if "paper_sha" not in papers.columns:
+        raise DataFormatError(ppath, 1, "missing column", field="paper_sha")
+    meta_cols = {}
+    missing_counts = {}
+    for col in ("n_citations", "n_key_citations", "paper_year"):
+        if col in papers.columns:
+            meta_cols[col] = numeric_column(papers, col, ppath, allow_missing=True)
+        else:
+            meta_cols[col] = np.full(len(papers), np.nan)
+    pmeta = pd.DataFrame(meta_cols, index=papers["paper_sha"].str.strip())
+    pmeta = pmeta[~pmeta.index.duplicated(keep="first")]
+
+    # ---- authors and groups -------------------------------------------------------------
+    apath = ydir / PAPER_AUTHORS
+    pa = read_table(apath, dtype=str, keep_default_na=False, na_values=[""])
+    for col in ("paper_sha", "corpus_author_id", "position"):
+        if col not in pa.columns:
+            raise DataFormatError(apath, 1, "missing column", field=col)
+    aid = numeric_column(pa, "corpus_author_id", apath, allow_missing=True)
+    pos = numeric_column(pa, "position", apath)
+    high = _author_high(ydir, y, high_level)
+    aid_known = np.isfinite(aid)
+    status = np.full(aid.size, np.nan)                       # 1 = low, 0 = high, nan = unknown
+    hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
+    found = hit.notna().to_numpy() & aid_known
+    status[found] = np.where(hit.to_numpy()[found].astype(bool), 0.0, 1.0)
+    auth = pd.DataFrame({"paper": pa["paper_sha"].str.strip(), "pos": pos, "low": status})
+    n_authors = auth.groupby("paper", sort=False).size()
+    known = auth.dropna(subset=["low"])
+    agg = known.groupby("paper", sort=False)["low"].agg(["sum", "count"])
+    if author_rule == "first":
+        firsts = auth.sort_values(["paper", "pos"], kind="stable").drop_duplicates("paper")
+        paper_group = firsts.set_index("paper")["low"]
+    elif author_rule == "none_high":
+        paper_group = (agg["sum"] == agg["count"]).astype(np.float64)
+    elif author_rule == "majority":
+        paper_group = (agg["sum"] > agg["count"] - agg["sum"]).astype(np.float64)
+    else:
+        paper_group = agg["sum"] / agg["count"]
+
+    # ---- assemble -----------------------------------------------------------------------
+    docs = pairs["doc_id"]
+    feats_df = pmeta.reindex(docs)
+    has_meta = docs.isin(pmeta.index).to_numpy()
+    feats_df = feats_df.assign(n_authors=n_authors.reindex(docs).to_numpy())
+    for col in TRACK_FEATURES:
+        missing_counts[col] = int(feats_df[col].isna().sum())
+    groups = paper_group.reindex(docs).to_numpy(dtype=np.float64, copy=True)
+    unknown_mask = np.isnan(groups)
+    n_unknown = int(unknown_mask.sum())
+    if unknown == "affected":
+        groups[unknown_mask] = 1.0
+    elif unknown == "non_affected":
+        groups[unknown_mask] = 0.0
+    keep = ~unknown_mask if unknown == "drop" else np.ones(groups.size, dtype=bool)
+
+    qid_all = pairs["qid"].to_numpy()
+    qcode = pd.Index(qorder).get_indexer(qid_all)
+    qcode_kept = qcode[keep]
+    counts = np.bincount(qcode_kept, minlength=len(qorder))
+    nonempty = counts > 0
+    qptr = np.zeros(int(nonempty.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[nonempty], out=qptr[1:])
+    features = feats_df[list(TRACK_FEATURES)].to_numpy(dtype=np.float64)[keep]
+    features = np.nan_to_num(features, nan=0.0)
+    labels = pairs["relevance"].to_numpy()[keep]
+    g = groups[keep]
+    query_ids = np.asarray(qorder, dtype=object if isinstance(qorder[0], str) else np.int64)
+    query_ids = query_ids[nonempty]
+    if qptr[-1] == 0:
+        raise DataError(f"{ydir}: no document has an author with a known h-index group "
+                        f"(author_rule={author_rule!r}, unknown={unknown!r})")
+    qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
+    n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
+    n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
+    meta = {
+        "source": str(ydir),
+        "year": y,
+        "author_rule": author_rule,
+        "unknown_policy": unknown,
+        "high_level_2019": high_level if y == 2019 else None,
+        "pairs_in_sample": int(len(pairs)),
+        "queries_in_sample": len(qorder),
+        "relevant_in_sample": int(pairs["relevance"].sum()),
+        "documents_without_metadata": int((~has_meta).sum()),
+        "documents_without_known_group": n_unknown,
+        "documents_dropped": int((~keep).sum()),
+        "queries_dropped_empty": int((~nonempty).sum()),
+        "queries_with_both_groups": int(np.sum((n_aff > 0) & (n_non > 0))),
+        "feature_names": list(TRACK_FEATURES),
+        "missing_feature_values": missing_counts,
+        "sensitive_attribute": "authors' h-index group (affected = low)",
+    }
+    return RankingData(features=features, labels=labels, qptr=qptr, query_ids=query_ids,
+                       feature_ids=np.arange(1, len(TRACK_FEATURES) + 1),
+                       item_ids=docs.to_numpy(dtype=object)[keep], groups=g, label_max=1.0,
+                       name=name or f"trec-fair-{y}/track/train", meta=meta)
