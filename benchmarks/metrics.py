@@ -7,7 +7,7 @@ non-affected), ρ(DTR) of the ranking and of a tabular estimate, Δ(EEL) of the 
 of a tabular estimate. Timings are medians of ``--repeats`` runs; the last line is
 ``ratio: <loop time / vectorized time>`` over all metrics together.
 
-    .venv/bin/python benchmarks/metrics.py [--queries 6000] [--repeats 3]
+    .venv/bin/python benchmarks/metrics.py [--queries 6000] [--max-len 249] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from groupbias import metrics as M  # noqa: E402
 
 
-def make_input(n_queries: int, seed: int = 0):
+def make_input(n_queries: int, max_len: int = 249, seed: int = 0):
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, 250, size=n_queries)
+    sizes = rng.integers(1, max_len + 1, size=n_queries)
     qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n = int(qptr[-1])
     labels = rng.choice(5, size=n, p=[0.52, 0.32, 0.13, 0.02, 0.01]).astype(np.float64)
@@ -135,9 +135,11 @@ def median_time(fn, repeats):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=6000)
+    ap.add_argument("--max-len", type=int, default=249,
+                    help="list sizes are uniform in 1..max-len (249: MSLR-like, 47: Yahoo!-like)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    s, lab, rel, biased, g, q = make_input(args.queries)
+    s, lab, rel, biased, g, q = make_input(args.queries, args.max_len)
     print(f"input: {q.size - 1} queries, {s.size} items, {args.repeats} repeats (median)")
 
     cases = {
