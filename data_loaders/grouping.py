@@ -160,12 +160,19 @@ def _ratios(mask: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pop, util
 
 
-def _coverage(mask: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Fraction of (non-empty) queries with items from both groups, per column."""
-    if starts.size == 0:
-        return np.full(mask.shape[1], np.nan)
-    cnt = np.add.reduceat(mask.astype(np.int32), starts, axis=0)   # [n_queries, width]
-    both = (cnt > 0) & (cnt < sizes[:, None])
+def _coverage(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str
+              ) -> np.ndarray:
+    """Fraction of (non-empty) queries with items from both groups, per column.
+
+    With per-query minima/maxima ``[n_queries, width]``: for ``x < t`` affected, a query
+    has both groups iff ``min < t <= max``; for ``x > t`` iff ``min <= t < max``.
+    """
+    if qmin.shape[0] == 0:
+        return np.full(qmin.shape[1], np.nan)
+    if affected == "below":
+        both = (qmin < t) & (qmax >= t)
+    else:
+        both = (qmin <= t) & (qmax > t)
     return both.mean(axis=0)
 
 
@@ -204,21 +211,24 @@ def candidate_report(data: RankingData, *, coverage: float = 0.95,
         cols = np.array([int(np.flatnonzero(data.feature_ids == int(f))[0]) for f in fids],
                         dtype=np.int64)
     labels = data.labels
-    sizes_all = data.list_sizes
-    nonempty = sizes_all > 0
+    nonempty = data.list_sizes > 0
     starts = data.qptr[:-1][nonempty]
-    sizes = sizes_all[nonempty]
     width = max(1, BLOCK_ELEMENTS // max(data.n_items, 1))
     parts = []
     for b in range(0, cols.size, width):
-        block = data.features[:, cols[b:b + width]].astype(np.float64)
-        m = block.mean(axis=0)
-        s = block.std(axis=0)
+        block = data.features[:, cols[b:b + width]]
+        m = block.mean(axis=0, dtype=np.float64)
+        s = block.std(axis=0, dtype=np.float64)
+        if starts.size:
+            qmin = np.minimum.reduceat(block, starts, axis=0).astype(np.float64)
+            qmax = np.maximum.reduceat(block, starts, axis=0).astype(np.float64)
+        else:
+            qmin = qmax = np.empty((0, block.shape[1]))
         out = {"feature_id": data.feature_ids[cols[b:b + width]], "mean": m, "std": s,
                "threshold_mean": m, "threshold_mean_std": m - s}
         for key, t in (("mean", m), ("mean_std", m - s)):
             mask = block < t if affected == "below" else block > t
-            out[f"coverage_{key}"] = _coverage(mask, starts, sizes)
+            out[f"coverage_{key}"] = _coverage(qmin, qmax, t, affected)
             out[f"population_ratio_{key}"], out[f"utility_ratio_{key}"] = _ratios(mask,
                                                                                  labels)
         parts.append(pd.DataFrame(out))
