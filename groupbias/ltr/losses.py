@@ -43,6 +43,7 @@ allRank's value whenever its sigmoid clamp is inactive.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -98,7 +99,7 @@ def ideal_dcg(gains: torch.Tensor, *, k: int | None = None) -> torch.Tensor:
 
 
 def _check_k(k):
-    if k is not None and (not isinstance(k, (int,)) or isinstance(k, bool) or k < 1):
+    if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1):
         raise ParameterError("k", "None (no cutoff) or a positive integer", k)
 
 
