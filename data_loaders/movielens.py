@@ -49,7 +49,6 @@ The ratings location is ``path`` or ``$GROUPBIAS_MOVIELENS``; metadata is ``meta
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
