@@ -142,8 +142,14 @@ def plot_cluster_size(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.
     axes[0].set_xlabel("cluster size (queries)")
     axes[0].set_ylabel("NDCG@10 (corrected; dashed: biased)")
     axes[0].legend(fontsize=8)
-    est = df[df["metric"] == "beta_hat"].groupby("cluster_size")["value"]
-    m, s = est.mean(), est.std(ddof=0).fillna(0.0)
+    est_df = df[df["metric"] == "beta_hat"]
+    est = est_df.groupby("cluster_size")
+    m = est["value"].mean()
+    # band: the spread of β̂ over clusters when recorded ("std"), else over repetitions
+    if "std" in est_df.columns and est_df["std"].notna().any():
+        s = est["std"].mean().fillna(0.0)
+    else:
+        s = est["value"].std(ddof=0).fillna(0.0)
     if not m.empty:
         axes[1].plot(m.index, m.values, "-o", color="tab:blue", ms=3, label="β̂")
         axes[1].fill_between(m.index, m - s, m + s, color="tab:blue", alpha=0.2)
