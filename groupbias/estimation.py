@@ -1,0 +1,685 @@
+"""Amortized estimation of the group propensity ``beta`` (paper §5.1–5.2, Eq. 14).
+
+The estimator
+-------------
+Under the multiplicative model of Eq. (2) the observed attractiveness of an affected item is
+``a = beta_A * P(R)`` while a non-affected item keeps ``a = P(R)`` (``beta_N = 1``). If the
+relevance scores of both groups come from the same distribution (Eq. 13), dividing the
+affected scores by the true ``beta_A`` makes the two samples identically distributed, so
+
+    beta_hat = argmin_{beta in grid}  KS(A_A / beta, A_N),                         (Eq. 14)
+
+where ``KS(X, Y) = sup_x |F_X(x) - F_Y(x)|`` is the two-sample Kolmogorov–Smirnov statistic
+between the empirical CDFs (right-continuous, ``F_X(x) = #{X_i <= x} / |X|``).
+
+Conventions
+-----------
+- ``grid``: strictly increasing values in (0, 1]; default ``0.01, 0.02, ..., 1.00``.
+- Ties of the statistic on the grid go to the **largest** ``beta`` among the minimizers
+  (the most conservative correction: a flat curve leaves the scores least changed).
+- Zero attractiveness (``zero_policy``): with binary or graded labels many items have
+  ``a = 0``. That atom does not move when the affected scores are divided by ``beta``, so it
+  carries no information about ``beta``; but any difference in the zero fractions of the two
+  groups adds a ``beta``-independent floor ``|p0_A - p0_N|`` to the KS statistic, which
+  flattens the curve and biases the argmin (the floor dominates wherever it exceeds the
+  ``beta``-dependent part). ``"exclude"`` (default) compares the positive scores only: this
+  only assumes that the *relevant* items' scores have the same distribution in both groups
+  and allows the groups to differ in how many relevant items they have. ``"include"`` keeps
+  the zeros (the literal Eq. 14).
+- Tie-breaking jitter (§6.1): before the search, every score ``v`` is replaced by
+  ``v + u`` with ``u ~ Uniform(-h, h)`` (``Uniform(0, h)`` for ``v = 0``, keeping scores
+  non-negative), ``h = jitter * gap / 2`` and ``gap`` the smallest distance between distinct
+  values of the pooled scores used (zero included as a value). Since ``jitter < 1``,
+  ``|u| < gap / 2`` and no two distinct values (grades) swap order; only exact ties are
+  broken. ``jitter=0`` disables it. The noise is drawn from ``rng`` after the random
+  clusters (if any).
+- Scopes: ``clusters`` (a cluster label per query) amortizes over given query clusters;
+  ``cluster_size=k`` draws random clusters of ``k`` queries (a permutation from ``rng``;
+  ``k = 1`` is the per-query estimator, ``k >= n_queries`` one global cluster); neither
+  gives one global cluster.
+- Groups: ``groups == 1`` is the affected sample, ``groups == 0`` the non-affected one.
+  Fractional memberships are rejected unless ``group_threshold`` is given (items with
+  ``g >= group_threshold`` are then affected).
+- Failure policy: a cluster in which either group has no score left (after the zero
+  policy) has ``beta_hat = NaN`` and a NaN row in ``ks_curve``; the correction leaves the
+  items of such clusters unchanged (:func:`groupbias.correction.ips_correct`).
+  ``BetaEstimate.n_failed`` counts them.
+
+Exact fast KS over the whole grid
+---------------------------------
+The statistic is evaluated exactly, for all grid points and clusters at once, by a
+branch-and-bound over sample points: the supremum of ``|F_1 - F_2|`` is attained at a
+sample point (evaluating both right-continuous CDFs there). Both samples are sorted within
+their cluster once. For a run of consecutive sample points of one sample with known CDF
+values at its first point ``a`` and last point ``b``, monotonicity bounds every interior
+point by ``max(F_1(b) - F_2(a), F_2(b) - F_1(a))``. Runs whose bound cannot beat the best
+value found so far are discarded; the others are split into ``split`` sub-runs whose new
+end points are evaluated (one binary search each), until every surviving interior point is
+evaluated. The result equals ``scipy.stats.ks_2samp(A_A / beta, A_N).statistic`` (the same
+counts divided the same way), which the tests check against a brute-force loop.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ParameterError, check_qptr
+from .segments import query_index
+
+__all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
+           "ks_curves", "tie_break_jitter", "random_clusters", "ZERO_POLICIES"]
+
+ZERO_POLICIES = ("exclude", "include")
+_TOL = 1e-12            # a run is split unless its bound is below the best value minus this
+_REL = 1e-14            # bracket for the exact predicate fl(x / beta) <= y
+_ABS = 1e-300
+_WORK = 8_000_000       # grid points per chunk x sample points (memory bound of one pass)
+_DENSE = 0.25           # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
+
+
+def default_grid(step: float = 0.01) -> np.ndarray:
+    """The grid ``step, 2*step, ..., 1`` (float64); ``step`` must divide 1 into ``k`` parts.
+
+    The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
+    ``0.01, 0.02, ..., 1.00``.
+    """
+    if isinstance(step, bool) or not isinstance(step, numbers.Real) or not 0 < step <= 1:
+        raise ParameterError("step", "a number in (0, 1]", step)
+    k = int(round(1.0 / step))
+    if k < 1 or abs(k * step - 1.0) > 1e-9:
+        raise ParameterError("step", "1 / k for an integer k (e.g. 0.01, 0.05, 0.1)", step)
+    return np.arange(1, k + 1, dtype=np.float64) / k
+
+
+def _check_grid(grid) -> np.ndarray:
+    if grid is None:
+        return default_grid()
+    g = np.asarray(grid, dtype=np.float64)
+    if g.ndim != 1 or g.size < 1:
+        raise ParameterError("grid", "a non-empty 1-D array of beta values", f"shape {g.shape}")
+    if not np.all(np.isfinite(g)) or g.min() <= 0 or g.max() > 1:
+        raise ParameterError("grid", "values in (0, 1]", f"range [{g.min()!r}, {g.max()!r}]")
+    if np.any(np.diff(g) <= 0):
+        raise ParameterError("grid", "strictly increasing values", "unsorted or repeated values",
+                             fix="pass np.unique(grid)")
+    return g
+
+
+def _scores(name: str, values) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
+        raise ParameterError(name, "finite non-negative scores",
+                             "NaN, infinite or negative entries")
+    return a
+
+
+# --------------------------------------------------------------------------- KS statistic
+
+def ks_statistic(a, b) -> float:
+    """Two-sample Kolmogorov–Smirnov statistic ``sup_x |F_a(x) - F_b(x)|``.
+
+    ``a`` [n_a], ``b`` [n_b] are 1-D finite samples; the empirical CDFs are right-continuous
+    and the supremum is taken over the pooled sample points (where it is attained). Equals
+    ``scipy.stats.ks_2samp(a, b).statistic``.
+    """
+    x = np.sort(np.asarray(a, dtype=np.float64).ravel())
+    y = np.sort(np.asarray(b, dtype=np.float64).ravel())
+    for name, v in (("a", x), ("b", y)):
+        if v.size == 0:
+            raise ParameterError(name, "a non-empty sample", "an empty array")
+        if not np.all(np.isfinite(v)):
+            raise ParameterError(name, "finite values", "NaN or infinite entries")
+    pooled = np.concatenate([x, y])
+    d = (np.searchsorted(x, pooled, side="right") / x.size
+         - np.searchsorted(y, pooled, side="right") / y.size)
+    return float(np.max(np.abs(d)))
+
+
+class _Sample:
+    """One sample (affected or non-affected) sorted by (cluster, value)."""
+
+    def __init__(self, values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> None:
+        one = n_clusters == 1
+        if one:
+            v = np.sort(values)
+            c = np.zeros(v.size, dtype=np.int64)
+            self.size = np.array([v.size], dtype=np.int64)
+        else:
+            order = np.lexsort((values, cluster))
+            v = values[order]
+            c = cluster[order]
+            self.size = np.bincount(c, minlength=n_clusters).astype(np.int64)
+        self.v = v
+        self.c = c
+        self.start = np.zeros(n_clusters, dtype=np.int64)
+        np.cumsum(self.size[:-1], out=self.start[1:])
+        self.end = self.start + self.size
+        n = v.size
+        # right-continuous rank within the cluster: #{same-cluster values <= v[i]}
+        last = np.ones(n, dtype=bool)
+        if n > 1:
+            last[:-1] = v[1:] != v[:-1]
+            if not one:
+                last[:-1] |= c[1:] != c[:-1]
+        pos = np.arange(1, n + 1, dtype=np.int64)
+        if not last.all():
+            last_idx = np.flatnonzero(last)
+            first = np.ones(n, dtype=bool)
+            first[1:] = last[:-1]
+            pos = last_idx[np.cumsum(first) - 1] + 1
+        self.rank = pos if one else pos - self.start[c]
+        # search keys: lexicographic (cluster, value) as complex numbers, plain values if one
+        # cluster (cluster ids are exact in the real part)
+        self.key = v if n_clusters == 1 else c.astype(np.float64) + 1j * v
+
+    def probe(self, cluster: np.ndarray, values: np.ndarray):
+        return values if np.isrealobj(self.key) else cluster.astype(np.float64) + 1j * values
+
+
+def _count_le(sample: _Sample, cluster: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``#{sample values of the same cluster <= values}`` (exact, int64)."""
+    pos = np.searchsorted(sample.key, sample.probe(cluster, values), side="right")
+    return pos - sample.start[cluster]
+
+
+def _count_scaled_le(sample: _Sample, cluster: np.ndarray, y: np.ndarray,
+                     beta: np.ndarray) -> np.ndarray:
+    """``#{x in the cluster : fl(x / beta) <= y}`` with the division done as in
+    ``A_A / beta`` (so counts agree with a brute force on the divided sample)."""
+    v = sample.v
+    lo_c = sample.start[cluster]
+    hi_c = sample.end[cluster]
+    pos = np.searchsorted(sample.key, sample.probe(cluster, y * beta), side="right")
+    # the predicate is monotone in the sorted index; check the boundary at pos
+    left_ok = (pos == lo_c) | (v[np.maximum(pos - 1, 0)] / beta <= y)
+    right_ok = (pos == hi_c) | (v[np.minimum(pos, v.size - 1)] / beta > y)
+    bad = np.flatnonzero(~(left_ok & right_ok))
+    if bad.size:
+        cb, yb, bb = cluster[bad], y[bad], beta[bad]
+        p = yb * bb
+        # |fl(x / beta) - x / beta| and |fl(y * beta) - y * beta| are below a relative
+        # 2**-52 for normal numbers and an absolute 1e-300 for subnormal ones
+        lo = np.searchsorted(sample.key, sample.probe(cb, p * (1 - _REL) - _ABS),
+                             side="right")
+        hi = np.searchsorted(sample.key, sample.probe(cb, p * (1 + _REL) + _ABS),
+                             side="right")
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            midc = np.minimum(mid, v.size - 1)
+            ok = (lo < hi) & (v[midc] / bb <= yb)
+            lo = np.where(ok, mid + 1, lo)
+            hi = np.where((lo < hi) & ~ok, mid, hi)
+        pos[bad] = lo
+    return pos - lo_c
+
+
+def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray,
+              xs: _Sample, ys: _Sample):
+    """CDF values (F_A of A_A / beta, F_N of A_N) at sample points ``idx`` of family ``fam``
+    (0: affected, 1: non-affected) for grid indices ``g``."""
+    beta = grid[g]
+    if fam == 0:
+        c = xs.c[idx]
+        f1 = xs.rank[idx] / xs.size[c]
+        f2 = _count_le(ys, c, xs.v[idx] / beta) / ys.size[c]
+    else:
+        c = ys.c[idx]
+        f2 = ys.rank[idx] / ys.size[c]
+        f1 = _count_scaled_le(xs, c, ys.v[idx], beta) / xs.size[c]
+    return c, f1, f2
+
+
+def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
+              split: int) -> np.ndarray:
+    """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and
+    the largest number of runs handled in one pass."""
+    n_grid = grid.size
+    n_c = xs.size.size
+    best = np.full(n_grid * n_c, -np.inf)
+    act = np.flatnonzero(active)
+    gg = np.repeat(np.arange(n_grid, dtype=np.int64), act.size)
+    cc = np.tile(act, n_grid)
+    blocks = []
+    peak = 0
+    for fam, s in ((0, xs), (1, ys)):
+        a = s.start[cc]
+        b = s.end[cc] - 1
+        pts = np.concatenate([a, b])
+        gp = np.concatenate([gg, gg])
+        c, f1, f2 = _evaluate(fam, pts, gp, grid, xs, ys)
+        np.maximum.at(best, gp * n_c + c, np.abs(f1 - f2))
+        m = a.size
+        blocks.append((gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:]))
+    while True:
+        new_blocks = []
+        pending = []
+        for fam, (g, a, b, f1a, f2a, f1b, f2b) in enumerate(blocks):
+            if a.size == 0:
+                new_blocks.append(None)
+                continue
+            c = (xs if fam == 0 else ys).c[a]
+            bound = np.maximum(f1b - f2a, f2b - f1a)
+            keep = (b - a >= 2) & (bound > best[g * n_c + c] - _TOL)
+            g, a, b = g[keep], a[keep], b[keep]
+            f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
+            length = b - a
+            step = -(-length // split)                      # ceil
+            n_new = -(-length // step) - 1                  # points a + k*step < b, k >= 1
+            tot = int(n_new.sum())
+            peak = max(peak, tot + a.size)
+            rep = np.repeat(np.arange(a.size), n_new)
+            first = np.zeros(a.size, dtype=np.int64)
+            np.cumsum(n_new[:-1], out=first[1:])
+            k = np.arange(tot, dtype=np.int64) - first[rep] + 1
+            idx = a[rep] + k * step[rep]
+            gi = g[rep]
+            c_new, f1n, f2n = _evaluate(fam, idx, gi, grid, xs, ys)
+            pending.append((gi * n_c + c_new, np.abs(f1n - f2n)))
+            # children: consecutive points of [a, new..., b] within each parent
+            per = n_new + 2
+            off = np.zeros(a.size, dtype=np.int64)
+            np.cumsum(per[:-1], out=off[1:])
+            total = int(per.sum())
+            seq_i = np.empty(total, dtype=np.int64)
+            seq_f1 = np.empty(total)
+            seq_f2 = np.empty(total)
+            seq_g = np.repeat(g, per)
+            seq_i[off], seq_f1[off], seq_f2[off] = a, f1a, f2a
+            last = off + per - 1
+            seq_i[last], seq_f1[last], seq_f2[last] = b, f1b, f2b
+            mid = np.ones(total, dtype=bool)
+            mid[off] = False
+            mid[last] = False
+            seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
+            pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
+            if total:
+                pair[last[:-1]] = False                     # no pair across parents
+            left = np.flatnonzero(pair)
+            right = left + 1
+            new_blocks.append((seq_g[left], seq_i[left], seq_i[right], seq_f1[left],
+                               seq_f2[left], seq_f1[right], seq_f2[right]))
+        for where, vals in pending:
+            np.maximum.at(best, where, vals)
+        blocks = [nb if nb is not None else blk for nb, blk in zip(new_blocks, blocks)]
+        if all(blk[1].size == 0 for blk in blocks):
+            break
+    out = best.reshape(n_grid, n_c)
+    out[:, ~active] = np.nan
+    return out, peak
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for every pair (vectorized)."""
+    lengths = lengths.astype(np.int64, copy=False)
+    total = int(lengths.sum())
+    off = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=off[1:])
+    return np.repeat(starts - off, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _first_true(pred, start: np.ndarray, n_grid: int) -> np.ndarray:
+    """Smallest grid index ``t`` with ``pred(t)`` true (``n_grid`` if none) for predicates
+    monotone in ``t``, starting from a guess ``start`` off by at most a few steps."""
+    t = start.copy()
+    while True:
+        prev = np.maximum(t - 1, 0)
+        move = (t > 0) & pred(prev)
+        if not move.any():
+            break
+        t[move] -= 1
+    while True:
+        cur = np.minimum(t, n_grid - 1)
+        move = (t < n_grid) & ~pred(cur)
+        if not move.any():
+            break
+        t[move] += 1
+    return t
+
+
+def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray,
+              out: np.ndarray) -> None:
+    """Exact KS curves of the (small) clusters ``sel`` through all affected/non-affected
+    pairs: the order of ``x / beta`` and ``y`` flips once along the grid, at an index found
+    by a search on the grid, so the CDF values at every sample point and grid point follow
+    from histograms of these indices and a cumulative sum over the grid."""
+    n_grid = grid.size
+    m_all = xs.size[sel]
+    n_all = ys.size[sel]
+    cost = m_all * n_all + (m_all + n_all) * (n_grid + 1)
+    part = np.cumsum(cost) // _WORK
+    cuts = np.flatnonzero(np.diff(part)) + 1
+    for cl in np.split(sel, cuts):
+        m = xs.size[cl]
+        n = ys.size[cl]
+        xi = _ranges(xs.start[cl], m)                        # affected points, cluster order
+        yi = _ranges(ys.start[cl], n)
+        xrow = np.zeros(cl.size, dtype=np.int64)
+        np.cumsum(m[:-1], out=xrow[1:])
+        yrow = np.zeros(cl.size, dtype=np.int64)
+        np.cumsum(n[:-1], out=yrow[1:])
+        local = np.repeat(np.arange(cl.size, dtype=np.int64), m)   # cluster (local) of xi
+        n_of_x = n[local]
+        px = np.repeat(np.arange(xi.size, dtype=np.int64), n_of_x)  # row of the x point
+        py = _ranges(yrow[local], n_of_x)                            # row of the y point
+        xv = xs.v[xi][px]
+        yv = ys.v[yi][py]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np.where(xv == 0, 0.0, xv / yv)
+        guess = np.searchsorted(grid, r, side="left")
+        le = _first_true(lambda gi: xv / grid[gi] <= yv, guess, n_grid)
+        lt = _first_true(lambda gi: xv / grid[gi] < yv, guess, n_grid)
+        w = n_grid + 1
+        # F_A(y_j) count at beta_g: #{i : le_ij <= g}
+        cnt1 = np.bincount(py * w + le, minlength=yi.size * w).reshape(yi.size, w)
+        cnt1 = np.cumsum(cnt1, axis=1)[:, :n_grid]
+        # F_N(x_i / beta_g) count: #{j : y_j <= x_i / beta_g} = n - #{j : lt_ij <= g}
+        cnt2 = np.bincount(px * w + lt, minlength=xi.size * w).reshape(xi.size, w)
+        cnt2 = n[local][:, None] - np.cumsum(cnt2, axis=1)[:, :n_grid]
+        ly = np.repeat(np.arange(cl.size, dtype=np.int64), n)
+        # [n_grid, points] layout: the per-cluster maximum runs along contiguous rows
+        d_y = np.abs(cnt1.T / m[ly] - ys.rank[yi] / n[ly])
+        d_x = np.abs(xs.rank[xi] / m[local] - cnt2.T / n[local])
+        out[cl] = np.maximum(np.maximum.reduceat(d_x, xrow, axis=1),
+                             np.maximum.reduceat(d_y, yrow, axis=1)).T
+
+
+def _ks_matrix(x: np.ndarray, cx: np.ndarray, y: np.ndarray, cy: np.ndarray,
+               n_clusters: int, grid: np.ndarray, split: int, method: str = "auto"
+               ) -> np.ndarray:
+    xs = _Sample(x, cx, n_clusters)
+    ys = _Sample(y, cy, n_clusters)
+    both = (xs.size > 0) & (ys.size > 0)
+    out = np.full((n_clusters, grid.size), np.nan)
+    # small clusters: all pairs; large clusters: branch-and-bound over sample points
+    if method == "auto":
+        small = both & (xs.size * ys.size <= _DENSE * grid.size * (xs.size + ys.size))
+    else:
+        small = both & (method == "pairs")
+    if small.any():
+        _ks_dense(xs, ys, np.flatnonzero(small), grid, out)
+    active = both & ~small
+    if not active.any():
+        return out
+    n_points = int(xs.size[active].sum() + ys.size[active].sum())
+    # grid chunks bound the memory of one pass: the first chunk assumes the worst case (every
+    # point evaluated); later chunks are sized from the largest pass actually seen
+    chunk = max(1, min(grid.size, _WORK // max(n_points, 1)))
+    s = 0
+    while s < grid.size:
+        part = grid[s:s + chunk]
+        curves, peak = _ks_chunk(part, xs, ys, active, split)
+        out[active, s:s + part.size] = curves.T[active]
+        s += part.size
+        per_point = max(peak / part.size, 1.0)
+        chunk = max(1, min(grid.size, int(_WORK // per_point)))
+    return out
+
+
+def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
+              non_affected_cluster=None, n_clusters: int | None = None,
+              split: int = 16, method: str = "auto") -> np.ndarray:
+    """KS statistic ``KS(A_A / beta, A_N)`` for every grid point and cluster (Eq. 14).
+
+    Parameters
+    ----------
+    affected : float [n_a] non-negative scores of the affected group ``A_A``
+    non_affected : float [n_n] scores of the non-affected group ``A_N``
+    grid : float [n_grid] strictly increasing in (0, 1]; default :func:`default_grid`
+    affected_cluster, non_affected_cluster : int [n_a], int [n_n] cluster index
+        (``0..n_clusters-1``) of every score; default: one cluster
+    n_clusters : number of clusters (default: ``1 + max`` of the cluster indices)
+    split : sub-runs per split in the exact branch-and-bound (a speed knob, >= 2)
+    method : ``"auto"`` (default), ``"pairs"`` or ``"bound"``: two exact algorithms with the
+        same result; ``"pairs"`` enumerates all affected/non-affected pairs of a cluster (fast
+        for small clusters), ``"bound"`` is the branch-and-bound (fast for large ones);
+        ``"auto"`` picks per cluster (pairs when ``m * n <= 0.25 * n_grid * (m + n)``)
+
+    Returns
+    -------
+    float [n_clusters, n_grid]; row ``c`` is NaN where cluster ``c`` lacks one of the groups.
+    No jitter and no zero policy are applied here (see :func:`estimate_beta`).
+    """
+    x = _scores("affected", affected)
+    y = _scores("non_affected", non_affected)
+    g = _check_grid(grid)
+    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
+        raise ParameterError("split", "an integer >= 2", split)
+    if method not in ("auto", "pairs", "bound"):
+        raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
+    if (affected_cluster is None) != (non_affected_cluster is None):
+        raise ParameterError("affected_cluster", "given together with non_affected_cluster",
+                             "only one of them")
+    if affected_cluster is None:
+        if n_clusters not in (None, 1):
+            raise ParameterError("n_clusters", "1 (or None) without cluster indices",
+                                 n_clusters)
+        cx = np.zeros(x.size, dtype=np.int64)
+        cy = np.zeros(y.size, dtype=np.int64)
+        n_c = 1
+    else:
+        cx = _cluster_index("affected_cluster", affected_cluster, x.size)
+        cy = _cluster_index("non_affected_cluster", non_affected_cluster, y.size)
+        top = max(int(cx.max(initial=-1)), int(cy.max(initial=-1))) + 1
+        if n_clusters is None:
+            n_c = max(top, 1)
+        else:
+            if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral) \
+                    or n_clusters < max(top, 1):
+                raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
+            n_c = int(n_clusters)
+    return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
+
+
+def _cluster_index(name: str, values, n: int) -> np.ndarray:
+    a = np.asarray(values)
+    if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+        raise ParameterError(name, f"integer cluster indices of length {n}",
+                             f"shape {a.shape}, dtype {a.dtype}")
+    if a.size and a.min() < 0:
+        raise ParameterError(name, "non-negative cluster indices", int(a.min()))
+    return a.astype(np.int64, copy=False)
+
+
+# --------------------------------------------------------------------------- jitter, clusters
+
+def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -> np.ndarray:
+    """Order-preserving tie-breaking noise (§6.1).
+
+    Returns ``values + u`` (a new float64 array [n]) with ``u ~ Uniform(-h, h)`` for positive
+    values and ``u ~ Uniform(0, h)`` for zeros, ``h = jitter * gap / 2`` where ``gap`` is the
+    smallest distance between distinct values of ``{0} ∪ values``. For ``0 <= jitter < 1``
+    every ``|u| < gap / 2``, so distinct values never swap order and stay non-negative;
+    only exact ties are broken. ``jitter = 0`` returns an unchanged copy.
+    """
+    v = _scores("values", values)
+    if isinstance(jitter, bool) or not isinstance(jitter, numbers.Real) or not 0 <= jitter < 1:
+        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
+    out = v.copy()
+    if jitter == 0 or v.size == 0:
+        return out
+    distinct = np.unique(np.concatenate([[0.0], v]))
+    if distinct.size < 2:
+        return out
+    h = jitter * float(np.min(np.diff(distinct))) / 2.0
+    u = rng.uniform(-h, h, size=v.size)
+    zero = v == 0
+    u[zero] = np.abs(u[zero])
+    out += u
+    return out
+
+
+def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
+    into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
+    cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
+    if isinstance(cluster_size, bool) or not isinstance(cluster_size, numbers.Integral) \
+            or cluster_size < 1:
+        raise ParameterError("cluster_size", "an integer >= 1 (1 = per query)", cluster_size)
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
+    perm = rng.permutation(int(n_queries))
+    out = np.empty(int(n_queries), dtype=np.int64)
+    out[perm] = np.arange(int(n_queries), dtype=np.int64) // int(cluster_size)
+    return out
+
+
+# --------------------------------------------------------------------------- estimator
+
+@dataclass(frozen=True, eq=False)
+class BetaEstimate:
+    """Result of :func:`estimate_beta`.
+
+    Attributes
+    ----------
+    beta_hat : float [n_clusters], NaN where the cluster lacks a group (see ``n_failed``)
+    cluster_of_query : int64 [n_queries], cluster index of every query
+    beta_hat_per_query : float [n_queries], ``beta_hat[cluster_of_query]``
+    grid : float [n_grid]
+    ks_curve : float [n_clusters, n_grid], ``KS(A_A / beta, A_N)`` per cluster and grid point
+    n_affected, n_non_affected : int64 [n_clusters], scores used per group
+    cluster_labels : [n_clusters], the given cluster label of every cluster index
+    """
+
+    beta_hat: np.ndarray
+    cluster_of_query: np.ndarray
+    beta_hat_per_query: np.ndarray
+    grid: np.ndarray
+    ks_curve: np.ndarray
+    n_affected: np.ndarray
+    n_non_affected: np.ndarray
+    cluster_labels: np.ndarray
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.beta_hat.size)
+
+    @property
+    def n_failed(self) -> int:
+        """Clusters without an estimate (a group has no score)."""
+        return int(np.isnan(self.beta_hat).sum())
+
+    @property
+    def ks_min(self) -> np.ndarray:
+        """Minimum of the KS curve per cluster (NaN for failed clusters)."""
+        out = np.full(self.n_clusters, np.nan)
+        ok = ~np.isnan(self.beta_hat)
+        out[ok] = self.ks_curve[ok].min(axis=1)
+        return out
+
+
+def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Grid value minimizing each row, ties to the largest grid value; NaN rows -> NaN."""
+    curves = np.asarray(curves, dtype=np.float64)
+    out = np.full(curves.shape[0], np.nan)
+    ok = ~np.all(np.isnan(curves), axis=1)
+    if ok.any():
+        rev = curves[ok, ::-1]
+        idx = grid.size - 1 - np.argmin(rev, axis=1)
+        out[ok] = grid[idx]
+    return out
+
+
+def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | None = None,
+                  clusters=None, cluster_size: int | None = None, grid=None,
+                  zero_policy: str = "exclude", jitter: float = 0.5,
+                  group_threshold: float | None = None, split: int = 16) -> BetaEstimate:
+    """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
+
+    Parameters
+    ----------
+    attractiveness : float [n_items], observed non-negative scores ``a``
+    groups : float [n_items] in {0, 1} (1 = affected); fractions need ``group_threshold``
+    qptr : int64 [n_queries + 1] query offsets
+    rng : generator for the jitter and the random clusters (required when used)
+    clusters : [n_queries] cluster label of every query (any hashable sortable labels)
+    cluster_size : k for random clusters of k queries (exclusive with ``clusters``)
+    grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
+    zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
+    jitter : tie-breaking noise as a fraction in [0, 1) of half the smallest gap (0 = none)
+    group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
+    split : branch-and-bound fan-out (speed knob only)
+
+    ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
+    of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
+    the module docstring for all conventions.
+    """
+    a = _scores("attractiveness", attractiveness)
+    q = check_qptr(qptr, a.size)
+    n_q = q.size - 1
+    if n_q == 0:
+        raise ParameterError("qptr", "at least one query", "no queries")
+    gr = np.asarray(groups)
+    if gr.shape != a.shape or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
+        raise ParameterError("groups", f"a numeric array of length {a.size}",
+                             f"shape {gr.shape}, dtype {gr.dtype}")
+    gr = gr.astype(np.float64, copy=False)
+    if gr.size and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
+        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
+                             "values outside [0, 1] or NaN")
+    if group_threshold is None:
+        if np.any((gr != 0) & (gr != 1)):
+            raise ParameterError("groups", "binary memberships (0 or 1)",
+                                 "fractional memberships",
+                                 fix="pass group_threshold=0.5 to split them")
+        affected = gr == 1
+    else:
+        if isinstance(group_threshold, bool) or not isinstance(group_threshold, numbers.Real) \
+                or not 0 < group_threshold <= 1:
+            raise ParameterError("group_threshold", "a number in (0, 1]", group_threshold)
+        affected = gr >= group_threshold
+    if zero_policy not in ZERO_POLICIES:
+        raise ParameterError("zero_policy", "one of 'exclude', 'include'", zero_policy)
+    g = _check_grid(grid)
+    needs_rng = (jitter != 0) or cluster_size is not None
+    if needs_rng and not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", "a numpy.random.Generator (used for the jitter and "
+                             "the random clusters)", type(rng).__name__,
+                             fix="pass rng=np.random.default_rng(seed), or jitter=0")
+
+    # clusters of queries
+    if clusters is not None and cluster_size is not None:
+        raise ParameterError("clusters", "either clusters or cluster_size, not both",
+                             "both given")
+    if clusters is not None:
+        lab = np.asarray(clusters)
+        if lab.shape != (n_q,):
+            raise ParameterError("clusters", f"one label per query (length {n_q})",
+                                 f"shape {lab.shape}")
+        labels, cq = np.unique(lab, return_inverse=True)
+        cq = cq.astype(np.int64).reshape(-1)
+    elif cluster_size is not None:
+        cq = random_clusters(n_q, cluster_size=cluster_size, rng=rng)
+        labels = np.arange(int(cq.max(initial=-1)) + 1, dtype=np.int64)
+    else:
+        cq = np.zeros(n_q, dtype=np.int64)
+        labels = np.zeros(1, dtype=np.int64)
+    n_c = int(labels.size)
+
+    # scores used
+    qi = query_index(q)
+    used = np.ones(a.size, dtype=bool) if zero_policy == "include" else a > 0
+    vals = a[used]
+    if jitter != 0:
+        vals = tie_break_jitter(vals, rng=rng, jitter=jitter)
+    aff_used = affected[used]
+    cl_used = cq[qi[used]]
+    x, cx = vals[aff_used], cl_used[aff_used]
+    y, cy = vals[~aff_used], cl_used[~aff_used]
+    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
+        raise ParameterError("split", "an integer >= 2", split)
+    curves = _ks_matrix(x, cx, y, cy, n_c, g, int(split))
+    beta_hat = argmin_largest(curves, g)
+    return BetaEstimate(
+        beta_hat=beta_hat, cluster_of_query=cq, beta_hat_per_query=beta_hat[cq], grid=g,
+        ks_curve=curves, n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
+        n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
+        cluster_labels=labels)
