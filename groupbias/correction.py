@@ -1,0 +1,71 @@
+"""Inverse-propensity correction of group bias (paper §5, Eq. 2 inverted).
+
+With the multiplicative model ``a = beta * P(R)`` for affected items (``beta_N = 1``), the IPS
+corrected score of an item is
+
+    a_corr = a / (g * beta_hat_q + 1 - g),
+
+i.e. ``a / beta_hat_q`` for affected items (``g = 1``), ``a`` unchanged for non-affected ones
+(``g = 0``), and the inverse of the expected propensity for membership probabilities
+``g in (0, 1)``. ``beta_hat_q`` is the estimate of the cluster of query ``q``
+(:attr:`groupbias.estimation.BetaEstimate.beta_hat_per_query`). Queries whose estimate is
+NaN (the estimator's failure policy: a group had no score in the cluster) keep their
+scores unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ParameterError, check_qptr
+from .segments import query_index
+
+__all__ = ["ips_correct", "correct_with_estimate"]
+
+
+def _vector(name: str, values, n: int | None = None) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    if n is not None and a.size != n:
+        raise ParameterError(name, f"length {n}", f"length {a.size}")
+    return a.astype(np.float64, copy=False)
+
+
+def ips_correct(attractiveness, groups, qptr, *, beta_hat_per_query) -> np.ndarray:
+    """IPS-corrected attractiveness ``a / (g * beta_hat_q + 1 - g)`` (float64 [n_items]).
+
+    Parameters
+    ----------
+    attractiveness : float [n_items], finite, non-negative
+    groups : float [n_items] in [0, 1] (1 = affected)
+    qptr : int64 [n_queries + 1]
+    beta_hat_per_query : float [n_queries], values in (0, 1] or NaN (NaN leaves the query's
+        items unchanged)
+
+    The inputs are not modified; a new array is returned.
+    """
+    a = _vector("attractiveness", attractiveness)
+    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
+        raise ParameterError("attractiveness", "finite non-negative scores",
+                             "NaN, infinite or negative entries")
+    g = _vector("groups", groups, a.size)
+    if g.size and (not np.all(np.isfinite(g)) or g.min() < 0 or g.max() > 1):
+        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
+                             "values outside [0, 1] or NaN")
+    q = check_qptr(qptr, a.size)
+    b = _vector("beta_hat_per_query", beta_hat_per_query, q.size - 1)
+    known = ~np.isnan(b)
+    if np.any(known & ~((b > 0) & (b <= 1))):
+        bad = b[known & ~((b > 0) & (b <= 1))]
+        raise ParameterError("beta_hat_per_query", "propensities in (0, 1] or NaN",
+                             f"value {bad[0]!r}")
+    bq = np.where(known, b, 1.0)[query_index(q)]
+    return a / (g * bq + (1.0 - g))
+
+
+def correct_with_estimate(attractiveness, groups, qptr, *, estimate) -> np.ndarray:
+    """:func:`ips_correct` with ``estimate.beta_hat_per_query`` of a
+    :class:`groupbias.estimation.BetaEstimate`."""
+    return ips_correct(attractiveness, groups, qptr,
+                       beta_hat_per_query=estimate.beta_hat_per_query)
