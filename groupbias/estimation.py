@@ -73,7 +73,6 @@ __all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
            "ks_curves", "tie_break_jitter", "random_clusters", "ZERO_POLICIES"]
 
 ZERO_POLICIES = ("exclude", "include")
-_TOL = 1e-12            # a run is split unless its bound is below the best value minus this
 _REL = 1e-14            # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
 _WORK = 8_000_000       # grid points per chunk x sample points (memory bound of one pass)
@@ -263,9 +262,12 @@ def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
             if a.size == 0:
                 new_blocks.append(None)
                 continue
-            c = (xs if fam == 0 else ys).c[a]
+            fs = xs if fam == 0 else ys
             bound = np.maximum(f1b - f2a, f2b - f1a)
-            keep = (b - a >= 2) & (bound > best[g * n_c + c] - _TOL)
+            # interior points lie between the end points: their CDF values too, and so do
+            # the rounded differences (rounding is monotone), so the bound is exact in
+            # floating point; equal end values mean equal interior values
+            keep = (b - a >= 2) & (bound > best[g * n_c + fs.c[a]]) & (fs.v[a] != fs.v[b])
             g, a, b = g[keep], a[keep], b[keep]
             f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
             length = b - a
@@ -502,18 +504,26 @@ def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -
         raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
-    out = v.copy()
+    return _jitter(v, rng, float(jitter))
+
+
+def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float) -> np.ndarray:
     if jitter == 0 or v.size == 0:
-        return out
-    distinct = np.unique(np.concatenate([[0.0], v]))
-    if distinct.size < 2:
-        return out
-    h = jitter * float(np.min(np.diff(distinct))) / 2.0
+        return v.copy()
+    srt = np.sort(v)
+    steps = np.diff(srt)
+    gap = float(np.min(steps, where=steps > 0, initial=np.inf))
+    first_pos = int(np.searchsorted(srt, 0.0, side="right"))
+    if first_pos < srt.size:                   # distance of the smallest positive value to 0
+        gap = min(gap, float(srt[first_pos]))
+    if not np.isfinite(gap):
+        return v.copy()
+    h = jitter * gap / 2.0
     u = rng.uniform(-h, h, size=v.size)
-    zero = v == 0
-    u[zero] = np.abs(u[zero])
-    out += u
-    return out
+    if first_pos:
+        zero = v == 0
+        u[zero] = np.abs(u[zero])
+    return v + u
 
 
 def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator
@@ -622,11 +632,12 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
         raise ParameterError("groups", f"a numeric array of length {a.size}",
                              f"shape {gr.shape}, dtype {gr.dtype}")
     gr = gr.astype(np.float64, copy=False)
-    if gr.size and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
+    binary = bool(np.all((gr == 0) | (gr == 1)))
+    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
         raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
                              "values outside [0, 1] or NaN")
     if group_threshold is None:
-        if np.any((gr != 0) & (gr != 1)):
+        if not binary:
             raise ParameterError("groups", "binary memberships (0 or 1)",
                                  "fractional memberships",
                                  fix="pass group_threshold=0.5 to split them")
@@ -639,6 +650,10 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     if zero_policy not in ZERO_POLICIES:
         raise ParameterError("zero_policy", "one of 'exclude', 'include'", zero_policy)
     g = _check_grid(grid)
+    if isinstance(jitter, bool) or not isinstance(jitter, numbers.Real) or not 0 <= jitter < 1:
+        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
+    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
+        raise ParameterError("split", "an integer >= 2", split)
     needs_rng = (jitter != 0) or cluster_size is not None
     if needs_rng and not isinstance(rng, np.random.Generator):
         raise ParameterError("rng", "a numpy.random.Generator (used for the jitter and "
@@ -665,17 +680,23 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     n_c = int(labels.size)
 
     # scores used
-    qi = query_index(q)
-    used = np.ones(a.size, dtype=bool) if zero_policy == "include" else a > 0
-    vals = a[used]
+    if zero_policy == "include":
+        vals, aff_used = a, affected
+        used = None
+    else:
+        used = a > 0
+        vals, aff_used = a[used], affected[used]
     if jitter != 0:
-        vals = tie_break_jitter(vals, rng=rng, jitter=jitter)
-    aff_used = affected[used]
-    cl_used = cq[qi[used]]
-    x, cx = vals[aff_used], cl_used[aff_used]
-    y, cy = vals[~aff_used], cl_used[~aff_used]
-    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
-        raise ParameterError("split", "an integer >= 2", split)
+        vals = _jitter(vals, rng, float(jitter))
+    x, y = vals[aff_used], vals[~aff_used]
+    if n_c == 1:
+        cx = np.zeros(x.size, dtype=np.int64)
+        cy = np.zeros(y.size, dtype=np.int64)
+    else:
+        cl = cq[query_index(q)]
+        if used is not None:
+            cl = cl[used]
+        cx, cy = cl[aff_used], cl[~aff_used]
     curves = _ks_matrix(x, cx, y, cy, n_c, g, int(split))
     beta_hat = argmin_largest(curves, g)
     return BetaEstimate(
