@@ -1,0 +1,140 @@
+"""The two regime pipelines on synthetic and real TREC Fair data."""
+
+from __future__ import annotations
+
+import ir_measures
+import numpy as np
+import pytest
+
+from data_loaders.registry import load_grouped
+from experiments.common import dataset_config
+from groupbias import metrics as M
+from groupbias.errors import ParameterError
+from groupbias.pipelines.evaluation import eel_thresholds
+from groupbias.pipelines.ltr import run_ltr, write_trec_run
+from groupbias.pipelines.tabular import run_tabular
+
+
+def _by(records, metric, condition):
+    (r,) = [r for r in records if r["metric"] == metric and r["condition"] == condition]
+    return r
+
+
+def test_eel_thresholds():
+    assert eel_thresholds(np.array([0, 1, 4, 2]), 4) == (0.125, 0.375, 0.625, 0.875)
+    assert eel_thresholds(np.array([0, 1, 1]), 1) == (0.25, 0.5, 0.75)
+    assert eel_thresholds(np.array([0.3, 0.9]), 1.0, bin_width=0.5) == (0.5,)
+    with pytest.raises(ParameterError, match="bin_width"):
+        eel_thresholds(np.array([0.3]), 1.0, bin_width=0)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    return load_grouped(dataset_config("synthetic"), {"kind": "builtin"})
+
+
+def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
+    res = run_tabular(synthetic["train"], beta=0.6, rng=np.random.default_rng(3),
+                      dataset="synth", keep_scores=True)
+    assert abs(res.beta_hat[0] - 0.6) <= 0.05 and res.beta_hat.size == 1
+    rec = res.records
+    for metric in ("ndcg@10", "rho_dtr"):
+        assert _by(rec, metric, "corrected")["value"] > _by(rec, metric, "biased")["value"]
+        assert _by(rec, metric, "corrected")["p_value"] < 1e-3
+    assert _by(rec, "delta_eel", "corrected")["value"] < _by(rec, "delta_eel", "biased")["value"]
+    # affected group hurt by bias, non-affected group gains (paper Fig. 2)
+    assert _by(rec, "ndcg@10:affected", "biased")["value"] < \
+        _by(rec, "ndcg@10:affected", "corrected")["value"]
+    assert _by(rec, "ndcg@10:non_affected", "biased")["value"] > \
+        _by(rec, "ndcg@10:non_affected", "corrected")["value"]
+    # the recorded NDCG is the metric of the stored scores, recomputed independently
+    d = synthetic["train"]
+    assert _by(rec, "ndcg@10", "biased")["value"] == pytest.approx(
+        M.ndcg(res.attractiveness, d.labels, qptr=d.qptr, k=10))
+    # IPS: affected corrected scores are attractiveness / beta_hat
+    aff = d.groups == 1
+    np.testing.assert_allclose(res.corrected[aff], res.attractiveness[aff] / res.beta_hat[0])
+    np.testing.assert_array_equal(res.corrected[~aff], res.attractiveness[~aff])
+
+
+def test_tabular_per_query_clusters_overcorrect(synthetic):
+    """Paper §6.4.1: per-query clusters underestimate beta (over-compensation)."""
+    d = synthetic["train"]
+    glob = run_tabular(d, beta=0.8, rng=np.random.default_rng(0))
+    perq = run_tabular(d, beta=0.8, cluster_size=1, rng=np.random.default_rng(0))
+    assert perq.beta_hat.size == d.n_queries
+    assert np.nanstd(perq.beta_hat) > 5 * abs(glob.beta_hat[0] - 0.8) + 0.02
+    assert _by(perq.records, "ndcg@10", "corrected")["value"] < \
+        _by(glob.records, "ndcg@10", "corrected")["value"]
+
+
+def test_tabular_requires_groups(synthetic):
+    d = synthetic["train"]
+    with pytest.raises(ParameterError, match="groups"):
+        run_tabular(d.with_groups(None), beta=0.8, rng=np.random.default_rng(0))
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("year", [2019, 2020])
+def test_table1_criteria_on_real_trec(trec_root, monkeypatch, year):
+    """Issue criterion: beta-hat within 0.05 of beta (one global cluster, sigma 0.1) and
+    corrected better than biased on rho(DTR) and Delta(EEL), for beta in {0.6, 0.8}."""
+    monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
+    d = load_grouped(dataset_config(f"trec{year}"), {"kind": "builtin"}, only=("train",))
+    d = d["train"]
+    assert d.n_queries == {2019: 632, 2020: 200}[year]
+    for beta in (0.8, 0.6):
+        res = run_tabular(d, beta=beta, beta_std=0.1, rng=np.random.default_rng(year))
+        assert abs(res.beta_hat[0] - beta) <= 0.05
+        rec = res.records
+        assert _by(rec, "rho_dtr", "corrected")["value"] > _by(rec, "rho_dtr", "biased")["value"]
+        assert _by(rec, "delta_eel", "corrected")["value"] < \
+            _by(rec, "delta_eel", "biased")["value"]
+
+
+def test_trec_run_file_is_read_by_ir_measures(tmp_path, synthetic):
+    d = synthetic["test"]
+    scores = np.random.default_rng(0).random(d.n_items)
+    path = write_trec_run(tmp_path / "x.run", scores, d)
+    run = list(ir_measures.read_trec_run(str(path)))
+    assert len(run) == d.n_items
+    qrels = [ir_measures.Qrel(str(d.query_ids[q]), f"{d.query_ids[q]}_{i}", int(lab))
+             for q in range(d.n_queries) for i, lab in enumerate(d.query(q).labels)]
+    ours = M.ndcg(scores, d.labels, qptr=d.qptr, k=10, gain="linear", ties="stable")
+    theirs = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[
+        ir_measures.nDCG @ 10]
+    assert ours == pytest.approx(theirs, abs=1e-4)
+
+
+TINY = {"lightning": {"max_epochs": 6, "patience": None, "accelerator": "cpu", "devices": 1,
+                      "enable_progress_bar": False},
+        "data": {"batch_size": 16, "slate_length": 64, "normalize": "zscore"},
+        "loss": {"name": "lambdaLoss", "weighting": "lambdaRank"},
+        "optimizer": {"name": "Adam", "args": {"lr": 0.003}}}
+MODEL = {"fc_model": {"sizes": [32], "input_norm": False, "activation": None, "dropout": 0.0},
+         "transformer": {"N": 1, "d_ff": 32, "h": 2, "positional_encoding": None,
+                         "dropout": 0.0},
+         "post_model": {"output_activation": None, "d_output": 1}}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
+    """Issue criterion: full, biased and corrected rankers trained for real on the TREC 2020
+    features (train -> test) each beat a random ranker on test NDCG@10."""
+    monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
+    splits = load_grouped(dataset_config("trec2020"), {"kind": "builtin"})
+    test = splits["test"]
+    res = run_ltr(splits, beta=0.6, model_cfg=MODEL, trainer_cfg=TINY,
+                  rng=np.random.default_rng(0), seed=0, out_dir=tmp_path, dataset="TREC 2020")
+    rng = np.random.default_rng(1)
+    random_ndcg = np.mean([M.ndcg(rng.random(test.n_items), test.labels, qptr=test.qptr, k=10)
+                           for _ in range(20)])
+    for cond in ("full", "biased", "corrected"):
+        value = _by(res.records, "ndcg@10", cond)["value"]
+        assert value > random_ndcg + 0.03, (cond, value, random_ndcg)
+        assert (tmp_path / cond / "test.run").exists()
+        assert (tmp_path / cond / "ranker").exists()
+        saved = np.load(tmp_path / cond / "test_scores.npz", allow_pickle=False)["scores"]
+        np.testing.assert_array_equal(saved, res.predictions[cond])
+    assert abs(_by(res.records, "beta_hat", "estimate")["value"] - 0.6) <= 0.05
