@@ -70,13 +70,15 @@ from .errors import ParameterError, check_qptr
 from .segments import query_index
 
 __all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
-           "ks_curves", "tie_break_jitter", "random_clusters", "ZERO_POLICIES"]
+           "ks_curves", "argmin_largest", "tie_break_jitter", "random_clusters",
+           "ZERO_POLICIES"]
 
 ZERO_POLICIES = ("exclude", "include")
 _REL = 1e-14            # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
 _WORK = 8_000_000       # grid points per chunk x sample points (memory bound of one pass)
 _DENSE = 0.25           # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
+_MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
 
 
 def default_grid(step: float = 0.01) -> np.ndarray:
@@ -475,6 +477,12 @@ def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
                     or n_clusters < max(top, 1):
                 raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
             n_c = int(n_clusters)
+    if method == "pairs":
+        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
+        if pairs.size and pairs.max() > _MAX_PAIRS:
+            raise ParameterError("method", f"'bound' or 'auto' for clusters with more than "
+                                 f"{_MAX_PAIRS} affected x non-affected pairs",
+                                 "pairs", fix=f"largest cluster has {int(pairs.max())} pairs")
     return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
 
 
@@ -587,8 +595,10 @@ class BetaEstimate:
 
 
 def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Grid value minimizing each row, ties to the largest grid value; NaN rows -> NaN."""
+    """Grid value minimizing each row of ``curves`` [n_rows, n_grid], ties to the largest
+    grid value (float [n_rows]); rows that are entirely NaN (failed clusters) give NaN."""
     curves = np.asarray(curves, dtype=np.float64)
+    grid = np.asarray(grid, dtype=np.float64)
     out = np.full(curves.shape[0], np.nan)
     ok = ~np.all(np.isnan(curves), axis=1)
     if ok.any():

@@ -140,8 +140,8 @@ def _check_beta_params(beta_mean, beta_std, beta_min, out_of_range):
         means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
     except (TypeError, ValueError):
         raise ParameterError("beta_mean", "propensity mean(s) in (0, 1]", beta_mean) from None
-    if isinstance(beta_mean, bool) or means.ndim != 1 or means.size == 0 or not np.all(np.isfinite(means)) \
-            or means.min() <= 0 or means.max() > 1:
+    if isinstance(beta_mean, bool) or means.ndim != 1 or means.size == 0 \
+            or not np.all(np.isfinite(means)) or means.min() <= 0 or means.max() > 1:
         raise ParameterError("beta_mean", "propensity mean(s) in (0, 1]", beta_mean)
     if means.min() < bmin:
         raise ParameterError("beta_mean", f"mean(s) >= beta_min={bmin}", beta_mean,

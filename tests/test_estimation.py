@@ -131,6 +131,8 @@ def test_ks_curves_validation():
         ks_curves(np.ones(3), np.ones(3), method="fast")
     with pytest.raises(ParameterError, match="affected_cluster"):
         ks_curves(np.ones(3), np.ones(3), affected_cluster=np.zeros(3, int))
+    with pytest.raises(ParameterError, match="method"):             # 8000 x 8000 pairs
+        ks_curves(np.ones(8000), np.ones(8000), method="pairs")
 
 
 def test_default_grid_is_exact_hundredths():
