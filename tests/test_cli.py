@@ -118,3 +118,21 @@ def test_sweep_through_submitit_local_launcher_resumes_and_reports(tmp_path):
 def test_report_without_runs_fails_clearly(tmp_path, capsys):
     assert report_main([str(tmp_path)]) == 1
     assert "no complete run" in capsys.readouterr().err
+
+
+def test_theory_experiment_agrees_with_simulation(tmp_path):
+    cfg = _compose(["experiment=theory", f"paths.runs={tmp_path}",
+                    "experiment.n_queries=1500", "experiment.betas=[0.9,0.7,0.6]"])
+    recs = run(cfg)["records"]
+    val = {(r["metric"], r["condition"], r["beta"]): r["value"] for r in recs}
+    for beta in (0.9, 0.7, 0.6):
+        # E[nu] = 2 - 1/beta and rho(DTR) = nu: Monte-Carlo error of 1500 x 5 items
+        assert val[("nu", "simulation", beta)] == pytest.approx(2 - 1 / beta, abs=0.02)
+        assert val[("rho_dtr", "simulation", beta)] == pytest.approx(
+            val[("nu", "theory", beta)], abs=0.02)
+        # Thm 4.1: NDCG within 2 %; Thm 4.2: |Delta(EEL)| within 15 %
+        assert val[("ndcg", "simulation", beta)] == pytest.approx(
+            val[("ndcg", "theory", beta)], rel=0.02)
+        assert val[("delta_eel", "simulation", beta)] == pytest.approx(
+            val[("delta_eel", "theory", beta)], rel=0.15)
+    assert (tmp_path / "theory" / "theory.png").exists()
