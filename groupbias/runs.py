@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -89,11 +90,15 @@ class RunDir:
             try:
                 saved = read_json(p)
                 if saved.get("fingerprint") == fp:
+                    print(f"[groupbias] {name}: reused from {p}", flush=True)
                     return saved["result"]
             except (OSError, json.JSONDecodeError, KeyError):
                 pass
+        print(f"[groupbias] {name}: running", flush=True)
+        start = time.perf_counter()
         result = fn()
         write_json_atomic(p, {"fingerprint": fp, "result": result})
+        print(f"[groupbias] {name}: done in {time.perf_counter() - start:.1f} s", flush=True)
         return read_json(p)["result"]
 
     def finish(self, metrics: Mapping) -> dict:
