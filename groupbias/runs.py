@@ -7,8 +7,8 @@ Layout of one run directory::
     steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid)
     metrics.json    the run's result records, written last: its presence marks completion
 
-A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same config
-fingerprint. Re-running a sweep skips complete runs, and a run killed half-way re-uses the
+A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same
+fingerprint (of the result-relevant configuration and the package version). Re-running a sweep skips complete runs, and a run killed half-way re-uses the
 sub-steps it had finished, so nothing is computed twice and nothing is half-written.
 """
 
@@ -50,7 +50,8 @@ class RunDir:
         self.path = Path(path)
         self.cfg = dict(cfg)
         self.seed = seed
-        self.fingerprint = config_fingerprint(self.cfg)
+        # the package version is part of the identity: a new release recomputes
+        self.fingerprint = config_fingerprint({**self.cfg, "_groupbias": __version__})
 
     @property
     def metrics_path(self) -> Path:

@@ -34,3 +34,12 @@ def test_npz_refuses_object_arrays(tmp_path):
     assert np.load(tmp_path / "ok.npz", allow_pickle=False)["a"].tolist() == [0, 1, 2, 3]
     with pytest.raises(TypeError):
         io.write_npz_atomic(tmp_path / "bad.npz", a=np.array([{"x": 1}], dtype=object))
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        p = io.write_text_atomic(tmp_path / "t.txt", "x")
+    finally:
+        os.umask(old)
+    assert (p.stat().st_mode & 0o777) == 0o644

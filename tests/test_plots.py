@@ -21,7 +21,8 @@ def test_cluster_size_and_degradation_plots(tmp_path):
                              value=0.8 + 0.02 * rng.standard_normal(), beta=0.8))
     recs.append(dict(metric="ndcg@10", condition="biased", cluster_size=None, value=0.85,
                      beta=0.8))
-    out = plots.plot_cluster_size(recs, tmp_path / "fig8", true_beta=0.8)
+    out = plots.plot_cluster_size(recs, tmp_path / "fig8_beta0.8", true_beta=0.8)
+    assert out["png"].name == "fig8_beta0.8.png"  # a dotted stem keeps its full name
     _png_ok(out["png"])
     assert out["pdf"].read_bytes()[:4] == b"%PDF"
     deg = [dict(metric=m, condition=c, beta=b, value=v, dataset="d")

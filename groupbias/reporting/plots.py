@@ -44,7 +44,7 @@ def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
     for ext in ("png", "pdf"):
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-        out[ext] = _atomic_write_bytes(stem.with_suffix("." + ext), buf.getvalue())
+        out[ext] = _atomic_write_bytes(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
     plt.close(fig)
     return out
 

@@ -152,8 +152,8 @@ def save_table(table: pd.DataFrame, stem: str | os.PathLike, *,
     flat = table.copy()
     flat.columns = [" / ".join(p for p in col if p) for col in table.columns]
     return {
-        "csv": write_text_atomic(stem.with_suffix(".csv"), flat.to_csv()),
-        "md": write_text_atomic(stem.with_suffix(".md"), table_to_markdown(table)),
-        "tex": write_text_atomic(stem.with_suffix(".tex"),
+        "csv": write_text_atomic(stem.parent / f"{stem.name}.csv", flat.to_csv()),
+        "md": write_text_atomic(stem.parent / f"{stem.name}.md", table_to_markdown(table)),
+        "tex": write_text_atomic(stem.parent / f"{stem.name}.tex",
                                  table_to_latex(table, caption=caption)),
     }
