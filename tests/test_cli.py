@@ -136,3 +136,40 @@ def test_theory_experiment_agrees_with_simulation(tmp_path):
         assert val[("delta_eel", "simulation", beta)] == pytest.approx(
             val[("delta_eel", "theory", beta)], rel=0.15)
     assert (tmp_path / "theory" / "theory.png").exists()
+
+
+SMOKE = {
+    "table1": ["experiment.datasets=[synthetic]"],
+    "table2": ["experiment.datasets=[synthetic]", "bias.betas=[0.7]", *TINY_TRAIN],
+    "impact": ["experiment.setups=listed", "experiment.datasets=[synthetic]",
+               "experiment.betas=[1.0,0.8,0.6]", *TINY_TRAIN],
+    "fig7": ["experiment.setups=listed", "experiment.datasets=[synthetic]"],
+    "ablation_cluster_size": ["experiment.repetitions=1", "experiment.cluster_sizes=[1,10,40]"],
+    "ablation_clustering": ["experiment.repetitions=1", "experiment.cluster_sizes=[1,40]",
+                            "experiment.beta_stds=[0.3]"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experiment", sorted(SMOKE))
+def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
+    cfg = _compose([f"experiment={experiment}", f"paths.runs={tmp_path}", *TINY_SYNTH,
+                    *SMOKE[experiment]])
+    metrics = run(cfg)
+    recs = metrics["records"]
+    assert recs and all(r["value"] is None or isinstance(r["value"], float) for r in recs)
+    rd = tmp_path / experiment
+    assert (rd / "metrics.json").exists()
+    produced = {p.suffix for p in rd.rglob("*") if p.is_file()}
+    assert ".png" in produced or ".md" in produced
+    if experiment == "impact":
+        conds = {(r["regime"], r["condition"]) for r in recs}
+        assert {("tabular", "full"), ("tabular", "biased"), ("ltr", "full"),
+                ("ltr", "biased")} <= conds
+        assert (rd / "impact_tabular.png").exists() and (rd / "impact_ltr.png").exists()
+    if experiment == "ablation_clustering":
+        assert {r["variant"] for r in recs} == {"normal", "two_mode"}
+
+
+def test_every_experiment_has_a_smoke_run():
+    assert set(SMOKE) | {"demo", "theory"} == set(EXPERIMENTS)
