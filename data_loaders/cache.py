@@ -1,0 +1,202 @@
+"""On-disk cache of parsed splits: memory-mapped ``.npy`` arrays plus a JSON manifest.
+
+Layout: ``<cache root>/ranking/<key>/`` holds ``features.npy``, ``labels.npy``,
+``qptr.npy``, ``query_ids.npy``, ``feature_ids.npy``, ``item_ids.npy`` (and ``groups.npy``
+when set) written with ``allow_pickle=False``, and ``manifest.json`` (source, options,
+name, label_max, meta, array dtypes and shapes). Reloading maps the arrays with
+``np.load(mmap_mode="r", allow_pickle=False)``: no data is read until used, and the arrays
+are read-only.
+
+Cache root: the ``cache_dir`` argument, else ``$GROUPBIAS_CACHE``, else
+``~/.cache/groupbias`` (read when called).
+
+Key: SHA-256 of the source's absolute path, size, ``st_mtime_ns``, a SHA-256 of its first
+and last 64 KiB, the parser options and :data:`FORMAT_VERSION`; a changed source gets a new
+key and is parsed again (the entry of its previous version is then removed).
+
+Writes are atomic: an entry is written into a temporary directory beside it and renamed
+into place, so a reader sees a complete entry or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .ranking_data import RankingData
+
+__all__ = ["FORMAT_VERSION", "cache_root", "source_fingerprint", "cache_key", "cached",
+           "save_ranking_data", "load_ranking_data", "entry_dir"]
+
+#: Version of the cache layout and of the parsers' output; part of every key.
+FORMAT_VERSION = 1
+
+_EDGE = 64 * 1024
+_ARRAYS = ("features", "labels", "qptr", "query_ids", "feature_ids", "item_ids", "groups")
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache root: ``cache_dir``, else ``$GROUPBIAS_CACHE``, else ``~/.cache/groupbias``."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    env = os.environ.get("GROUPBIAS_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "groupbias"
+
+
+def source_fingerprint(path: str | os.PathLike) -> dict:
+    """Absolute path, size, ``st_mtime_ns`` and SHA-256 of the first and last 64 KiB."""
+    p = Path(path).resolve()
+    st = p.stat()
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        h.update(fh.read(_EDGE))
+        if st.st_size > _EDGE:
+            fh.seek(max(_EDGE, st.st_size - _EDGE))
+            h.update(fh.read(_EDGE))
+    return {"path": str(p), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns),
+            "edges_sha256": h.hexdigest()}
+
+
+def cache_key(fingerprint: Mapping, options: Mapping) -> str:
+    """SHA-256 (hex) of the source fingerprint, the options and :data:`FORMAT_VERSION`."""
+    blob = json.dumps({"format": FORMAT_VERSION, "source": dict(fingerprint),
+                       "options": dict(options)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def entry_dir(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    return cache_root(cache_dir) / "ranking" / key
+
+
+def save_ranking_data(directory: str | os.PathLike, data: RankingData, *,
+                      manifest: Mapping | None = None) -> Path:
+    """Write ``data`` as ``.npy`` files plus ``manifest.json`` into a new ``directory``,
+    atomically (temporary directory, then rename). An existing entry is left as is."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name[:16]}-", dir=directory.parent))
+    try:
+        arrays = {}
+        for name in _ARRAYS:
+            a = getattr(data, name)
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if a.dtype == object:
+                raise TypeError(f"RankingData.{name} has dtype object; the cache stores "
+                                "numeric and fixed-width string arrays only")
+            with open(tmp / f"{name}.npy", "wb") as fh:
+                np.save(fh, a, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            arrays[name] = {"dtype": a.dtype.str, "shape": list(a.shape)}
+        man = dict(manifest or {})
+        man.update({"format": FORMAT_VERSION, "name": data.name,
+                    "label_max": data.label_max, "meta": data.meta, "arrays": arrays,
+                    "created_unix": time.time()})
+        with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
+            json.dump(man, fh, indent=2, sort_keys=True, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.rename(tmp, directory)
+        except OSError:
+            if not (directory / "manifest.json").is_file():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)   # written meanwhile by someone else
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory
+
+
+def load_ranking_data(directory: str | os.PathLike, *, mmap: bool = True
+                      ) -> tuple[RankingData, dict]:
+    """Load an entry written by :func:`save_ranking_data`: ``(data, manifest)``.
+
+    Arrays are memory-mapped read-only (``mmap=False`` reads them into memory). Raises
+    ``ValueError`` when a file disagrees with the manifest."""
+    directory = Path(directory)
+    with open(directory / "manifest.json", encoding="utf-8") as fh:
+        man = json.load(fh)
+    if man.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{directory}: cache format {man.get('format')!r}, expected "
+                         f"{FORMAT_VERSION}")
+    arrays = {}
+    for name, spec in man["arrays"].items():
+        a = np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None,
+                    allow_pickle=False)
+        if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
+            raise ValueError(f"{directory / (name + '.npy')}: dtype/shape {a.dtype.str} "
+                             f"{a.shape} disagree with the manifest {spec}")
+        arrays[name] = a
+    data = RankingData(name=man.get("name", ""), label_max=man.get("label_max"),
+                       meta=dict(man.get("meta") or {}), **arrays)
+    return data, man
+
+
+def _prune(root: Path, keep: str, source_path: str, options: Mapping) -> None:
+    """Remove entries of older versions of the same source with the same options."""
+    opts = json.loads(json.dumps(dict(options), sort_keys=True, default=str))
+    for d in root.iterdir():
+        if d.name == keep or d.name.startswith(".") or not d.is_dir():
+            continue
+        try:
+            with open(d / "manifest.json", encoding="utf-8") as fh:
+                man = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if man.get("source", {}).get("path") == source_path and man.get("options") == opts:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def cached(path: str | os.PathLike, options: Mapping, build: Callable[[], RankingData], *,
+           cache_dir: str | os.PathLike | None = None) -> RankingData:
+    """Return the cached parse of ``path`` under ``options``, or ``build()`` it and store it.
+
+    ``options`` (JSON-serializable) must name everything that changes the result. The
+    returned arrays are read-only; ``meta`` gains ``cache`` (``"hit"`` or ``"stored"``)
+    and ``cache_dir``. An unreadable entry is rebuilt (with a warning); a failed write
+    only warns.
+    """
+    fp = source_fingerprint(path)
+    key = cache_key(fp, options)
+    d = entry_dir(key, cache_dir)
+    if (d / "manifest.json").is_file():
+        try:
+            data, man = load_ranking_data(d)
+            if man.get("key") == key:
+                return _with_meta(data, cache="hit", cache_dir=str(d))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            warnings.warn(f"ignoring unreadable cache entry {d}: {e}", stacklevel=2)
+        shutil.rmtree(d, ignore_errors=True)
+    data = build()
+    for name in _ARRAYS:                      # read-only, like the memory-mapped arrays
+        a = getattr(data, name)
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    try:
+        save_ranking_data(d, data, manifest={"key": key, "source": fp,
+                                             "options": dict(options)})
+        _prune(d.parent, key, fp["path"], options)
+    except OSError as e:
+        warnings.warn(f"could not write cache entry {d}: {e}", stacklevel=2)
+        return data
+    return _with_meta(data, cache="stored", cache_dir=str(d))
+
+
+def _with_meta(data: RankingData, **meta) -> RankingData:
+    from dataclasses import replace
+
+    return replace(data, meta={**data.meta, **meta})
