@@ -1,0 +1,66 @@
+"""MSLR-WEB30K / WEB10K (paper Sec. 6.1): ``Fold{K}/{train,vali,test}.txt``.
+
+SVMlight lines ``<grade> qid:<q> 1:<v> 2:<v> ... 136:<v>`` (dense, 136 features, grades
+0..4); both corpora share the layout. Column j holds feature id j + 1, so the paper's
+feature numbers (e.g. MSLR\\ :sub:`[127]`) index it: ``data.feature(127)``.
+
+The directory is the ``root`` argument, else ``$GROUPBIAS_MSLR`` (read when called).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import MissingFilesError
+from .ranking_data import RankingData
+from .svmlight import load_svmlight
+
+__all__ = ["load_mslr", "mslr_root", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
+
+ENV_VAR = "GROUPBIAS_MSLR"
+SPLITS = ("train", "vali", "test")
+N_FEATURES = 136
+LABEL_MAX = 4.0
+
+
+def mslr_root(root: str | os.PathLike | None = None) -> Path:
+    """``root``, else ``$GROUPBIAS_MSLR``; raises :class:`MissingFilesError` if neither."""
+    if root is None:
+        root = os.environ.get(ENV_VAR)
+        if not root:
+            raise MissingFilesError(f"${ENV_VAR} (not set)",
+                                    [f"Fold1/{s}.txt" for s in SPLITS],
+                                    hint=f"pass root= or set {ENV_VAR} to the directory "
+                                         "holding Fold1..Fold5")
+    return Path(root).expanduser()
+
+
+def load_mslr(root: str | os.PathLike | None = None, *, fold: int = 1,
+              split: str = "train", cache_dir: str | os.PathLike | None = None,
+              cache: bool = True) -> RankingData:
+    """Load ``Fold{fold}/{split}.txt`` of MSLR-WEB30K or WEB10K as :class:`RankingData`.
+
+    ``features`` float32 [n_items, 136] (column j = feature id j + 1), ``labels`` float64
+    grades 0..4 (``label_max = 4``), ``query_ids`` the qids, ``item_ids`` line numbers.
+    ``split`` is MSLR's name: ``"train"``, ``"vali"`` or ``"test"``; ``fold`` 1..5.
+    Parsed once, then reloaded from the cache (``cache=False`` always parses). Raises
+    :class:`MissingFilesError` for a missing file, :class:`DataFormatError` for a
+    malformed line or a grade outside 0..4.
+    """
+    from groupbias.errors import ParameterError
+
+    if split not in SPLITS:
+        fix = "MSLR names the validation split 'vali'" if split == "valid" else None
+        raise ParameterError("split", f"one of {SPLITS}", split, fix)
+    if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
+        raise ParameterError("fold", "an integer in 1..5", fold)
+    d = mslr_root(root)
+    rel = f"Fold{fold}/{split}.txt"
+    path = d / rel
+    if not path.is_file():
+        raise MissingFilesError(d, [rel], hint="MSLR folds hold train.txt, vali.txt and "
+                                               "test.txt")
+    return load_svmlight(path, n_features=N_FEATURES, feature_id_base=1,
+                         label_max=LABEL_MAX, name=f"mslr/Fold{fold}/{split}",
+                         cache_dir=cache_dir, cache=cache, graded=True)
