@@ -126,9 +126,11 @@ def test_awrf_targets_and_weights():
 
 
 def test_awrf_degenerate_queries():
-    # one group only in the list: p = (1, 0) against (1/2, 1/2): JS = 1 - 1/2 log2(4/3)... by hand
+    # one group only in the list: p = (1, 0) against (1/2, 1/2), midpoint (3/4, 1/4):
+    # JS = 1/2 log2(4/3) + 1/2 (1/2 log2(2/3) + 1/2 log2(2)) = 0.3112781
     s, q, m = one_query([FEM, FEM, FEM])
     js = h_js([1.0, 0.0], [0.5, 0.5])                         # 0.3112781...
+    assert js == pytest.approx(0.5 * L2(4 / 3) + 0.5 * (0.5 * L2(2 / 3) + 0.5 * L2(2)))
     np.testing.assert_allclose(F.awrf_distance_per_query(s, qptr=q, membership=m), [js])
     np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, distance="l1"),
                                [0.0])                          # 1 - (1/2 + 1/2)
