@@ -84,3 +84,17 @@ def estimator_kw(cfg: DictConfig) -> dict:
     return dict(cluster_size=None if cs is None else int(cs),
                 grid_step=float(cfg.estimator.grid_step),
                 zero_policy=cfg.estimator.zero_policy, jitter=bool(cfg.estimator.jitter))
+
+
+def fairness_specs(cfg: DictConfig) -> list:
+    """``experiment.fairness_metrics`` as plain names / mappings (empty when unset)."""
+    specs = cfg.experiment.get("fairness_metrics") or []
+    return OmegaConf.to_container(specs, resolve=True) if not isinstance(specs, list) \
+        else list(specs)
+
+
+def table_metrics(cfg: DictConfig) -> tuple[str, ...]:
+    """The metric columns of Tables 1/2: the paper's three plus the configured
+    related-work metrics (by their output keys)."""
+    keys = [s if isinstance(s, str) else s.get("key", s["name"]) for s in fairness_specs(cfg)]
+    return ("ndcg@10", "rho_dtr", "delta_eel", *keys)

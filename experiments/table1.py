@@ -15,7 +15,8 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
 
-from .common import bias_kw, entries, estimator_kw, load_or_skip, rng_for
+from .common import (bias_kw, entries, estimator_kw, fairness_specs, load_or_skip, rng_for,
+                     table_metrics)
 
 
 def run(cfg: DictConfig, rd) -> dict:
@@ -31,7 +32,8 @@ def run(cfg: DictConfig, rd) -> dict:
             def step(split=split, beta=beta, name=ds["name"]):
                 res = run_tabular(split, beta=float(beta),
                                   rng=rng_for(cfg.seed, "table1", name, float(beta)),
-                                  dataset=name, **bias_kw(cfg), **estimator_kw(cfg))
+                                  dataset=name, fairness=fairness_specs(cfg),
+                                  **bias_kw(cfg), **estimator_kw(cfg))
                 return {"records": res.records}
             records += rd.step(f"{ds['name']}_beta{beta}", step,
                                key={"dataset": ds, "grouping": grouping, "beta": beta})["records"]
@@ -39,12 +41,12 @@ def run(cfg: DictConfig, rd) -> dict:
 
 
 def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = [r for r in metrics["records"] if r["metric"] in
-            ("ndcg@10", "rho_dtr", "delta_eel", "beta_hat")]
+    cols = table_metrics(cfg)
+    recs = [r for r in metrics["records"] if r["metric"] in (*cols, "beta_hat")]
     if not recs:
         print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
         return
-    table = paper_table(recs, alpha=float(cfg.experiment.alpha))
+    table = paper_table(recs, metrics=cols, alpha=float(cfg.experiment.alpha))
     paths = save_table(table, Path(run_dir) / "table1",
                        caption="Amortized group bias correction, tabular regime")
     from groupbias.reporting.tables import table_to_markdown

@@ -12,7 +12,8 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 
-from .common import bias_kw, entries, estimator_kw, load_or_skip, rng_for
+from .common import (bias_kw, entries, estimator_kw, fairness_specs, load_or_skip, rng_for,
+                     table_metrics)
 
 
 def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list]:
@@ -33,7 +34,8 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
                                trainer_cfg=trainer_cfg, conditions=("full",),
                                rng=rng_for(cfg.seed, tag, name, "full"), seed=int(cfg.seed),
                                out_dir=rd.path / "models" / name / "full", dataset=name,
-                               **bias_kw(cfg), **estimator_kw(cfg)).records
+                               fairness=fairness_specs(cfg), **bias_kw(cfg),
+                               **estimator_kw(cfg)).records
             if r["condition"] == "full"]}, key=key)["records"]
         for beta in cfg.bias.betas:
             beta = float(beta)
@@ -42,7 +44,8 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
                                    trainer_cfg=trainer_cfg, conditions=("biased", "corrected"),
                                    rng=rng_for(cfg.seed, tag, name, beta), seed=int(cfg.seed),
                                    out_dir=rd.path / "models" / name / f"beta{beta}",
-                                   dataset=name, **bias_kw(cfg), **estimator_kw(cfg)).records},
+                                   dataset=name, fairness=fairness_specs(cfg),
+                                   **bias_kw(cfg), **estimator_kw(cfg)).records},
                 key={**key, "beta": beta})["records"]
     return records, skipped
 
@@ -53,11 +56,13 @@ def run(cfg: DictConfig, rd) -> dict:
 
 
 def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = [r for r in metrics["records"] if r["metric"] in ("ndcg@10", "rho_dtr", "delta_eel")]
+    cols = table_metrics(cfg)
+    recs = [r for r in metrics["records"] if r["metric"] in cols]
     if not recs:
         print("[groupbias] table2: no dataset available;", *metrics.get("skipped", []))
         return
-    table = paper_table(recs, include_full=True, alpha=float(cfg.experiment.alpha))
+    table = paper_table(recs, metrics=cols, include_full=True,
+                        alpha=float(cfg.experiment.alpha))
     save_table(table, Path(run_dir) / "table2",
                caption="Amortized group bias correction, general LTR regime")
     print(table_to_markdown(table))

@@ -173,3 +173,28 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
 
 def test_every_experiment_has_a_smoke_run():
     assert set(SMOKE) | {"demo", "theory"} == set(EXPERIMENTS)
+
+
+def test_tables_include_related_work_metrics_by_config(tmp_path):
+    cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
+                    "experiment.datasets=[synthetic]",
+                    "experiment.fairness_metrics=[awrf,texfair,{name:cwex,alpha:0.2,key:cwex@0.2},arab]"])
+    recs = run(cfg)["records"]
+    got = {r["metric"] for r in recs}
+    assert {"awrf", "texfair", "cwex@0.2", "arab"} <= got
+    md = (tmp_path / "table1" / "table1.md").read_text()
+    assert "AWRF ↑" in md and "TExFAIR ↑" in md and "cwex@0.2" in md and "ARaB →0" in md
+    for r in recs:
+        assert r["metric"] != "awrf" or 0.0 <= r["value"] <= 1.0
+
+
+def test_table2_with_related_work_metrics(tmp_path):
+    cfg = _compose(["experiment=table2", f"paths.runs={tmp_path}", *TINY_SYNTH, *TINY_TRAIN,
+                    "experiment.datasets=[synthetic]", "bias.betas=[0.7]",
+                    "experiment.fairness_metrics=[awrf,nfairr]"])
+    recs = run(cfg)["records"]
+    aw = [r for r in recs if r["metric"] == "awrf"]
+    assert {r["condition"] for r in aw} == {"full", "biased", "corrected"}
+    # NFaiRR is undefined (NaN) for crisp 0/1 groups: every item belongs to one group
+    nf = [r for r in recs if r["metric"] == "nfairr"]
+    assert nf and all(r["value"] is None for r in nf)

@@ -138,3 +138,19 @@ def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
         saved = np.load(tmp_path / cond / "test_scores.npz", allow_pickle=False)["scores"]
         np.testing.assert_array_equal(saved, res.predictions[cond])
     assert abs(_by(res.records, "beta_hat", "estimate")["value"] - 0.6) <= 0.05
+
+
+def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
+    from groupbias.fairness import awrf_per_query, texfair_per_query
+    from groupbias.membership import membership_from_groups
+
+    d = synthetic["train"]
+    res = run_tabular(d, beta=0.6, rng=np.random.default_rng(5), keep_scores=True,
+                      fairness=["awrf", "texfair"])
+    m = membership_from_groups(d.groups)
+    for cond, scores in (("biased", res.attractiveness), ("corrected", res.corrected)):
+        aw = awrf_per_query(scores, qptr=d.qptr, membership=m, k=10)
+        tx = texfair_per_query(scores, qptr=d.qptr, membership=m, k=10)
+        assert _by(res.records, "awrf", cond)["value"] == pytest.approx(np.nanmean(aw))
+        assert _by(res.records, "texfair", cond)["value"] == pytest.approx(np.nanmean(tx))
+    assert "p_value" in _by(res.records, "awrf", "corrected")

@@ -58,6 +58,23 @@ class EvalSpec:
     qptr: np.ndarray
     thresholds: tuple[float, ...]
     k: int = 10
+    #: related-work group-fairness metrics (names or {name, key, options} mappings of
+    #: :data:`groupbias.fairness.METRICS`), computed on the same rankings
+    fairness: tuple = ()
+    #: [n_items, n_groups] membership for them; default ``[groups, 1 - groups]``
+    membership: np.ndarray | None = None
+
+
+def _fairness(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
+    if not spec.fairness:
+        return {}
+    from ..fairness import fairness_metrics_per_query
+    from ..membership import membership_from_groups
+
+    m = spec.membership if spec.membership is not None else \
+        membership_from_groups(spec.groups)
+    return fairness_metrics_per_query(scores, spec.labels, qptr=spec.qptr, membership=m,
+                                      k=spec.k, metrics=list(spec.fairness))
 
 
 def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
@@ -72,6 +89,7 @@ def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]
     out["delta_eel"] = M.delta_eel_tabular_per_query(
         scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
         thresholds=spec.thresholds)
+    out.update(_fairness(scores, spec))
     return out
 
 
@@ -86,6 +104,7 @@ def ranking_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]
     out["delta_eel"] = M.delta_eel_ranking_per_query(
         scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
         thresholds=spec.thresholds)
+    out.update(_fairness(scores, spec))
     return out
 
 
@@ -107,7 +126,10 @@ def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
             rec = {**base, "metric": metric, "condition": cond, "value": _nanmean(vals),
                    "n_queries": int(np.sum(~np.isnan(vals)))}
             if cond != against and against in per_query:
-                _, p, _n = paired_test(vals, per_query[against][metric], test=test)
+                try:
+                    _, p, _n = paired_test(vals, per_query[against][metric], test=test)
+                except ParameterError:  # fewer than two queries where both are defined
+                    p = float("nan")
                 rec["p_value"] = float(p)
             recs.append(rec)
     return recs

@@ -75,8 +75,10 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
             cluster_size: int | None = None, grid_step: float = 0.01,
             zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
             conditions=CONDITIONS, rng: np.random.Generator, seed: int = 0,
-            out_dir: str | Path, dataset: str | None = None) -> LTRResult:
-    """Train full / biased / corrected rankers and evaluate them on the test split."""
+            out_dir: str | Path, dataset: str | None = None, fairness=()) -> LTRResult:
+    """Train full / biased / corrected rankers and evaluate them on the test split.
+
+    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`)."""
     for need in ("train", "test"):
         if need not in splits:
             raise ParameterError("splits", "train and test splits", sorted(splits))
@@ -121,7 +123,7 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
         mode="graded" if relevance_mode == "auto" else relevance_mode)
     spec = EvalSpec(labels=test.labels, relevance=rel_test, groups=test.groups,
                     qptr=test.qptr, thresholds=eel_thresholds(test.labels, test.label_max),
-                    k=k)
+                    k=k, fairness=tuple(fairness))
     per_query, preds = {}, {}
     for cond in conditions:
         ranker = train_ranker(train, valid, train_labels=labels[cond],

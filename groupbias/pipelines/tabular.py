@@ -70,7 +70,7 @@ def _group_threshold(groups: np.ndarray) -> float | None:
 def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=None,
                          clusters=None, grid_step: float = 0.01, zero_policy: str = "exclude",
                          jitter: bool = True, k: int = 10, rng: np.random.Generator,
-                         base: dict | None = None):
+                         base: dict | None = None, fairness=()):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
     corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
     est = estimate_beta(sim.attractiveness, data.groups, data.qptr, clusters=clusters,
@@ -81,7 +81,7 @@ def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=No
                             beta_hat_per_query=est.beta_hat_per_query)
     spec = EvalSpec(labels=data.labels, relevance=sim.relevance, groups=data.groups,
                     qptr=data.qptr, thresholds=eel_thresholds(data.labels, data.label_max),
-                    k=k)
+                    k=k, fairness=tuple(fairness))
     per_query = {"biased": tabular_metrics(sim.attractiveness, spec),
                  "corrected": tabular_metrics(corrected, spec)}
     base = dict(base or {})
@@ -100,8 +100,10 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
                 clusters: np.ndarray | None = None, grid_step: float = 0.01,
                 zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
                 rng: np.random.Generator, dataset: str | None = None,
-                keep_scores: bool = False) -> TabularResult:
-    """One tabular-regime run; returns β̂, per-query metric vectors and tidy records."""
+                keep_scores: bool = False, fairness=()) -> TabularResult:
+    """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
+
+    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`)."""
     sim = simulate(data, beta=beta, beta_std=beta_std, variant=variant, modes=modes,
                    beta_min=beta_min, relevance_mode=relevance_mode, rng=rng)
     base = {"dataset": dataset or data.name, "regime": "tabular", "beta": float(beta),
@@ -109,7 +111,8 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
             "cluster_size": None if cluster_size is None else int(cluster_size)}
     est, corrected, per_query, records = correct_and_evaluate(
         data, sim, beta=beta, cluster_size=cluster_size, clusters=clusters,
-        grid_step=grid_step, zero_policy=zero_policy, jitter=jitter, k=k, rng=rng, base=base)
+        grid_step=grid_step, zero_policy=zero_policy, jitter=jitter, k=k, rng=rng, base=base,
+        fairness=fairness)
     return TabularResult(
         beta=float(beta), beta_hat=est.beta_hat, beta_hat_per_query=est.beta_hat_per_query,
         beta_query=sim.beta_query, per_query=per_query, records=records,

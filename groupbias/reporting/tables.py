@@ -8,7 +8,8 @@ column, ``metric == "beta_hat"`` with ``condition == "estimate"``. Conditions ar
 The table has one row per dataset; for each β (descending, as in the paper) it has the β̂
 column (when present) and, per metric, the columns B and C; ``include_full=True`` adds the
 full-information columns first (Table 2). A corrected cell gets ``*`` when its paired test
-against the biased cell has p < ``alpha`` (the paper uses 0.001) *and* it is an improvement.
+against the biased cell has p < ``alpha`` (the paper uses 0.001) *and* it is an improvement
+(higher, lower for :data:`LOWER_IS_BETTER`, closer to 0 for :data:`ZERO_IS_BEST`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,22 @@ from ..io import write_text_atomic
 
 METRIC_LABELS = {
     "ndcg@10": "NDCG@10 ↑", "rho_dtr": "ρ(DTR) ↑", "delta_eel": "Δ(EEL) ↓",
-    "beta_hat": "β̂",
+    "beta_hat": "β̂", "awrf": "AWRF ↑", "texfair": "TExFAIR ↑", "nfairr": "NFaiRR ↑",
+    "cwex": "CWEx ↑", "arab": "ARaB →0", "ndcg_awrf": "nDCG×AWRF ↑",
 }
-LOWER_IS_BETTER = {"delta_eel"}
+#: metrics where smaller is better / where closer to 0 is better (signed bias measures);
+#: every other metric is "higher is better" (NDCG, ρ(DTR), AWRF, TExFAIR, NFaiRR, CWEx)
+LOWER_IS_BETTER = {"delta_eel", "awrf_distance", "ted", "delta_exposure"}
+ZERO_IS_BEST = {"arab", "rank_bias"}
+
+
+def _better(metric: str, value: float, reference: float) -> bool:
+    base = metric.split("@")[0].split(":")[0]
+    if metric in LOWER_IS_BETTER or base in LOWER_IS_BETTER:
+        return value < reference
+    if metric in ZERO_IS_BEST or base in ZERO_IS_BEST:
+        return abs(value) < abs(reference)
+    return value > reference
 CONDITION_SHORT = {"full": "F", "biased": "B", "corrected": "C"}
 
 
@@ -88,8 +102,7 @@ def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
                     cell = _fmt(v, digits)
                     if cond == "corrected" and not math.isnan(p) and p < alpha:
                         vb = lookup(ds, beta, metric, "biased")[0]
-                        better = v < vb if metric in LOWER_IS_BETTER else v > vb
-                        if better:
+                        if _better(metric, v, vb):
                             cell += "*"
                     rows[ds].append(cell)
     out = pd.DataFrame([rows[ds] for ds in datasets], index=pd.Index(datasets, name="dataset"),
