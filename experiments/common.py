@@ -98,3 +98,11 @@ def table_metrics(cfg: DictConfig) -> tuple[str, ...]:
     related-work metrics (by their output keys)."""
     keys = [s if isinstance(s, str) else s.get("key", s["name"]) for s in fairness_specs(cfg)]
     return ("ndcg@10", "rho_dtr", "delta_eel", *keys)
+
+
+def fairness_kw(cfg: DictConfig) -> dict:
+    """``fairness`` and ``correlations`` keywords of the pipelines from the experiment."""
+    pairs = cfg.experiment.get("correlations") or []
+    return dict(fairness=fairness_specs(cfg),
+                correlations=[tuple(p) for p in OmegaConf.to_container(pairs, resolve=True)]
+                if not isinstance(pairs, list) else [tuple(p) for p in pairs])

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
 
-from .common import (bias_kw, entries, estimator_kw, fairness_specs, load_or_skip, rng_for,
+from .common import (bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
                      table_metrics)
 
 
@@ -32,7 +32,7 @@ def run(cfg: DictConfig, rd) -> dict:
             def step(split=split, beta=beta, name=ds["name"]):
                 res = run_tabular(split, beta=float(beta),
                                   rng=rng_for(cfg.seed, "table1", name, float(beta)),
-                                  dataset=name, fairness=fairness_specs(cfg),
+                                  dataset=name, **fairness_kw(cfg),
                                   **bias_kw(cfg), **estimator_kw(cfg))
                 return {"records": res.records}
             records += rd.step(f"{ds['name']}_beta{beta}", step,

@@ -12,7 +12,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 
-from .common import (bias_kw, entries, estimator_kw, fairness_specs, load_or_skip, rng_for,
+from .common import (bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
                      table_metrics)
 
 
@@ -34,7 +34,7 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
                                trainer_cfg=trainer_cfg, conditions=("full",),
                                rng=rng_for(cfg.seed, tag, name, "full"), seed=int(cfg.seed),
                                out_dir=rd.path / "models" / name / "full", dataset=name,
-                               fairness=fairness_specs(cfg), **bias_kw(cfg),
+                               **fairness_kw(cfg), **bias_kw(cfg),
                                **estimator_kw(cfg)).records
             if r["condition"] == "full"]}, key=key)["records"]
         for beta in cfg.bias.betas:
@@ -44,7 +44,7 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
                                    trainer_cfg=trainer_cfg, conditions=("biased", "corrected"),
                                    rng=rng_for(cfg.seed, tag, name, beta), seed=int(cfg.seed),
                                    out_dir=rd.path / "models" / name / f"beta{beta}",
-                                   dataset=name, fairness=fairness_specs(cfg),
+                                   dataset=name, **fairness_kw(cfg),
                                    **bias_kw(cfg), **estimator_kw(cfg)).records},
                 key={**key, "beta": beta})["records"]
     return records, skipped

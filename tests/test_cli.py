@@ -178,8 +178,12 @@ def test_every_experiment_has_a_smoke_run():
 def test_tables_include_related_work_metrics_by_config(tmp_path):
     cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
                     "experiment.datasets=[synthetic]",
-                    "experiment.fairness_metrics=[awrf,texfair,{name:cwex,alpha:0.2,key:cwex@0.2},arab]"])
+                    "experiment.fairness_metrics=[awrf,texfair,{name:cwex,alpha:0.2,key:cwex@0.2},arab]",
+                    "experiment.correlations=[[awrf,texfair]]"])
     recs = run(cfg)["records"]
+    corr = [r for r in recs if r["metric"] == "pearson(awrf,texfair)"]
+    assert {r["condition"] for r in corr} == {"biased", "corrected"}
+    assert all(-1 <= r["value"] <= 1 for r in corr)
     got = {r["metric"] for r in recs}
     assert {"awrf", "texfair", "cwex@0.2", "arab"} <= got
     md = (tmp_path / "table1" / "table1.md").read_text()

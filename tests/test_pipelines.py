@@ -5,6 +5,7 @@ from __future__ import annotations
 import ir_measures
 import numpy as np
 import pytest
+import scipy.stats
 
 from data_loaders.registry import load_grouped
 from experiments.common import dataset_config
@@ -146,11 +147,21 @@ def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
 
     d = synthetic["train"]
     res = run_tabular(d, beta=0.6, rng=np.random.default_rng(5), keep_scores=True,
-                      fairness=["awrf", "texfair"])
+                      fairness=["awrf", "texfair"], correlations=[("awrf", "ndcg@10")])
     m = membership_from_groups(d.groups)
     for cond, scores in (("biased", res.attractiveness), ("corrected", res.corrected)):
         aw = awrf_per_query(scores, qptr=d.qptr, membership=m, k=10)
         tx = texfair_per_query(scores, qptr=d.qptr, membership=m, k=10)
         assert _by(res.records, "awrf", cond)["value"] == pytest.approx(np.nanmean(aw))
         assert _by(res.records, "texfair", cond)["value"] == pytest.approx(np.nanmean(tx))
+        nd = M.ndcg_per_query(scores, d.labels, qptr=d.qptr, k=10)
+        ok = ~np.isnan(aw) & ~np.isnan(nd)
+        assert _by(res.records, "pearson(awrf,ndcg@10)", cond)["value"] == pytest.approx(
+            scipy.stats.pearsonr(aw[ok], nd[ok])[0])
     assert "p_value" in _by(res.records, "awrf", "corrected")
+
+
+def test_correlation_of_uncomputed_metric_is_rejected(synthetic):
+    with pytest.raises(ParameterError, match="correlations"):
+        run_tabular(synthetic["train"], beta=0.8, rng=np.random.default_rng(0),
+                    correlations=[("texfair", "nfairr")])

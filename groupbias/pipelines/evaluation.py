@@ -133,3 +133,26 @@ def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
                 rec["p_value"] = float(p)
             recs.append(rec)
     return recs
+
+
+def correlation_records(per_query: dict[str, dict[str, np.ndarray]], pairs, *,
+                        base: dict) -> list[dict]:
+    """Per-query Pearson correlation between two metrics of the same ranking, one record
+    per condition and pair (``metric = "pearson(a,b)"``; seed 000 compares TExFAIR with
+    NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
+    fewer than two queries with both defined give NaN."""
+    from ..fairness import per_query_correlation
+
+    recs = []
+    for a, b in pairs:
+        for cond, mets in per_query.items():
+            if a not in mets or b not in mets:
+                raise ParameterError("correlations", "pairs of computed metrics",
+                                     [a, b], fix=f"computed: {sorted(mets)}")
+            try:
+                r, p, n = per_query_correlation(mets[a], mets[b])
+            except ParameterError:
+                r, p, n = float("nan"), float("nan"), 0
+            recs.append({**base, "metric": f"pearson({a},{b})", "condition": cond,
+                         "value": float(r), "p_value": float(p), "n_queries": int(n)})
+    return recs

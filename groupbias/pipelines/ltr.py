@@ -31,7 +31,8 @@ from ..correction import ips_correct
 from ..errors import ParameterError
 from ..estimation import default_grid, estimate_beta
 from ..io import write_npz_atomic, write_text_atomic
-from .evaluation import EvalSpec, eel_thresholds, ranking_metrics, records_for
+from .evaluation import (EvalSpec, correlation_records, eel_thresholds, ranking_metrics,
+                         records_for)
 from .tabular import _group_threshold, simulate
 
 CONDITIONS = ("full", "biased", "corrected")
@@ -75,10 +76,12 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
             cluster_size: int | None = None, grid_step: float = 0.01,
             zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
             conditions=CONDITIONS, rng: np.random.Generator, seed: int = 0,
-            out_dir: str | Path, dataset: str | None = None, fairness=()) -> LTRResult:
+            out_dir: str | Path, dataset: str | None = None, fairness=(),
+            correlations=()) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
-    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`)."""
+    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`);
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
     for need in ("train", "test"):
         if need not in splits:
             raise ParameterError("splits", "train and test splits", sorted(splits))
@@ -140,6 +143,7 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
             "beta_std": float(beta_std), "variant": variant,
             "cluster_size": None if cluster_size is None else int(cluster_size)}
     records = records_for(per_query, base=base)
+    records += correlation_records(per_query, correlations, base=base)
     for r in records:
         if r["condition"] == "full":
             r["beta"] = None

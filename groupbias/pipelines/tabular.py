@@ -23,7 +23,8 @@ from ..correction import ips_correct
 from ..errors import ParameterError
 from ..estimation import default_grid, estimate_beta
 from ..simulation import simulate_group_bias
-from .evaluation import EvalSpec, eel_thresholds, records_for, tabular_metrics
+from .evaluation import (EvalSpec, correlation_records, eel_thresholds, records_for,
+                         tabular_metrics)
 
 
 @dataclass
@@ -70,7 +71,7 @@ def _group_threshold(groups: np.ndarray) -> float | None:
 def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=None,
                          clusters=None, grid_step: float = 0.01, zero_policy: str = "exclude",
                          jitter: bool = True, k: int = 10, rng: np.random.Generator,
-                         base: dict | None = None, fairness=()):
+                         base: dict | None = None, fairness=(), correlations=()):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
     corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
     est = estimate_beta(sim.attractiveness, data.groups, data.qptr, clusters=clusters,
@@ -86,6 +87,7 @@ def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=No
                  "corrected": tabular_metrics(corrected, spec)}
     base = dict(base or {})
     records = records_for(per_query, base=base)
+    records += correlation_records(per_query, correlations, base=base)
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
     records.append({**base, "metric": "beta_hat", "condition": "estimate",
                     "value": float(np.mean(bh)) if bh.size else float("nan"),
@@ -100,10 +102,11 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
                 clusters: np.ndarray | None = None, grid_step: float = 0.01,
                 zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
                 rng: np.random.Generator, dataset: str | None = None,
-                keep_scores: bool = False, fairness=()) -> TabularResult:
+                keep_scores: bool = False, fairness=(), correlations=()) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
-    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`)."""
+    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`);
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
     sim = simulate(data, beta=beta, beta_std=beta_std, variant=variant, modes=modes,
                    beta_min=beta_min, relevance_mode=relevance_mode, rng=rng)
     base = {"dataset": dataset or data.name, "regime": "tabular", "beta": float(beta),
@@ -112,7 +115,7 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
     est, corrected, per_query, records = correct_and_evaluate(
         data, sim, beta=beta, cluster_size=cluster_size, clusters=clusters,
         grid_step=grid_step, zero_policy=zero_policy, jitter=jitter, k=k, rng=rng, base=base,
-        fairness=fairness)
+        fairness=fairness, correlations=correlations)
     return TabularResult(
         beta=float(beta), beta_hat=est.beta_hat, beta_hat_per_query=est.beta_hat_per_query,
         beta_query=sim.beta_query, per_query=per_query, records=records,
