@@ -59,7 +59,6 @@ def load_or_skip(ds: Mapping, grouping: Mapping, *, only=None, skip_missing: boo
             raise
         reason = f"{ds.get('name')}: skipped, data not found ({exc})"
         log.warning(reason)
-        print(f"[groupbias] {reason}")
         return None, reason
 
 
