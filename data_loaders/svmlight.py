@@ -59,7 +59,7 @@ QID_MODES = ("required", "optional")
 
 _PAD = 16          # spaces before every chunk (word gathers reach 16 bytes back)
 _TAIL = 32         # slack after every chunk (word gathers reach 16 bytes forward)
-_DEFAULT_CHUNK = 4 << 20
+_DEFAULT_CHUNK = 1 << 20
 
 _NUM_RE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _UINT_RE = re.compile(rb"[0-9]+")
@@ -71,7 +71,7 @@ _NONFINITE = {b"nan", b"+nan", b"-nan", b"inf", b"+inf", b"-inf", b"infinity",
 # 64-bit word (its first byte at byte 8 - L, its last byte in the top byte). After XOR with
 # '0' in every byte, digits are the bytes 0..9.
 _U = np.uint64
-_ONE, _S3, _S7, _S8, _S16, _S32 = _U(1), _U(3), _U(7), _U(8), _U(16), _U(32)
+_ONE, _S7, _S8, _S16, _S32, _S56 = _U(1), _U(7), _U(8), _U(16), _U(32), _U(56)
 _W64 = _U(64)
 _FF = _U(0xFF)
 _M80 = _U(0x8080808080808080)
@@ -83,6 +83,7 @@ _C1 = _U(2561)                                          # 10 * 256 + 1
 _C1M, _C2 = _U(0x00FF00FF00FF00FF), _U(6553601)         # 100 * 65536 + 1
 _C2M, _C3 = _U(0x0000FFFF0000FFFF), _U(42949672960001)  # 10000 * 2**32 + 1
 _MAXM = _U(1 << 53)
+_E8 = _U(100_000_000)
 
 
 def _top_bytes(n: int) -> int:
@@ -95,12 +96,12 @@ _V80 = _V & _M80                                                     # their hig
 # one word: divisor by  bytes-before-point + 8 * n_points  (10**digits after the point)
 _DIV1 = np.ones(16)
 _DIV1[8:] = 10.0 ** (7 - np.arange(8))
-# two words: divisor by  index(hi) + 2 * index(lo)
-_DIV2 = np.ones(31)
-for _j in range(8):
-    _DIV2[8 + _j] = 10.0 ** (7 - _j)
-    _DIV2[16 + 2 * _j] = 10.0 ** (15 - _j)
-_SCALE_LO = np.array([10 ** 8, 10 ** 7], dtype=np.uint64)   # by points in the hi word
+# 9..16 bytes: divisor by  bytes-before-point + 16 * n_points
+_DIVL = np.ones(32)
+_DIVL[16:] = 10.0 ** (15 - np.arange(16))
+_FLO8 = np.array([0x80 << (8 * (8 - n)) if 0 < n <= 8 else 0 for n in range(9)],
+                 dtype=np.uint64)   # high bit of the first byte of an n-byte right-aligned piece
+_ALL = _U(0xFFFFFFFFFFFFFFFF)
 _SGN = np.array([1.0, -1.0])
 _QID_X = _U(int.from_bytes(b"\0" * 5 + b"qid", "little")) ^ (_X30 & _U(_top_bytes(3)))
 _BATCH = 1 << 15
@@ -127,6 +128,7 @@ class _Decoder:
         self.g = np.empty(n)
         self.u8 = [np.empty(n, np.uint8) for _ in range(7)]
         self.bl = [np.empty(n, bool) for _ in range(4)]
+        self.w32 = [np.empty(n, np.uint32) for _ in range(4)]
 
     # -- building blocks (k = batch length) --
     def _load(self, A, end, k, back, out):
@@ -147,28 +149,39 @@ class _Decoder:
         np.bitwise_or(out, b, out=out)
         np.bitwise_xor(out, _X30, out=out)
 
+    def _masks(self, Lw, k):
+        """``(V, V80)``: bytes of a right-aligned piece of ``Lw`` (0..8) bytes in a word and
+        their high bits (``~0 << 8 * (8 - Lw)``; numpy shifts by >= 64 give 0)."""
+        V, V80, i64 = self.t[:k], self.rl[:k], self.i64[:k]
+        np.subtract(8, Lw, out=i64)
+        np.left_shift(i64, 3, out=i64)
+        np.left_shift(_ALL, i64.view(np.uint64), out=V)
+        np.bitwise_and(V, _M80, out=V80)
+        return V, V80
+
     def _core(self, x, Lw, k, fb, need_digit, M, cd, fidx, ok, neg):
         """Validate and decode one word ``x`` holding ``Lw`` piece bytes.
 
         ``fb``: first byte of the piece (a sign is allowed there) or None. Outputs: ``M``
         the digits as an integer (point squeezed out), ``cd`` number of points, ``fidx``
-        bytes-before-point + 8 * cd, ``ok``, ``neg`` (only with ``fb``).
+        bytes-before-point + 8 * cd, ``ok``, ``neg`` (only with ``fb``). Returns whether
+        any piece has a point (when none has, ``fidx`` is not computed).
         """
-        t, nd, zd, a, B = self.t[:k], self.nd[:k], self.zd[:k], self.a[:k], self.B[:k]
+        nd, zd, a, B = self.nd[:k], self.zd[:k], self.a[:k], self.B[:k]
         c, tmp = self.u8[0][:k], self.u8[1][:k]
         b1 = self.bl[1][:k]
-        _V80.take(Lw, out=t, mode="clip")
+        V, V80 = self._masks(Lw, k)
         np.bitwise_and(x, _M7F, out=nd)
         np.add(nd, _P76, out=nd)
         np.bitwise_or(nd, x, out=nd)
-        np.bitwise_and(nd, t, out=nd)         # non-digit bytes
+        np.bitwise_and(nd, V80, out=nd)       # non-digit bytes
         np.bitwise_xor(x, _X1E, out=zd)
         np.bitwise_and(zd, _M7F, out=a)
         np.add(a, _M7F, out=a)
         np.bitwise_or(a, zd, out=a)
         np.bitwise_or(a, _M7F, out=a)
         np.invert(a, out=a)
-        np.bitwise_and(a, t, out=zd)          # '.' bytes
+        np.bitwise_and(a, V80, out=zd)        # '.' bytes
         np.bitwise_count(nd, out=c)
         np.bitwise_count(zd, out=cd)
         if fb is not None:
@@ -182,23 +195,28 @@ class _Decoder:
             np.equal(c, cd, out=ok)
         np.less_equal(cd, 1, out=b1)
         np.bitwise_and(ok, b1, out=ok)
-        if need_digit:
-            np.greater(Lw, c, out=b1)
+        if need_digit:                        # not every byte a non-digit
+            np.not_equal(nd, V80, out=b1)
             np.bitwise_and(ok, b1, out=ok)
-        _V.take(Lw, out=t, mode="clip")
         np.right_shift(nd, _S7, out=nd)
         np.multiply(nd, _FF, out=nd)
         np.invert(nd, out=nd)
         np.bitwise_and(x, nd, out=x)
-        np.bitwise_and(x, t, out=x)           # digit values, 0 elsewhere
-        np.right_shift(zd, _S7, out=B)
-        np.subtract(B, _ONE, out=B)
-        np.minimum(B, zd, out=B)              # bytes before the point (0 without one)
-        np.bitwise_and(x, B, out=a)
-        np.left_shift(a, _S8, out=a)
-        np.invert(B, out=t)
-        np.bitwise_and(x, t, out=x)
-        np.bitwise_or(x, a, out=x)
+        np.bitwise_and(x, V, out=x)           # digit values, 0 elsewhere
+        points = bool(zd.any())
+        if points:
+            np.right_shift(zd, _S7, out=B)
+            np.subtract(B, _ONE, out=B)
+            np.minimum(B, zd, out=B)          # bytes before the point (0 without one)
+            np.bitwise_and(x, B, out=a)
+            np.left_shift(a, _S8, out=a)
+            np.invert(B, out=zd)
+            np.bitwise_and(x, zd, out=x)
+            np.bitwise_or(x, a, out=x)
+            np.bitwise_count(B, out=fidx)
+            np.right_shift(fidx, 3, out=fidx)
+            np.left_shift(cd, 3, out=tmp)
+            np.add(fidx, tmp, out=fidx)
         np.multiply(x, _C1, out=M)
         np.right_shift(M, _S8, out=M)
         np.bitwise_and(M, _C1M, out=M)
@@ -207,10 +225,7 @@ class _Decoder:
         np.bitwise_and(M, _C2M, out=M)
         np.multiply(M, _C3, out=M)
         np.right_shift(M, _S32, out=M)
-        np.bitwise_count(B, out=fidx)
-        np.right_shift(fidx, 3, out=fidx)
-        np.left_shift(cd, 3, out=tmp)
-        np.add(fidx, tmp, out=fidx)
+        return points
 
     # -- decoders --
     def words(self, A, end):
@@ -223,16 +238,20 @@ class _Decoder:
         return out
 
     def ids(self, A, end, length):
-        """Unsigned integers of 1..8 digits: ``(value int64, ok)``."""
+        """Unsigned integers of 1..8 digits: ``(value int64, ok)`` (32-bit words when every
+        piece of a batch has at most 4 bytes)."""
         n = end.size
         out = np.empty(n, np.int64)
         ok = np.empty(n, bool)
-        long_ok = not n or int(length.max()) <= 8
+        A32 = A.view(np.uint32)
         for i in range(0, n, self.n):
             j = min(n, i + self.n)
             k = j - i
-            x, t, nd = self.x[:k], self.t[:k], self.nd[:k]
             Lb = length[i:j]
+            if int(Lb.max()) <= 4:
+                self._ids4(A32, end[i:j], Lb, k, out[i:j], ok[i:j])
+                continue
+            x, t, nd = self.x[:k], self.t[:k], self.nd[:k]
             self._load(A, end[i:j], k, 0, x)
             _V80.take(Lb, out=t, mode="clip")
             np.bitwise_and(x, _M7F, out=nd)
@@ -240,6 +259,8 @@ class _Decoder:
             np.bitwise_or(nd, x, out=nd)
             np.bitwise_and(nd, t, out=nd)
             np.equal(nd, 0, out=ok[i:j])
+            np.less_equal(Lb, 8, out=self.bl[0][:k])
+            np.bitwise_and(ok[i:j], self.bl[0][:k], out=ok[i:j])
             _V.take(Lb, out=t, mode="clip")
             np.bitwise_and(x, t, out=x)
             M = out[i:j].view(np.uint64)
@@ -251,9 +272,41 @@ class _Decoder:
             np.bitwise_and(M, _C2M, out=M)
             np.multiply(M, _C3, out=M)
             np.right_shift(M, _S32, out=M)
-        if not long_ok:
-            ok &= length <= 8
         return out, ok
+
+    def _ids4(self, A32, e, Lb, k, out, ok):
+        """1..4 digit pieces from 32-bit words: two multiply-shift steps."""
+        i64 = self.i64[:k]
+        q = self.i64b[:k]
+        w, r, rl, t = (b[:k] for b in self.w32)
+        np.subtract(e, 4, out=i64)
+        np.right_shift(i64, 2, out=q)
+        np.bitwise_and(i64, 3, out=i64)
+        np.left_shift(i64, 3, out=r.view(np.int32))
+        np.subtract(np.uint32(32), r, out=rl)
+        A32.take(q, out=w, mode="clip")
+        np.right_shift(w, r, out=w)
+        np.add(q, 1, out=q)
+        A32.take(q, out=t, mode="clip")
+        np.left_shift(t, rl, out=t)
+        np.bitwise_or(w, t, out=w)
+        np.bitwise_xor(w, np.uint32(0x30303030), out=w)
+        np.subtract(4, Lb, out=i64)            # bytes of the piece: ~0 << 8 * (4 - L)
+        np.left_shift(i64, 3, out=rl.view(np.int32), casting="same_kind")
+        np.left_shift(np.uint32(0xFFFFFFFF), rl, out=t)
+        np.bitwise_and(w, np.uint32(0x7F7F7F7F), out=r)
+        np.add(r, np.uint32(0x76767676), out=r)
+        np.bitwise_or(r, w, out=r)
+        np.bitwise_and(r, t, out=r)
+        np.bitwise_and(r, np.uint32(0x80808080), out=r)
+        np.equal(r, 0, out=ok)
+        np.bitwise_and(w, t, out=w)
+        np.multiply(w, np.uint32(2561), out=w)
+        np.right_shift(w, np.uint32(8), out=w)
+        np.bitwise_and(w, np.uint32(0x00FF00FF), out=w)
+        np.multiply(w, np.uint32(0x00640001), out=w)
+        np.right_shift(w, np.uint32(16), out=w)
+        np.copyto(out, w)
 
     def _short(self, arr, A, end, length, out, ok, signs):
         """Pieces of 1..8 bytes."""
@@ -270,51 +323,146 @@ class _Decoder:
                 fb = self.u8[4][:k]
                 np.subtract(e, Lb, out=self.i64[:k])
                 arr.take(self.i64[:k], out=fb, mode="clip")
-            self._core(x, Lb, k, fb, True, M, cd, fidx, ok[i:j], neg)
-            _DIV1.take(fidx, out=g, mode="clip")
             o = out[i:j]
-            np.divide(M.view(np.int64), g, out=o)     # exact M, exact 10**F: one rounding
+            if self._core(x, Lb, k, fb, True, M, cd, fidx, ok[i:j], neg):
+                _DIV1.take(fidx, out=g, mode="clip")
+                np.divide(M.view(np.int64), g, out=o)     # exact M, exact 10**F: one rounding
+            else:
+                np.copyto(o, M.view(np.int64), casting="unsafe")
             if signs:
                 _SGN.take(neg.view(np.uint8), out=g, mode="clip")
                 np.multiply(o, g, out=o)
 
     def _long(self, arr, A, end, length, out, ok, signs):
-        """Pieces of 9..16 bytes: the last 8 bytes (hi) and the bytes before them (lo)."""
+        """Pieces of 9..16 bytes, loaded as two words (lo: the bytes before the last 8)."""
         n = end.size
         for i in range(0, n, self.n):
             j = min(n, i + self.n)
             k = j - i
-            e, Lb = end[i:j], length[i:j]
-            xl, xh, Ml, Mh, g = self.x[:k], self.x2[:k], self.m[:k], self.m2[:k], self.g[:k]
-            cdl, cdh, fl, fh = self.u8[2][:k], self.u8[3][:k], self.u8[5][:k], self.u8[6][:k]
-            neg, okh = self.bl[0][:k], self.bl[3][:k]
-            Llo = self.i64b[:k]
-            np.subtract(Lb, 8, out=Llo)
-            self._load(A, e, k, 8, xl)
-            fb = None
-            if signs:
+            e, Lb, o, okb = end[i:j], length[i:j], out[i:j], ok[i:j]
+            i64, q = self.i64[:k], self.q[:k].view(np.int64)
+            r, rl, a, lo, hi = self.r[:k], self.rl[:k], self.a[:k], self.x[:k], self.x2[:k]
+            ndl, ndh, rest, t, B, M = (self.nd[:k], self.zd[:k], self.b[:k], self.t[:k],
+                                       self.B[:k], self.m[:k])
+            u0, u1, cnt = self.u8[0][:k], self.u8[1][:k], self.u8[2][:k]
+            b1, neg = self.bl[1][:k], self.bl[0][:k]
+            Ll = self.i64b[:k]
+            # load 16 bytes: words q, q+1, q+2 shifted by r bits
+            np.subtract(e, 16, out=i64)
+            np.right_shift(i64, 3, out=q)
+            np.bitwise_and(i64, 7, out=i64)
+            np.left_shift(i64, 3, out=r.view(np.int64))
+            np.subtract(_W64, r, out=rl)
+            A.take(q, out=lo, mode="clip")
+            np.right_shift(lo, r, out=lo)
+            np.add(q, 1, out=q)
+            A.take(q, out=a, mode="clip")
+            np.left_shift(a, rl, out=t)
+            np.bitwise_or(lo, t, out=lo)
+            np.right_shift(a, r, out=hi)
+            np.add(q, 1, out=q)
+            A.take(q, out=a, mode="clip")
+            np.left_shift(a, rl, out=a)
+            np.bitwise_or(hi, a, out=hi)
+            np.bitwise_xor(lo, _X30, out=lo)
+            np.bitwise_xor(hi, _X30, out=hi)
+            np.subtract(Lb, 8, out=Ll)
+            # non-digit bytes
+            _V80.take(Ll, out=t, mode="clip")
+            np.bitwise_and(lo, _M7F, out=ndl)
+            np.add(ndl, _P76, out=ndl)
+            np.bitwise_or(ndl, lo, out=ndl)
+            np.bitwise_and(ndl, t, out=ndl)
+            np.bitwise_and(hi, _M7F, out=ndh)
+            np.add(ndh, _P76, out=ndh)
+            np.bitwise_or(ndh, hi, out=ndh)
+            np.bitwise_and(ndh, _M80, out=ndh)
+            if signs:                          # a sign may open the piece (in lo)
                 fb = self.u8[4][:k]
-                np.subtract(e, Lb, out=self.i64[:k])
-                arr.take(self.i64[:k], out=fb, mode="clip")
-            okl = ok[i:j]
-            self._core(xl, Llo, k, fb, False, Ml, cdl, fl, okl, neg)
-            self._load(A, e, k, 0, xh)
-            self._core(xh, self.eights[:k], k, None, False, Mh, cdh, fh, okh, neg)
-            np.bitwise_and(okl, okh, out=okl)
-            tmp = self.u8[0][:k]
-            np.add(cdl, cdh, out=tmp)
-            np.less_equal(tmp, 1, out=okh)
-            np.bitwise_and(okl, okh, out=okl)
-            _SCALE_LO.take(cdh, out=self.t[:k], mode="clip")
-            np.multiply(Ml, self.t[:k], out=Ml)
-            np.add(Ml, Mh, out=Ml)
-            np.less_equal(Ml, _MAXM, out=okh)
-            np.bitwise_and(okl, okh, out=okl)
-            np.add(fl, fl, out=fl)
-            np.add(fl, fh, out=fl)
-            _DIV2.take(fl, out=g, mode="clip")
-            o = out[i:j]
-            np.divide(Ml.view(np.int64), g, out=o)
+                np.subtract(e, Lb, out=i64)
+                arr.take(i64, out=fb, mode="clip")
+                sg = b1
+                np.equal(fb, 45, out=neg)
+                np.equal(fb, 43, out=sg)
+                np.bitwise_or(sg, neg, out=sg)
+                _FLO8.take(Ll, out=t, mode="clip")
+                np.multiply(t, sg, out=t)
+                np.invert(t, out=t)
+                np.bitwise_and(ndl, t, out=rest)
+            else:
+                np.copyto(rest, ndl)
+            # the other non-digits must be '.' bytes, at most one in all
+            np.right_shift(rest, _S7, out=t)
+            np.multiply(t, _FF, out=t)
+            np.bitwise_and(lo, t, out=a)
+            np.bitwise_and(t, _X1E, out=t)
+            np.equal(a, t, out=okb)
+            np.right_shift(ndh, _S7, out=t)
+            np.multiply(t, _FF, out=t)
+            np.bitwise_and(hi, t, out=a)
+            np.invert(t, out=B)
+            np.bitwise_and(hi, B, out=hi)     # digits of hi (the point zeroed)
+            np.bitwise_and(t, _X1E, out=t)
+            np.equal(a, t, out=b1)
+            np.bitwise_and(okb, b1, out=okb)
+            np.bitwise_count(rest, out=u0)
+            np.bitwise_count(ndh, out=u1)
+            np.add(u0, u1, out=cnt)
+            np.less_equal(cnt, 1, out=b1)
+            np.bitwise_and(okb, b1, out=okb)
+            # digits of lo: bytes of the piece that are digits
+            _V.take(Ll, out=t, mode="clip")
+            np.right_shift(ndl, _S7, out=a)
+            np.multiply(a, _FF, out=a)
+            np.invert(a, out=a)
+            np.bitwise_and(a, t, out=a)
+            np.bitwise_and(lo, a, out=lo)
+            # squeeze the point out: bytes before it move one byte up (across the words)
+            np.right_shift(ndh, _S7, out=B)
+            np.subtract(B, _ONE, out=B)
+            np.minimum(B, ndh, out=B)         # bytes of hi before a point in hi
+            np.right_shift(rest, _S7, out=t)
+            np.subtract(t, _ONE, out=t)
+            np.minimum(t, rest, out=t)        # bytes of lo before a point in lo
+            np.not_equal(ndh, 0, out=b1)
+            np.multiply(b1, _ALL, out=a)
+            np.bitwise_or(t, a, out=t)        # ... or all of lo when the point is in hi
+            np.bitwise_and(lo, t, out=a)
+            np.right_shift(a, _S56, out=rest)     # the byte carried into hi
+            np.left_shift(a, _S8, out=a)
+            np.invert(t, out=ndl)
+            np.bitwise_and(lo, ndl, out=lo)
+            np.bitwise_or(lo, a, out=lo)
+            np.bitwise_and(hi, B, out=a)
+            np.left_shift(a, _S8, out=a)
+            np.invert(B, out=ndl)
+            np.bitwise_and(hi, ndl, out=hi)
+            np.bitwise_or(hi, a, out=hi)
+            np.bitwise_or(hi, rest, out=hi)
+            # divisor index: bytes before the point + 16 * n_points
+            np.bitwise_count(t, out=u0)
+            np.bitwise_count(B, out=u1)
+            np.add(u0, u1, out=u0)
+            np.right_shift(u0, 3, out=u0)
+            np.left_shift(cnt, 4, out=u1)
+            np.add(u0, u1, out=u0)
+            # digits: lo * 10**8 + hi
+            for w in (lo, hi):
+                np.multiply(w, _C1, out=w)
+                np.right_shift(w, _S8, out=w)
+                np.bitwise_and(w, _C1M, out=w)
+                np.multiply(w, _C2, out=w)
+                np.right_shift(w, _S16, out=w)
+                np.bitwise_and(w, _C2M, out=w)
+                np.multiply(w, _C3, out=w)
+                np.right_shift(w, _S32, out=w)
+            np.multiply(lo, _E8, out=M)
+            np.add(M, hi, out=M)
+            np.less_equal(M, _MAXM, out=b1)
+            np.bitwise_and(okb, b1, out=okb)
+            g = self.g[:k]
+            _DIVL.take(u0, out=g, mode="clip")
+            np.divide(M.view(np.int64), g, out=o)
             if signs:
                 _SGN.take(neg.view(np.uint8), out=g, mode="clip")
                 np.multiply(o, g, out=o)
@@ -331,35 +479,31 @@ class _Decoder:
         if n == 0:
             return out, ok
         one = length == 1
-        i1 = np.flatnonzero(one)
-        if i1.size:                           # single characters: a digit or nothing
+        n1 = int(np.count_nonzero(one))
+        big = length > 8
+        nbig = int(np.count_nonzero(big))
+        if n1 * 4 > n:                        # many single characters: a cheap path
+            i1 = np.flatnonzero(one)
             d = arr.take(end.take(i1) - 1)
             d -= 48
             out[i1] = d
             ok[i1] = d < 10
-            if i1.size == n:
+            if n1 == n:
                 return out, ok
-        big = length > 8
-        if not big.any():
-            i2 = np.flatnonzero(~one) if i1.size else None
-            if i2 is None:
-                self._short(arr, A, end, length, out, ok, signs)
-            else:
-                v, o = np.empty(i2.size), np.empty(i2.size, bool)
-                self._short(arr, A, end.take(i2), length.take(i2), v, o, signs)
-                out[i2] = v
-                ok[i2] = o
+            rest = ~(one | big)
+        elif nbig == 0:                       # one class: no partition
+            self._short(arr, A, end, length, out, ok, signs)
             return out, ok
-        one |= big
-        i2 = np.flatnonzero(~one)
-        i3 = np.flatnonzero(big)
-        for idx, fn in ((i2, self._short), (i3, self._long)):
-            if idx.size:
+        else:
+            rest = ~big
+        for idx, fn in ((np.flatnonzero(rest), self._short),
+                        (np.flatnonzero(big) if nbig else None, self._long)):
+            if idx is not None and idx.size:
                 v, o = np.empty(idx.size), np.empty(idx.size, bool)
                 fn(arr, A, end.take(idx), length.take(idx), v, o, signs)
                 out[idx] = v
                 ok[idx] = o
-        if int(length.take(i3).max()) > 16:
+        if nbig and int(length.max()) > 16:
             ok &= length <= 16
         return out, ok
 
@@ -666,7 +810,8 @@ _local = threading.local()
 
 
 def _process(ba, cend, mode, base, nf):
-    """Parse one chunk into ``(block, labels, qids, line_idx, n_lines)``; runs in a worker."""
+    """Parse one chunk (runs in a worker): ``(chunk, lin, vals, width)`` with ``lin`` the
+    flat positions of the values in a dense ``[rows, width]`` block."""
     dec = getattr(_local, "decoder", None)
     if dec is None:
         dec = _local.decoder = _Decoder()
@@ -675,15 +820,52 @@ def _process(ba, cend, mode, base, nf):
     del arr
     if ch is None:
         ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)
-    R = ch.labels.size
     w = nf if nf is not None else (int(ch.fids.max()) - base + 1 if ch.fids.size else 0)
-    block = np.zeros((R, w), dtype=np.float32)
-    if ch.fids.size:
-        lin = ch.rows * w
-        lin += ch.fids
-        lin -= base
-        block.reshape(-1)[lin] = ch.vals
-    return block, ch.labels, ch.qids, ch.line_idx, ch.n_lines
+    lin = ch.rows * w
+    lin += ch.fids
+    lin -= base
+    return ch, lin, ch.vals.astype(np.float32), w
+
+
+class _Dense:
+    """Growable dense float32 output of a fixed width, filled chunk by chunk. Memory starts
+    as zeros and every row is written once, so absent features are already 0."""
+
+    def __init__(self, width: int) -> None:
+        self.w, self.n, self.arr = width, 0, None
+
+    def add(self, R: int, lin: np.ndarray, vals: np.ndarray, est_rows: int) -> None:
+        need = self.n + R
+        if self.arr is None or need > self.arr.shape[0]:
+            cap = max(need, est_rows, int(1.5 * (0 if self.arr is None else self.arr.shape[0])))
+            new = np.zeros((cap, self.w), dtype=np.float32)
+            if self.arr is not None:
+                new[:self.n] = self.arr[:self.n]
+            self.arr = new
+        self.arr[self.n:need].reshape(-1)[lin] = vals
+        self.n = need
+
+    def result(self) -> np.ndarray:
+        return (np.zeros((0, self.w), np.float32) if self.arr is None
+                else self.arr[:self.n])
+
+
+_allocator_primed = False
+
+
+def _prime_allocator() -> None:
+    """Allocate and free one 32 MiB block, once per process.
+
+    glibc serves large blocks with fresh ``mmap`` calls (page faults on every use) until a
+    freed ``mmap`` block raises its threshold to that block's size (at most 32 MiB). After
+    that, the per-chunk temporaries of the parser (a few MiB) are reused from the heap. Any
+    program that frees a ~32 MiB array reaches the same state; elsewhere this is a no-op.
+    """
+    global _allocator_primed
+    if not _allocator_primed:
+        block = np.empty((32 << 20) - (1 << 16), dtype=np.uint8)
+        del block
+        _allocator_primed = True
 
 
 @dataclass(frozen=True)
@@ -706,7 +888,7 @@ class SvmlightRows:
     n_lines: int
 
 
-def _check_options(n_features, feature_id_base, qid, workers=None, chunk_bytes=1 << 20):
+def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 << 20):
     from groupbias.errors import ParameterError
 
     def is_int(v):
@@ -718,16 +900,15 @@ def _check_options(n_features, feature_id_base, qid, workers=None, chunk_bytes=1
         raise ParameterError("feature_id_base", "a non-negative integer", feature_id_base)
     if n_features is not None and (not is_int(n_features) or n_features < 0):
         raise ParameterError("n_features", "None or a non-negative integer", n_features)
-    if workers is not None and (not is_int(workers) or workers < 1):
-        raise ParameterError("workers", "None or a positive integer", workers)
+    if not is_int(workers) or workers < 1:
+        raise ParameterError("workers", "a positive integer", workers)
     if not is_int(chunk_bytes) or chunk_bytes < 1024:
         raise ParameterError("chunk_bytes", "an integer >= 1024", chunk_bytes)
 
 
 def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                   feature_id_base: int = 1, qid: str = "required",
-                  chunk_bytes: int = _DEFAULT_CHUNK, workers: int | None = None
-                  ) -> SvmlightRows:
+                  chunk_bytes: int = _DEFAULT_CHUNK, workers: int = 1) -> SvmlightRows:
     """Parse an SVMlight file into dense rows (no caching, no query grouping).
 
     Parameters
@@ -738,8 +919,8 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     qid : ``"required"`` (every data line has ``qid:<n>`` as its second token) or
         ``"optional"`` (lines may have it; ``qids`` is -1 where absent).
     chunk_bytes : size of a chunk of whole lines (the unit of work).
-    workers : threads parsing chunks (numpy releases the GIL); ``None``: up to 2, one per
-        CPU. The result does not depend on it.
+    workers : threads parsing chunks (numpy releases the GIL; on a busy 2-core machine one
+        thread is usually as fast). The result does not depend on it.
 
     Raises :class:`DataFormatError` (file, 1-based line, field) on malformed input and
     :class:`MissingFilesError` when the file does not exist.
@@ -749,25 +930,35 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     if not path.is_file():
         raise MissingFilesError(path.parent, [path.name])
     base, nf = int(feature_id_base), None if n_features is None else int(n_features)
-    if workers is None:
-        workers = max(1, min(2, os.cpu_count() or 1))
-    if path.stat().st_size <= chunk_bytes:
+    if path.stat().st_size <= 2 * chunk_bytes:
         workers = 1
+    _prime_allocator()
+    size = path.stat().st_size
+    dense = _Dense(nf) if nf is not None else None
     blocks, labels, qids, lines = [], [], [], []
-    state = {"line0": 1}
+    state = {"line0": 1, "bytes": 0}
     pool: list[bytearray] = []
 
-    def collect(result, ba):
+    def collect(result, ba, nbytes):
         line0 = state["line0"]
         try:
-            block, lab, q, li, n_lines = result()
+            ch, lin, vals, w = result()
         except _BadLine as e:
             raise DataFormatError(path, line0 + e.line - 1, e.message, field=e.field) from None
-        blocks.append(block)
-        labels.append(lab)
-        qids.append(q)
-        lines.append(li + line0)
-        state["line0"] = line0 + n_lines
+        R = ch.labels.size
+        state["bytes"] += nbytes
+        if dense is not None:
+            rows_so_far = dense.n + R
+            est = int(rows_so_far * size / max(state["bytes"], 1) * 1.05) + 1024
+            dense.add(R, lin, vals, est)
+        else:
+            block = np.zeros((R, w), dtype=np.float32)
+            block.reshape(-1)[lin] = vals
+            blocks.append(block)
+        labels.append(ch.labels)
+        qids.append(ch.qids)
+        lines.append(ch.line_idx + line0)
+        state["line0"] = line0 + ch.n_lines
         pool.append(ba)
 
     with open(path, "rb", buffering=0) as fh:
@@ -775,36 +966,36 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
         if workers == 1:
             while (got := reader.next(pool.pop() if pool else _buffer(reader.cap))):
                 ba, cend = got
-                collect(lambda: _process(ba, cend, qid, base, nf), ba)
+                collect(lambda: _process(ba, cend, qid, base, nf), ba, cend - _PAD)
         else:
             pending: deque = deque()
             with ThreadPoolExecutor(workers) as ex:
                 try:
                     while (got := reader.next(pool.pop() if pool else _buffer(reader.cap))):
                         ba, cend = got
-                        pending.append((ex.submit(_process, ba, cend, qid, base, nf), ba))
+                        pending.append((ex.submit(_process, ba, cend, qid, base, nf), ba,
+                                        cend - _PAD))
                         while len(pending) > workers:
-                            fut, b = pending.popleft()
-                            collect(fut.result, b)
+                            fut, b, nbytes = pending.popleft()
+                            collect(fut.result, b, nbytes)
                     while pending:
-                        fut, b = pending.popleft()
-                        collect(fut.result, b)
+                        fut, b, nbytes = pending.popleft()
+                        collect(fut.result, b, nbytes)
                 finally:
-                    for fut, _ in pending:
+                    for fut, _, _ in pending:
                         fut.cancel()
-    n_rows = sum(b.shape[0] for b in blocks)
-    if n_rows == 0:
-        raise DataFormatError(path, None, "no data lines (the file is empty or holds only "
-                              "blank and comment lines)")
-    width = nf if nf is not None else max(b.shape[1] for b in blocks)
-    if all(b.shape[1] == width for b in blocks):
-        features = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+    if dense is not None:
+        features, width = dense.result(), nf
     else:
-        features = np.zeros((n_rows, width), dtype=np.float32)
+        width = max([b.shape[1] for b in blocks] + [0])
+        features = np.zeros((sum(b.shape[0] for b in blocks), width), dtype=np.float32)
         r = 0
         for b in blocks:
             features[r:r + b.shape[0], :b.shape[1]] = b
             r += b.shape[0]
+    if features.shape[0] == 0:
+        raise DataFormatError(path, None, "no data lines (the file is empty or holds only "
+                              "blank and comment lines)")
     return SvmlightRows(
         features=features, labels=np.concatenate(labels), qids=np.concatenate(qids),
         line_numbers=np.concatenate(lines),
@@ -843,7 +1034,7 @@ def qptr_from_qids(qids: np.ndarray, line_numbers: np.ndarray, *, path=None
 def parse_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                    feature_id_base: int = 1, label_max: float | None = None,
                    name: str | None = None, chunk_bytes: int = _DEFAULT_CHUNK,
-                   workers: int | None = None) -> RankingData:
+                   workers: int = 1) -> RankingData:
     """Parse an SVMlight ranking file (``label qid:Q fid:val ...``) into :class:`RankingData`.
 
     Every data line needs ``qid:<n>``; a query is a run of consecutive lines with the same
