@@ -1,5 +1,6 @@
 """SVMlight parsing: scikit-learn's ``load_svmlight_file(path, query_id=True)`` against
-``data_loaders.svmlight.parse_svmlight`` (fresh parse, no cache) on generated files shaped
+``data_loaders.svmlight.parse_svmlight`` (fresh parse, no cache; one untimed warm-up, then
+the median of ``--repeats`` runs) on generated files shaped
 like MSLR-WEB30K (dense, 136 features, ~100 lines per query) and Yahoo! Set 1 (sparse,
 100-200 of 700 features per line). Also reports the cache reload time and the time of a
 half-size file (linear time: ~0.5).
@@ -87,12 +88,14 @@ def make_yahoo(path: Path, n_lines: int, rng) -> Path:
     return path
 
 
-def _time(fn, repeats: int) -> tuple[float, object]:
+def _time(fn, repeats: int, log: list | None = None) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
+    if log is not None:
+        log.extend(times)
     return statistics.median(times), out
 
 
@@ -113,7 +116,10 @@ def main() -> None:
             size_mb = path.stat().st_size / 2 ** 20
             t_sk, (X, y, q) = _time(lambda: load_svmlight_file(
                 str(path), query_id=True, n_features=nf, zero_based=False), 1)
-            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats)
+            parse_svmlight(path, n_features=nf)       # warm-up (memory of the process)
+            runs: list = []
+            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats,
+                                 runs)
             t_two, _ = _time(lambda: parse_svmlight(path, n_features=nf, workers=2),
                              args.repeats)
             # same values as scikit-learn
@@ -141,7 +147,8 @@ def main() -> None:
                   f"{data.n_queries} queries, features {data.features.shape}")
             print(f"  sklearn load_svmlight_file     {t_sk:8.3f} s")
             print(f"  parse_svmlight                 {t_ours:8.3f} s   "
-                  f"x{t_sk / t_ours:.1f}  ({size_mb / t_ours:.0f} MiB/s)")
+                  f"x{t_sk / t_ours:.1f}  ({size_mb / t_ours:.0f} MiB/s; runs "
+                  + ", ".join(f"{t:.3f}" for t in runs) + ")")
             print(f"  parse_svmlight (workers=2)     {t_two:8.3f} s   x{t_sk / t_two:.1f}")
             print(f"  half-size file                 {t_half:8.3f} s   "
                   f"half/full = {t_half / t_ours:.2f} (linear: 0.50)")

@@ -7,20 +7,22 @@ Format (one item per line; see ``docs/data_svmlight.md``)::
 The reader parses whole chunks of the file at once with numpy, with no Python work per line
 or per number:
 
-1. the file is read in chunks of whole lines into one reused buffer;
+1. the file is read in chunks of whole lines (1 MiB by default) into reused buffers;
 2. comments (``#`` to the end of the line) are blanked;
 3. every whitespace byte and every ``:`` is an *event*; the non-empty gaps between events are
    the *pieces* (label, ``qid``, query id, feature ids, values); the line structure is checked
    on the events (a colon has a piece on both sides, pieces alternate ``key:value``, every
    line starts with its label);
-4. numbers are decoded eight bytes at a time (SWAR): each piece is loaded as two
-   little-endian 64-bit words, every byte is checked to be a digit, one ``.`` or a leading
-   sign, the decimal point is squeezed out, and the digits are combined with three
-   multiply-shift steps into an integer mantissa ``M`` (at most 2**53); the value is then
-   ``M / 10**F`` (``F`` = digits after the point), one correctly rounded IEEE division, hence
-   the same double as ``float(token)``; rarer spellings (exponents, more than 16
-   characters) go through ``float`` after a full-match regex check;
-5. features are scattered into a dense float32 block per chunk.
+4. numbers are decoded eight bytes at a time (SWAR): a piece is loaded right-aligned into a
+   little-endian 64-bit word (two words for 9..16 bytes, a 32-bit word for ids of at most 4
+   digits), every byte is checked to be a digit, one ``.`` or a leading sign, the decimal
+   point is squeezed out, and multiply-shift steps combine the digits into an integer
+   mantissa ``M`` (at most 2**53); the value is then ``M / 10**F`` (``F`` = digits after the
+   point), one correctly rounded IEEE division of exact operands, hence the same double as
+   ``float(token)``; single characters are read directly; rarer spellings (exponents, more
+   than 16 characters) go through ``float`` after a full-match regex check;
+5. values are written into the dense float32 output chunk by chunk (a plain copy when every
+   line lists all ids in order, a scatter otherwise).
 
 Any check that fails in the vectorized path sends the chunk to a line-by-line parser that
 applies the same grammar and raises :class:`DataFormatError` naming the file, the 1-based
@@ -111,23 +113,25 @@ class _Decoder:
     """SWAR decoders of integer and decimal pieces, with scratch buffers reused across
     batches so that the hot loop allocates nothing.
 
-    Per word: non-digit bytes are flagged by ``((x & 0x7F) + 0x76) | x`` (high bit), points
-    by an exact zero-byte test of ``x ^ ('.' ^ '0')``; the bytes before the point move one
-    byte up (``B = min((point >> 7) - 1, point)`` is the mask of those bytes, 0 without a
-    point); eight digits combine into an integer with three multiply-shift steps.
+    Per word ``x`` (piece bytes XOR '0', so digits are 0..9): non-digit bytes are flagged by
+    the high bit of ``((x & 0x7F) + 0x76) | x``; apart from a leading sign they must all be
+    ``'.'`` (``x & S == ('.' ^ '0') & S`` with ``S`` the flagged bytes spread to 0xFF), at
+    most one; the bytes before the point move one byte up (``B = min((point >> 7) - 1,
+    point)`` is the mask of those bytes, 0 without a point); eight digits combine into an
+    integer with three multiply-shift steps (``* 2561 >> 8``, ``* 6553601 >> 16``,
+    ``* 42949672960001 >> 32`` with masks in between).
     """
 
     def __init__(self, n: int = _BATCH) -> None:
         self.n = n
-        u = [np.empty(n, np.uint64) for _ in range(13)]
+        u = [np.empty(n, np.uint64) for _ in range(12)]
         (self.q, self.r, self.rl, self.a, self.b, self.x, self.x2, self.nd, self.zd,
-         self.t, self.B, self.m, self.m2) = u
+         self.t, self.B, self.m) = u
         self.i64 = np.empty(n, np.int64)
         self.i64b = np.empty(n, np.int64)
-        self.eights = np.full(n, 8, np.int64)
         self.g = np.empty(n)
-        self.u8 = [np.empty(n, np.uint8) for _ in range(7)]
-        self.bl = [np.empty(n, bool) for _ in range(4)]
+        self.u8 = [np.empty(n, np.uint8) for _ in range(5)]
+        self.bl = [np.empty(n, bool) for _ in range(3)]
         self.w32 = [np.empty(n, np.uint32) for _ in range(4)]
 
     # -- building blocks (k = batch length) --
@@ -141,9 +145,9 @@ class _Decoder:
         np.bitwise_and(i64, 7, out=i64)
         np.left_shift(i64, 3, out=r.view(np.int64))
         np.subtract(_W64, r, out=rl)          # a shift by 64 gives 0, as r == 0 needs
-        A.take(qi, out=a, mode="clip")
+        A.take(qi, out=a, mode="wrap")
         np.add(qi, 1, out=qi)
-        A.take(qi, out=b, mode="clip")
+        A.take(qi, out=b, mode="wrap")
         np.right_shift(a, r, out=out)
         np.left_shift(b, rl, out=b)
         np.bitwise_or(out, b, out=out)
@@ -163,41 +167,47 @@ class _Decoder:
         """Validate and decode one word ``x`` holding ``Lw`` piece bytes.
 
         ``fb``: first byte of the piece (a sign is allowed there) or None. Outputs: ``M``
-        the digits as an integer (point squeezed out), ``cd`` number of points, ``fidx``
-        bytes-before-point + 8 * cd, ``ok``, ``neg`` (only with ``fb``). Returns whether
-        any piece has a point (when none has, ``fidx`` is not computed).
+        the digits as an integer (point squeezed out), ``cd`` number of non-digits other
+        than the sign (valid: at most one, a point), ``fidx`` bytes-before-point + 8 * cd,
+        ``ok``, ``neg`` (only with ``fb``). Returns whether any piece has a point (when
+        none has, ``fidx`` is not computed).
         """
         nd, zd, a, B = self.nd[:k], self.zd[:k], self.a[:k], self.B[:k]
-        c, tmp = self.u8[0][:k], self.u8[1][:k]
+        tmp = self.u8[1][:k]
         b1 = self.bl[1][:k]
         V, V80 = self._masks(Lw, k)
         np.bitwise_and(x, _M7F, out=nd)
         np.add(nd, _P76, out=nd)
         np.bitwise_or(nd, x, out=nd)
-        np.bitwise_and(nd, V80, out=nd)       # non-digit bytes
-        np.bitwise_xor(x, _X1E, out=zd)
-        np.bitwise_and(zd, _M7F, out=a)
-        np.add(a, _M7F, out=a)
-        np.bitwise_or(a, zd, out=a)
-        np.bitwise_or(a, _M7F, out=a)
-        np.invert(a, out=a)
-        np.bitwise_and(a, V80, out=zd)        # '.' bytes
-        np.bitwise_count(nd, out=c)
-        np.bitwise_count(zd, out=cd)
-        if fb is not None:
+        np.bitwise_and(nd, V80, out=nd)       # non-digit bytes (high bits)
+        if need_digit:                        # not every byte a non-digit
+            np.not_equal(nd, V80, out=ok)
+        else:
+            ok.fill(True)
+        if fb is not None:                    # leave out a sign opening the piece
             sg = self.bl[2][:k]
             np.equal(fb, 45, out=neg)
             np.equal(fb, 43, out=sg)
             np.bitwise_or(sg, neg, out=sg)
-            np.add(cd, sg.view(np.uint8), out=tmp)
-            np.equal(c, tmp, out=ok)          # non-digits are the sign and the points
+            np.subtract(8, Lw, out=self.i64[:k])
+            np.left_shift(self.i64[:k], 3, out=self.i64[:k])
+            np.left_shift(_U(0x80), self.i64[:k].view(np.uint64), out=a)
+            np.multiply(a, sg, out=a)
+            np.invert(a, out=a)
+            np.bitwise_and(nd, a, out=zd)
         else:
-            np.equal(c, cd, out=ok)
+            np.copyto(zd, nd)
+        # every other non-digit must be a '.', at most one of them
+        np.right_shift(zd, _S7, out=a)
+        np.multiply(a, _FF, out=a)
+        np.bitwise_and(x, a, out=B)
+        np.bitwise_and(a, _X1E, out=a)
+        np.equal(B, a, out=b1)
+        np.bitwise_and(ok, b1, out=ok)
+        np.bitwise_count(zd, out=cd)
         np.less_equal(cd, 1, out=b1)
         np.bitwise_and(ok, b1, out=ok)
-        if need_digit:                        # not every byte a non-digit
-            np.not_equal(nd, V80, out=b1)
-            np.bitwise_and(ok, b1, out=ok)
+        # keep the digits only
         np.right_shift(nd, _S7, out=nd)
         np.multiply(nd, _FF, out=nd)
         np.invert(nd, out=nd)
@@ -253,7 +263,7 @@ class _Decoder:
                 continue
             x, t, nd = self.x[:k], self.t[:k], self.nd[:k]
             self._load(A, end[i:j], k, 0, x)
-            _V80.take(Lb, out=t, mode="clip")
+            _V80.take(Lb, out=t, mode="wrap")
             np.bitwise_and(x, _M7F, out=nd)
             np.add(nd, _P76, out=nd)
             np.bitwise_or(nd, x, out=nd)
@@ -261,7 +271,7 @@ class _Decoder:
             np.equal(nd, 0, out=ok[i:j])
             np.less_equal(Lb, 8, out=self.bl[0][:k])
             np.bitwise_and(ok[i:j], self.bl[0][:k], out=ok[i:j])
-            _V.take(Lb, out=t, mode="clip")
+            _V.take(Lb, out=t, mode="wrap")
             np.bitwise_and(x, t, out=x)
             M = out[i:j].view(np.uint64)
             np.multiply(x, _C1, out=M)
@@ -284,10 +294,10 @@ class _Decoder:
         np.bitwise_and(i64, 3, out=i64)
         np.left_shift(i64, 3, out=r.view(np.int32))
         np.subtract(np.uint32(32), r, out=rl)
-        A32.take(q, out=w, mode="clip")
+        A32.take(q, out=w, mode="wrap")
         np.right_shift(w, r, out=w)
         np.add(q, 1, out=q)
-        A32.take(q, out=t, mode="clip")
+        A32.take(q, out=t, mode="wrap")
         np.left_shift(t, rl, out=t)
         np.bitwise_or(w, t, out=w)
         np.bitwise_xor(w, np.uint32(0x30303030), out=w)
@@ -322,15 +332,15 @@ class _Decoder:
             if signs:
                 fb = self.u8[4][:k]
                 np.subtract(e, Lb, out=self.i64[:k])
-                arr.take(self.i64[:k], out=fb, mode="clip")
+                arr.take(self.i64[:k], out=fb, mode="wrap")
             o = out[i:j]
             if self._core(x, Lb, k, fb, True, M, cd, fidx, ok[i:j], neg):
-                _DIV1.take(fidx, out=g, mode="clip")
+                _DIV1.take(fidx, out=g, mode="wrap")
                 np.divide(M.view(np.int64), g, out=o)     # exact M, exact 10**F: one rounding
             else:
                 np.copyto(o, M.view(np.int64), casting="unsafe")
             if signs:
-                _SGN.take(neg.view(np.uint8), out=g, mode="clip")
+                _SGN.take(neg.view(np.uint8), out=g, mode="wrap")
                 np.multiply(o, g, out=o)
 
     def _long(self, arr, A, end, length, out, ok, signs):
@@ -353,22 +363,22 @@ class _Decoder:
             np.bitwise_and(i64, 7, out=i64)
             np.left_shift(i64, 3, out=r.view(np.int64))
             np.subtract(_W64, r, out=rl)
-            A.take(q, out=lo, mode="clip")
+            A.take(q, out=lo, mode="wrap")
             np.right_shift(lo, r, out=lo)
             np.add(q, 1, out=q)
-            A.take(q, out=a, mode="clip")
+            A.take(q, out=a, mode="wrap")
             np.left_shift(a, rl, out=t)
             np.bitwise_or(lo, t, out=lo)
             np.right_shift(a, r, out=hi)
             np.add(q, 1, out=q)
-            A.take(q, out=a, mode="clip")
+            A.take(q, out=a, mode="wrap")
             np.left_shift(a, rl, out=a)
             np.bitwise_or(hi, a, out=hi)
             np.bitwise_xor(lo, _X30, out=lo)
             np.bitwise_xor(hi, _X30, out=hi)
             np.subtract(Lb, 8, out=Ll)
             # non-digit bytes
-            _V80.take(Ll, out=t, mode="clip")
+            _V80.take(Ll, out=t, mode="wrap")
             np.bitwise_and(lo, _M7F, out=ndl)
             np.add(ndl, _P76, out=ndl)
             np.bitwise_or(ndl, lo, out=ndl)
@@ -380,12 +390,12 @@ class _Decoder:
             if signs:                          # a sign may open the piece (in lo)
                 fb = self.u8[4][:k]
                 np.subtract(e, Lb, out=i64)
-                arr.take(i64, out=fb, mode="clip")
+                arr.take(i64, out=fb, mode="wrap")
                 sg = b1
                 np.equal(fb, 45, out=neg)
                 np.equal(fb, 43, out=sg)
                 np.bitwise_or(sg, neg, out=sg)
-                _FLO8.take(Ll, out=t, mode="clip")
+                _FLO8.take(Ll, out=t, mode="wrap")
                 np.multiply(t, sg, out=t)
                 np.invert(t, out=t)
                 np.bitwise_and(ndl, t, out=rest)
@@ -411,7 +421,7 @@ class _Decoder:
             np.less_equal(cnt, 1, out=b1)
             np.bitwise_and(okb, b1, out=okb)
             # digits of lo: bytes of the piece that are digits
-            _V.take(Ll, out=t, mode="clip")
+            _V.take(Ll, out=t, mode="wrap")
             np.right_shift(ndl, _S7, out=a)
             np.multiply(a, _FF, out=a)
             np.invert(a, out=a)
@@ -461,10 +471,10 @@ class _Decoder:
             np.less_equal(M, _MAXM, out=b1)
             np.bitwise_and(okb, b1, out=okb)
             g = self.g[:k]
-            _DIVL.take(u0, out=g, mode="clip")
+            _DIVL.take(u0, out=g, mode="wrap")
             np.divide(M.view(np.int64), g, out=o)
             if signs:
-                _SGN.take(neg.view(np.uint8), out=g, mode="clip")
+                _SGN.take(neg.view(np.uint8), out=g, mode="wrap")
                 np.multiply(o, g, out=o)
 
     def numbers(self, arr, A, end, length, signs=True):
@@ -515,9 +525,10 @@ class _Chunk:
     line_idx: np.ndarray         # int64 [R], 0-based line within the chunk of each row
     labels: np.ndarray           # float64 [R]
     qids: np.ndarray             # int64 [R], -1 where the line has no qid
-    rows: np.ndarray             # int64 [P], row of each feature pair
+    rows: np.ndarray | None      # int64 [P], row of each feature pair (None if complete)
     fids: np.ndarray             # int64 [P]
     vals: np.ndarray             # float64 [P]
+    complete: bool = False       # every row lists all n_features ids in increasing order
 
 
 def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | None:
@@ -627,15 +638,20 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
             return None
         if nf is not None and int(fids.max()) >= base + nf:
             return None
-    rows = np.repeat(np.arange(R, dtype=np.int64), npairs)
+    increasing, inc = True, None
     if fids.size > 1:
         inc = fids[1:] > fids[:-1]
         first = np.cumsum(npairs) - npairs     # first pair of each row
         first = first[(npairs > 0) & (first > 0)]
         inc[first - 1] = True
-        if not inc.all() and _has_duplicate(rows, fids, np.flatnonzero(~inc) + 1):
-            return None
-    return _Chunk(n_lines, nb, lab, qids, rows, fids, vals)
+        increasing = bool(inc.all())
+    # increasing ids within base..base+nf-1, nf of them in every row: exactly that sequence
+    complete = (increasing and nf is not None and fids.size == R * nf
+                and bool((npairs == nf).all()))
+    rows = None if complete else np.repeat(np.arange(R, dtype=np.int64), npairs)
+    if not increasing and _has_duplicate(rows, fids, np.flatnonzero(~inc) + 1):
+        return None
+    return _Chunk(n_lines, nb, lab, qids, rows, fids, vals, complete)
 
 
 def _blank_comments(reg: np.ndarray) -> None:
@@ -811,7 +827,8 @@ _local = threading.local()
 
 def _process(ba, cend, mode, base, nf):
     """Parse one chunk (runs in a worker): ``(chunk, lin, vals, width)`` with ``lin`` the
-    flat positions of the values in a dense ``[rows, width]`` block."""
+    flat positions of the values in a dense ``[rows, width]`` block (None when the values
+    fill it in order)."""
     dec = getattr(_local, "decoder", None)
     if dec is None:
         dec = _local.decoder = _Decoder()
@@ -821,6 +838,8 @@ def _process(ba, cend, mode, base, nf):
     if ch is None:
         ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)
     w = nf if nf is not None else (int(ch.fids.max()) - base + 1 if ch.fids.size else 0)
+    if ch.complete:                    # values already in row-major order
+        return ch, None, ch.vals.astype(np.float32), w
     lin = ch.rows * w
     lin += ch.fids
     lin -= base
@@ -842,7 +861,10 @@ class _Dense:
             if self.arr is not None:
                 new[:self.n] = self.arr[:self.n]
             self.arr = new
-        self.arr[self.n:need].reshape(-1)[lin] = vals
+        if lin is None:
+            self.arr[self.n:need] = vals.reshape(R, self.w)
+        else:
+            self.arr[self.n:need].reshape(-1)[lin] = vals
         self.n = need
 
     def result(self) -> np.ndarray:
