@@ -52,9 +52,10 @@ def _lightgbm(root, split, params):
 
     from .lightgbm import load_lightgbm
 
-    params = dict(params)
-    name = params.pop(split, f"{split}.txt")
-    return load_lightgbm(os.path.join(root, name), **params)
+    # params maps split names (train/valid/vali/test) to file names; the rest are options
+    files = {k: params[k] for k in ("train", "valid", "vali", "test") if k in params}
+    options = {k: v for k, v in params.items() if k not in files}
+    return load_lightgbm(os.path.join(root, files.get(split, f"{split}.txt")), **options)
 
 
 def _iitjee(root, split, params):
