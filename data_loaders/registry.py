@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .errors import GroupingError
+from .errors import GroupingError, MissingFilesError
 from .ranking_data import RankingData
 
 
@@ -70,6 +70,12 @@ def _movielens(root, split, params):
     return load_movielens(root, **params)
 
 
+#: where users point each loader at their copy of the data
+ENV_VARS = {"trec_fair_ppg": "GROUPBIAS_TREC_FAIR", "trec_fair_track": "GROUPBIAS_TREC_FAIR",
+            "yahoo": "GROUPBIAS_YAHOO", "mslr": "GROUPBIAS_MSLR",
+            "lightgbm": "GROUPBIAS_LIGHTGBM", "iitjee": "GROUPBIAS_IITJEE",
+            "movielens": "GROUPBIAS_MOVIELENS"}
+
 #: loader name -> (function(root, split, params), has a built-in sensitive attribute)
 LOADERS: dict[str, tuple[Callable, bool]] = {
     "synthetic": (_synthetic, True),
@@ -96,7 +102,16 @@ def load_splits(dataset_cfg: Mapping, *, only: tuple[str, ...] | None = None
     for ours, theirs in splits.items():
         if only is not None and ours not in only:
             continue
-        out[ours] = fn(dataset_cfg.get("root"), theirs, params)
+        try:
+            out[ours] = fn(dataset_cfg.get("root"), theirs, params)
+        except MissingFilesError as exc:
+            env = ENV_VARS.get(loader)
+            if env is None:
+                raise
+            raise MissingFilesError(
+                exc.directory, exc.expected,
+                hint=f"point {env} (or dataset.root=...) at your copy of "
+                     f"{dataset_cfg.get('name', loader)}; see docs/datasets.md") from exc
     return out
 
 

@@ -3,8 +3,9 @@
 One simulation per (β, repetition); for every cluster size k on the grid (random clusters of
 k queries; k = 1 is the per-query estimate, k >= #queries one global cluster): β̂ per cluster,
 IPS correction, and NDCG@10 overall / affected / non-affected of the corrected scores, with
-the biased scores as reference. ``-m estimator.cluster_size=1,10,100`` sweeps the Hydra way
-instead (one run per size; ``groupbias-report`` joins them).
+the biased scores as reference. ``groupbias -m experiment=ablation_cluster_size
+estimator.cluster_size=1,10,100`` sweeps the Hydra way instead (one run per size;
+``groupbias-report`` joins them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import correct_and_evaluate, simulate
 from groupbias.reporting.plots import plot_cluster_size
 
-from .common import bias_kw, entries, estimator_kw, load_or_skip, rng_for
+from .common import betas, bias_kw, entries, estimator_kw, load_or_skip, rng_for
 
 
 def cluster_sweep(cfg: DictConfig, rd, *, tag: str) -> list[dict]:
@@ -24,12 +25,14 @@ def cluster_sweep(cfg: DictConfig, rd, *, tag: str) -> list[dict]:
     splits, _ = load_or_skip(ds, grouping, only=(cfg.experiment.split,), skip_missing=False)
     data = splits[cfg.experiment.split]
     est_kw = estimator_kw(cfg)
-    sizes = [est_kw.pop("cluster_size")] if cfg.estimator.cluster_size is not None else \
+    chosen = est_kw.pop("cluster_size")
+    requested = [chosen] if chosen is not None else \
         [int(k) for k in cfg.experiment.cluster_sizes]
-    est_kw.pop("cluster_size", None)
+    # sizes beyond the number of queries all mean one global cluster: keep one of them
+    sizes = sorted({min(int(k), data.n_queries) for k in requested})
     bkw = bias_kw(cfg)
     records = []
-    for beta in cfg.bias.betas:
+    for beta in betas(cfg):
         beta = float(beta)
         for rep in range(int(cfg.experiment.repetitions)):
             def step(beta=beta, rep=rep):
@@ -39,9 +42,9 @@ def cluster_sweep(cfg: DictConfig, rd, *, tag: str) -> list[dict]:
                 for k in sizes:
                     base = {"dataset": ds["name"], "regime": "tabular", "beta": beta,
                             "beta_std": bkw["beta_std"], "variant": bkw["variant"],
-                            "cluster_size": min(int(k), data.n_queries), "repetition": rep}
+                            "cluster_size": k, "repetition": rep}
                     *_, recs = correct_and_evaluate(
-                        data, sim, beta=beta, cluster_size=min(int(k), data.n_queries),
+                        data, sim, beta=beta, cluster_size=k,
                         rng=rng_for(cfg.seed, tag, "est", beta, rep, k), base=base, **est_kw)
                     out += recs
                 return {"records": out}

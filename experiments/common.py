@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data_loaders import DataError, RankingData
 from data_loaders.registry import load_grouped
+from groupbias.errors import ParameterError
 from groupbias.cli import CONFIG_DIR
 
 log = logging.getLogger("groupbias")
@@ -27,11 +28,28 @@ def dataset_config(name: str) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
 
 
+def _data_overridden() -> bool:
+    """True when the command line chose a dataset or grouping (``dataset=...``,
+    ``grouping.feature_id=...``): then it replaces the experiment's dataset list."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = HydraConfig.get().overrides.task
+    except ValueError:  # not inside a Hydra app
+        return False
+    keys = [o.split("=", 1)[0].lstrip("+~") for o in task]
+    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
+
+
 def entries(cfg: DictConfig) -> list[tuple[dict, dict]]:
-    """(dataset config, grouping config) for every entry of ``experiment.datasets``; an
-    empty or missing list means the composed ``dataset``/``grouping`` of the run."""
+    """(dataset config, grouping config) pairs to run.
+
+    ``experiment.datasets`` (names, or ``{dataset, name, grouping}`` mappings) when set;
+    the composed ``dataset``/``grouping`` groups when the list is empty, or when the command
+    line overrides them (``groupbias experiment=table2 dataset=mslr grouping=feature ...``).
+    """
     items = cfg.experiment.get("datasets") or []
-    if not items:
+    if not items or _data_overridden():
         return [(OmegaConf.to_container(cfg.dataset, resolve=True),
                  OmegaConf.to_container(cfg.grouping, resolve=True))]
     out = []
@@ -70,19 +88,50 @@ def rng_for(seed: int, *keys) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
 
 
+def _number(key: str, value, *, integer: bool = False):
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            (integer and not isinstance(value, numbers.Integral)):
+        raise ParameterError(key, "an integer" if integer else "a number", value)
+    return int(value) if integer else float(value)
+
+
+def betas(cfg: DictConfig, key: str = "bias.betas") -> list[float]:
+    """The list of β values at config ``key`` (validated: numbers in (0, 1])."""
+    node = OmegaConf.select(cfg, key)
+    if isinstance(node, (int, float)) or node is None or isinstance(node, str):
+        raise ParameterError(key, "a list of betas in (0, 1], e.g. [0.8,0.6]", node)
+    out = [_number(key, b) for b in node]
+    if not out or any(not 0 < b <= 1 for b in out):
+        raise ParameterError(key, "a non-empty list of betas in (0, 1]", out)
+    return out
+
+
 def bias_kw(cfg: DictConfig) -> dict:
     """Simulation keywords of the pipelines from the ``bias`` config group."""
-    return dict(beta_std=float(cfg.bias.beta_std), variant=cfg.bias.variant,
-                modes=None if cfg.bias.modes is None else [float(m) for m in cfg.bias.modes],
-                beta_min=float(cfg.bias.beta_min), relevance_mode=cfg.bias.relevance)
+    b = cfg.bias
+    if b.variant not in ("normal", "two_mode"):
+        raise ParameterError("bias.variant", "'normal' or 'two_mode'", b.variant)
+    return dict(beta_std=_number("bias.beta_std", b.beta_std), variant=b.variant,
+                modes=None if b.modes is None else [_number("bias.modes", m) for m in b.modes],
+                beta_min=_number("bias.beta_min", b.beta_min), relevance_mode=b.relevance)
 
 
 def estimator_kw(cfg: DictConfig) -> dict:
     """Estimator keywords of the pipelines from the ``estimator`` config group."""
-    cs = cfg.estimator.cluster_size
-    return dict(cluster_size=None if cs is None else int(cs),
-                grid_step=float(cfg.estimator.grid_step),
-                zero_policy=cfg.estimator.zero_policy, jitter=bool(cfg.estimator.jitter))
+    e = cfg.estimator
+    cs = e.cluster_size
+    if cs is not None:
+        cs = _number("estimator.cluster_size", cs, integer=True)
+        if cs < 1:
+            raise ParameterError("estimator.cluster_size",
+                                 "null (one global cluster) or an integer >= 1", cs)
+    if not isinstance(e.jitter, bool):
+        raise ParameterError("estimator.jitter", "true or false", e.jitter)
+    return dict(cluster_size=cs, grid_step=_number("estimator.grid_step", e.grid_step),
+                zero_policy=e.zero_policy, jitter=e.jitter,
+                jitter_scale=e.get("jitter_scale", "grade"))
 
 
 def fairness_specs(cfg: DictConfig) -> list:

@@ -21,7 +21,7 @@ from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.plots import plot_biased_vs_corrected
 from groupbias.reporting.tables import table_to_markdown
 
-from .common import bias_kw, entries, estimator_kw, load_or_skip, rng_for
+from .common import betas, bias_kw, entries, estimator_kw, load_or_skip, rng_for
 
 
 def run(cfg: DictConfig, rd) -> dict:
@@ -34,7 +34,7 @@ def run(cfg: DictConfig, rd) -> dict:
               f"utility ratio (affected/non-affected) {s['utility_ratio']:.3f}, "
               f"{s['queries_with_both_groups']} queries with both groups")
     records = []
-    for beta in cfg.experiment.betas:
+    for beta in betas(cfg):
         res = rd.step(f"tabular_beta{beta}", lambda beta=beta: {"records": run_tabular(
             splits["train"], beta=float(beta), rng=rng_for(cfg.seed, "demo-tab", float(beta)),
             dataset=ds["name"], **bias_kw(cfg), **estimator_kw(cfg)).records})

@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_biased_vs_corrected
 
-from .common import bias_kw, estimator_kw, load_or_skip, rng_for
+from .common import betas, bias_kw, estimator_kw, load_or_skip, rng_for
 from .impact import setups
 
 
@@ -23,7 +23,7 @@ def run(cfg: DictConfig, rd) -> dict:
             skipped.append(reason)
             continue
         name = ds["name"]
-        for beta in cfg.bias.betas:
+        for beta in betas(cfg):
             beta = float(beta)
             records += rd.step(f"{name}_beta{beta}", lambda beta=beta: {"records": run_tabular(
                 splits[cfg.experiment.split], beta=beta,

@@ -18,7 +18,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_degradation
 
-from .common import bias_kw, dataset_config, entries, estimator_kw, load_or_skip, rng_for
+from .common import betas, bias_kw, dataset_config, entries, estimator_kw, load_or_skip, rng_for
 
 
 def setups(cfg: DictConfig) -> list[tuple[dict, dict]]:
@@ -46,24 +46,25 @@ def run(cfg: DictConfig, rd) -> dict:
             continue
         name = ds["name"]
         key = {"dataset": ds, "grouping": grouping}
-        for beta in cfg.experiment.betas:
-            beta = float(beta)
+        for beta in betas(cfg):
+            # β = 1 is the full-information reference: no per-query noise either
+            bkw = {**bias_kw(cfg), **({"beta_std": 0.0} if beta == 1.0 else {})}
             if "tabular" in cfg.experiment.regimes:
-                def tab(beta=beta):
+                def tab(beta=beta, bkw=bkw):
                     res = run_tabular(splits[cfg.experiment.split], beta=beta,
                                       rng=rng_for(cfg.seed, "impact", name, beta),
-                                      dataset=name, **bias_kw(cfg), **estimator_kw(cfg))
+                                      dataset=name, **bkw, **estimator_kw(cfg))
                     return {"records": [r for r in res.records if r["condition"] == "biased"]}
                 records += rd.step(f"tab_{name}_beta{beta}", tab,
                                    key={**key, "beta": beta})["records"]
             if "ltr" in cfg.experiment.regimes and "test" in splits:
-                def ltr(beta=beta):
+                def ltr(beta=beta, bkw=bkw):
                     res = run_ltr(splits, beta=beta, model_cfg=model_cfg,
                                   trainer_cfg=trainer_cfg, conditions=("biased",),
                                   rng=rng_for(cfg.seed, "impact-ltr", name, beta),
                                   seed=int(cfg.seed),
                                   out_dir=rd.path / "models" / name / f"beta{beta}",
-                                  dataset=name, **bias_kw(cfg), **estimator_kw(cfg))
+                                  dataset=name, **bkw, **estimator_kw(cfg))
                     return {"records": [r for r in res.records if r["condition"] == "biased"]}
                 records += rd.step(f"ltr_{name}_beta{beta}", ltr,
                                    key={**key, "beta": beta})["records"]

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
 
-from .common import (bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
+from .common import (betas, bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
                      table_metrics)
 
 
@@ -28,7 +28,7 @@ def run(cfg: DictConfig, rd) -> dict:
             skipped.append(reason)
             continue
         split = data[cfg.experiment.split]
-        for beta in cfg.bias.betas:
+        for beta in betas(cfg):
             def step(split=split, beta=beta, name=ds["name"]):
                 res = run_tabular(split, beta=float(beta),
                                   rng=rng_for(cfg.seed, "table1", name, float(beta)),

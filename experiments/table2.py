@@ -12,7 +12,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 
-from .common import (bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
+from .common import (betas, bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
                      table_metrics)
 
 
@@ -28,7 +28,7 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
             continue
         name = ds["name"]
         key = {"dataset": ds, "grouping": grouping}
-        first = float(cfg.bias.betas[0])
+        first = betas(cfg)[0]
         records += rd.step(f"{tag}_{name}_full", lambda: {"records": [
             r for r in run_ltr(splits, beta=first, model_cfg=model_cfg,
                                trainer_cfg=trainer_cfg, conditions=("full",),
@@ -37,7 +37,7 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
                                **fairness_kw(cfg), **bias_kw(cfg),
                                **estimator_kw(cfg)).records
             if r["condition"] == "full"]}, key=key)["records"]
-        for beta in cfg.bias.betas:
+        for beta in betas(cfg):
             beta = float(beta)
             records += rd.step(f"{tag}_{name}_beta{beta}", lambda beta=beta: {
                 "records": run_ltr(splits, beta=beta, model_cfg=model_cfg,

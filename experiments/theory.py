@@ -24,7 +24,7 @@ from groupbias import theory as T
 from groupbias.io import write_text_atomic
 from groupbias.simulation import simulate_attractiveness
 
-from .common import rng_for
+from .common import betas, rng_for
 
 
 def simulate_section4(rng: np.random.Generator, beta: float, n_queries: int, *, n_N: int,
@@ -46,7 +46,7 @@ def run(cfg: DictConfig, rd) -> dict:
     n = dict(n_N=int(e.n_N), n_pos_N=int(e.n_pos_N), n_A=int(e.n_A), n_pos_A=int(e.n_pos_A))
     fit = T.fit_alpha(n["n_N"] + n["n_A"])
     records = []
-    for beta in e.betas:
+    for beta in betas(cfg):
         beta = float(beta)
         a, r, g, qptr = simulate_section4(rng_for(cfg.seed, "theory", beta), beta,
                                           int(e.n_queries), **n)

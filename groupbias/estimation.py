@@ -515,9 +515,16 @@ def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -
     return _jitter(v, rng, float(jitter))
 
 
-def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float) -> np.ndarray:
+def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float,
+            scale: float | None = None) -> np.ndarray:
     if jitter == 0 or v.size == 0:
         return v.copy()
+    if scale is not None:
+        # noise on the scale of the relevance grades (spacing ``scale``): it smooths the KS
+        # curve of small clusters; scores of different grades keep their order
+        h = jitter * scale / 2.0
+        u = rng.uniform(-h, h, size=v.size)
+        return np.where(v == 0, np.abs(u), np.maximum(v + u, v * 0.5))
     srt = np.sort(v)
     steps = np.diff(srt)
     gap = float(np.min(steps, where=steps > 0, initial=np.inf))
@@ -611,6 +618,7 @@ def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | None = None,
                   clusters=None, cluster_size: int | None = None, grid=None,
                   zero_policy: str = "exclude", jitter: float = 0.5,
+                  jitter_scale: float | None = None,
                   group_threshold: float | None = None, split: int = 16) -> BetaEstimate:
     """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
 
@@ -625,6 +633,12 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
     zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
     jitter : tie-breaking noise as a fraction in [0, 1) of half the smallest gap (0 = none)
+    jitter_scale : None (default) for the smallest gap; a positive spacing (e.g. ``1/L``, the
+        spacing of graded relevance ``label/L``) makes the noise ``U(-h, h)``,
+        ``h = jitter * jitter_scale / 2`` (zeros move up only, no score drops below half its
+        value). With continuous biased scores the smallest gap is tiny and the jitter breaks
+        exact ties only; noise on the grade scale also smooths the KS curve of small clusters
+        (§6.1: noise "without swapping the order of the grades").
     group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
     split : branch-and-bound fan-out (speed knob only)
 
@@ -696,8 +710,13 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     else:
         used = a > 0
         vals, aff_used = a[used], affected[used]
+    if jitter_scale is not None and (isinstance(jitter_scale, bool) or
+                                     not isinstance(jitter_scale, numbers.Real) or
+                                     not 0 < jitter_scale <= 1):
+        raise ParameterError("jitter_scale", "None or a grade spacing in (0, 1]", jitter_scale)
     if jitter != 0:
-        vals = _jitter(vals, rng, float(jitter))
+        vals = _jitter(vals, rng, float(jitter),
+                       None if jitter_scale is None else float(jitter_scale))
     x, y = vals[aff_used], vals[~aff_used]
     if n_c == 1:
         cx = np.zeros(x.size, dtype=np.int64)

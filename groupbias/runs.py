@@ -118,7 +118,12 @@ def run_once(path: str | os.PathLike, cfg: Mapping, fn: Callable[["RunDir"], Map
     if rd.is_complete():
         return rd.load_metrics(), True
     rd.start()
-    return rd.finish(fn(rd)), False
+    try:
+        metrics = fn(rd)
+    except BaseException as exc:  # record why, keep finished steps for the next attempt
+        rd._meta("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    return rd.finish(metrics), False
 
 
 def collect_records(root: str | os.PathLike) -> list[dict]:

@@ -122,7 +122,7 @@ def test_report_without_runs_fails_clearly(tmp_path, capsys):
 
 def test_theory_experiment_agrees_with_simulation(tmp_path):
     cfg = _compose(["experiment=theory", f"paths.runs={tmp_path}",
-                    "experiment.n_queries=1500", "experiment.betas=[0.9,0.7,0.6]"])
+                    "experiment.n_queries=1500", "bias.betas=[0.9,0.7,0.6]"])
     recs = run(cfg)["records"]
     val = {(r["metric"], r["condition"], r["beta"]): r["value"] for r in recs}
     for beta in (0.9, 0.7, 0.6):
@@ -142,9 +142,10 @@ SMOKE = {
     "table1": ["experiment.datasets=[synthetic]"],
     "table2": ["experiment.datasets=[synthetic]", "bias.betas=[0.7]", *TINY_TRAIN],
     "impact": ["experiment.setups=listed", "experiment.datasets=[synthetic]",
-               "experiment.betas=[1.0,0.8,0.6]", *TINY_TRAIN],
+               "bias.betas=[1.0,0.8,0.6]", *TINY_TRAIN],
     "fig7": ["experiment.setups=listed", "experiment.datasets=[synthetic]"],
-    "ablation_cluster_size": ["experiment.repetitions=1", "experiment.cluster_sizes=[1,10,40]"],
+    "ablation_cluster_size": ["experiment.repetitions=1",
+                              "experiment.cluster_sizes=[1,10,500,1000]"],
     "ablation_clustering": ["experiment.repetitions=1", "experiment.cluster_sizes=[1,40]",
                             "experiment.beta_stds=[0.3]"],
 }
@@ -166,7 +167,16 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
         conds = {(r["regime"], r["condition"]) for r in recs}
         assert {("tabular", "full"), ("tabular", "biased"), ("ltr", "full"),
                 ("ltr", "biased")} <= conds
+        # beta = 1 is the unbiased reference: tabular scores are the true relevance
+        full = {r["metric"]: r["value"] for r in recs
+                if r["regime"] == "tabular" and r["condition"] == "full"}
+        assert full["ndcg@10"] == 1.0 and full["rho_dtr"] == 1.0
+        assert full["delta_eel"] == 0.0
         assert (rd / "impact_tabular.png").exists() and (rd / "impact_ltr.png").exists()
+    if experiment == "ablation_cluster_size":  # sizes above #queries collapse into one
+        n_train = cfg.dataset.params.n_queries * 0.6
+        assert sorted({r["cluster_size"] for r in recs if r["condition"] == "corrected"}) \
+            == [1, 10, round(n_train)]
     if experiment == "ablation_clustering":
         assert {r["variant"] for r in recs} == {"normal", "two_mode"}
 
@@ -202,3 +212,41 @@ def test_table2_with_related_work_metrics(tmp_path):
     # NFaiRR is undefined (NaN) for crisp 0/1 groups: every item belongs to one group
     nf = [r for r in recs if r["metric"] == "nfairr"]
     assert nf and all(r["value"] is None for r in nf)
+
+
+@pytest.mark.parametrize("override, key", [
+    ("estimator.cluster_size=2.7", "estimator.cluster_size"),
+    ("estimator.cluster_size=0", "estimator.cluster_size"),
+    ("estimator.jitter=0.3", "estimator.jitter"),
+    ("bias.betas=0.8", "bias.betas"),
+    ("bias.betas=[1.5]", "bias.betas"),
+    ("estimator.jitter_scale=coarse", "estimator.jitter_scale"),
+])
+def test_bad_config_values_name_the_key(override, key, tmp_path):
+    from groupbias.errors import ParameterError
+
+    cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
+                    "experiment.datasets=[synthetic]", override])
+    with pytest.raises(ParameterError, match=key.replace(".", r"\.")):
+        run(cfg)
+    meta = json.loads((tmp_path / "table1" / "meta.json").read_text())
+    assert meta["status"] == "failed" and key in meta["error"]
+
+
+def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
+    res = _groupbias(["experiment=table1", "dataset=synthetic", "dataset.params.n_queries=60",
+                      f"paths.runs={tmp_path}"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    (md,) = list((tmp_path / "table1").rglob("table1.md"))
+    rows = [line.split("|")[1].strip() for line in md.read_text().splitlines()[2:]]
+    assert rows == ["synthetic"]
+
+
+def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
+    res = _groupbias(["experiment=table1", "dataset=mslr", "grouping=feature",
+                      "grouping.feature_id=127", f"paths.runs={tmp_path}",
+                      "experiment.skip_missing=false"],
+                     env_extra={"GROUPBIAS_MSLR": str(tmp_path / "nowhere")})
+    assert res.returncode != 0
+    err = res.stderr + res.stdout
+    assert "GROUPBIAS_MSLR" in err and "Fold1/train.txt" in err

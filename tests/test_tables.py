@@ -51,3 +51,21 @@ def test_save_table_formats(tmp_path):
 def test_bad_records():
     with pytest.raises(ParameterError, match="records"):
         paper_table([{"dataset": "x"}])
+
+
+def test_duplicate_records_are_an_error_not_a_silent_pick():
+    recs = _records()
+    recs.append(dict(dataset="Yahoo", beta=0.8, metric="ndcg@10", condition="biased",
+                     value=0.5))
+    with pytest.raises(ParameterError, match="one record per dataset"):
+        paper_table(recs, metrics=("ndcg@10",))
+
+
+def test_latex_star_on_negative_values(tmp_path):
+    recs = [dict(dataset="d", beta=0.8, metric="arab", condition="biased", value=-0.3),
+            dict(dataset="d", beta=0.8, metric="arab", condition="corrected", value=-0.1,
+                 p_value=1e-6)]
+    t = paper_table(recs, metrics=("arab",))
+    assert t.loc["d"].tolist() == ["-0.300", "-0.100*"]  # closer to 0 is better for ARaB
+    tex = save_table(t, tmp_path / "t")["tex"].read_text()
+    assert r"-0.100$^{*}$" in tex and "-0.100*" not in tex

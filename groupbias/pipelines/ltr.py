@@ -33,7 +33,7 @@ from ..estimation import default_grid, estimate_beta
 from ..io import write_npz_atomic, write_text_atomic
 from .evaluation import (EvalSpec, correlation_records, eel_thresholds, ranking_metrics,
                          records_for)
-from .tabular import _group_threshold, simulate
+from .tabular import _group_threshold, grade_spacing, simulate
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -74,8 +74,8 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
             trainer_cfg: Mapping, beta_std: float = 0.1, variant: str = "normal", modes=None,
             beta_min: float = 0.01, relevance_mode: str = "auto",
             cluster_size: int | None = None, grid_step: float = 0.01,
-            zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
-            conditions=CONDITIONS, rng: np.random.Generator, seed: int = 0,
+            zero_policy: str = "exclude", jitter: bool = True, jitter_scale: str = "grade",
+            k: int = 10, conditions=CONDITIONS, rng: np.random.Generator, seed: int = 0,
             out_dir: str | Path, dataset: str | None = None, fairness=(),
             correlations=()) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
@@ -96,36 +96,39 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mappin
     out = Path(out_dir)
     sim_kw = dict(beta=beta, beta_std=beta_std, variant=variant, modes=modes,
                   beta_min=beta_min, relevance_mode=relevance_mode)
+    # one relevance scale for every split: the data's label_max, else the largest label
+    scale = float(train.label_max or max(float(d.labels.max(initial=0.0))
+                                         for d in splits.values()) or 1.0)
+    sim_kw["label_max"] = scale
     sim_tr = simulate(train, rng=rng, **sim_kw)
     est = estimate_beta(sim_tr.attractiveness, train.groups, train.qptr,
                         cluster_size=cluster_size, grid=default_grid(grid_step),
                         zero_policy=zero_policy, jitter=0.5 if jitter else 0.0,
+                        jitter_scale=grade_spacing(train, jitter_scale),
                         group_threshold=_group_threshold(train.groups), rng=rng)
     finite = est.beta_hat[np.isfinite(est.beta_hat)]
     beta_hat_global = float(finite.mean()) if finite.size else 1.0
-    scale_tr = float(train.label_max or train.labels.max() or 1.0)
-    labels = {"full": sim_tr.relevance * scale_tr,
-              "biased": sim_tr.attractiveness * scale_tr,
+    labels = {"full": sim_tr.relevance * scale,
+              "biased": sim_tr.attractiveness * scale,
               "corrected": ips_correct(sim_tr.attractiveness, train.groups, train.qptr,
-                                       beta_hat_per_query=est.beta_hat_per_query) * scale_tr}
+                                       beta_hat_per_query=est.beta_hat_per_query) * scale}
     vlabels = {c: None for c in CONDITIONS}
     if valid is not None:
         sim_va = simulate(valid, rng=rng, **sim_kw)
-        scale_va = float(valid.label_max or valid.labels.max() or 1.0)
-        vlabels = {"full": sim_va.relevance * scale_va,
-                   "biased": sim_va.attractiveness * scale_va,
+        vlabels = {"full": sim_va.relevance * scale,
+                   "biased": sim_va.attractiveness * scale,
                    "corrected": ips_correct(
                        sim_va.attractiveness, valid.groups, valid.qptr,
-                       beta_hat_per_query=np.full(valid.n_queries, beta_hat_global)) * scale_va}
+                       beta_hat_per_query=np.full(valid.n_queries, beta_hat_global)) * scale}
     from ..ltr.train import train_ranker
     from ..simulation import relevance_from_labels
 
     tcfg = dict(trainer_cfg)
     rel_test = relevance_from_labels(
-        test.labels, label_max=test.label_max,
+        test.labels, label_max=scale,
         mode="graded" if relevance_mode == "auto" else relevance_mode)
     spec = EvalSpec(labels=test.labels, relevance=rel_test, groups=test.groups,
-                    qptr=test.qptr, thresholds=eel_thresholds(test.labels, test.label_max),
+                    qptr=test.qptr, thresholds=eel_thresholds(test.labels, scale),
                     k=k, fairness=tuple(fairness))
     per_query, preds = {}, {}
     for cond in conditions:

@@ -43,7 +43,8 @@ class TabularResult:
 
 def simulate(data: RankingData, *, beta: float, beta_std: float = 0.1,
              variant: str = "normal", modes=None, beta_min: float = 0.01,
-             relevance_mode: str = "auto", rng: np.random.Generator):
+             relevance_mode: str = "auto", label_max: float | None = None,
+             rng: np.random.Generator):
     """Group-biased attractiveness for ``data`` (see :func:`simulate_group_bias`).
 
     ``relevance_mode="auto"`` is ``label / label_max`` (graded labels; binary and [0, 1]
@@ -55,12 +56,25 @@ def simulate(data: RankingData, *, beta: float, beta_std: float = 0.1,
                              None, "apply a grouping (data_loaders.grouping) first")
     mode = "graded" if relevance_mode == "auto" else relevance_mode
     kw = dict(beta_std=beta_std, variant=variant, beta_min=beta_min, relevance_mode=mode,
-              rng=rng)
+              label_max=label_max, rng=rng)
     if variant == "two_mode":
         return simulate_group_bias(data, beta_mean=None,
                                    modes=tuple(modes) if modes is not None else (0.6, 0.8),
                                    **kw)
     return simulate_group_bias(data, beta_mean=beta, **kw)
+
+
+def grade_spacing(data: RankingData, jitter_scale: str = "grade") -> float | None:
+    """Spacing of the relevance grades on the P(R) scale for the estimator's tie-breaking
+    noise: ``1/L`` for integer labels 0..L (1 for binary labels), None (the smallest gap)
+    for continuous labels or ``jitter_scale="gap"``."""
+    if jitter_scale not in ("grade", "gap"):
+        raise ParameterError("estimator.jitter_scale", "'grade' or 'gap'", jitter_scale)
+    lab = data.labels
+    if jitter_scale == "gap" or lab.size == 0 or np.any(lab != np.round(lab)):
+        return None
+    top = float(data.label_max or lab.max())
+    return 1.0 / top if top >= 1 else None
 
 
 def _group_threshold(groups: np.ndarray) -> float | None:
@@ -70,13 +84,15 @@ def _group_threshold(groups: np.ndarray) -> float | None:
 
 def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=None,
                          clusters=None, grid_step: float = 0.01, zero_policy: str = "exclude",
-                         jitter: bool = True, k: int = 10, rng: np.random.Generator,
+                         jitter: bool = True, jitter_scale: str = "grade", k: int = 10,
+                         rng: np.random.Generator,
                          base: dict | None = None, fairness=(), correlations=()):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
     corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
     est = estimate_beta(sim.attractiveness, data.groups, data.qptr, clusters=clusters,
                         cluster_size=cluster_size, grid=default_grid(grid_step),
                         zero_policy=zero_policy, jitter=0.5 if jitter else 0.0,
+                        jitter_scale=grade_spacing(data, jitter_scale),
                         group_threshold=_group_threshold(data.groups), rng=rng)
     corrected = ips_correct(sim.attractiveness, data.groups, data.qptr,
                             beta_hat_per_query=est.beta_hat_per_query)
@@ -100,7 +116,8 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
                 variant: str = "normal", modes=None, beta_min: float = 0.01,
                 relevance_mode: str = "auto", cluster_size: int | None = None,
                 clusters: np.ndarray | None = None, grid_step: float = 0.01,
-                zero_policy: str = "exclude", jitter: bool = True, k: int = 10,
+                zero_policy: str = "exclude", jitter: bool = True,
+                jitter_scale: str = "grade", k: int = 10,
                 rng: np.random.Generator, dataset: str | None = None,
                 keep_scores: bool = False, fairness=(), correlations=()) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
@@ -114,7 +131,8 @@ def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
             "cluster_size": None if cluster_size is None else int(cluster_size)}
     est, corrected, per_query, records = correct_and_evaluate(
         data, sim, beta=beta, cluster_size=cluster_size, clusters=clusters,
-        grid_step=grid_step, zero_policy=zero_policy, jitter=jitter, k=k, rng=rng, base=base,
+        grid_step=grid_step, zero_policy=zero_policy, jitter=jitter,
+        jitter_scale=jitter_scale, k=k, rng=rng, base=base,
         fairness=fairness, correlations=correlations)
     return TabularResult(
         beta=float(beta), beta_hat=est.beta_hat, beta_hat_per_query=est.beta_hat_per_query,

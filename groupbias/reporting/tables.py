@@ -79,6 +79,12 @@ def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
         sub = df[m]
         if sub.empty:
             return float("nan"), float("nan")
+        if len(sub) > 1:
+            raise ParameterError(
+                "records", f"one record per dataset, β, metric and condition; "
+                f"{len(sub)} for ({ds!r}, β={beta}, {metric!r}, {cond!r})", "duplicates",
+                fix="give runs that differ in other settings distinct dataset labels, or "
+                    "report them separately")
         return float(sub["value"].iloc[0]), float(sub["p_value"].iloc[0])
 
     columns, rows = [], {ds: [] for ds in datasets}
@@ -127,7 +133,7 @@ def _tex(s: str) -> str:
             "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#"}
     for k, v in repl.items():
         s = s.replace(k, v)
-    if s.endswith("*") and s[:-1].replace(".", "").isdigit():
+    if s.endswith("*") and s[:-1].lstrip("-").replace(".", "").isdigit():
         s = s[:-1] + r"$^{*}$"
     return s
 
