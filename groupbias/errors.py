@@ -32,3 +32,14 @@ def check_qptr(qptr, n_items: int, name: str = "qptr"):
         raise ParameterError(name, f"non-decreasing offsets from 0 to n_items={n_items}",
                              f"[{q[0]} .. {q[-1]}]")
     return q
+
+
+def check_k(k):
+    """Validate a rank cutoff: an integer >= 1, or None for no cutoff."""
+    import numbers
+
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ParameterError("k", "an integer >= 1, or None for no cutoff", k)
+    return int(k)

@@ -36,6 +36,7 @@ from .metrics import (EXPOSURE_TIES, _block_mean, _check_k, _choice, _exposure, 
                       _mean, _order_desc, _sorted_ranks, _tie_average_exposure, _vector,
                       ndcg_per_query)
 from .segments import query_index, segment_sum
+from .stats import _per_query as _per_query_values
 
 __all__ = [
     "awrf", "awrf_per_query", "awrf_distance", "awrf_distance_per_query",
@@ -697,16 +698,6 @@ def arab(scores, **kwargs) -> float:
 
 
 # --------------------------------------------------------------------------- correlation
-
-def _per_query_values(name: str, values) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array of per-query values",
-                             f"shape {a.shape}, dtype {a.dtype}")
-    a = a.astype(np.float64, copy=False)
-    if np.any(np.isinf(a)):
-        raise ParameterError(name, "finite values or NaN (skipped query)", "infinite entries")
-    return a
 
 
 def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:

@@ -29,7 +29,7 @@ import numbers
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr
+from .errors import ParameterError, check_qptr, check_k
 from .segments import query_index, segment_sum, sort_within
 
 __all__ = [
@@ -62,12 +62,7 @@ def _choice(name: str, value, allowed) -> str:
     return value
 
 
-def _check_k(k):
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ParameterError("k", "an integer >= 1, or None for no cutoff", k)
-    return int(k)
+_check_k = check_k
 
 
 def _vector(name: str, values, n: int | None, *, nonnegative: bool = False,

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr
+from .errors import ParameterError, check_qptr, check_k
 from .segments import query_index
 
 __all__ = [
@@ -51,12 +51,7 @@ def _count(name: str, value) -> np.ndarray:
     return a
 
 
-def _check_k(k):
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ParameterError("k", "an integer >= 1, or None for no cutoff", k)
-    return int(k)
+_check_k = check_k
 
 
 def _unit(name: str, value) -> np.ndarray:

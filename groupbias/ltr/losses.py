@@ -43,12 +43,11 @@ allRank's value whenever its sigmoid clamp is inactive.
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import ParameterError
+from ..errors import ParameterError, check_k
 
 _SCHEMES = {
     "lambdaRank": "lambdaRank", "lambdaRank_scheme": "lambdaRank",
@@ -98,9 +97,7 @@ def ideal_dcg(gains: torch.Tensor, *, k: int | None = None) -> torch.Tensor:
     return (sorted_g * disc).sum(dim=1)
 
 
-def _check_k(k):
-    if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1):
-        raise ParameterError("k", "None (no cutoff) or a positive integer", k)
+_check_k = check_k
 
 
 def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,

@@ -77,35 +77,31 @@ def _fairness(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
                                       k=spec.k, metrics=list(spec.fairness))
 
 
-def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
-    """Per-query metric vectors of tabular utility estimates ``scores`` (float64
-    [n_queries] each; NaN where a query is skipped)."""
+def _metrics(scores: np.ndarray, spec: EvalSpec, regime: str) -> dict[str, np.ndarray]:
     out = {}
     for group, suffix in GROUP_SUFFIX.items():
         out[f"ndcg@{spec.k}{suffix}"] = M.ndcg_per_query(
             scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=spec.k)
-    out["rho_dtr"] = M.rho_dtr_tabular_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                                 groups=spec.groups)
-    out["delta_eel"] = M.delta_eel_tabular_per_query(
-        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
-        thresholds=spec.thresholds)
+    # tabular: targets from the estimated utilities; ltr: exposure of the ranking by scores
+    rho = M.rho_dtr_tabular_per_query if regime == "tabular" else M.rho_dtr_ranking_per_query
+    eel = M.delta_eel_tabular_per_query if regime == "tabular" else \
+        M.delta_eel_ranking_per_query
+    out["rho_dtr"] = rho(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups)
+    out["delta_eel"] = eel(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
+                           thresholds=spec.thresholds)
     out.update(_fairness(scores, spec))
     return out
+
+
+def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
+    """Per-query metric vectors of tabular utility estimates ``scores`` (float64
+    [n_queries] each; NaN where a query is skipped)."""
+    return _metrics(scores, spec, "tabular")
 
 
 def ranking_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
     """Per-query metric vectors of a model's ranking by ``scores`` (LTR regime)."""
-    out = {}
-    for group, suffix in GROUP_SUFFIX.items():
-        out[f"ndcg@{spec.k}{suffix}"] = M.ndcg_per_query(
-            scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=spec.k)
-    out["rho_dtr"] = M.rho_dtr_ranking_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                                 groups=spec.groups)
-    out["delta_eel"] = M.delta_eel_ranking_per_query(
-        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
-        thresholds=spec.thresholds)
-    out.update(_fairness(scores, spec))
-    return out
+    return _metrics(scores, spec, "ltr")
 
 
 def _nanmean(x: np.ndarray) -> float:
