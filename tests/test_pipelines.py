@@ -48,7 +48,7 @@ def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
         _by(rec, "ndcg@10:affected", "corrected")["value"]
     assert _by(rec, "ndcg@10:non_affected", "biased")["value"] > \
         _by(rec, "ndcg@10:non_affected", "corrected")["value"]
-    # the recorded NDCG is the metric of the stored scores, recomputed independently
+    # wiring: the recorded NDCG is that of the biased scores against the true labels
     d = synthetic["train"]
     assert _by(rec, "ndcg@10", "biased")["value"] == pytest.approx(
         M.ndcg(res.attractiveness, d.labels, qptr=d.qptr, k=10))
