@@ -930,7 +930,8 @@ def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 <<
 
 def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                   feature_id_base: int = 1, qid: str = "required",
-                  chunk_bytes: int = _DEFAULT_CHUNK, workers: int = 1) -> SvmlightRows:
+                  chunk_bytes: int = _DEFAULT_CHUNK, workers: int = 1,
+                  progress: bool | None = None) -> SvmlightRows:
     """Parse an SVMlight file into dense rows (no caching, no query grouping).
 
     Parameters
@@ -941,6 +942,8 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     qid : ``"required"`` (every data line has ``qid:<n>`` as its second token) or
         ``"optional"`` (lines may have it; ``qids`` is -1 where absent).
     chunk_bytes : size of a chunk of whole lines (the unit of work).
+    progress : a progress bar over the bytes read (tqdm, on stderr); None (default) shows it
+        for files over 64 MiB when stderr is a terminal.
     workers : threads parsing chunks (numpy releases the GIL; on a busy 2-core machine one
         thread is usually as fast). The result does not depend on it.
 
@@ -959,6 +962,16 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     dense = _Dense(nf) if nf is not None else None
     blocks, labels, qids, lines = [], [], [], []
     state = {"line0": 1, "bytes": 0}
+    if progress is None:
+        import sys
+
+        progress = size > 64 << 20 and sys.stderr.isatty()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"parsing {path.name}",
+                   leave=False)
     pool: list[bytearray] = []
 
     def collect(result, ba, nbytes):
@@ -969,6 +982,8 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
             raise DataFormatError(path, line0 + e.line - 1, e.message, field=e.field) from None
         R = ch.labels.size
         state["bytes"] += nbytes
+        if bar is not None:
+            bar.update(nbytes)
         if dense is not None:
             rows_so_far = dense.n + R
             est = int(rows_so_far * size / max(state["bytes"], 1) * 1.05) + 1024
@@ -1006,6 +1021,8 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                 finally:
                     for fut, _, _ in pending:
                         fut.cancel()
+    if bar is not None:
+        bar.close()
     if dense is not None:
         features, width = dense.result(), nf
     else:

@@ -516,3 +516,32 @@ def test_cache_corrupt_entry_is_rebuilt(tmp_path):
     assert e.meta["cache"] == "stored"
     np.testing.assert_array_equal(e.labels, [1, 0])
     assert math.isclose(float(e.features[0, 0]), 0.5)
+
+
+def test_progress_bar_counts_every_byte(tmp_path, monkeypatch):
+    import tqdm
+
+    from data_loaders.svmlight import read_svmlight
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, *, total, desc, **kw):
+            seen.update(total=total, desc=desc, done=0, closed=False)
+
+        def update(self, n):
+            seen["done"] += n
+
+        def close(self):
+            seen["closed"] = True
+
+    monkeypatch.setattr(tqdm, "tqdm", Recorder)
+    p = tmp_path / "p.txt"
+    p.write_text("".join(f"{i % 3} qid:{i // 4} 1:0.5 3:{i}\n" for i in range(5000)))
+    rows = read_svmlight(p, chunk_bytes=4096, progress=True)
+    assert rows.features.shape == (5000, 3)
+    size = p.stat().st_size
+    assert seen == {"total": size, "desc": "parsing p.txt", "done": size, "closed": True}
+    seen.clear()
+    read_svmlight(p, chunk_bytes=4096)  # small file, not a terminal: no bar
+    assert seen == {}
