@@ -73,7 +73,7 @@ def plot_degradation(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.P
     axes[0].set_xticks(x, [f"{b:g}" for b in betas])
     axes[0].set_xlabel("group underestimation factor β")
     axes[0].set_ylabel("NDCG@10")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=8, loc="lower left", framealpha=0.9)
     for ax, metric, label in ((axes[1], "rho_dtr", "ρ(DTR)"), (axes[2], "delta_eel", "Δ(EEL)")):
         stats = [df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"]
                  for b in betas]
