@@ -128,3 +128,19 @@ def test_bf16_training_on_gpu(rng, tmp_path):
     scores = ranker.predict(valid, device="cuda")
     assert np.isfinite(scores).all()
     np.testing.assert_allclose(ranker.predict(valid, device="cpu"), scores, atol=1e-4)
+
+
+def test_loggers_by_name(tmp_path):
+    import importlib.util
+
+    from groupbias.errors import ParameterError
+    from groupbias.ltr.train import make_loggers
+
+    (csv,) = make_loggers("csv", tmp_path)
+    assert type(csv).__name__ == "CSVLogger" and str(tmp_path) in csv.log_dir
+    with pytest.raises(ParameterError, match="trainer_cfg.loggers"):
+        make_loggers(["csv", "neptune"], tmp_path)
+    if importlib.util.find_spec("tensorboard") is None and \
+            importlib.util.find_spec("tensorboardX") is None:
+        with pytest.raises(ParameterError, match="tensorboard"):
+            make_loggers(["tensorboard"], tmp_path)

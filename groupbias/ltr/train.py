@@ -22,7 +22,6 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
-from pytorch_lightning.loggers import CSVLogger
 
 from ..errors import ParameterError
 from .datamodule import EvalBatches, RankingDataModule, as_flat_lists
@@ -34,7 +33,38 @@ _TRAINER_DEFAULTS = {
     "precision": "32-true", "enable_progress_bar": True, "log_every_n_steps": 10,
     "enable_model_summary": False,
 }
-_OWN_TRAINER_KEYS = {"patience", "min_delta", "eval_k", "eval_gain"}
+_OWN_TRAINER_KEYS = {"patience", "min_delta", "eval_k", "eval_gain", "loggers"}
+
+#: ``trainer_cfg["loggers"]`` names -> Lightning logger classes (CSV always works; the others
+#: need their package: tensorboard, mlflow, wandb)
+_LOGGERS = {"csv": "CSVLogger", "tensorboard": "TensorBoardLogger", "mlflow": "MLFlowLogger",
+            "wandb": "WandbLogger"}
+
+
+def make_loggers(names, out: Path) -> list:
+    """Lightning loggers writing under ``out/logs`` (``names``: a name or a list of names of
+    :data:`_LOGGERS`; the CSV logger needs nothing extra)."""
+    import pytorch_lightning.loggers as L
+
+    names = [names] if isinstance(names, str) else list(names or ["csv"])
+    out_loggers = []
+    for name in names:
+        if name not in _LOGGERS:
+            raise ParameterError("trainer_cfg.loggers", "names among " + ", ".join(_LOGGERS),
+                                 name)
+        cls = getattr(L, _LOGGERS[name])
+        try:
+            if name == "mlflow":
+                out_loggers.append(cls(experiment_name="groupbias",
+                                       tracking_uri=f"file:{out / 'logs' / 'mlruns'}"))
+            elif name == "wandb":
+                out_loggers.append(cls(save_dir=str(out / "logs"), project="groupbias"))
+            else:
+                out_loggers.append(cls(str(out), name="logs"))
+        except (ImportError, ModuleNotFoundError) as exc:
+            raise ParameterError("trainer_cfg.loggers", f"an installed logger package for "
+                                 f"{name!r}", name, fix=str(exc)) from exc
+    return out_loggers
 _DATA_KEYS = {"batch_size", "eval_batch_size", "slate_length", "normalize", "pin_memory"}
 
 
@@ -153,7 +183,8 @@ def train_ranker(train, valid, *, train_labels: np.ndarray | None = None,
         accelerator "auto", devices "auto", strategy "auto", precision "32-true"; e.g.
         ``precision="bf16-mixed"`` on a GPU) plus ``patience`` (early stopping on the
         validation NDCG, default 5; None disables), ``min_delta`` (0), ``eval_k`` (10),
-        ``eval_gain`` ("exp2")
+        ``eval_gain`` ("exp2"), ``loggers`` ("csv" default; a list of "csv",
+        "tensorboard", "mlflow", "wandb" — the last three need their package)
     optim_cfg, loss_cfg : see :mod:`groupbias.ltr.module`
     data_cfg : ``batch_size`` (queries, default 64), ``eval_batch_size``, ``slate_length``,
         ``normalize`` ("zscore" default, or None), ``pin_memory``
@@ -200,7 +231,7 @@ def train_ranker(train, valid, *, train_labels: np.ndarray | None = None,
         module = RankerModule(scorer, loss_cfg=loss_cfg, optim_cfg=optim_cfg, eval_k=eval_k,
                               eval_gain=own.get("eval_gain", "exp2"))
         trainer = pl.Trainer(default_root_dir=str(out), callbacks=callbacks,
-                             logger=CSVLogger(str(out), name="logs"),
+                             logger=make_loggers(own.get("loggers", "csv"), out),
                              use_distributed_sampler=False, **settings)
         trainer.fit(module, datamodule=dm)
     scorer = module.scorer.cpu()
@@ -214,6 +245,7 @@ def train_ranker(train, valid, *, train_labels: np.ndarray | None = None,
     scorer.eval()
     ranker = TrainedRanker(scorer, model_cfg, int(dm.n_features), dm.normalize,
                            best_score=best_score, checkpoint_path=ckpt_path,
-                           log_dir=Path(trainer.logger.log_dir) if trainer.logger else None)
+                           log_dir=Path(trainer.logger.log_dir)
+                           if getattr(trainer.logger, "log_dir", None) else None)
     ranker.save(out / "ranker")
     return ranker
