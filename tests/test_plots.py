@@ -39,3 +39,20 @@ def test_cluster_size_and_degradation_plots(tmp_path):
 def test_plot_rejects_empty(tmp_path):
     with pytest.raises(ParameterError):
         plots.plot_cluster_size([], tmp_path / "x")
+
+
+def test_ks_curve_plot_marks_the_estimate(tmp_path):
+    from groupbias.estimation import estimate_beta
+
+    rng = np.random.default_rng(0)
+    n_q, size = 40, 10
+    qptr = np.arange(0, n_q * size + 1, size)
+    g = np.tile([1.0] * 5 + [0.0] * 5, n_q)
+    rel = rng.random(n_q * size)
+    a = rel * np.where(g == 1, 0.7, 1.0)
+    est = estimate_beta(a, g, qptr, cluster_size=10, rng=rng)
+    out = plots.plot_ks_curves(est, tmp_path / "ks", true_beta=0.7)
+    _png_ok(out["png"])
+    with pytest.raises(ParameterError, match="ks_curve"):
+        plots.plot_ks_curves(type("E", (), {"ks_curve": np.zeros((0, 3)), "grid": np.ones(3),
+                                            "beta_hat": np.zeros(0)})(), tmp_path / "x")

@@ -163,3 +163,33 @@ def plot_cluster_size(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.
         fig.suptitle(title)
     fig.tight_layout()
     return save_figure(fig, stem)
+
+
+def plot_ks_curves(estimate, stem: str | os.PathLike, *, clusters: Sequence[int] | None = None,
+                   true_beta: float | None = None, title: str | None = None
+                   ) -> dict[str, Path]:
+    """The KS statistic of Eq. (14) against the candidate β for some clusters of a
+    :class:`groupbias.estimation.BetaEstimate` (default: up to 8 clusters), with each
+    cluster's β̂ marked (and the true β dashed when given)."""
+    curves = np.asarray(estimate.ks_curve, dtype=np.float64)
+    grid = np.asarray(estimate.grid, dtype=np.float64)
+    if curves.ndim != 2 or curves.shape[1] != grid.size or curves.shape[0] == 0:
+        raise ParameterError("estimate.ks_curve", "[n_clusters, n_grid] KS values",
+                             curves.shape)
+    idx = list(range(min(8, curves.shape[0]))) if clusters is None else list(clusters)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for c in idx:
+        line, = ax.plot(grid, curves[c], lw=1.2, label=f"cluster {c}")
+        bh = float(estimate.beta_hat[c])
+        if np.isfinite(bh):
+            ax.plot([bh], [curves[c][np.argmin(np.abs(grid - bh))]], "o", ms=4,
+                    color=line.get_color())
+    if true_beta is not None:
+        ax.axvline(true_beta, color="gray", ls="--", lw=1, label="true β")
+    ax.set_xlabel("candidate β")
+    ax.set_ylabel("KS(A_A / β, A_N)")
+    ax.legend(fontsize=7, ncol=2)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return save_figure(fig, stem)
