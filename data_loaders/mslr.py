@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._tables import resolve_path
 from .errors import MissingFilesError
 from .ranking_data import RankingData
 from .svmlight import load_svmlight
@@ -26,14 +27,8 @@ LABEL_MAX = 4.0
 
 def mslr_root(root: str | os.PathLike | None = None) -> Path:
     """``root``, else ``$GROUPBIAS_MSLR``; raises :class:`MissingFilesError` if neither."""
-    if root is None:
-        root = os.environ.get(ENV_VAR)
-        if not root:
-            raise MissingFilesError(f"${ENV_VAR} (not set)",
-                                    [f"Fold1/{s}.txt" for s in SPLITS],
-                                    hint=f"pass root= or set {ENV_VAR} to the directory "
-                                         "holding Fold1..Fold5")
-    return Path(root).expanduser()
+    return resolve_path(root, env=ENV_VAR, expected=[f"Fold1/{s}.txt" for s in SPLITS],
+                        what="MSLR-WEB30K/10K folder (holding Fold1..Fold5)")
 
 
 def load_mslr(root: str | os.PathLike | None = None, *, fold: int = 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._tables import resolve_path
 from .errors import MissingFilesError
 from .ranking_data import RankingData
 from .svmlight import load_svmlight
@@ -26,13 +27,8 @@ LABEL_MAX = 4.0
 
 def yahoo_root(root: str | os.PathLike | None = None) -> Path:
     """``root``, else ``$GROUPBIAS_YAHOO``; raises :class:`MissingFilesError` if neither."""
-    if root is None:
-        root = os.environ.get(ENV_VAR)
-        if not root:
-            raise MissingFilesError(f"${ENV_VAR} (not set)", SPLIT_FILES.values(),
-                                    hint=f"pass root= or set {ENV_VAR} to the directory "
-                                         "holding the Yahoo! Set 1 files")
-    return Path(root).expanduser()
+    return resolve_path(root, env=ENV_VAR, expected=list(SPLIT_FILES.values()),
+                        what="Yahoo! LTR Set 1 folder")
 
 
 def load_yahoo(root: str | os.PathLike | None = None, *, split: str = "train",

@@ -80,6 +80,18 @@ def load_or_skip(ds: Mapping, grouping: Mapping, *, only=None, skip_missing: boo
         return None, reason
 
 
+def available(pairs, cfg: DictConfig, skipped: list, *, only=None):
+    """``(dataset config, grouping config, splits)`` for each pair whose data is present
+    (``experiment.skip_missing``); the reasons for the skipped ones go into ``skipped``."""
+    for ds, grouping in pairs:
+        splits, reason = load_or_skip(ds, grouping, only=only,
+                                      skip_missing=cfg.experiment.skip_missing)
+        if splits is None:
+            skipped.append(reason)
+            continue
+        yield ds, grouping, splits
+
+
 def rng_for(seed: int, *keys) -> np.random.Generator:
     """An independent generator for (seed, keys...): the same keys give the same stream in
     every process, so runs are reproducible and order-independent."""

@@ -10,21 +10,16 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_biased_vs_corrected
 
-from .common import betas, bias_kw, estimator_kw, load_or_skip, rng_for
+from .common import available, betas, bias_kw, estimator_kw, rng_for
 from .impact import setups
 
 
 def run(cfg: DictConfig, rd) -> dict:
     records, skipped = [], []
-    for ds, grouping in setups(cfg):
-        splits, reason = load_or_skip(ds, grouping, only=(cfg.experiment.split,),
-                                      skip_missing=cfg.experiment.skip_missing)
-        if splits is None:
-            skipped.append(reason)
-            continue
+    for ds, grouping, splits in available(setups(cfg), cfg, skipped,
+                                          only=(cfg.experiment.split,)):
         name = ds["name"]
         for beta in betas(cfg):
-            beta = float(beta)
             records += rd.step(f"{name}_beta{beta}", lambda beta=beta: {"records": run_tabular(
                 splits[cfg.experiment.split], beta=beta,
                 rng=rng_for(cfg.seed, "fig7", name, beta), dataset=name, **bias_kw(cfg),

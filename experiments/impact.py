@@ -18,7 +18,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_degradation
 
-from .common import betas, bias_kw, dataset_config, entries, estimator_kw, load_or_skip, rng_for
+from .common import available, betas, bias_kw, dataset_config, entries, estimator_kw, rng_for
 
 
 def setups(cfg: DictConfig) -> list[tuple[dict, dict]]:
@@ -39,11 +39,7 @@ def run(cfg: DictConfig, rd) -> dict:
     records, skipped = [], []
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
-    for ds, grouping in setups(cfg):
-        splits, reason = load_or_skip(ds, grouping, skip_missing=cfg.experiment.skip_missing)
-        if splits is None:
-            skipped.append(reason)
-            continue
+    for ds, grouping, splits in available(setups(cfg), cfg, skipped):
         name = ds["name"]
         key = {"dataset": ds, "grouping": grouping}
         for beta in betas(cfg):

@@ -15,18 +15,14 @@ from omegaconf import DictConfig
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
 
-from .common import (betas, bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
+from .common import (available, betas, bias_kw, entries, estimator_kw, fairness_kw, rng_for,
                      table_metrics)
 
 
 def run(cfg: DictConfig, rd) -> dict:
     records, skipped = [], []
-    for ds, grouping in entries(cfg):
-        data, reason = load_or_skip(ds, grouping, only=(cfg.experiment.split,),
-                                    skip_missing=cfg.experiment.skip_missing)
-        if data is None:
-            skipped.append(reason)
-            continue
+    for ds, grouping, data in available(entries(cfg), cfg, skipped,
+                                        only=(cfg.experiment.split,)):
         split = data[cfg.experiment.split]
         for beta in betas(cfg):
             def step(split=split, beta=beta, name=ds["name"]):

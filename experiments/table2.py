@@ -12,7 +12,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 
-from .common import (betas, bias_kw, entries, estimator_kw, fairness_kw, load_or_skip, rng_for,
+from .common import (available, betas, bias_kw, entries, estimator_kw, fairness_kw, rng_for,
                      table_metrics)
 
 
@@ -21,11 +21,7 @@ def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list
     records, skipped = [], []
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
-    for ds, grouping in entries(cfg):
-        splits, reason = load_or_skip(ds, grouping, skip_missing=cfg.experiment.skip_missing)
-        if splits is None:
-            skipped.append(reason)
-            continue
+    for ds, grouping, splits in available(entries(cfg), cfg, skipped):
         name = ds["name"]
         key = {"dataset": ds, "grouping": grouping}
         first = betas(cfg)[0]
