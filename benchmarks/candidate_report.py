@@ -15,15 +15,14 @@ line is ``ratio: <loop time / vectorized time>``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import median_time as timed  # noqa: E402
 from data_loaders.grouping import candidate_report  # noqa: E402
 from data_loaders.ranking_data import RankingData  # noqa: E402
 
@@ -68,13 +67,6 @@ def loop_report(data: RankingData) -> dict[str, np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
-def timed(fn, repeats: int):
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def main() -> None:

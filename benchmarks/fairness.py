@@ -14,22 +14,20 @@ metrics together.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import median_time, random_qptr  # noqa: E402
 from groupbias import fairness as F  # noqa: E402
 
 
 def make_input(n_queries: int, max_len: int = 249, seed: int = 0):
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, max_len + 1, size=n_queries)
-    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    qptr = random_qptr(rng, n_queries, max_len)
     n = int(qptr[-1])
     scores = rng.random(n)
     labels = (rng.random(n) < 0.3).astype(np.float64)
@@ -135,13 +133,6 @@ def loop_arab(scores, counts, qptr, k):
 
 # ------------------------------------------------------------------ timing
 
-def median_time(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def main(argv=None) -> None:

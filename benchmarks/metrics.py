@@ -13,28 +13,26 @@ of a tabular estimate. Timings are medians of ``--repeats`` runs; the last line 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import median_time, random_qptr  # noqa: E402
 from groupbias import metrics as M  # noqa: E402
 
 
 def make_input(n_queries: int, max_len: int = 249, seed: int = 0):
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, max_len + 1, size=n_queries)
-    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    qptr = random_qptr(rng, n_queries, max_len)
     n = int(qptr[-1])
     labels = rng.choice(5, size=n, p=[0.52, 0.32, 0.13, 0.02, 0.01]).astype(np.float64)
     scores = rng.random(n)
     groups = (rng.random(n) < 0.3).astype(np.float64)
     relevance = labels / 4.0
-    beta = np.repeat(rng.normal(0.6, 0.1, size=n_queries), sizes)
+    beta = np.repeat(rng.normal(0.6, 0.1, size=n_queries), np.diff(qptr))
     biased = relevance * np.where(groups == 1, beta, 1.0)
     return scores, labels, relevance, biased, groups, qptr
 
@@ -123,13 +121,6 @@ def loop_eel(model_key, rel, qptr, groups, *, discretize_model):
 
 # ------------------------------------------------------------------ timing
 
-def median_time(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def main(argv=None) -> None:
