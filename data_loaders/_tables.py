@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 
 
 def resolve_path(path: str | os.PathLike | None, *, env: str, expected: list[str],

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ranking_data import RankingData
+from groupbias.data import RankingData
 
 __all__ = ["FORMAT_VERSION", "cache_root", "source_fingerprint", "cache_key", "cached",
            "save_ranking_data", "load_ranking_data", "entry_dir"]

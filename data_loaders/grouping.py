@@ -28,12 +28,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+
+from groupbias.validation import is_real
 import pandas as pd
 
 from groupbias.errors import ParameterError
 
-from .errors import GroupingError
-from .ranking_data import RankingData
+from groupbias.errors import GroupingError
+from groupbias.data import RankingData
 
 PAPER_SENSITIVE_FEATURES = {
     "yahoo": (5, 88, 100, 141, 155, 264, 393, 426),
@@ -84,7 +86,7 @@ def _threshold_value(x: np.ndarray, threshold) -> float:
         if threshold == "mean-std":
             return float(x.mean() - x.std())
         raise ParameterError("threshold", "'mean', 'mean-std' or a number", threshold)
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) \
+    if not is_real(threshold) \
             or not np.isfinite(threshold):
         raise ParameterError("threshold", "'mean', 'mean-std' or a finite number", threshold)
     return float(threshold)
@@ -197,7 +199,7 @@ def candidate_report(data: RankingData, *, coverage: float = 0.95,
     columns :data:`REPORT_COLUMNS`, one row per feature, in feature order.
     """
     _check_side(affected)
-    if not (isinstance(coverage, (int, float, np.number)) and not isinstance(coverage, bool)
+    if not (is_real(coverage)
             and 0 <= coverage <= 1):
         raise ParameterError("coverage", "a fraction in [0, 1]", coverage)
     if data.n_items == 0:

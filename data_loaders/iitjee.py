@@ -47,8 +47,8 @@ import pandas as pd
 from groupbias.errors import ParameterError
 
 from ._tables import read_table, record_line, require_files, resolve_path
-from .errors import DataError, DataFormatError
-from .ranking_data import RankingData
+from groupbias.errors import DataError, DataFormatError
+from groupbias.data import RankingData
 
 ENV_VAR = "GROUPBIAS_IITJEE"
 DEFAULT_FILE = "iitjee2009.csv"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataFormatError, MissingFilesError
-from .ranking_data import RankingData
-from .svmlight import _DEFAULT_CHUNK, FORMAT_VERSION, _UINT_RE, read_svmlight
+from groupbias.errors import DataFormatError, MissingFilesError
+from groupbias.data import RankingData
+from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
 
 __all__ = ["load_lightgbm", "read_query_file"]
 
@@ -35,7 +35,7 @@ def read_query_file(path: str | os.PathLike) -> np.ndarray:
             tok = raw.strip()
             if not tok:
                 continue
-            if not _UINT_RE.fullmatch(tok) or int(tok) == 0:
+            if not UINT_RE.fullmatch(tok) or int(tok) == 0:
                 raise DataFormatError(path, i, "a group size must be a positive integer, got "
                                       f"{tok.decode('latin-1')!r}", field="group size")
             sizes.append(int(tok))
@@ -48,7 +48,7 @@ def load_lightgbm(data_path: str | os.PathLike, query_path: str | os.PathLike | 
                   *, n_features: int | None = None, feature_id_base: int = 0,
                   label_max: float | None = None, name: str | None = None,
                   cache_dir: str | os.PathLike | None = None, cache: bool = True,
-                  chunk_bytes: int = _DEFAULT_CHUNK) -> RankingData:
+                  chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> RankingData:
     """Load a LightGBM ranking data file and its group sizes as :class:`RankingData`.
 
     ``features`` float32 [n_items, n_features] (``feature_ids = feature_id_base +

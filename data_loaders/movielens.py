@@ -57,8 +57,8 @@ import pandas as pd
 from groupbias.errors import ParameterError
 
 from ._tables import first_bad, numeric_column, read_table, record_line, resolve_path
-from .errors import DataError, DataFormatError, MissingFilesError
-from .ranking_data import RankingData
+from groupbias.errors import DataError, DataFormatError, MissingFilesError
+from groupbias.data import RankingData
 
 ENV_VAR = "GROUPBIAS_MOVIELENS"
 META_ENV_VAR = "GROUPBIAS_MOVIELENS_META"

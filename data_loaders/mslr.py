@@ -9,12 +9,14 @@ The directory is the ``root`` argument, else ``$GROUPBIAS_MSLR`` (read when call
 
 from __future__ import annotations
 
+from groupbias.validation import is_integer
+
 import os
 from pathlib import Path
 
 from ._tables import resolve_path
-from .errors import MissingFilesError
-from .ranking_data import RankingData
+from groupbias.errors import MissingFilesError
+from groupbias.data import RankingData
 from .svmlight import load_svmlight
 
 __all__ = ["load_mslr", "mslr_root", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
@@ -48,7 +50,7 @@ def load_mslr(root: str | os.PathLike | None = None, *, fold: int = 1,
     if split not in SPLITS:
         fix = "MSLR names the validation split 'vali'" if split == "valid" else None
         raise ParameterError("split", f"one of {SPLITS}", split, fix)
-    if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
+    if not is_integer(fold) or not 1 <= fold <= 5:
         raise ParameterError("fold", "an integer in 1..5", fold)
     d = mslr_root(root)
     rel = f"Fold{fold}/{split}.txt"

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .errors import GroupingError, MissingFilesError
-from .ranking_data import RankingData
+from groupbias.errors import GroupingError, MissingFilesError
+from groupbias.data import RankingData
 
 
 def _synthetic(root, split, params):

@@ -48,8 +48,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataFormatError, MissingFilesError
-from .ranking_data import RankingData
+from groupbias.validation import is_integer
+
+from groupbias.errors import DataFormatError, MissingFilesError
+from groupbias.data import RankingData
 
 __all__ = ["FORMAT_VERSION", "SvmlightRows", "read_svmlight", "parse_svmlight",
            "load_svmlight", "qptr_from_qids", "check_graded_labels"]
@@ -61,10 +63,10 @@ QID_MODES = ("required", "optional")
 
 _PAD = 16          # spaces before every chunk (word gathers reach 16 bytes back)
 _TAIL = 32         # slack after every chunk (word gathers reach 16 bytes forward)
-_DEFAULT_CHUNK = 1 << 20
+DEFAULT_CHUNK_BYTES = 1 << 20
 
 _NUM_RE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_UINT_RE = re.compile(rb"[0-9]+")
+UINT_RE = re.compile(rb"[0-9]+")
 _NONFINITE = {b"nan", b"+nan", b"-nan", b"inf", b"+inf", b"-inf", b"infinity",
               b"+infinity", b"-infinity"}
 
@@ -723,7 +725,7 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
         k, qid = 1, -1
         if len(toks) > 1 and toks[1][:4] == b"qid:":
             qs = toks[1][4:]
-            if not _UINT_RE.fullmatch(qs):
+            if not UINT_RE.fullmatch(qs):
                 raise _BadLine(lineno, "query id must be a non-negative "
                                       f"integer, got {qs.decode('latin-1')!r}", field="qid")
             qid, k = int(qs), 2
@@ -743,7 +745,7 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
             if fs == b"qid":
                 raise _BadLine(lineno, "'qid:<query id>' must be the second token",
                                field=field)
-            if not _UINT_RE.fullmatch(fs):
+            if not UINT_RE.fullmatch(fs):
                 raise _BadLine(lineno, "feature id must be a non-negative "
                                       f"integer, got {fs.decode('latin-1')!r}", field=field)
             fid = int(fs)
@@ -914,7 +916,7 @@ def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 <<
     from groupbias.errors import ParameterError
 
     def is_int(v):
-        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        return is_integer(v)
 
     if qid not in QID_MODES:
         raise ParameterError("qid", f"one of {QID_MODES}", qid)
@@ -930,7 +932,7 @@ def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 <<
 
 def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                   feature_id_base: int = 1, qid: str = "required",
-                  chunk_bytes: int = _DEFAULT_CHUNK, workers: int = 1,
+                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, workers: int = 1,
                   progress: bool | None = None) -> SvmlightRows:
     """Parse an SVMlight file into dense rows (no caching, no query grouping).
 
@@ -1072,7 +1074,7 @@ def qptr_from_qids(qids: np.ndarray, line_numbers: np.ndarray, *, path=None
 
 def parse_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
                    feature_id_base: int = 1, label_max: float | None = None,
-                   name: str | None = None, chunk_bytes: int = _DEFAULT_CHUNK,
+                   name: str | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                    workers: int = 1) -> RankingData:
     """Parse an SVMlight ranking file (``label qid:Q fid:val ...``) into :class:`RankingData`.
 

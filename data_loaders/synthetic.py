@@ -28,11 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
+
+from groupbias.validation import is_integer
 from scipy.optimize import brentq
 
 from groupbias.errors import ParameterError
 
-from .ranking_data import RankingData
+from groupbias.data import RankingData
 
 SENSITIVE_FEATURE_ID = 1
 SENSITIVE_THRESHOLD = 0.5
@@ -48,7 +50,7 @@ def _generator(rng, seed) -> np.random.Generator:
             raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__,
                                  "use numpy.random.default_rng(seed)")
         return rng
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_integer(seed) or seed < 0:
         raise ParameterError("seed", "a non-negative integer", seed)
     return np.random.default_rng(int(seed))
 
@@ -59,7 +61,7 @@ def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray
     ``p(k) ∝ 2^{-k}``; ``p_A(k) ∝ p(k) e^{t k}`` with ``t`` such that
     ``sum_k k p_A(k) = utility_ratio * sum_k k p(k)``.
     """
-    if isinstance(n_grades, bool) or not isinstance(n_grades, (int, np.integer)) \
+    if not is_integer(n_grades) \
             or n_grades < 2:
         raise ParameterError("n_grades", "an integer >= 2", n_grades)
     k = np.arange(n_grades, dtype=np.float64)
@@ -106,7 +108,7 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
     See the module docstring for the generative model.
     """
     gen = _generator(rng, seed)
-    if isinstance(n_queries, bool) or not isinstance(n_queries, (int, np.integer)) \
+    if not is_integer(n_queries) \
             or n_queries < 1:
         raise ParameterError("n_queries", "an integer >= 1", n_queries)
     try:
@@ -115,7 +117,7 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
         raise ParameterError("list_size", "a pair (min, max) of integers", list_size) from None
     if not 1 <= lo <= hi:
         raise ParameterError("list_size", "1 <= min <= max", list_size)
-    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) \
+    if not is_integer(n_features) \
             or n_features < 2:
         raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)",
                              n_features)

@@ -59,8 +59,8 @@ from groupbias.errors import ParameterError
 
 from ._tables import (first_bad, numeric_column, read_table, record_line, require_files,
                       resolve_path)
-from .errors import DataError, DataFormatError
-from .ranking_data import RankingData
+from groupbias.errors import DataError, DataFormatError
+from groupbias.data import RankingData
 
 ENV_VAR = "GROUPBIAS_TREC_FAIR"
 YEARS = (2019, 2020)

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from ._tables import resolve_path
-from .errors import MissingFilesError
-from .ranking_data import RankingData
+from groupbias.errors import MissingFilesError
+from groupbias.data import RankingData
 from .svmlight import load_svmlight
 
 __all__ = ["load_yahoo", "yahoo_root", "SPLIT_FILES", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]

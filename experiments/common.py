@@ -9,9 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
+from groupbias.validation import is_real
 from omegaconf import DictConfig, OmegaConf
 
-from data_loaders import DataError, RankingData
+from groupbias.data import RankingData
+from groupbias.errors import DataError
 from data_loaders.registry import load_grouped
 from groupbias.errors import ParameterError
 from groupbias.cli import CONFIG_DIR
@@ -103,7 +106,7 @@ def rng_for(seed: int, *keys) -> np.random.Generator:
 def _number(key: str, value, *, integer: bool = False):
     import numbers
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+    if not is_real(value) or \
             (integer and not isinstance(value, numbers.Integral)):
         raise ParameterError(key, "an integer" if integer else "a number", value)
     return int(value) if integer else float(value)

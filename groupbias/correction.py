@@ -17,19 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr
+from .errors import ParameterError
+from .validation import check_qptr, vector
 from .segments import query_index
 
 __all__ = ["ips_correct", "correct_with_estimate"]
-
-
-def _vector(name: str, values, n: int | None = None) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
-    if n is not None and a.size != n:
-        raise ParameterError(name, f"length {n}", f"length {a.size}")
-    return a.astype(np.float64, copy=False)
 
 
 def ips_correct(attractiveness, groups, qptr, *, beta_hat_per_query) -> np.ndarray:
@@ -45,16 +37,11 @@ def ips_correct(attractiveness, groups, qptr, *, beta_hat_per_query) -> np.ndarr
 
     The inputs are not modified; a new array is returned.
     """
-    a = _vector("attractiveness", attractiveness)
-    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
-        raise ParameterError("attractiveness", "finite non-negative scores",
-                             "NaN, infinite or negative entries")
-    g = _vector("groups", groups, a.size)
-    if g.size and (not np.all(np.isfinite(g)) or g.min() < 0 or g.max() > 1):
-        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
-                             "values outside [0, 1] or NaN")
+    a = vector("attractiveness", attractiveness, low=0.0, what="finite non-negative scores")
+    g = vector("groups", groups, a.size, low=0.0, high=1.0,
+               what="memberships in [0, 1] (1 = affected)")
     q = check_qptr(qptr, a.size)
-    b = _vector("beta_hat_per_query", beta_hat_per_query, q.size - 1)
+    b = vector("beta_hat_per_query", beta_hat_per_query, q.size - 1, finite=False)
     known = ~np.isnan(b)
     if np.any(known & ~((b > 0) & (b <= 1))):
         bad = b[known & ~((b > 0) & (b <= 1))]

@@ -1,10 +1,20 @@
-"""Typed errors of the method library."""
+"""The one exception hierarchy of groupbias.
+
+Every error raised on bad input derives from :class:`GroupBiasError` (a ``ValueError``), and
+names what was wrong and where: the parameter, the config key, or the file, line and field.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+
+__all__ = ["GroupBiasError", "ParameterError", "ConfigError", "DataError", "DataFormatError",
+           "MissingFilesError", "GroupingError"]
+
 
 class GroupBiasError(ValueError):
-    """Base class of the library's errors (a ``ValueError``)."""
+    """Root of every groupbias error (a ``ValueError``)."""
 
 
 class ParameterError(GroupBiasError):
@@ -13,33 +23,67 @@ class ParameterError(GroupBiasError):
 
     def __init__(self, name: str, expected: str, given, fix: str | None = None) -> None:
         self.name = name
+        self.expected = expected
+        self.given = given
+        self.fix = fix
         msg = f"{name}: expected {expected}, got {given!r}"
         if fix:
             msg += f". {fix}"
         super().__init__(msg)
 
 
-def check_qptr(qptr, n_items: int, name: str = "qptr"):
-    """Validate query offsets for ``n_items`` items and return them as int64."""
-    import numpy as np
+class ConfigError(GroupBiasError):
+    """A configuration key is unknown, unused, missing or has an impossible value.
 
-    q = np.asarray(qptr)
-    if q.ndim != 1 or q.size < 1 or not np.issubdtype(q.dtype, np.integer):
-        raise ParameterError(name, "1-D integer offsets of length n_queries + 1",
-                             f"array of shape {q.shape} and dtype {q.dtype}")
-    q = q.astype(np.int64, copy=False)
-    if q[0] != 0 or q[-1] != n_items or np.any(np.diff(q) < 0):
-        raise ParameterError(name, f"non-decreasing offsets from 0 to n_items={n_items}",
-                             f"[{q[0]} .. {q[-1]}]")
-    return q
+    ``key`` is the full dotted key (e.g. ``loss.weighting``); the message starts with it.
+    """
+
+    def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
+        self.key = key
+        self.hint = hint
+        super().__init__(f"{key}: {message}" + (f". {hint}" if hint else ""))
 
 
-def check_k(k):
-    """Validate a rank cutoff: an integer >= 1, or None for no cutoff."""
-    import numbers
+class DataError(GroupBiasError):
+    """Base class of every data-layer error."""
 
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ParameterError("k", "an integer >= 1, or None for no cutoff", k)
-    return int(k)
+
+class DataFormatError(DataError):
+    """A data file is malformed: the message names the file, the 1-based line and the field.
+
+    Attributes
+    ----------
+    path, line, field:
+        Where the problem is; ``line`` is 1-based and ``None`` when the problem is not tied
+        to one line (e.g. an empty file).
+    """
+
+    def __init__(self, path: str | os.PathLike | None, line: int | None, message: str,
+                 *, field: str | None = None) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        where = self.path or "<input>"
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {message}")
+
+
+class MissingFilesError(DataError, FileNotFoundError):
+    """Expected data files are absent; the message lists what was expected where."""
+
+    def __init__(self, directory: str | os.PathLike, expected: Iterable[str], *,
+                 hint: str | None = None) -> None:
+        self.directory = str(directory)
+        self.expected = list(expected)
+        msg = (f"missing data file(s) in {self.directory!r}: expected "
+               + ", ".join(repr(e) for e in self.expected))
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+
+
+class GroupingError(DataError):
+    """A grouping cannot be built (unknown attribute, one-group data, bad threshold...)."""

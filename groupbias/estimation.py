@@ -66,7 +66,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr
+from .errors import ParameterError
+from .validation import check_qptr, is_integer, is_real
 from .segments import query_index
 
 __all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
@@ -87,7 +88,7 @@ def default_grid(step: float = 0.01) -> np.ndarray:
     The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
     ``0.01, 0.02, ..., 1.00``.
     """
-    if isinstance(step, bool) or not isinstance(step, numbers.Real) or not 0 < step <= 1:
+    if not is_real(step) or not 0 < step <= 1:
         raise ParameterError("step", "a number in (0, 1]", step)
     k = int(round(1.0 / step))
     if k < 1 or abs(k * step - 1.0) > 1e-9:
@@ -452,7 +453,7 @@ def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
     x = _scores("affected", affected)
     y = _scores("non_affected", non_affected)
     g = _check_grid(grid)
-    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
+    if not is_integer(split) or split < 2:
         raise ParameterError("split", "an integer >= 2", split)
     if method not in ("auto", "pairs", "bound"):
         raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
@@ -473,7 +474,7 @@ def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
         if n_clusters is None:
             n_c = max(top, 1)
         else:
-            if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral) \
+            if not is_integer(n_clusters) \
                     or n_clusters < max(top, 1):
                 raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
             n_c = int(n_clusters)
@@ -508,7 +509,7 @@ def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -
     only exact ties are broken. ``jitter = 0`` returns an unchanged copy.
     """
     v = _scores("values", values)
-    if isinstance(jitter, bool) or not isinstance(jitter, numbers.Real) or not 0 <= jitter < 1:
+    if not is_real(jitter) or not 0 <= jitter < 1:
         raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
@@ -546,7 +547,7 @@ def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generat
     """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
     into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
     cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
-    if isinstance(cluster_size, bool) or not isinstance(cluster_size, numbers.Integral) \
+    if not is_integer(cluster_size) \
             or cluster_size < 1:
         raise ParameterError("cluster_size", "an integer >= 1 (1 = per query)", cluster_size)
     if not isinstance(rng, np.random.Generator):
@@ -667,16 +668,16 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
                                  fix="pass group_threshold=0.5 to split them")
         affected = gr == 1
     else:
-        if isinstance(group_threshold, bool) or not isinstance(group_threshold, numbers.Real) \
+        if not is_real(group_threshold) \
                 or not 0 < group_threshold <= 1:
             raise ParameterError("group_threshold", "a number in (0, 1]", group_threshold)
         affected = gr >= group_threshold
     if zero_policy not in ZERO_POLICIES:
         raise ParameterError("zero_policy", "one of 'exclude', 'include'", zero_policy)
     g = _check_grid(grid)
-    if isinstance(jitter, bool) or not isinstance(jitter, numbers.Real) or not 0 <= jitter < 1:
+    if not is_real(jitter) or not 0 <= jitter < 1:
         raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
-    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 2:
+    if not is_integer(split) or split < 2:
         raise ParameterError("split", "an integer >= 2", split)
     needs_rng = (jitter != 0) or cluster_size is not None
     if needs_rng and not isinstance(rng, np.random.Generator):
@@ -710,8 +711,7 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     else:
         used = a > 0
         vals, aff_used = a[used], affected[used]
-    if jitter_scale is not None and (isinstance(jitter_scale, bool) or
-                                     not isinstance(jitter_scale, numbers.Real) or
+    if jitter_scale is not None and (not is_real(jitter_scale) or
                                      not 0 < jitter_scale <= 1):
         raise ParameterError("jitter_scale", "None or a grade spacing in (0, 1]", jitter_scale)
     if jitter != 0:

@@ -31,12 +31,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-from .errors import ParameterError, check_qptr
-from .metrics import (EXPOSURE_TIES, _block_mean, _check_k, _choice, _exposure, _max_len,
-                      _mean, _order_desc, _sorted_ranks, _tie_average_exposure, _vector,
-                      ndcg_per_query)
+from .errors import ParameterError
+from .validation import check_k, check_qptr, choice, is_integer, real
+from .kernels import (block_mean, item_exposure, max_list_size, nanmean, order_desc, sorted_ranks,
+                      tie_average_exposure)
+from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
 from .segments import query_index, segment_sum
-from .stats import _per_query as _per_query_values
+from .stats import per_query_values
 
 __all__ = [
     "awrf", "awrf_per_query", "awrf_distance", "awrf_distance_per_query",
@@ -87,19 +88,10 @@ def _membership(membership, n: int | None, name: str = "membership") -> np.ndarr
 
 
 def _prepare(scores, qptr, membership, k, ties):
-    s = _vector("scores", scores, None)
+    s = item_vector("scores", scores, None)
     q = check_qptr(qptr, s.size)
     m = _membership(membership, s.size)
-    return s, q, query_index(q), m, _check_k(k), _choice("ties", ties, EXPOSURE_TIES)
-
-
-def _real(name: str, value, lo: float, hi: float, *, lo_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not np.isfinite(value) or value > hi or value < lo \
-            or (lo_open and value == lo):
-        bound = "(" if lo_open else "["
-        raise ParameterError(name, f"a number in {bound}{lo}, {hi}]", value)
-    return float(value)
+    return s, q, query_index(q), m, check_k(k), choice("ties", ties, EXPOSURE_TIES)
 
 
 def _distribution(name: str, value, n_groups: int, choices=TARGETS) -> np.ndarray:
@@ -151,7 +143,7 @@ def _targets(target, m: np.ndarray, labels, q: np.ndarray, qidx: np.ndarray) -> 
     nq, n_groups = q.size - 1, m.shape[1]
     if not isinstance(target, str):
         return np.broadcast_to(_distribution("target", target, n_groups), (nq, n_groups))
-    target = _choice("target", target, TARGETS)
+    target = choice("target", target, TARGETS)
     if target == "uniform":
         return np.full((nq, n_groups), 1.0 / n_groups)
     if target == "relevant":
@@ -169,7 +161,7 @@ def _targets(target, m: np.ndarray, labels, q: np.ndarray, qidx: np.ndarray) -> 
 
 
 def _labels(labels, n: int):
-    return None if labels is None else _vector("labels", labels, n, nonnegative=True)
+    return None if labels is None else item_vector("labels", labels, n, nonnegative=True)
 
 
 # --------------------------------------------------------------------------- rank weights
@@ -194,9 +186,9 @@ def _weight_table(max_len: int, k: int | None, weights, patience: float) -> np.n
 
 def _check_weights(weights, patience):
     if isinstance(weights, str):
-        weights = _choice("weights", weights, WEIGHTS)
+        weights = choice("weights", weights, WEIGHTS)
         if weights == "geometric":
-            patience = _real("patience", patience, 0.0, 1.0, lo_open=True)
+            patience = real("patience", patience, low=0.0, high=1.0, low_open=True)
         return weights, patience
     try:
         w = np.asarray(weights, dtype=np.float64)
@@ -216,18 +208,18 @@ def _slot_apply(s: np.ndarray, q: np.ndarray, qidx: np.ndarray, ties: str, slot_
     out = np.empty(s.size, dtype=np.float64)
     if s.size == 0:
         return out
-    order = _order_desc(s, qidx, stable=ties == "stable")
-    vals = slot_fn(_sorted_ranks(q, qidx))
+    order = order_desc(s, qidx, stable=ties == "stable")
+    vals = slot_fn(sorted_ranks(q, qidx))
     if ties == "average":
-        vals = _block_mean(vals, s[order], qidx)
+        vals = block_mean(vals, s[order], qidx)
     out[order] = vals
     return out
 
 
 def _rank_weights(s, q, qidx, k, ties, weights="log", patience=0.5) -> np.ndarray:
     if isinstance(weights, str) and weights == "log":
-        return _exposure(s, q, qidx, k, ties)
-    table = _weight_table(_max_len(q), k, weights, patience)
+        return item_exposure(s, q, qidx, k, ties)
+    table = _weight_table(max_list_size(q), k, weights, patience)
     return _slot_apply(s, q, qidx, ties, lambda ranks: table[ranks - 1])
 
 
@@ -256,8 +248,8 @@ def _distribution_distance(p: np.ndarray, t: np.ndarray, distance: str) -> np.nd
 def _awrf_distance(scores, qptr, membership, labels, k, target, distance, weights,
                    patience, ties, on_no_representative):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    distance = _choice("distance", distance, AWRF_DISTANCES)
-    on_no_representative = _choice("on_no_representative", on_no_representative,
+    distance = choice("distance", distance, AWRF_DISTANCES)
+    on_no_representative = choice("on_no_representative", on_no_representative,
                                    ON_NO_REPRESENTATIVE)
     weights, patience = _check_weights(weights, patience)
     lab = _labels(labels, s.size)
@@ -317,12 +309,12 @@ def awrf_per_query(scores, *, qptr, membership, labels=None, k: int | None = Non
 
 def awrf_distance(scores, **kwargs) -> float:
     """Mean of :func:`awrf_distance_per_query` over the non-NaN queries."""
-    return _mean(awrf_distance_per_query(scores, **kwargs))
+    return nanmean(awrf_distance_per_query(scores, **kwargs))
 
 
 def awrf(scores, **kwargs) -> float:
     """Mean of :func:`awrf_per_query` over the non-NaN queries."""
-    return _mean(awrf_per_query(scores, **kwargs))
+    return nanmean(awrf_per_query(scores, **kwargs))
 
 
 def ndcg_awrf_per_query(scores, labels, *, qptr, membership, k: int | None = None,
@@ -335,7 +327,7 @@ def ndcg_awrf_per_query(scores, labels, *, qptr, membership, k: int | None = Non
     NDCG from :func:`groupbias.metrics.ndcg_per_query` (``gain``, ``ties``,
     ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
     share among the relevant items, as in seed 004. NaN where either factor is NaN."""
-    ties = _choice("ties", ties, EXPOSURE_TIES)
+    ties = choice("ties", ties, EXPOSURE_TIES)
     nd = ndcg_per_query(scores, labels, qptr=qptr, k=k, gain=gain, ties=ties,
                         on_no_relevant=on_no_relevant)
     aw = awrf_per_query(scores, qptr=qptr, membership=membership, labels=labels, k=k,
@@ -347,7 +339,7 @@ def ndcg_awrf_per_query(scores, labels, *, qptr, membership, k: int | None = Non
 
 def ndcg_awrf(scores, labels, **kwargs) -> float:
     """Mean of :func:`ndcg_awrf_per_query` over the non-NaN queries."""
-    return _mean(ndcg_awrf_per_query(scores, labels, **kwargs))
+    return nanmean(ndcg_awrf_per_query(scores, labels, **kwargs))
 
 
 # --------------------------------------------------------------------------- TED / TExFAIR
@@ -369,17 +361,17 @@ def rbdf_per_query(scores, *, qptr, membership, k: int | None = None,
     with ``S_R`` the representative items (a ``membership`` row with a positive entry).
     In [0, 1]; NaN for empty queries. Returns float64 [n_queries]."""
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    return _finish(_rbdf(_exposure(s, q, qidx, k, ties), m, q, qidx), q)
+    return _finish(_rbdf(item_exposure(s, q, qidx, k, ties), m, q, qidx), q)
 
 
 def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    on_no_representative = _choice("on_no_representative", on_no_representative,
+    on_no_representative = choice("on_no_representative", on_no_representative,
                                    ON_NO_REPRESENTATIVE)
     if not isinstance(rbdf, bool):
         raise ParameterError("rbdf", "True or False", rbdf)
     t = _targets(target, m, _labels(labels, s.size), q, qidx)
-    w = _exposure(s, q, qidx, k, ties)
+    w = item_exposure(s, q, qidx, k, ties)
     exposure = _column_sums(w, m, q, qidx)
     tot = exposure.sum(axis=1)
     none = tot <= 0
@@ -436,12 +428,12 @@ def texfair_per_query(scores, *, qptr, membership, labels=None, k: int | None = 
 
 def ted(scores, **kwargs) -> float:
     """Mean of :func:`ted_per_query` over the non-NaN queries."""
-    return _mean(ted_per_query(scores, **kwargs))
+    return nanmean(ted_per_query(scores, **kwargs))
 
 
 def texfair(scores, **kwargs) -> float:
     """Mean of :func:`texfair_per_query` over the non-NaN queries."""
-    return _mean(texfair_per_query(scores, **kwargs))
+    return nanmean(texfair_per_query(scores, **kwargs))
 
 
 # --------------------------------------------------------------------------- NFaiRR
@@ -461,9 +453,9 @@ def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
     :attr:`TermMembership.counts` with ``tau=1`` for that. For two groups ω ∈ [0, 1]; with
     more groups ω can be negative (down to ``1 − 2 (1 − min J)``)."""
     m = _membership(membership, None)
-    tau = _real("tau", tau, 0.0, np.inf)
+    tau = real("tau", tau, low=0.0)
     if isinstance(target, str):
-        _choice("target", target, ("uniform",))
+        choice("target", target, ("uniform",))
         j = np.full(m.shape[1], 1.0 / m.shape[1])
     else:
         j = _distribution("target", target, m.shape[1], choices=("uniform",))
@@ -478,7 +470,7 @@ def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
 def _fairr(scores, qptr, membership, k, tau, target, ties):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     omega = neutrality(m, tau=tau, target=target)
-    return s, q, qidx, k, omega, segment_sum(omega * _exposure(s, q, qidx, k, ties), q, qidx)
+    return s, q, qidx, k, omega, segment_sum(omega * item_exposure(s, q, qidx, k, ties), q, qidx)
 
 
 def fairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: float = 0.0,
@@ -506,10 +498,10 @@ def nfairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: flo
     ω from :func:`neutrality` (``tau``, ``target``). A query with IFaiRR <= 0 (no neutral
     weight in the background, e.g. every candidate entirely one group) is NaN: NFaiRR
     cannot rank such lists. Returns float64 [n_queries]."""
-    background = _choice("background", background, BACKGROUNDS)
+    background = choice("background", background, BACKGROUNDS)
     s, q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     if background == "candidates":
-        ideal = segment_sum(omega * _tie_average_exposure(omega, q, qidx, k), q, qidx)
+        ideal = segment_sum(omega * tie_average_exposure(omega, q, qidx, k), q, qidx)
     else:
         if k is None:
             raise ParameterError("k", "a cutoff (background='collection' ranks the top k of "
@@ -523,7 +515,7 @@ def nfairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: flo
 
 def nfairr(scores, **kwargs) -> float:
     """Mean of :func:`nfairr_per_query` over the non-NaN queries."""
-    return _mean(nfairr_per_query(scores, **kwargs))
+    return nanmean(nfairr_per_query(scores, **kwargs))
 
 
 # --------------------------------------------------------------------------- CWEx
@@ -544,7 +536,7 @@ def _classes(m: np.ndarray, assignment: str) -> np.ndarray:
 
 def _class_exposure(scores, qptr, membership, k, assignment, ties):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    assignment = _choice("assignment", assignment, ASSIGNMENTS)
+    assignment = choice("assignment", assignment, ASSIGNMENTS)
     if assignment == "expected" and m.size:
         top = _row_sum(m).max()
         if top > 1.0 + _ROW_SUM_TOL:
@@ -553,7 +545,7 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
                                  "the neutral class)", f"a row sum of {top!r}",
                                  fix="normalize the rows, or use assignment='hard' for "
                                      "counts")
-    e = _exposure(s, q, qidx, k, ties)
+    e = item_exposure(s, q, qidx, k, ties)
     total = segment_sum(e, q, qidx)
     nz = np.flatnonzero(e)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -606,26 +598,26 @@ def cwex_per_query(scores, *, qptr, membership, alpha: float = 0.5, k: int | Non
 
     in ``[α − 1, α]``, higher = fairer; the paper reports α = 0.2, 0.5, 0.7. Classes and
     exposure as in :func:`class_exposure_per_query`. Returns float64 [n_queries]."""
-    alpha = _real("alpha", alpha, 0.0, 1.0)
+    alpha = real("alpha", alpha, low=0.0, high=1.0)
     x = _class_exposure(scores, qptr, membership, k, assignment, ties)
     return alpha * x[:, -1] - (1.0 - alpha) * _gap(x)
 
 
 def delta_exposure(scores, **kwargs) -> float:
     """Mean of :func:`delta_exposure_per_query` over the non-NaN queries."""
-    return _mean(delta_exposure_per_query(scores, **kwargs))
+    return nanmean(delta_exposure_per_query(scores, **kwargs))
 
 
 def cwex(scores, **kwargs) -> float:
     """Mean of :func:`cwex_per_query` over the non-NaN queries."""
-    return _mean(cwex_per_query(scores, **kwargs))
+    return nanmean(cwex_per_query(scores, **kwargs))
 
 
 # --------------------------------------------------------------------------- RaB / ARaB
 
 def _pair(pair, n_groups: int) -> tuple[int, int]:
     ok = (isinstance(pair, (tuple, list)) and len(pair) == 2
-          and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair))
+          and all(is_integer(x) for x in pair))
     if not ok or not all(0 <= int(x) < n_groups for x in pair) or pair[0] == pair[1]:
         raise ParameterError("pair", f"two distinct group columns in 0..{n_groups - 1}",
                              pair)
@@ -634,7 +626,7 @@ def _pair(pair, n_groups: int) -> tuple[int, int]:
 
 def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    magnitude = _choice("magnitude", magnitude, MAGNITUDES)
+    magnitude = choice("magnitude", magnitude, MAGNITUDES)
     a, b = _pair(pair, m.shape[1])
     mag = m[:, [a, b]]
     if magnitude == "tf":
@@ -643,7 +635,7 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
         mag = (mag > 0).astype(np.float64)
     sizes = np.diff(q)
     cut = sizes if k is None else np.minimum(sizes, k)
-    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, _max_len(q) + 1))])
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, max_list_size(q) + 1))])
 
     def slot_fn(ranks):
         t = cut[qidx]
@@ -688,13 +680,13 @@ def arab_per_query(scores, *, qptr, membership, k: int | None = None,
 
 def rank_bias(scores, **kwargs) -> float:
     """Mean of :func:`rank_bias_per_query` over the non-NaN queries."""
-    return _mean(rank_bias_per_query(scores, **kwargs))
+    return nanmean(rank_bias_per_query(scores, **kwargs))
 
 
 def arab(scores, **kwargs) -> float:
     """Mean of :func:`arab_per_query` over the non-NaN queries (the signed mean the
     reference reports)."""
-    return _mean(arab_per_query(scores, **kwargs))
+    return nanmean(arab_per_query(scores, **kwargs))
 
 
 # --------------------------------------------------------------------------- correlation
@@ -708,8 +700,8 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
     used (at least 2, else :class:`ParameterError`). ``scipy.stats.pearsonr`` computes
     ``r`` and the two-sided p-value; when either side is constant ``r`` is undefined and
     ``(nan, nan, n)`` is returned."""
-    a = _per_query_values("metric_a", metric_a)
-    b = _per_query_values("metric_b", metric_b)
+    a = per_query_values("metric_a", metric_a)
+    b = per_query_values("metric_b", metric_b)
     if a.size != b.size:
         raise ParameterError("metric_b", f"length {a.size} (one value per query, as "
                              "metric_a)", f"length {b.size}")

@@ -22,7 +22,7 @@ def _umask() -> int:
     return mask
 
 
-def _atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -44,7 +44,7 @@ def _atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return _atomic_write_bytes(path, text.encode("utf-8"))
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def _jsonable(x):
@@ -85,4 +85,4 @@ def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
             raise TypeError(f"array {k!r} has dtype object; refusing to store pickled data")
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    return _atomic_write_bytes(path, buf.getvalue())
+    return write_bytes_atomic(path, buf.getvalue())

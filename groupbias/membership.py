@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from .errors import DataFormatError, MissingFilesError
 
 from .errors import ParameterError
 

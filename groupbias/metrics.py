@@ -29,7 +29,10 @@ import numbers
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr, check_k
+from .errors import ParameterError
+from .validation import check_k, check_qptr, choice, integer, is_integer, vector
+from .kernels import (block_mean, discount_table, item_exposure, max_list_size, nanmean, order_desc,
+                      sorted_ranks, tie_average_exposure)
 from .segments import query_index, segment_sum, sort_within
 
 __all__ = [
@@ -56,45 +59,28 @@ DISTANCES = ("l2", "l1", "sq_l2")
 
 # --------------------------------------------------------------------------- validation
 
-def _choice(name: str, value, allowed) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
-    return value
-
-
-_check_k = check_k
-
-
-def _vector(name: str, values, n: int | None, *, nonnegative: bool = False,
-            unit: bool = False) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
-    if n is not None and a.size != n:
-        raise ParameterError(name, f"length {n} (one value per item)", f"length {a.size}")
-    a = a.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(a)):
-        raise ParameterError(name, "finite values", "NaN or infinite entries",
-                             fix="drop or impute them before computing metrics")
-    if nonnegative and a.size and a.min() < 0:
-        raise ParameterError(name, "non-negative values", f"minimum {a.min()!r}")
-    if unit and a.size and (a.min() < 0 or a.max() > 1):
-        raise ParameterError(name, "values in [0, 1] (1 = affected, 0 = non-affected)",
-                             f"range [{a.min()!r}, {a.max()!r}]")
-    return a
+def item_vector(name: str, values, n: int | None, *, nonnegative: bool = False,
+                 unit: bool = False) -> np.ndarray:
+    """A per-item metric input: finite, optionally non-negative or in [0, 1]."""
+    if unit:
+        return vector(name, values, n, low=0.0, high=1.0,
+                      what="values in [0, 1] (1 = affected, 0 = non-affected)")
+    return vector(name, values, n, low=0.0 if nonnegative else None,
+                  what="non-negative values" if nonnegative else None,
+                  fix="drop or impute them before computing metrics")
 
 
 def _inputs(first_name: str, first, second_name: str | None, second, qptr, groups,
             *, need_groups: bool, second_nonnegative: bool = True,
             first_nonnegative: bool = False):
-    x = _vector(first_name, first, None, nonnegative=first_nonnegative)
+    x = item_vector(first_name, first, None, nonnegative=first_nonnegative)
     n = x.size
-    y = None if second_name is None else _vector(second_name, second, n,
+    y = None if second_name is None else item_vector(second_name, second, n,
                                                  nonnegative=second_nonnegative)
     q = check_qptr(qptr, n)
     g = None
     if groups is not None:
-        g = _vector("groups", groups, n, unit=True)
+        g = item_vector("groups", groups, n, unit=True)
     elif need_groups:
         raise ParameterError("groups", "an array of affected-group memberships in [0, 1]",
                              None)
@@ -102,15 +88,6 @@ def _inputs(first_name: str, first, second_name: str | None, second, qptr, group
 
 
 # --------------------------------------------------------------------------- exposure
-
-def _discount_table(max_len: int, k: int | None) -> np.ndarray:
-    """``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``."""
-    r = np.arange(1, max_len + 1, dtype=np.float64)
-    table = 1.0 / np.log2(1.0 + r)
-    if k is not None:
-        table[k:] = 0.0
-    return table
-
 
 def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
     """Exposure of 1-based ``ranks`` under the logarithmic (DCG) browsing model.
@@ -121,124 +98,10 @@ def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
     r = np.asarray(ranks)
     if not np.issubdtype(r.dtype, np.integer) or (r.size and r.min() < 1):
         raise ParameterError("ranks", "integer ranks >= 1", f"dtype {r.dtype}")
-    k = _check_k(k)
+    k = check_k(k)
     out = 1.0 / np.log2(1.0 + r.astype(np.float64))
     if k is not None:
         out = np.where(r <= k, out, 0.0)
-    return out
-
-
-def _sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """1-based rank of every slot of a within-query sorted order (queries contiguous)."""
-    return np.arange(qidx.size, dtype=np.int64) - qptr[qidx] + 1
-
-
-def _max_len(qptr: np.ndarray) -> int:
-    return int(np.max(np.diff(qptr))) if qptr.size > 1 else 0
-
-
-def _group_by_query(order: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """Stable reordering of ``order`` by query: LSD radix passes over 16-bit digits of the
-    query index (numpy's stable sort is a radix sort for 16-bit keys)."""
-    n_queries = int(qidx[-1]) + 1 if qidx.size else 0
-    if n_queries <= 1 << 16:
-        return order[np.argsort(qidx.astype(np.uint16)[order], kind="stable")]
-    qo = qidx[order]
-    if n_queries <= 1 << 32:
-        p = np.argsort((qo & 0xFFFF).astype(np.uint16), kind="stable")
-        p = p[np.argsort((qo[p] >> 16).astype(np.uint16), kind="stable")]
-        return order[p]
-    return order[np.argsort(qo, kind="stable")]
-
-
-def _order_desc(key: np.ndarray, qidx: np.ndarray, *, stable: bool) -> np.ndarray:
-    """Within-query order by ``key`` descending (equal to ``segments.sort_within``).
-
-    One global sort of the keys, then a stable radix pass that groups items by query. With
-    ``stable=False`` the order among tied keys is unspecified (enough wherever tied items
-    share their exposure); with ``stable=True`` ties keep their original order.
-    """
-    neg = -key
-    order = np.argsort(neg)
-    if stable and order.size > 1:
-        sv = neg[order]
-        if np.any(sv[1:] == sv[:-1]):
-            order = np.argsort(neg, kind="stable")
-    return _group_by_query(order, qidx)
-
-
-def _block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray,
-                qidx: np.ndarray) -> np.ndarray:
-    """Replace every value by the mean over its block of equal consecutive keys within a
-    query (arrays in within-query sorted order)."""
-    n = values_sorted.size
-    if n == 0:
-        return values_sorted
-    start = np.empty(n, dtype=bool)
-    start[0] = True
-    start[1:] = (keys_sorted[1:] != keys_sorted[:-1]) | (qidx[1:] != qidx[:-1])
-    if start.all():
-        return values_sorted
-    block = np.cumsum(start) - 1
-    sums = np.bincount(block, weights=values_sorted)
-    counts = np.bincount(block)
-    return (sums / counts)[block]
-
-
-_MAX_CODES = 1024
-
-
-def _small_codes(key: np.ndarray):
-    """Integer codes ``key - min`` when all keys are integers spanning < 1024 values."""
-    if key.size == 0:
-        return None, 0
-    lo, hi = key.min(), key.max()
-    if hi - lo >= _MAX_CODES:
-        return None, 0
-    shifted = key - lo
-    codes = shifted.astype(np.int64)
-    if not np.array_equal(codes, shifted):
-        return None, 0
-    return codes, int(hi - lo) + 1
-
-
-def _tie_average_exposure(key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
-                          k: int | None) -> np.ndarray:
-    """Per-item exposure of the ranking by ``key`` (descending) with every tie block
-    sharing the mean exposure of its ranks: ``eps_i = (C(a + c) - C(a)) / c`` where ``a``
-    items of the query rank above the block, ``c`` is the block size and ``C`` the prefix
-    sum of the position exposures."""
-    n = key.size
-    table = _discount_table(_max_len(qptr), k)
-    n_queries = qptr.size - 1
-    codes, n_codes = _small_codes(key)
-    if codes is not None and n_queries * n_codes <= 4 * n + 1024:
-        cell = qidx * n_codes + codes
-        counts = np.bincount(cell, minlength=n_queries * n_codes).reshape(n_queries, n_codes)
-        at_least = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1]
-        above = at_least - counts
-        prefix = np.concatenate([[0.0], np.cumsum(table)])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = (prefix[above + counts] - prefix[above]) / counts
-        return mean.ravel()[cell]
-    order = _order_desc(key, qidx, stable=False)
-    exp_sorted = table[_sorted_ranks(qptr, qidx) - 1] if n else np.zeros(0)
-    exp_sorted = _block_mean(exp_sorted, key[order], qidx)
-    out = np.empty(n, dtype=np.float64)
-    out[order] = exp_sorted
-    return out
-
-
-def _exposure(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None,
-              ties: str) -> np.ndarray:
-    """Per-item exposure of the ranking by ``scores`` with ``ties`` "average" or
-    "stable"."""
-    if ties == "average":
-        return _tie_average_exposure(scores, qptr, qidx, k)
-    order = _order_desc(scores, qidx, stable=True)
-    out = np.empty(scores.size, dtype=np.float64)
-    if scores.size:
-        out[order] = _discount_table(_max_len(qptr), k)[_sorted_ranks(qptr, qidx) - 1]
     return out
 
 
@@ -254,9 +117,9 @@ def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "averag
     float64 [n_items].
     """
     s, _, q, _ = _inputs("scores", scores, None, None, qptr, None, need_groups=False)
-    k = _check_k(k)
-    ties = _choice("ties", ties, EXPOSURE_TIES)
-    return _exposure(s, q, query_index(q), k, ties)
+    k = check_k(k)
+    ties = choice("ties", ties, EXPOSURE_TIES)
+    return item_exposure(s, q, query_index(q), k, ties)
 
 
 def target_exposure(grades, *, qptr, k: int | None = None) -> np.ndarray:
@@ -292,7 +155,7 @@ def discretize(scores, *, thresholds=None, levels: int | None = None) -> np.ndar
     [0, 1]. Default (both None): ``thresholds=(0.5,)``, the paper's least controversial
     threshold ``a* = 0.5`` (binary relevant / non-relevant). Give at most one of the two.
     """
-    s = _vector("scores", scores, None)
+    s = item_vector("scores", scores, None)
     t = _thresholds(thresholds, levels)
     return np.searchsorted(t, s, side="right").astype(np.int64)
 
@@ -302,7 +165,7 @@ def _thresholds(thresholds, levels) -> np.ndarray:
         raise ParameterError("levels", "None when thresholds are given", levels,
                              fix="pass either thresholds or levels, not both")
     if levels is not None:
-        if isinstance(levels, bool) or not isinstance(levels, numbers.Integral) or levels < 2:
+        if not is_integer(levels) or levels < 2:
             raise ParameterError("levels", "an integer >= 2", levels)
         return np.arange(1, int(levels), dtype=np.float64) / float(levels)
     if thresholds is None:
@@ -341,11 +204,11 @@ def ndcg_per_query(scores, labels, *, qptr, groups=None, group: str = "all",
     """
     s, lab, q, g = _inputs("scores", scores, "labels", labels, qptr, groups,
                            need_groups=group != "all")
-    group = _choice("group", group, GROUPS)
-    gain = _choice("gain", gain, GAINS)
-    ties = _choice("ties", ties, TIES)
-    on_no_relevant = _choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
-    k = _check_k(k)
+    group = choice("group", group, GROUPS)
+    gain = choice("gain", gain, GAINS)
+    ties = choice("ties", ties, TIES)
+    on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
+    k = check_k(k)
     return _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant)
 
 
@@ -358,18 +221,18 @@ def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
     elif group == "non_affected":
         gains = gains * (1.0 - g)
     if ties == "average":
-        exposure = _tie_average_exposure(s, q, qidx, k)
+        exposure = tie_average_exposure(s, q, qidx, k)
     elif ties == "stable":
-        exposure = _exposure(s, q, qidx, k, "stable")
+        exposure = item_exposure(s, q, qidx, k, "stable")
     else:  # pessimistic: among tied scores the smallest gain ranks first
         order = sort_within(s, q, descending=True, tiebreak=gains, qidx=qidx)
         exposure = np.empty(s.size, dtype=np.float64)
         if s.size:
-            exposure[order] = _discount_table(_max_len(q), k)[_sorted_ranks(q, qidx) - 1]
+            exposure[order] = discount_table(max_list_size(q), k)[sorted_ranks(q, qidx) - 1]
     dcg = segment_sum(gains * exposure, q, qidx)
     # ideal ranking: sorted by gain; tied gains are interchangeable, so tie averaging
     # leaves the sum unchanged
-    idcg = segment_sum(gains * _tie_average_exposure(gains, q, qidx, k), q, qidx)
+    idcg = segment_sum(gains * tie_average_exposure(gains, q, qidx, k), q, qidx)
     out = np.full(q.size - 1, np.nan)
     pos = idcg > 0
     out[pos] = dcg[pos] / idcg[pos]
@@ -379,16 +242,11 @@ def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
     return out
 
 
-def _mean(values: np.ndarray) -> float:
-    ok = ~np.isnan(values)
-    return float(values[ok].mean()) if ok.any() else float("nan")
-
-
 def ndcg(scores, labels, *, qptr, groups=None, group: str = "all", k: int | None = None,
          gain: str = "exp2", ties: str = "average", on_no_relevant: str = "skip") -> float:
     """Mean NDCG@k over the queries that are not skipped (see :func:`ndcg_per_query`);
     NaN when every query is skipped."""
-    return _mean(ndcg_per_query(scores, labels, qptr=qptr, groups=groups, group=group, k=k,
+    return nanmean(ndcg_per_query(scores, labels, qptr=qptr, groups=groups, group=group, k=k,
                                 gain=gain, ties=ties, on_no_relevant=on_no_relevant))
 
 
@@ -418,7 +276,7 @@ def _rho(xa, xn, ya, yn, on_zero_utility: str) -> np.ndarray:
 
 def _aggregate_rho(xa, xn, ya, yn, aggregate, on_zero_utility) -> float:
     if aggregate == "per_query":
-        return _mean(_rho(xa, xn, ya, yn, on_zero_utility))
+        return nanmean(_rho(xa, xn, ya, yn, on_zero_utility))
     return float(_rho(xa.sum(), xn.sum(), ya.sum(), yn.sum(), on_zero_utility))
 
 
@@ -449,7 +307,7 @@ def rho_dtr_tabular_per_query(estimated_utility, true_relevance, *, qptr, groups
     gives 1 when ``Ũ`` also gives it zero and 0 otherwise; ``"skip"`` gives NaN.
     Both inputs float [n_items], non-negative; returns float64 [n_queries].
     """
-    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
                 on_zero_utility)
 
@@ -459,8 +317,8 @@ def rho_dtr_tabular(estimated_utility, true_relevance, *, qptr, groups,
     """ρ(DTR), tabular regime: ``aggregate="per_query"`` (default) is the mean of
     :func:`rho_dtr_tabular_per_query` over non-NaN queries; ``"amortized"`` sums ``Ũ_g``
     and ``U_g`` over all queries first and returns ρ of the sums."""
-    aggregate = _choice("aggregate", aggregate, DTR_AGGREGATES)
-    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
+    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _aggregate_rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
                           aggregate, on_zero_utility)
 
@@ -468,10 +326,10 @@ def rho_dtr_tabular(estimated_utility, true_relevance, *, qptr, groups,
 def _dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties):
     s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
                          need_groups=True)
-    k = _check_k(k)
-    ties = _choice("ties", ties, EXPOSURE_TIES)
+    k = check_k(k)
+    ties = choice("ties", ties, EXPOSURE_TIES)
     qidx = query_index(q)
-    e = _exposure(s, q, qidx, k, ties)
+    e = item_exposure(s, q, qidx, k, ties)
     xa, xn = _group_sums(e, g, q, qidx)
     ya, yn = _group_sums(y, g, q, qidx)
     return xa, xn, ya, yn
@@ -491,7 +349,7 @@ def rho_dtr_ranking_per_query(scores, true_relevance, *, qptr, groups, k: int | 
     (with ``E`` in place of ``Ũ``): with ``"extend"`` a group that has items but no
     utility gets ρ = 0 when it receives exposure. Returns float64 [n_queries].
     """
-    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
                 on_zero_utility)
 
@@ -501,8 +359,8 @@ def rho_dtr_ranking(scores, true_relevance, *, qptr, groups, k: int | None = Non
                     on_zero_utility: str = "extend") -> float:
     """ρ(DTR) of a ranking: mean over queries (``"per_query"``, default) or ρ of the
     exposure and utility sums over all queries (``"amortized"``)."""
-    aggregate = _choice("aggregate", aggregate, DTR_AGGREGATES)
-    on_zero_utility = _choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
+    aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
+    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _aggregate_rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
                           aggregate, on_zero_utility)
 
@@ -555,13 +413,13 @@ def delta_eel_tabular_per_query(estimated_scores, true_relevance, *, qptr, group
     x, y, q, g = _inputs("estimated_scores", estimated_scores, "true_relevance",
                          true_relevance, qptr, groups, need_groups=True,
                          second_nonnegative=False)
-    k = _check_k(k)
-    distance = _choice("distance", distance, DISTANCES)
-    on_single_group = _choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
+    k = check_k(k)
+    distance = choice("distance", distance, DISTANCES)
+    on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
     t = _thresholds(thresholds, levels)
     qidx = query_index(q)
-    est = _exposure(_grades(x, t), q, qidx, k, "average")
-    tgt = _exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
+    est = item_exposure(_grades(x, t), q, qidx, k, "average")
+    tgt = item_exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
     ea, en = _group_sums(est, g, q, qidx)
     ta, tn = _group_sums(tgt, g, q, qidx)
     return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
@@ -569,7 +427,7 @@ def delta_eel_tabular_per_query(estimated_scores, true_relevance, *, qptr, group
 
 def _aggregate_eel(values: np.ndarray, aggregate: str) -> float:
     if aggregate == "mean":
-        return _mean(values)
+        return nanmean(values)
     ok = ~np.isnan(values)
     return float(values[ok].sum()) if ok.any() else float("nan")
 
@@ -580,7 +438,7 @@ def delta_eel_tabular(estimated_scores, true_relevance, *, qptr, groups, thresho
                       on_single_group: str = "count", aggregate: str = "mean") -> float:
     """Δ(EEL), tabular regime: the mean (default) or sum over non-NaN queries of
     :func:`delta_eel_tabular_per_query`."""
-    aggregate = _choice("aggregate", aggregate, EEL_AGGREGATES)
+    aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
     return _aggregate_eel(delta_eel_tabular_per_query(
         estimated_scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
         levels=levels, discretize_true=discretize_true, k=k, distance=distance,
@@ -602,14 +460,14 @@ def delta_eel_ranking_per_query(scores, true_relevance, *, qptr, groups, thresho
     """
     s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
                          need_groups=True, second_nonnegative=False)
-    k = _check_k(k)
-    ties = _choice("ties", ties, EXPOSURE_TIES)
-    distance = _choice("distance", distance, DISTANCES)
-    on_single_group = _choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
+    k = check_k(k)
+    ties = choice("ties", ties, EXPOSURE_TIES)
+    distance = choice("distance", distance, DISTANCES)
+    on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
     t = _thresholds(thresholds, levels)
     qidx = query_index(q)
-    model = _exposure(s, q, qidx, k, ties)
-    tgt = _exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
+    model = item_exposure(s, q, qidx, k, ties)
+    tgt = item_exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
     ea, en = _group_sums(model, g, q, qidx)
     ta, tn = _group_sums(tgt, g, q, qidx)
     return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
@@ -621,7 +479,7 @@ def delta_eel_ranking(scores, true_relevance, *, qptr, groups, thresholds=None,
                       on_single_group: str = "count", aggregate: str = "mean") -> float:
     """Δ(EEL) of a ranking: the mean (default) or sum over non-NaN queries of
     :func:`delta_eel_ranking_per_query`."""
-    aggregate = _choice("aggregate", aggregate, EEL_AGGREGATES)
+    aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
     return _aggregate_eel(delta_eel_ranking_per_query(
         scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
         levels=levels, discretize_true=discretize_true, k=k, ties=ties, distance=distance,

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr
+from .errors import ParameterError
+from .validation import check_qptr, choice, generator, integer, is_integer, real, vector
 from .segments import query_index, ranks_within
 
 __all__ = [
@@ -52,54 +53,6 @@ VARIANTS = ("normal", "two_mode", "clusters")
 
 # --------------------------------------------------------------------------- validation
 
-def _real(name: str, value, *, low=None, high=None, low_open=False, high_open=False,
-          what: str | None = None) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) \
-        and np.isfinite(float(value))
-    if ok:
-        v = float(value)
-        if low is not None and (v < low or (low_open and v == low)):
-            ok = False
-        if high is not None and (v > high or (high_open and v == high)):
-            ok = False
-    if not ok:
-        lo = "-inf" if low is None else f"{low}"
-        hi = "inf" if high is None else f"{high}"
-        rng_txt = f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
-        raise ParameterError(name, what or f"a number in {rng_txt}", value)
-    return float(value)
-
-
-def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__,
-                             fix="pass rng=np.random.default_rng(seed)")
-    return rng
-
-
-def _vector(name: str, values, n: int | None = None, *, low=None, high=None) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
-    if n is not None and a.size != n:
-        raise ParameterError(name, f"length {n}", f"length {a.size}")
-    a = a.astype(np.float64, copy=False)
-    if a.size and not np.all(np.isfinite(a)):
-        raise ParameterError(name, "finite values", "NaN or infinite entries")
-    if a.size and ((low is not None and a.min() < low) or (high is not None and a.max() > high)):
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        raise ParameterError(name, f"values in [{lo}, {hi}]",
-                             f"range [{a.min()!r}, {a.max()!r}]")
-    return a
-
-
-def _choice(name: str, value, allowed) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
-    return value
-
-
 # --------------------------------------------------------------------------- relevance
 
 def relevance_from_labels(labels, *, label_max: float | None = None,
@@ -111,8 +64,8 @@ def relevance_from_labels(labels, *, label_max: float | None = None,
     ``mode="continuous"``: the labels are already probabilities and must lie in [0, 1]
     (``label_max`` is then ignored).
     """
-    _choice("mode", mode, RELEVANCE_MODES)
-    lab = _vector("labels", labels)
+    choice("mode", mode, RELEVANCE_MODES)
+    lab = vector("labels", labels)
     if mode == "continuous":
         if lab.size and (lab.min() < 0 or lab.max() > 1):
             raise ParameterError("labels", "continuous relevance scores in [0, 1]",
@@ -126,7 +79,7 @@ def relevance_from_labels(labels, *, label_max: float | None = None,
         if top == 0:
             return np.zeros(lab.size)
         return lab / top
-    top = _real("label_max", label_max, low=0, low_open=True, what="a positive number")
+    top = real("label_max", label_max, low=0, low_open=True, what="a positive number")
     if lab.size and lab.max() > top:
         raise ParameterError("labels", f"labels <= label_max={top}", f"maximum {lab.max()!r}")
     return lab / top
@@ -135,7 +88,7 @@ def relevance_from_labels(labels, *, label_max: float | None = None,
 # --------------------------------------------------------------------------- propensities
 
 def _check_beta_params(beta_mean, beta_std, beta_min, out_of_range):
-    bmin = _real("beta_min", beta_min, low=0, high=1, low_open=True)
+    bmin = real("beta_min", beta_min, low=0, high=1, low_open=True)
     try:
         means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
     except (TypeError, ValueError):
@@ -146,8 +99,8 @@ def _check_beta_params(beta_mean, beta_std, beta_min, out_of_range):
     if means.min() < bmin:
         raise ParameterError("beta_mean", f"mean(s) >= beta_min={bmin}", beta_mean,
                              fix="lower beta_min")
-    std = _real("beta_std", beta_std, low=0, what="a standard deviation >= 0")
-    _choice("out_of_range", out_of_range, OUT_OF_RANGE)
+    std = real("beta_std", beta_std, low=0, what="a standard deviation >= 0")
+    choice("out_of_range", out_of_range, OUT_OF_RANGE)
     return means, std, bmin
 
 
@@ -177,11 +130,11 @@ def draw_query_beta(n_queries: int, *, beta_mean, beta_std: float,
     (``out_of_range="clip"``, default; puts an atom at the bounds) or drawn from the normal
     truncated to it (``"resample"``). ``beta_std = 0`` returns the means.
     """
-    if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) \
+    if not is_integer(n_queries) \
             or n_queries < 0:
         raise ParameterError("n_queries", "an integer >= 0", n_queries)
     means, std, bmin = _check_beta_params(beta_mean, beta_std, beta_min, out_of_range)
-    rng = _generator(rng)
+    rng = generator(rng)
     if cluster_of_query is None:
         if means.size != 1:
             raise ParameterError("beta_mean", "one number (or pass cluster_of_query with one "
@@ -212,8 +165,8 @@ def draw_two_mode_beta(n_queries: int, *, modes=(0.6, 0.8), beta_std: float,
     m = np.atleast_1d(np.asarray(modes, dtype=np.float64))
     if m.ndim != 1 or m.size < 1:
         raise ParameterError("modes", "a non-empty sequence of propensity means", modes)
-    rng = _generator(rng)
-    if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) \
+    rng = generator(rng)
+    if not is_integer(n_queries) \
             or n_queries < 0:
         raise ParameterError("n_queries", "an integer >= 0", n_queries)
     _check_beta_params(m, beta_std, beta_min, out_of_range)
@@ -234,10 +187,10 @@ def simulate_attractiveness(relevance, groups, qptr, *, beta_query) -> np.ndarra
     for probabilities ``g in (0, 1)``. ``relevance`` [n_items] in [0, 1], ``groups``
     [n_items] in [0, 1], ``beta_query`` [n_queries] in (0, 1].
     """
-    rel = _vector("relevance", relevance, low=0.0, high=1.0)
-    g = _vector("groups", groups, rel.size, low=0.0, high=1.0)
+    rel = vector("relevance", relevance, low=0.0, high=1.0)
+    g = vector("groups", groups, rel.size, low=0.0, high=1.0)
     q = check_qptr(qptr, rel.size)
-    b = _vector("beta_query", beta_query, q.size - 1)
+    b = vector("beta_query", beta_query, q.size - 1)
     if b.size and (b.min() <= 0 or b.max() > 1):
         raise ParameterError("beta_query", "propensities in (0, 1]",
                              f"range [{b.min()!r}, {b.max()!r}]")
@@ -279,8 +232,8 @@ def simulate_group_bias(data, *, rng: np.random.Generator, beta_mean=None,
     defaults to ``data.label_max``, then to the largest label) or the labels themselves for
     ``relevance_mode="continuous"``. Out-of-range draws: see :func:`draw_query_beta`.
     """
-    _choice("variant", variant, VARIANTS)
-    rng = _generator(rng)
+    choice("variant", variant, VARIANTS)
+    rng = generator(rng)
     groups = getattr(data, "groups", None)
     if groups is None:
         raise ParameterError("data.groups", "group memberships (apply a grouping first)", None)
@@ -324,7 +277,7 @@ def simulate_group_bias(data, *, rng: np.random.Generator, beta_mean=None,
 
 def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
     """Position-based examination ``P(E | rank) = rank ** -eta`` (float64, same shape)."""
-    e = _real("eta", eta, low=0, what="a severity eta >= 0")
+    e = real("eta", eta, low=0, what="a severity eta >= 0")
     r = np.asarray(ranks)
     if not np.issubdtype(r.dtype, np.number) or (r.size and (r.min() < 1)):
         raise ParameterError("ranks", "ranks >= 1", f"dtype {r.dtype}")
@@ -345,13 +298,13 @@ def simulate_clicks(attractiveness, qptr, *, ranking_scores, n_sessions: int,
     ``impressions = n_sessions * P(E | r)`` is the expected number of examinations (the IPS
     denominator of :func:`attractiveness_from_clicks`).
     """
-    a = _vector("attractiveness", attractiveness, low=0.0, high=1.0)
+    a = vector("attractiveness", attractiveness, low=0.0, high=1.0)
     q = check_qptr(qptr, a.size)
-    s = _vector("ranking_scores", ranking_scores, a.size)
-    if isinstance(n_sessions, bool) or not isinstance(n_sessions, numbers.Integral) \
+    s = vector("ranking_scores", ranking_scores, a.size)
+    if not is_integer(n_sessions) \
             or n_sessions < 1:
         raise ParameterError("n_sessions", "an integer >= 1", n_sessions)
-    rng = _generator(rng)
+    rng = generator(rng)
     ranks = ranks_within(s, q, descending=True)
     pe = examination_probability(ranks, eta=eta)
     clicks = rng.binomial(int(n_sessions), np.clip(pe * a, 0.0, 1.0)).astype(np.int64)
@@ -362,8 +315,8 @@ def attractiveness_from_clicks(clicks, impressions) -> np.ndarray:
     """IPS estimate of the attractiveness: ``clicks / impressions`` (float64 [n_items]) with
     ``impressions = n_sessions * P(E | rank)`` (unbiased for ``a``; not clipped to [0, 1]).
     Items with zero impressions get 0."""
-    c = _vector("clicks", clicks, low=0.0)
-    imp = _vector("impressions", impressions, c.size, low=0.0)
+    c = vector("clicks", clicks, low=0.0)
+    imp = vector("impressions", impressions, c.size, low=0.0)
     out = np.zeros(c.size)
     pos = imp > 0
     out[pos] = c[pos] / imp[pos]

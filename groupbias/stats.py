@@ -13,14 +13,16 @@ import numpy as np
 from scipy import stats as _sps
 
 from .errors import ParameterError
+from .validation import choice, is_real, real
 
-__all__ = ["paired_test", "significance_marker"]
+__all__ = ["paired_test", "per_query_values", "significance_marker"]
 
 TESTS = ("ttest", "wilcoxon")
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
-def _per_query(name: str, values) -> np.ndarray:
+def per_query_values(name: str, values) -> np.ndarray:
+    """Per-query metric values: a 1-D float64 array, NaN allowed (a skipped query)."""
     a = np.asarray(values)
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise ParameterError(name, "a 1-D numeric array of per-query values",
@@ -43,10 +45,10 @@ def paired_test(a_per_query, b_per_query, *, test: str = "ttest",
     When every difference is zero the samples are indistinguishable and the result is
     ``(0.0, 1.0, n)``. Fewer than two usable pairs raise :class:`ParameterError`.
     """
-    test = _choice("test", test, TESTS)
-    alternative = _choice("alternative", alternative, ALTERNATIVES)
-    a = _per_query("a_per_query", a_per_query)
-    b = _per_query("b_per_query", b_per_query)
+    test = choice("test", test, TESTS)
+    alternative = choice("alternative", alternative, ALTERNATIVES)
+    a = per_query_values("a_per_query", a_per_query)
+    b = per_query_values("b_per_query", b_per_query)
     if a.shape != b.shape:
         raise ParameterError("b_per_query", f"the same length as a_per_query ({a.size})",
                              f"length {b.size}")
@@ -66,18 +68,12 @@ def paired_test(a_per_query, b_per_query, *, test: str = "ttest",
     return float(res.statistic), float(res.pvalue), n
 
 
-def _choice(name: str, value, allowed) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
-    return value
-
-
 def significance_marker(p, *, alpha: float = 0.001) -> str:
     """``"*"`` when ``p < alpha`` (the paper's superscript, alpha = 0.001), else ``""``.
     A NaN p-value (no test) gets no marker."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+    if not is_real(alpha) or not 0 < alpha < 1:
         raise ParameterError("alpha", "a significance level in (0, 1)", alpha)
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+    if not is_real(p):
         raise ParameterError("p", "a p-value in [0, 1] or NaN", p)
     p = float(p)
     if math.isnan(p):

@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import ParameterError, check_qptr, check_k
+from .errors import ParameterError
+from .validation import check_k, check_qptr, is_integer
 from .segments import query_index
 
 __all__ = [
@@ -51,7 +52,6 @@ def _count(name: str, value) -> np.ndarray:
     return a
 
 
-_check_k = check_k
 
 
 def _unit(name: str, value) -> np.ndarray:
@@ -152,7 +152,7 @@ def expected_dcg(nu_, n_pos_N, n_N, n_pos_A, *, k: int | None = None):
     npn, nn, npa = _count("n_pos_N", n_pos_N), _count("n_N", n_N), _count("n_pos_A", n_pos_A)
     if np.any(npn > nn):
         raise ParameterError("n_pos_N", "at most n_N relevant non-affected items", n_pos_N)
-    k = _check_k(k)
+    k = check_k(k)
     v, npn, nn, npa = np.broadcast_arrays(v, npn, nn, npa)
     top = int(np.max(nn + npa)) if v.size else 0
     if k is not None:
@@ -167,7 +167,7 @@ def expected_dcg(nu_, n_pos_N, n_N, n_pos_A, *, k: int | None = None):
 def ideal_dcg(n_pos, *, k: int | None = None):
     """``IDCG = sum_{i=1}^{min(n_pos, k)} 1 / log2(1 + i)`` for ``n_pos`` relevant items."""
     n = _count("n_pos", n_pos)
-    k = _check_k(k)
+    k = check_k(k)
     top = int(np.max(n)) if n.size else 0
     if k is not None:
         top = min(top, k)
@@ -201,7 +201,7 @@ def ndcg_linear_fit(n_pos_N: int, n_N: int, n_pos_A: int, *, k: int | None = Non
     """Linear approximation of :func:`expected_ndcg` in ``nu`` (Thm 4.1): least squares over
     ``n_points`` equally spaced ``nu`` in [0, 1]; ``max_relative_error`` is
     ``max |fit - E[NDCG]| / E[NDCG]`` over those points."""
-    if isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral) \
+    if not is_integer(n_points) \
             or n_points < 2:
         raise ParameterError("n_points", "an integer >= 2", n_points)
     v = np.linspace(0.0, 1.0, int(n_points))
@@ -265,7 +265,7 @@ def fit_alpha(n: int) -> AlphaFit:
     ``alpha' = -0.0219``, the paper's ``-0.146`` and ``-0.022`` (natural logarithms or the
     sum from ``i = m`` do not reproduce them).
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 3:
+    if not is_integer(n) or n < 3:
         raise ParameterError("n", "an integer >= 3 (list length)", n)
     i = np.arange(1, n + 1, dtype=np.float64)
     d = _discount(i)

@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 
 from data_loaders import grouping
-from data_loaders.errors import GroupingError
+from groupbias.errors import GroupingError
 from data_loaders.grouping import (PAPER_SENSITIVE_FEATURES, candidate_report,
                                    feature_threshold, group_by_attribute, group_by_feature,
                                    paper_setups, plot_candidates)
-from data_loaders.ranking_data import RankingData
+from groupbias.data import RankingData
 from data_loaders.synthetic import make_synthetic
 from groupbias.errors import ParameterError
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.iitjee import load_iitjee
 
 HEADER = "REGST_NO,NAME,category,sub_category,GENDER,PIN_RES,PARENT_NAM,math,phys,chem,mark"

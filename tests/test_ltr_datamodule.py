@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from data_loaders.ranking_data import RankingData
+from groupbias.data import RankingData
 from groupbias.errors import ParameterError
 from groupbias.ltr.datamodule import (EpochBatchSampler, EvalBatches, RankingDataModule,
                                       as_flat_lists, plan_epoch)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.lightgbm import load_lightgbm, read_query_file
 from data_loaders.mslr import load_mslr
 from data_loaders.yahoo import load_yahoo

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from data_loaders.ranking_data import RankingData
+from groupbias.data import RankingData
 from data_loaders.trec_fair import load_trec_fair_ppg
 from groupbias.errors import ParameterError
 from groupbias.ltr.train import TrainedRanker, load_best_state, train_ranker

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from groupbias.errors import ParameterError
 from groupbias.membership import (TermMembership, load_term_list, load_term_lists,
                                   membership_from_groups, term_membership, tokenize)

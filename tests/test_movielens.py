@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.movielens import load_movielens
 from groupbias.errors import ParameterError
 

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from data_loaders import DataError, RankingData
+from groupbias.data import RankingData
+from groupbias.errors import DataError
 from groupbias import segments
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from data_loaders import GroupingError, MissingFilesError
+from groupbias.errors import GroupingError, MissingFilesError
 from data_loaders.registry import LOADERS, load_grouped, load_splits
 from experiments.common import dataset_config
 

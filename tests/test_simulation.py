@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from data_loaders.ranking_data import RankingData
+from groupbias.data import RankingData
 from groupbias.errors import ParameterError
 from groupbias.simulation import (Simulation, attractiveness_from_clicks, draw_query_beta,
                                   draw_two_mode_beta, examination_probability,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from data_loaders import cache as cache_mod
 from data_loaders import svmlight as svm
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.svmlight import load_svmlight, parse_svmlight, read_svmlight
 from groupbias.errors import ParameterError
 

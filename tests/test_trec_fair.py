@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from data_loaders.errors import DataFormatError, MissingFilesError
+from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.trec_fair import load_trec_fair_ppg, load_trec_fair_track
 from groupbias.errors import ParameterError
 

@@ -29,7 +29,8 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from ..errors import ParameterError, check_qptr
+from ..errors import ParameterError
+from ..validation import check_qptr, integer, is_integer
 from .normalization import zscore_within_queries
 from .padding import pad_segments
 
@@ -258,15 +259,6 @@ class EvalBatches(Dataset):
         return _batch_dict(self.lists, items, sizes, self.lists.qptr[q])
 
 
-def _check_positive(name: str, value, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(name, "a positive integer" + (" or None" if allow_none else ""),
-                             value)
-    return int(value)
-
-
 class RankingDataModule(pl.LightningDataModule):
     """Lightning data module over flat ranking data.
 
@@ -290,10 +282,11 @@ class RankingDataModule(pl.LightningDataModule):
                  normalize: str | None = "zscore", seed: int = 0,
                  pin_memory: bool = False) -> None:
         super().__init__()
-        self.batch_size = _check_positive("batch_size", batch_size)
-        self.eval_batch_size = _check_positive("eval_batch_size", eval_batch_size,
-                                               allow_none=True) or 4 * self.batch_size
-        self.slate_length = _check_positive("slate_length", slate_length, allow_none=True)
+        self.batch_size = integer("batch_size", batch_size, low=1)
+        self.eval_batch_size = 4 * self.batch_size if eval_batch_size is None else \
+            integer("eval_batch_size", eval_batch_size, low=1)
+        self.slate_length = None if slate_length is None else \
+            integer("slate_length", slate_length, low=1)
         if normalize not in ("zscore", None):
             raise ParameterError("normalize", "'zscore' or None", normalize)
         self.normalize = normalize

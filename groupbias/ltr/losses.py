@@ -47,7 +47,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..errors import ParameterError, check_k
+from ..errors import ParameterError
+from ..validation import check_k
 
 _SCHEMES = {
     "lambdaRank": "lambdaRank", "lambdaRank_scheme": "lambdaRank",
@@ -97,9 +98,6 @@ def ideal_dcg(gains: torch.Tensor, *, k: int | None = None) -> torch.Tensor:
     return (sorted_g * disc).sum(dim=1)
 
 
-_check_k = check_k
-
-
 def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
                 weighting: str | None = "lambdaRank", k: int | None = None, sigma: float = 1.0,
                 mu: float = 10.0, gain: str = "exp2", eps: float = 1e-10,
@@ -123,7 +121,7 @@ def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
     if not scheme:
         raise ParameterError("weighting", "one of lambdaRank, ndcgLoss2, ndcgLoss2PP, rankNet",
                              weighting)
-    _check_k(k)
+    check_k(k)
     if reduction not in ("mean", "sum", "none"):
         raise ParameterError("reduction", "'mean', 'sum' or 'none'", reduction)
     if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
@@ -182,7 +180,7 @@ def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
     Returns ``(ndcg [B], valid [B])``; lists whose ideal DCG is 0 (no item with a positive
     label) are not valid and get ndcg 0.
     """
-    _check_k(k)
+    check_k(k)
     mask = mask.to(torch.bool)
     work = torch.promote_types(scores.dtype, torch.float32)
     with torch.no_grad():

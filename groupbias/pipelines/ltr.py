@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from data_loaders import RankingData
+from ..data import RankingData
 
 from ..correction import ips_correct
 from ..errors import ParameterError

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from data_loaders import RankingData
+from ..data import RankingData
 
 from ..correction import ips_correct
 from ..errors import ParameterError

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..errors import ParameterError  # noqa: E402
-from ..io import _atomic_write_bytes  # noqa: E402
+from ..io import write_bytes_atomic  # noqa: E402
 
 GROUP_SERIES = (("ndcg@10", "overall", "tab:red"),
                 ("ndcg@10:affected", "affected group", "black"),
@@ -44,7 +44,7 @@ def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
     for ext in ("png", "pdf"):
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-        out[ext] = _atomic_write_bytes(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
+        out[ext] = write_bytes_atomic(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
     plt.close(fig)
     return out
 
