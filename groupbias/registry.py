@@ -69,7 +69,8 @@ class Registry(Generic[T]):
         if name not in self._items:
             self._load_plugins()
         if name not in self._items:
-            raise ParameterError(self.kind, "one of " + ", ".join(sorted(self._items)) or
+            known = ", ".join(sorted(self._items))
+            raise ParameterError(self.kind, f"one of {known}" if known else
                                  "a registered name (none registered)", name)
         return self._items[name]
 
