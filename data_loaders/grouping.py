@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from groupbias.validation import is_real
 import pandas as pd
 
-from groupbias.errors import ParameterError
-
-from groupbias.errors import GroupingError
 from groupbias.data import RankingData
+from groupbias.datasets import DatasetInfo
+from groupbias.errors import GroupingError, ParameterError
+from groupbias.validation import choice, integer, is_real
 
 PAPER_SENSITIVE_FEATURES = {
     "yahoo": (5, 88, 100, 141, 155, 264, 393, 426),
@@ -119,6 +119,36 @@ def group_by_feature(data: RankingData, feature_id: int, *, threshold: str | flo
     return data.with_groups(g.astype(np.float64), grouping={
         "kind": "feature", "feature_id": int(feature_id), "threshold": threshold,
         "threshold_value": t, "affected": affected, "affected_share": n_aff / g.size})
+
+
+@dataclass(frozen=True)
+class FeatureGrouping:
+    """A feature as the sensitive attribute (paper §6.1; the ``grouping=feature`` config).
+
+    The threshold (``"mean"``, ``"mean-std"`` or a number) is computed on the *train* split
+    and applied to every split, so train and test share one grouping rule; ``affected``:
+    which side is the affected group (``"below"`` or ``"above"`` the threshold).
+    """
+
+    feature_id: int
+    threshold: str | float = "mean"
+    affected: str = "below"
+
+    def __post_init__(self) -> None:
+        integer("feature_id", self.feature_id)
+        if isinstance(self.threshold, str):
+            choice("threshold", self.threshold, ("mean", "mean-std"))
+        elif not is_real(self.threshold) or not np.isfinite(self.threshold):
+            raise ParameterError("threshold", "'mean', 'mean-std' or a finite number",
+                                 self.threshold)
+        choice("affected", self.affected, AFFECTED_SIDES)
+
+    def apply(self, splits, info: DatasetInfo | None = None) -> dict[str, RankingData]:
+        ref = splits.get("train") or next(iter(splits.values()))
+        value = feature_threshold(ref, self.feature_id, threshold=self.threshold)
+        return {name: group_by_feature(d, self.feature_id, threshold=value,
+                                       affected=self.affected)
+                for name, d in splits.items()}
 
 
 def group_by_attribute(data: RankingData, values: np.ndarray, *, affected) -> RankingData:

@@ -21,7 +21,9 @@ from groupbias.errors import DataFormatError, MissingFilesError
 from groupbias.data import RankingData
 from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
 
-__all__ = ["load_lightgbm", "read_query_file"]
+__all__ = ["load_lightgbm", "read_query_file", "ENV_VAR"]
+
+ENV_VAR = "GROUPBIAS_LIGHTGBM"
 
 
 def read_query_file(path: str | os.PathLike) -> np.ndarray:

@@ -1,161 +1,231 @@
-"""Load a configured dataset and apply its grouping: the one place that maps config names
-(``configs/dataset/*.yaml``, ``configs/grouping/*.yaml``) to loader functions.
+"""The built-in datasets, each declared once: loader, environment variable, expected files,
+split names and whether a sensitive attribute comes with the data.
 
-A dataset config has ``loader`` (a key of :data:`LOADERS`), ``root`` (a directory or file the
-user owns), ``params`` (loader keyword arguments) and ``splits`` (our split name -> the
-dataset's split name). Datasets without a provided sensitive attribute (Yahoo!, MSLR,
-LightGBM files) need ``grouping.kind = feature``.
+This module is the ``groupbias.datasets`` entry point of the package: importing it fills
+:data:`groupbias.registry.DATASETS`, so ``gb.load_dataset("trec2020")`` and
+``configs/dataset/trec2020.yaml`` (``name: trec2020``) reach the loaders below without the
+core importing ``data_loaders``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-import numpy as np
-
-from groupbias.errors import GroupingError, MissingFilesError
 from groupbias.data import RankingData
+from groupbias.datasets import DatasetInfo, register_dataset
+from groupbias.errors import ParameterError
+from groupbias.validation import choice, integer, real
+
+from . import iitjee, lightgbm, movielens, mslr, synthetic, trec_fair, yahoo
+
+__all__ = ["BUILTIN"]
 
 
-def _synthetic(root, split, params):
-    from .synthetic import make_synthetic_splits
-
-    return make_synthetic_splits(**params)[split]
-
-
-def _trec_ppg(root, split, params):
-    from .trec_fair import load_trec_fair_ppg
-
-    return load_trec_fair_ppg(root, split=split, **params)
+def _flag(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ParameterError(name, "true or false", value)
 
 
-def _trec_track(root, split, params):
-    from .trec_fair import load_trec_fair_track
-
-    return load_trec_fair_track(root, **params)
-
-
-def _yahoo(root, split, params):
-    from .yahoo import load_yahoo
-
-    return load_yahoo(root, split=split, **params)
+def _path(name: str, value) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ParameterError(name, "a path (string) or null", value)
 
 
-def _mslr(root, split, params):
-    from .mslr import load_mslr
+@dataclass(frozen=True)
+class SyntheticOptions:
+    """The embedded synthetic dataset (``data_loaders.synthetic.make_synthetic``)."""
 
-    return load_mslr(root, split=split, **params)
+    n_queries: int = 200
+    list_size: Sequence[int] = (5, 60)
+    n_features: int = 20
+    affected_share: float = 0.3
+    utility_ratio: float = 1.0
+    n_grades: int = 5
+    n_informative: int | None = None
+    seed: int = 7
 
+    def __post_init__(self) -> None:
+        integer("n_queries", self.n_queries, low=3)
+        ls = self.list_size
+        if isinstance(ls, str) or not isinstance(ls, Sequence) or len(ls) != 2:
+            raise ParameterError("list_size", "[min, max] items per query", ls)
+        lo = integer("list_size", ls[0], low=1)
+        integer("list_size", ls[1], low=lo, what=f"[min, max] with max >= min = {lo}")
+        integer("n_features", self.n_features, low=2)
+        real("affected_share", self.affected_share, low=0.0, high=1.0, low_open=True,
+             high_open=True)
+        real("utility_ratio", self.utility_ratio, low=0.0, low_open=True)
+        integer("n_grades", self.n_grades, low=2)
+        if self.n_informative is not None:
+            integer("n_informative", self.n_informative, low=1, high=self.n_features - 1)
+        integer("seed", self.seed, low=0)
 
-def _lightgbm(root, split, params):
-    import os
-
-    from .lightgbm import load_lightgbm
-
-    # params maps split names (train/valid/vali/test) to file names; the rest are options
-    files = {k: params[k] for k in ("train", "valid", "vali", "test") if k in params}
-    options = {k: v for k, v in params.items() if k not in files}
-    return load_lightgbm(os.path.join(root, files.get(split, f"{split}.txt")), **options)
-
-
-def _iitjee(root, split, params):
-    from .iitjee import load_iitjee
-
-    return load_iitjee(root, **params)
-
-
-def _movielens(root, split, params):
-    from .movielens import load_movielens
-
-    return load_movielens(root, **params)
-
-
-#: where users point each loader at their copy of the data
-ENV_VARS = {"trec_fair_ppg": "GROUPBIAS_TREC_FAIR", "trec_fair_track": "GROUPBIAS_TREC_FAIR",
-            "yahoo": "GROUPBIAS_YAHOO", "mslr": "GROUPBIAS_MSLR",
-            "lightgbm": "GROUPBIAS_LIGHTGBM", "iitjee": "GROUPBIAS_IITJEE",
-            "movielens": "GROUPBIAS_MOVIELENS"}
-
-#: loader name -> (function(root, split, params), has a built-in sensitive attribute)
-LOADERS: dict[str, tuple[Callable, bool]] = {
-    "synthetic": (_synthetic, True),
-    "trec_fair_ppg": (_trec_ppg, True),
-    "trec_fair_track": (_trec_track, True),
-    "yahoo": (_yahoo, False),
-    "mslr": (_mslr, False),
-    "lightgbm": (_lightgbm, False),
-    "iitjee": (_iitjee, True),
-    "movielens": (_movielens, True),
-}
-
-def load_splits(dataset_cfg: Mapping, *, only: tuple[str, ...] | None = None
-                ) -> dict[str, RankingData]:
-    """Load the splits named in ``dataset_cfg['splits']`` (optionally ``only`` some)."""
-    loader = dataset_cfg.get("loader")
-    if loader not in LOADERS:
-        raise GroupingError(f"dataset.loader: unknown loader {loader!r}; expected one of "
-                            f"{sorted(LOADERS)}")
-    fn, _ = LOADERS[loader]
-    params = dict(dataset_cfg.get("params") or {})
-    splits = dict(dataset_cfg.get("splits") or {"train": "train"})
-    out = {}
-    for ours, theirs in splits.items():
-        if only is not None and ours not in only:
-            continue
-        try:
-            out[ours] = fn(dataset_cfg.get("root"), theirs, params)
-        except MissingFilesError as exc:
-            env = ENV_VARS.get(loader)
-            if env is None:
-                raise
-            raise MissingFilesError(
-                exc.directory, exc.expected,
-                hint=f"point {env} (or dataset.root=...) at your copy of "
-                     f"{dataset_cfg.get('name', loader)}; see docs/datasets.md") from exc
-    return out
+    def load(self, root, split: str) -> RankingData:
+        return synthetic.make_synthetic_splits(
+            n_queries=self.n_queries, list_size=tuple(self.list_size),
+            n_features=self.n_features, affected_share=self.affected_share,
+            utility_ratio=self.utility_ratio, n_grades=self.n_grades,
+            n_informative=self.n_informative, seed=self.seed)[split]
 
 
-def apply_grouping(splits: Mapping[str, RankingData], dataset_cfg: Mapping,
-                   grouping_cfg: Mapping) -> dict[str, RankingData]:
-    """Set ``groups`` on every split.
+@dataclass(frozen=True)
+class TrecPpgOptions:
+    """TREC Fair Ranking, preprocessed ppg CSVs (``trec_fair.load_trec_fair_ppg``)."""
 
-    ``kind: builtin`` keeps the loader's sensitive attribute (an error for datasets without
-    one). ``kind: feature`` thresholds feature ``feature_id`` (paper §6.1); the threshold
-    (``mean`` / ``mean-std`` / a number) is computed on the *train* split and applied to
-    every split, so train and test share one grouping rule.
-    """
-    kind = grouping_cfg.get("kind", "builtin")
-    loader = dataset_cfg.get("loader")
-    if kind == "builtin":
-        if not LOADERS[loader][1]:
-            raise GroupingError(f"dataset {dataset_cfg.get('name', loader)!r} has no built-in "
-                                "sensitive attribute; choose grouping=feature with "
-                                "grouping.feature_id=<id> (see data_loaders.grouping)")
-        missing = [k for k, d in splits.items() if d.groups is None]
-        if missing:
-            raise GroupingError(f"splits {missing} came without groups from loader {loader!r}")
-        return dict(splits)
-    if kind != "feature":
-        raise GroupingError(f"grouping.kind: expected 'builtin' or 'feature', got {kind!r}")
-    from .grouping import group_by_feature
+    year: int
 
-    fid = int(grouping_cfg["feature_id"])
-    thr = grouping_cfg.get("threshold", "mean")
-    ref = splits.get("train") or next(iter(splits.values()))
-    col = ref.feature(fid).astype(np.float64)
-    if isinstance(thr, str):
-        if thr not in ("mean", "mean-std"):
-            raise GroupingError(f"grouping.threshold: expected 'mean', 'mean-std' or a number, "
-                                f"got {thr!r}")
-        value = float(col.mean() - (col.std() if thr == "mean-std" else 0.0))
-    else:
-        value = float(thr)
-    affected = grouping_cfg.get("affected", "below")
-    return {name: group_by_feature(d, fid, threshold=value, affected=affected)
-            for name, d in splits.items()}
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+
+    def load(self, root, split: str) -> RankingData:
+        return trec_fair.load_trec_fair_ppg(root, year=self.year, split=split)
 
 
-def load_grouped(dataset_cfg: Mapping, grouping_cfg: Mapping, *,
-                 only: tuple[str, ...] | None = None) -> dict[str, RankingData]:
-    """:func:`load_splits` followed by :func:`apply_grouping`."""
-    return apply_grouping(load_splits(dataset_cfg, only=only), dataset_cfg, grouping_cfg)
+@dataclass(frozen=True)
+class TrecTrackOptions:
+    """TREC Fair Ranking, the track's JSON + corpus (``trec_fair.load_trec_fair_track``)."""
+
+    year: int
+    author_rule: str = "first"
+    unknown: str = "drop"
+    high_level: int = 4
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+        choice("author_rule", self.author_rule, trec_fair.AUTHOR_RULES)
+        choice("unknown", self.unknown, trec_fair.UNKNOWN_POLICIES)
+        integer("high_level", self.high_level, low=0)
+
+    def load(self, root, split: str) -> RankingData:
+        return trec_fair.load_trec_fair_track(root, year=self.year, author_rule=self.author_rule,
+                                              unknown=self.unknown, high_level=self.high_level)
+
+
+@dataclass(frozen=True)
+class YahooOptions:
+    """Yahoo! LTR Set 1 (``yahoo.load_yahoo``); ``cache``: the parsed-split cache."""
+
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        _flag("cache", self.cache)
+
+    def load(self, root, split: str) -> RankingData:
+        return yahoo.load_yahoo(root, split=split, cache=self.cache)
+
+
+@dataclass(frozen=True)
+class MslrOptions:
+    """MSLR-WEB30K/10K (``mslr.load_mslr``); ``fold`` 1..5."""
+
+    fold: int = 1
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        integer("fold", self.fold, low=1, high=5)
+        _flag("cache", self.cache)
+
+    def load(self, root, split: str) -> RankingData:
+        return mslr.load_mslr(root, fold=self.fold, split=split, cache=self.cache)
+
+
+@dataclass(frozen=True)
+class LightgbmOptions:
+    """LightGBM-style files in one folder: file name per split, each with its ``.query``."""
+
+    train: str = "train.txt"
+    valid: str = "valid.txt"
+    test: str = "test.txt"
+    n_features: int | None = None
+    feature_id_base: int = 0
+    label_max: float | None = None
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("train", "valid", "test"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a file name", getattr(self, name))
+        if self.n_features is not None:
+            integer("n_features", self.n_features, low=1)
+        integer("feature_id_base", self.feature_id_base, low=0)
+        if self.label_max is not None:
+            real("label_max", self.label_max, low=0.0, low_open=True)
+        _flag("cache", self.cache)
+
+    def load(self, root, split: str) -> RankingData:
+        root = root if root is not None else os.environ.get(lightgbm.ENV_VAR, "")
+        return lightgbm.load_lightgbm(os.path.join(root, getattr(self, split)),
+                                      n_features=self.n_features,
+                                      feature_id_base=self.feature_id_base,
+                                      label_max=self.label_max, cache=self.cache)
+
+
+@dataclass(frozen=True)
+class IitjeeOptions:
+    """IIT-JEE 2009 CSV (``iitjee.load_iitjee``); ``bad_rows``: raise | drop."""
+
+    bad_rows: str = "raise"
+
+    def __post_init__(self) -> None:
+        choice("bad_rows", self.bad_rows, ("raise", "drop"))
+
+    def load(self, root, split: str) -> RankingData:
+        return iitjee.load_iitjee(root, bad_rows=self.bad_rows)
+
+
+@dataclass(frozen=True)
+class MovielensOptions:
+    """MovieLens ratings + metadata (``movielens.load_movielens``)."""
+
+    grouping: str
+    metadata: str | None = None
+    links: str | None = None
+    missing: str = "drop"
+    box_office_threshold: float = 100e6
+
+    def __post_init__(self) -> None:
+        choice("grouping", self.grouping, movielens.GROUPINGS)
+        _path("metadata", self.metadata)
+        _path("links", self.links)
+        choice("missing", self.missing, movielens.MISSING_POLICIES)
+        real("box_office_threshold", self.box_office_threshold, low=0.0)
+
+    def load(self, root, split: str) -> RankingData:
+        return movielens.load_movielens(root, metadata=self.metadata, links=self.links,
+                                        grouping=self.grouping, missing=self.missing,
+                                        box_office_threshold=self.box_office_threshold)
+
+
+_TREC = trec_fair.ENV_VAR
+_ALL = {"train": "train", "valid": "valid", "test": "test"}
+BUILTIN = (
+    DatasetInfo("synthetic", "synthetic", SyntheticOptions, splits=_ALL),
+    DatasetInfo("trec2019", "TREC 2019", TrecPpgOptions, _TREC,
+                ("ppg/2019/train.csv", "ppg/2019/test.csv"),
+                {"train": "train", "test": "test"}, {"year": 2019}),
+    DatasetInfo("trec2020", "TREC 2020", TrecPpgOptions, _TREC,
+                ("ppg/2020/train.csv", "ppg/2020/test.csv"),
+                {"train": "train", "test": "test"}, {"year": 2020}),
+    DatasetInfo("trec2019_track", "TREC 2019 (track)", TrecTrackOptions, _TREC,
+                tuple(trec_fair.files_for(2019)), {"train": "train"}, {"year": 2019}),
+    DatasetInfo("trec2020_track", "TREC 2020 (track)", TrecTrackOptions, _TREC,
+                tuple(trec_fair.files_for(2020)), {"train": "train"}, {"year": 2020}),
+    DatasetInfo("yahoo", "Yahoo!", YahooOptions, yahoo.ENV_VAR,
+                tuple(yahoo.SPLIT_FILES.values()), _ALL, builtin_groups=False),
+    DatasetInfo("mslr", "MSLR", MslrOptions, mslr.ENV_VAR,
+                tuple(f"Fold1/{s}.txt" for s in mslr.SPLITS),
+                {"train": "train", "valid": "vali", "test": "test"}, builtin_groups=False),
+    DatasetInfo("lightgbm", "LightGBM file", LightgbmOptions, lightgbm.ENV_VAR,
+                ("train.txt", "train.txt.query", "test.txt", "test.txt.query"),
+                {"train": "train", "test": "test"}, builtin_groups=False),
+    DatasetInfo("iitjee", "IIT-JEE", IitjeeOptions, iitjee.ENV_VAR, (iitjee.DEFAULT_FILE,)),
+    DatasetInfo("movielens_country", "MovieLens [Co.]", MovielensOptions, movielens.ENV_VAR,
+                ("ratings.dat", "movies_meta.csv"), params={"grouping": "country"}),
+    DatasetInfo("movielens_bo", "MovieLens [BO]", MovielensOptions, movielens.ENV_VAR,
+                ("ratings.dat", "movies_meta.csv"), params={"grouping": "box_office"}),
+)
+
+for _info in BUILTIN:
+    register_dataset(_info, replace=True)

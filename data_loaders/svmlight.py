@@ -695,7 +695,7 @@ def _fallback_numbers(arr, end, length, out, ok) -> bool:
 
 
 # ---- line-by-line path ----------------------------------------------------------------------
-def _number(tok: bytes, lineno: int, field: str) -> float:
+def _parse_number(tok: bytes, lineno: int, field: str) -> float:
     if _NUM_RE.fullmatch(tok):
         v = float(tok)
         if math.isfinite(v):
@@ -721,7 +721,7 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
         toks = line.split(b"#", 1)[0].split()
         if not toks:
             continue
-        label = _number(toks[0], lineno, "label")
+        label = _parse_number(toks[0], lineno, "label")
         k, qid = 1, -1
         if len(toks) > 1 and toks[1][:4] == b"qid:":
             qs = toks[1][4:]
@@ -757,7 +757,7 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
                 raise _BadLine(lineno, f"duplicate feature id {fid}",
                                       field=field)
             seen.add(fid)
-            vals.append(_number(vs, lineno, f"feature {fid}"))
+            vals.append(_parse_number(vs, lineno, f"feature {fid}"))
             fids.append(fid)
             rows.append(row)
         line_idx.append(i)

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from groupbias.validation import is_integer
+from groupbias.validation import generator, integer, is_integer
 from scipy.optimize import brentq
 
 from groupbias.errors import ParameterError
@@ -41,18 +41,14 @@ SENSITIVE_THRESHOLD = 0.5
 DEFAULT_FRACTIONS = {"train": 0.6, "valid": 0.2, "test": 0.2}
 
 
-def _generator(rng, seed) -> np.random.Generator:
+def _rng_or_seed(rng, seed) -> np.random.Generator:
+    """The generator given, or a new one from ``seed`` (exactly one of them)."""
     if (rng is None) == (seed is None):
         raise ParameterError("rng/seed", "exactly one of rng (np.random.Generator) or seed "
                              "(int)", f"rng={rng!r}, seed={seed!r}")
     if rng is not None:
-        if not isinstance(rng, np.random.Generator):
-            raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__,
-                                 "use numpy.random.default_rng(seed)")
-        return rng
-    if not is_integer(seed) or seed < 0:
-        raise ParameterError("seed", "a non-negative integer", seed)
-    return np.random.default_rng(int(seed))
+        return generator(rng)
+    return np.random.default_rng(integer("seed", seed, low=0))
 
 
 def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray, np.ndarray]:
@@ -107,7 +103,7 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
     feature id and threshold, both label distributions and the achieved utility ratio.
     See the module docstring for the generative model.
     """
-    gen = _generator(rng, seed)
+    gen = _rng_or_seed(rng, seed)
     if not is_integer(n_queries) \
             or n_queries < 1:
         raise ParameterError("n_queries", "an integer >= 1", n_queries)

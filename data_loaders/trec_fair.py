@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from groupbias.errors import ParameterError
+from groupbias.validation import is_integer
 
 from ._tables import (first_bad, numeric_column, read_table, record_line, require_files,
                       resolve_path)
@@ -85,7 +86,7 @@ def _check_year(year) -> int:
     return y
 
 
-def _files_for(year: int) -> list[str]:
+def files_for(year: int) -> list[str]:
     names = [SAMPLE_FILE[year], PAPERS, PAPER_AUTHORS]
     names.append(GROUPS_2019 if year == 2019 else AUTHORS)
     return names
@@ -208,7 +209,7 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                 if key not in obj:
                     raise DataFormatError(path, lineno, "missing key", field=key)
             qid = obj["qid"]
-            if isinstance(qid, bool) or not isinstance(qid, (int, str)):
+            if not (is_integer(qid) or isinstance(qid, str)):
                 raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string",
                                       field="qid")
             if qid in seen:
@@ -293,9 +294,9 @@ def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
         raise ParameterError("author_rule", " | ".join(AUTHOR_RULES), author_rule)
     if unknown not in UNKNOWN_POLICIES:
         raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
-    base = resolve_path(root, env=ENV_VAR, expected=_files_for(y), what="TREC Fair data")
+    base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
     ydir = _year_dir(base, y)
-    require_files(ydir, _files_for(y), hint="the TREC Fair Ranking training sample and corpus "
+    require_files(ydir, files_for(y), hint="the TREC Fair Ranking training sample and corpus "
                                             "subset of that year")
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])

@@ -10,59 +10,93 @@ estimator.cluster_size=1,10,100`` sweeps the Hydra way instead (one run per size
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig
-
-from groupbias.pipelines.tabular import correct_and_evaluate, simulate
+from groupbias.bias import GroupBias
+from groupbias.errors import ParameterError
+from groupbias.pipelines.tabular import correct_and_evaluate, record_base
 from groupbias.reporting.plots import plot_cluster_size
+from groupbias.setup import Setup
+from groupbias.validation import integer
 
-from .common import betas, bias_kw, entries, estimator_kw, load_or_skip, rng_for
+from .common import Entry, check_common, entries, load, rng_for
+
+DEFAULT_SIZES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
 
 
-def cluster_sweep(cfg: DictConfig, rd, *, tag: str) -> list[dict]:
-    (ds, grouping), = entries(cfg)[:1]
-    splits, _ = load_or_skip(ds, grouping, only=(cfg.experiment.split,), skip_missing=False)
-    data = splits[cfg.experiment.split]
-    est_kw = estimator_kw(cfg)
-    chosen = est_kw.pop("cluster_size")
-    requested = [chosen] if chosen is not None else \
-        [int(k) for k in cfg.experiment.cluster_sizes]
+def check_sizes(sizes) -> None:
+    if isinstance(sizes, str) or not isinstance(sizes, Sequence) or not sizes:
+        raise ParameterError("cluster_sizes", "a non-empty list of integers >= 1", sizes)
+    for k in sizes:
+        integer("cluster_sizes", k, low=1)
+
+
+def check_estimator(setup: Setup) -> None:
+    if not dataclasses.is_dataclass(setup.estimator) or not hasattr(setup.estimator,
+                                                                     "cluster_size"):
+        raise ParameterError("estimator", "an estimator with a cluster_size (e.g. ks)",
+                             type(setup.estimator).__name__)
+
+
+def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[dict]:
+    """Records of every (β, repetition, cluster size) for the first dataset entry."""
+    entry: Entry = entries(getattr(exp, "entries", ()), setup)[0]
+    data = load(entry, only=(exp.split,))[exp.split]
+    chosen = setup.estimator.cluster_size
+    requested = [chosen] if chosen is not None else list(exp.cluster_sizes)
     # sizes beyond the number of queries all mean one global cluster: keep one of them
     sizes = sorted({min(int(k), data.n_queries) for k in requested})
-    bkw = bias_kw(cfg)
     records = []
-    for beta in betas(cfg):
-        beta = float(beta)
-        for rep in range(int(cfg.experiment.repetitions)):
+    for beta in bias.betas:
+        for rep in range(exp.repetitions):
             def step(beta=beta, rep=rep):
-                rng = rng_for(cfg.seed, tag, ds["name"], beta, rep)
-                sim = simulate(data, beta=beta, rng=rng, **bkw)
+                sim = bias.simulate(data, beta=beta,
+                                    rng=rng_for(setup.seed, tag, entry.title, beta, rep))
                 out = []
                 for k in sizes:
-                    base = {"dataset": ds["name"], "regime": "tabular", "beta": beta,
-                            "beta_std": bkw["beta_std"], "variant": bkw["variant"],
-                            "cluster_size": k, "repetition": rep}
+                    est = dataclasses.replace(setup.estimator, cluster_size=k)
+                    base = {**record_base(entry.title, "tabular", beta, bias, est),
+                            "repetition": rep}
                     *_, recs = correct_and_evaluate(
-                        data, sim, beta=beta, cluster_size=k,
-                        rng=rng_for(cfg.seed, tag, "est", beta, rep, k), base=base, **est_kw)
+                        data, sim, estimator=est, base=base,
+                        rng=rng_for(setup.seed, tag, "est", beta, rep, k))
                     out += recs
                 return {"records": out}
             records += rd.step(f"{tag}_beta{beta}_rep{rep}", step,
-                               key={"dataset": ds, "grouping": grouping, "sizes": sizes,
+                               key={"dataset": repr(entry.dataset),
+                                    "grouping": repr(entry.grouping), "sizes": sizes,
                                     "beta": beta, "rep": rep})["records"]
     return records
 
 
-def run(cfg: DictConfig, rd) -> dict:
-    return {"records": cluster_sweep(cfg, rd, tag="cluster_size")}
+@dataclass
+class AblationClusterSize:
+    """``experiment=ablation_cluster_size``: ``split``, ``repetitions`` per β,
+    ``cluster_sizes`` (used when ``estimator.cluster_size`` is null)."""
 
+    name: str = "ablation_cluster_size"
+    split: str = "train"
+    repetitions: int = 3
+    cluster_sizes: list = field(default_factory=lambda: list(DEFAULT_SIZES))
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = metrics["records"]
-    for beta in sorted({r["beta"] for r in recs}, reverse=True):
-        sub = [r for r in recs if r["beta"] == beta]
-        out = plot_cluster_size(sub, Path(run_dir) / f"cluster_size_beta{beta:g}",
-                                true_beta=beta,
-                                title=f"{sub[0]['dataset']}, β = {beta:g}: cluster size")
-        print(f"[groupbias] figure: {out['png']}")
+    def __post_init__(self) -> None:
+        check_common(self)
+        check_sizes(self.cluster_sizes)
+
+    def check(self, setup: Setup) -> None:
+        check_estimator(setup)
+
+    def run(self, setup: Setup, rd) -> dict:
+        return {"records": cluster_sweep(self, setup, rd, bias=setup.bias, tag="cluster_size")}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        recs = metrics["records"]
+        for beta in sorted({r["beta"] for r in recs}, reverse=True):
+            sub = [r for r in recs if r["beta"] == beta]
+            out = plot_cluster_size(sub, Path(run_dir) / f"cluster_size_beta{beta:g}",
+                                    true_beta=beta,
+                                    title=f"{sub[0]['dataset']}, β = {beta:g}: cluster size")
+            print(f"[groupbias] figure: {out['png']}")

@@ -1,49 +1,76 @@
-"""Fig. 9: correction when no accurate clustering is available (§6.4.2).
-
-The cluster-size sweep of Fig. 8 under harder simulations: a larger per-query spread
-σ_β ∈ experiment.beta_stds, and the two-mode mixture (half the queries around 0.6, half
-around 0.8, the mode hidden from the estimator).
-"""
+"""Fig. 9: clustering accuracy (§6.4.2): higher β variance (σ_β ∈ beta_stds) and a two-mode
+mixture of β (half the queries around each mode, the mode hidden from the estimator), each
+against the cluster size."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
-
+from groupbias.errors import ParameterError
 from groupbias.reporting.plots import plot_cluster_size
+from groupbias.setup import Setup
+from groupbias.validation import real
 
-from .ablation_cluster_size import cluster_sweep
-
-
-def run(cfg: DictConfig, rd) -> dict:
-    records = []
-    for std in cfg.experiment.beta_stds:
-        c = cfg.copy()
-        with open_dict(c):
-            c.bias.beta_std = float(std)
-            c.bias.variant = "normal"
-            c.bias.modes = None
-        records += cluster_sweep(c, rd, tag=f"sigma{float(std)}")
-    c = cfg.copy()
-    with open_dict(c):
-        c.bias.variant = "two_mode"
-        c.bias.modes = OmegaConf.to_container(cfg.experiment.modes)
-        c.bias.betas = [float(sum(cfg.experiment.modes) / len(cfg.experiment.modes))]
-        c.bias.beta_std = float(cfg.experiment.mode_std)
-    records += cluster_sweep(c, rd, tag="two_mode")
-    return {"records": records}
+from .ablation_cluster_size import DEFAULT_SIZES, check_estimator, check_sizes, cluster_sweep
+from .common import check_common
 
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = metrics["records"]
-    keys = sorted({(r["variant"], r["beta_std"], r["beta"]) for r in recs})
-    for variant, std, beta in keys:
-        sub = [r for r in recs if (r["variant"], r["beta_std"], r["beta"]) ==
-               (variant, std, beta)]
-        label = f"two modes {cfg.experiment.modes}" if variant == "two_mode" else \
-            f"σβ = {std:g}, β = {beta:g}"
-        out = plot_cluster_size(sub, Path(run_dir) / f"clustering_{variant}_std{std:g}_b{beta:g}",
-                                true_beta=None if variant == "two_mode" else beta,
-                                title=f"{sub[0]['dataset']}: {label}")
-        print(f"[groupbias] figure: {out['png']}")
+def _reals(name: str, values, **bounds) -> None:
+    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+        raise ParameterError(name, "a non-empty list of numbers", values)
+    for v in values:
+        real(name, v, **bounds)
+
+
+@dataclass
+class AblationClustering:
+    """``experiment=ablation_clustering``: ``split``, ``repetitions``, ``cluster_sizes``;
+    ``beta_stds``: the σ_β values of the normal variant; ``modes`` and ``mode_std``: the
+    two-mode mixture."""
+
+    name: str = "ablation_clustering"
+    split: str = "train"
+    repetitions: int = 3
+    cluster_sizes: list = field(default_factory=lambda: list(DEFAULT_SIZES))
+    beta_stds: list = field(default_factory=lambda: [0.2, 0.3])
+    modes: list = field(default_factory=lambda: [0.6, 0.8])
+    mode_std: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_common(self)
+        check_sizes(self.cluster_sizes)
+        _reals("beta_stds", self.beta_stds, low=0.0)
+        _reals("modes", self.modes, low=0.0, high=1.0, low_open=True)
+        real("mode_std", self.mode_std, low=0.0)
+
+    def check(self, setup: Setup) -> None:
+        check_estimator(setup)
+
+    def run(self, setup: Setup, rd) -> dict:
+        records = []
+        for std in self.beta_stds:
+            bias = dataclasses.replace(setup.bias, beta_std=float(std), variant="normal",
+                                       modes=None)
+            records += cluster_sweep(self, setup, rd, bias=bias, tag=f"sigma{float(std)}")
+        bias = dataclasses.replace(setup.bias, variant="two_mode", modes=tuple(self.modes),
+                                   betas=(sum(self.modes) / len(self.modes),),
+                                   beta_std=float(self.mode_std))
+        records += cluster_sweep(self, setup, rd, bias=bias, tag="two_mode")
+        return {"records": records}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        recs = metrics["records"]
+        keys = sorted({(r["variant"], r["beta_std"], r["beta"]) for r in recs})
+        for variant, std, beta in keys:
+            sub = [r for r in recs if (r["variant"], r["beta_std"], r["beta"]) ==
+                   (variant, std, beta)]
+            label = f"two modes {list(self.modes)}" if variant == "two_mode" else \
+                f"σβ = {std:g}, β = {beta:g}"
+            out = plot_cluster_size(sub, Path(run_dir) /
+                                    f"clustering_{variant}_std{std:g}_b{beta:g}",
+                                    true_beta=None if variant == "two_mode" else beta,
+                                    title=f"{sub[0]['dataset']}: {label}")
+            print(f"[groupbias] figure: {out['png']}")

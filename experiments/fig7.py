@@ -1,38 +1,55 @@
-"""Fig. 7: NDCG@10 of biased and corrected scores (tabular regime) over the 32 Yahoo!/MSLR
-setups (or the listed datasets), β ∈ bias.betas, one global cluster."""
+"""Fig. 7: biased vs corrected NDCG@10 in the tabular regime over the 32 Yahoo!/MSLR setups
+(or the listed datasets)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from omegaconf import DictConfig
 
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_biased_vs_corrected
+from groupbias.setup import Setup
 
-from .common import available, betas, bias_kw, estimator_kw, rng_for
-from .impact import setups
-
-
-def run(cfg: DictConfig, rd) -> dict:
-    records, skipped = [], []
-    for ds, grouping, splits in available(setups(cfg), cfg, skipped,
-                                          only=(cfg.experiment.split,)):
-        name = ds["name"]
-        for beta in betas(cfg):
-            records += rd.step(f"{name}_beta{beta}", lambda beta=beta: {"records": run_tabular(
-                splits[cfg.experiment.split], beta=beta,
-                rng=rng_for(cfg.seed, "fig7", name, beta), dataset=name, **bias_kw(cfg),
-                **estimator_kw(cfg)).records}, key={"dataset": ds, "grouping": grouping,
-                                                    "beta": beta})["records"]
-    return {"records": records, "skipped": skipped}
+from .common import available, check_common, parse_entries, rng_for
+from .impact import check_setups, setups
 
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = [r for r in metrics["records"] if r["metric"] == "ndcg@10"]
-    if recs:
-        out = plot_biased_vs_corrected(recs, Path(run_dir) / "fig7",
-                                       title="Biased vs corrected NDCG@10 (tabular)")
-        print(f"[groupbias] figure: {out['png']}")
-    else:
-        print("[groupbias] fig7: no dataset available;", *metrics.get("skipped", []))
+@dataclass
+class Fig7:
+    """``experiment=fig7``: ``setups`` (paper | listed), ``datasets`` (for listed),
+    ``split``, ``skip_missing``."""
+
+    name: str = "fig7"
+    setups: str = "paper"
+    datasets: list = field(default_factory=list)
+    split: str = "train"
+    skip_missing: bool = True
+
+    def __post_init__(self) -> None:
+        check_common(self)
+        check_setups(self)
+        self.entries = parse_entries(self.datasets)
+
+    def run(self, setup: Setup, rd) -> dict:
+        records, skipped = [], []
+        for entry, splits in available(setups(self, setup), skip_missing=self.skip_missing,
+                                       skipped=skipped, only=(self.split,)):
+            title = entry.title
+            for beta in setup.bias.betas:
+                records += rd.step(f"{title}_beta{beta}", lambda beta=beta: {
+                    "records": run_tabular(splits[self.split], beta=beta, bias=setup.bias,
+                                           estimator=setup.estimator, dataset=title,
+                                           rng=rng_for(setup.seed, "fig7", title, beta)
+                                           ).records},
+                    key={"dataset": repr(entry.dataset), "grouping": repr(entry.grouping),
+                         "beta": beta})["records"]
+        return {"records": records, "skipped": skipped}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        recs = [r for r in metrics["records"] if r["metric"] == "ndcg@10"]
+        if recs:
+            out = plot_biased_vs_corrected(recs, Path(run_dir) / "fig7",
+                                           title="Biased vs corrected NDCG@10 (tabular)")
+            print(f"[groupbias] figure: {out['png']}")
+        else:
+            print("[groupbias] fig7: no dataset available;", *metrics.get("skipped", []))

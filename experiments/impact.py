@@ -1,80 +1,112 @@
 """RQ1 (Fig. 2, 5, 6): the impact of group bias, without correction.
 
-Per setup (dataset × sensitive feature × threshold) and β ∈ experiment.betas (1.0 = no
-bias): NDCG@10 overall / affected / non-affected, ρ(DTR) and Δ(EEL) of the biased scores in
-the tabular regime (training split) and, with ``ltr`` in experiment.regimes, of a ranker
-trained on the biased labels (test split). With ``experiment.setups: paper`` the 32 Yahoo!
-and MSLR setups of §6.1 are used for the datasets present; otherwise the listed datasets.
+Per setup (dataset × sensitive feature × threshold) and β ∈ bias.betas (1.0 = no bias):
+NDCG@10 overall / affected / non-affected, ρ(DTR) and Δ(EEL) of the biased scores in the
+tabular regime (training split) and, with ``ltr`` in experiment.regimes, of a ranker trained
+on the biased labels (test split). With ``experiment.setups: paper`` the 32 Yahoo! and MSLR
+setups of §6.1 are used for the datasets present; otherwise the listed datasets.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
-from data_loaders.grouping import paper_setups
+from data_loaders.grouping import FeatureGrouping, paper_setups
+from groupbias.datasets import DatasetSpec
+from groupbias.errors import ParameterError
 from groupbias.pipelines.ltr import run_ltr
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting.plots import plot_degradation
+from groupbias.setup import Setup
+from groupbias.validation import choice
 
-from .common import available, betas, bias_kw, dataset_config, entries, estimator_kw, rng_for
+from .common import Entry, available, check_common, entries, parse_entries, rng_for
+
+REGIMES = ("tabular", "ltr")
 
 
-def setups(cfg: DictConfig) -> list[tuple[dict, dict]]:
-    """(dataset config, grouping config) pairs: the paper's 32 or experiment.datasets."""
-    if cfg.experiment.setups != "paper":
-        return entries(cfg)
+def setups(exp, setup: Setup) -> list[Entry]:
+    """The paper's 32 Yahoo!/MSLR setups (``setups: paper``) or the listed datasets."""
+    if exp.setups != "paper" or setup.data_from_command_line:
+        return entries(exp.entries, setup)
     out = []
     for name in ("yahoo", "mslr"):
-        ds = dataset_config(name)
-        base = ds["name"]
         for s in paper_setups(name):
-            g = {"kind": "feature", **s}
-            out.append(({**ds, "name": f"{base} [{s['feature_id']}] ({s['threshold']})"}, g))
+            spec = DatasetSpec(name=name)
+            title = f"{spec.label} [{s['feature_id']}] ({s['threshold']})"
+            out.append(Entry(DatasetSpec(name=name, title=title), FeatureGrouping(**s),
+                             "experiment.setups"))
     return out
 
 
-def run(cfg: DictConfig, rd) -> dict:
-    records, skipped = [], []
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
-    trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
-    for ds, grouping, splits in available(setups(cfg), cfg, skipped):
-        name = ds["name"]
-        key = {"dataset": ds, "grouping": grouping}
-        for beta in betas(cfg):
-            # β = 1 is the full-information reference: no per-query noise either
-            bkw = {**bias_kw(cfg), **({"beta_std": 0.0} if beta == 1.0 else {})}
-            if "tabular" in cfg.experiment.regimes:
-                def tab(beta=beta, bkw=bkw):
-                    res = run_tabular(splits[cfg.experiment.split], beta=beta,
-                                      rng=rng_for(cfg.seed, "impact", name, beta),
-                                      dataset=name, **bkw, **estimator_kw(cfg))
-                    return {"records": [r for r in res.records if r["condition"] == "biased"]}
-                records += rd.step(f"tab_{name}_beta{beta}", tab,
-                                   key={**key, "beta": beta})["records"]
-            if "ltr" in cfg.experiment.regimes and "test" in splits:
-                def ltr(beta=beta, bkw=bkw):
-                    res = run_ltr(splits, beta=beta, model_cfg=model_cfg,
-                                  trainer_cfg=trainer_cfg, conditions=("biased",),
-                                  rng=rng_for(cfg.seed, "impact-ltr", name, beta),
-                                  seed=int(cfg.seed),
-                                  out_dir=rd.path / "models" / name / f"beta{beta}",
-                                  dataset=name, **bkw, **estimator_kw(cfg))
-                    return {"records": [r for r in res.records if r["condition"] == "biased"]}
-                records += rd.step(f"ltr_{name}_beta{beta}", ltr,
-                                   key={**key, "beta": beta})["records"]
-    for r in records:  # β = 1 is the full-information case of the figures
-        if r["beta"] == 1.0:
-            r["condition"] = "full"
-    return {"records": records, "skipped": skipped}
+def check_setups(exp) -> None:
+    choice("setups", exp.setups, ("paper", "listed"))
+    if exp.setups == "listed" and not exp.datasets:
+        raise ParameterError("datasets", "a non-empty list with setups: listed", exp.datasets)
 
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    recs = metrics["records"]
-    for regime in ("tabular", "ltr"):
-        sub = [r for r in recs if r["regime"] == regime]
-        if sub:
-            out = plot_degradation(sub, Path(run_dir) / f"impact_{regime}",
-                                   title=f"Impact of group bias ({regime} regime)")
-            print(f"[groupbias] figure: {out['png']}")
+@dataclass
+class Impact:
+    """``experiment=impact``: ``setups`` (paper | listed), ``datasets`` (for listed),
+    ``split`` (tabular regime), ``regimes`` (tabular and/or ltr), ``skip_missing``."""
+
+    name: str = "impact"
+    setups: str = "paper"
+    datasets: list = field(default_factory=list)
+    split: str = "train"
+    regimes: list = field(default_factory=lambda: list(REGIMES))
+    skip_missing: bool = True
+
+    def __post_init__(self) -> None:
+        check_common(self)
+        check_setups(self)
+        if isinstance(self.regimes, str) or not self.regimes:
+            raise ParameterError("regimes", "a non-empty list of tabular, ltr", self.regimes)
+        for r in self.regimes:
+            choice("regimes", r, REGIMES)
+        self.entries = parse_entries(self.datasets)
+
+    def _tabular(self, setup, splits, title, beta, bstd):
+        res = run_tabular(splits[self.split], beta=beta, bias=setup.bias,
+                          estimator=setup.estimator, beta_std=bstd, dataset=title,
+                          rng=rng_for(setup.seed, "impact", title, beta))
+        return {"records": [r for r in res.records if r["condition"] == "biased"]}
+
+    def _ltr(self, setup, rd, splits, title, beta, bstd):
+        res = run_ltr(splits, beta=beta, bias=setup.bias, estimator=setup.estimator,
+                      recipe=setup.recipe, conditions=("biased",), beta_std=bstd,
+                      rng=rng_for(setup.seed, "impact-ltr", title, beta), seed=setup.seed,
+                      out_dir=rd.path / "models" / title / f"beta{beta}", dataset=title)
+        return {"records": [r for r in res.records if r["condition"] == "biased"]}
+
+    def run(self, setup: Setup, rd) -> dict:
+        records, skipped = [], []
+        for entry, splits in available(setups(self, setup), skip_missing=self.skip_missing,
+                                       skipped=skipped):
+            title = entry.title
+            key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
+            for beta in setup.bias.betas:
+                # β = 1 is the full-information reference: no per-query noise either
+                bstd = 0.0 if beta == 1.0 else None
+                if "tabular" in self.regimes:
+                    records += rd.step(f"tab_{title}_beta{beta}", lambda b=beta, s=bstd:
+                                       self._tabular(setup, splits, title, b, s),
+                                       key={**key, "beta": beta})["records"]
+                if "ltr" in self.regimes and "test" in splits:
+                    records += rd.step(f"ltr_{title}_beta{beta}", lambda b=beta, s=bstd:
+                                       self._ltr(setup, rd, splits, title, b, s),
+                                       key={**key, "beta": beta})["records"]
+        for r in records:  # β = 1 is the full-information case of the figures
+            if r["beta"] == 1.0:
+                r["condition"] = "full"
+        return {"records": records, "skipped": skipped}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        recs = metrics["records"]
+        for regime in REGIMES:
+            sub = [r for r in recs if r["regime"] == regime]
+            if sub:
+                out = plot_degradation(sub, Path(run_dir) / f"impact_{regime}",
+                                       title=f"Impact of group bias ({regime} regime)")
+                print(f"[groupbias] figure: {out['png']}")

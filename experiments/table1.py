@@ -2,50 +2,77 @@
 
 Per dataset and β: simulate β_q ~ N(β, σ_β), estimate β̂ over the configured clusters (one
 global cluster by default), IPS-correct, and report NDCG@10, ρ(DTR), Δ(EEL) of biased (B) and
-corrected (C) utilities, with * for p < 0.001 (paired t-test per query). Each (dataset, β) is
+corrected (C) utilities, with * for p < alpha (paired t-test per query). Each (dataset, β) is
 a resumable step of the run directory.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from omegaconf import DictConfig
 
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
+from groupbias.reporting.tables import table_to_markdown
+from groupbias.setup import Setup
 
-from .common import (available, betas, bias_kw, entries, estimator_kw, fairness_kw, rng_for,
-                     table_metrics)
-
-
-def run(cfg: DictConfig, rd) -> dict:
-    records, skipped = [], []
-    for ds, grouping, data in available(entries(cfg), cfg, skipped,
-                                        only=(cfg.experiment.split,)):
-        split = data[cfg.experiment.split]
-        for beta in betas(cfg):
-            def step(split=split, beta=beta, name=ds["name"]):
-                res = run_tabular(split, beta=float(beta),
-                                  rng=rng_for(cfg.seed, "table1", name, float(beta)),
-                                  dataset=name, **fairness_kw(cfg),
-                                  **bias_kw(cfg), **estimator_kw(cfg))
-                return {"records": res.records}
-            records += rd.step(f"{ds['name']}_beta{beta}", step,
-                               key={"dataset": ds, "grouping": grouping, "beta": beta})["records"]
-    return {"records": records, "skipped": skipped}
+from .common import (TABLE_METRICS, available, check_common, check_metrics, entries,
+                     parse_entries, rng_for)
 
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    cols = table_metrics(cfg)
-    recs = [r for r in metrics["records"] if r["metric"] in (*cols, "beta_hat")]
-    if not recs:
-        print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
-        return
-    table = paper_table(recs, metrics=cols, alpha=float(cfg.experiment.alpha))
-    paths = save_table(table, Path(run_dir) / "table1",
-                       caption="Amortized group bias correction, tabular regime")
-    from groupbias.reporting.tables import table_to_markdown
+@dataclass
+class Table1:
+    """``experiment=table1``: ``split`` evaluated; ``alpha`` of the significance markers;
+    ``metrics``: table columns (names of ``groupbias.registry.METRICS``, e.g. add ``awrf``);
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
+    ``skip_missing``: licensed datasets that are absent are listed as skipped; ``datasets``:
+    names or ``{dataset, title, grouping}`` mappings."""
 
-    print(table_to_markdown(table))
-    print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")
+    name: str = "table1"
+    split: str = "train"
+    alpha: float = 0.001
+    metrics: list = field(default_factory=lambda: list(TABLE_METRICS))
+    correlations: list = field(default_factory=list)
+    skip_missing: bool = True
+    datasets: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_common(self)
+        self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
+        self.entries = parse_entries(self.datasets)
+
+    def run(self, setup: Setup, rd) -> dict:
+        records, skipped = [], []
+        for entry, data in available(entries(self.entries, setup), skip_missing=self.skip_missing,
+                                     skipped=skipped, only=(self.split,)):
+            split = data[self.split]
+            for beta in setup.bias.betas:
+                def step(split=split, beta=beta, title=entry.title):
+                    res = run_tabular(split, beta=beta, bias=setup.bias,
+                                      estimator=setup.estimator,
+                                      rng=rng_for(setup.seed, "table1", title, beta),
+                                      dataset=title, metrics=self.metrics,
+                                      correlations=self.correlations)
+                    return {"records": res.records}
+                records += rd.step(f"{entry.title}_beta{beta}", step,
+                                   key={"dataset": repr(entry.dataset),
+                                        "grouping": repr(entry.grouping),
+                                        "beta": beta})["records"]
+        return {"records": records, "skipped": skipped}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        cols = tuple(self.metric_columns())
+        recs = [r for r in metrics["records"] if r["metric"] in (*cols, "beta_hat")]
+        if not recs:
+            print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
+            return
+        table = paper_table(recs, metrics=cols, alpha=self.alpha)
+        paths = save_table(table, Path(run_dir) / "table1",
+                           caption="Amortized group bias correction, tabular regime")
+        print(table_to_markdown(table))
+        print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")
+
+    def metric_columns(self) -> list[str]:
+        from groupbias.pipelines.evaluation import metric_keys
+
+        return metric_keys(list(self.metrics))

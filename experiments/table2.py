@@ -4,61 +4,74 @@ full-information labels (once), and on biased and IPS-corrected labels for each 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
+from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
+from groupbias.setup import Setup
 
-from .common import (available, betas, bias_kw, entries, estimator_kw, fairness_kw, rng_for,
-                     table_metrics)
+from .common import (TABLE_METRICS, available, check_common, check_metrics, entries,
+                     parse_entries, rng_for)
 
 
-def ltr_records(cfg: DictConfig, rd, *, tag: str = "table2") -> tuple[list, list]:
+def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     """Full / biased / corrected LTR records for every dataset entry and β (resumable)."""
     records, skipped = [], []
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
-    trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
-    for ds, grouping, splits in available(entries(cfg), cfg, skipped):
-        name = ds["name"]
-        key = {"dataset": ds, "grouping": grouping}
-        first = betas(cfg)[0]
-        records += rd.step(f"{tag}_{name}_full", lambda: {"records": [
-            r for r in run_ltr(splits, beta=first, model_cfg=model_cfg,
-                               trainer_cfg=trainer_cfg, conditions=("full",),
-                               rng=rng_for(cfg.seed, tag, name, "full"), seed=int(cfg.seed),
-                               out_dir=rd.path / "models" / name / "full", dataset=name,
-                               **fairness_kw(cfg), **bias_kw(cfg),
-                               **estimator_kw(cfg)).records
+    for entry, splits in available(entries(exp.entries, setup), skip_missing=exp.skip_missing,
+                                   skipped=skipped):
+        title = entry.title
+        key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
+        common = dict(bias=setup.bias, estimator=setup.estimator, recipe=setup.recipe,
+                      seed=setup.seed, dataset=title, metrics=exp.metrics,
+                      correlations=exp.correlations)
+        first = setup.bias.betas[0]
+        records += rd.step(f"{tag}_{title}_full", lambda: {"records": [
+            r for r in run_ltr(splits, beta=first, conditions=("full",),
+                               rng=rng_for(setup.seed, tag, title, "full"),
+                               out_dir=rd.path / "models" / title / "full", **common).records
             if r["condition"] == "full"]}, key=key)["records"]
-        for beta in betas(cfg):
-            beta = float(beta)
-            records += rd.step(f"{tag}_{name}_beta{beta}", lambda beta=beta: {
-                "records": run_ltr(splits, beta=beta, model_cfg=model_cfg,
-                                   trainer_cfg=trainer_cfg, conditions=("biased", "corrected"),
-                                   rng=rng_for(cfg.seed, tag, name, beta), seed=int(cfg.seed),
-                                   out_dir=rd.path / "models" / name / f"beta{beta}",
-                                   dataset=name, **fairness_kw(cfg),
-                                   **bias_kw(cfg), **estimator_kw(cfg)).records},
+        for beta in setup.bias.betas:
+            records += rd.step(f"{tag}_{title}_beta{beta}", lambda beta=beta: {
+                "records": run_ltr(splits, beta=beta, conditions=("biased", "corrected"),
+                                   rng=rng_for(setup.seed, tag, title, beta),
+                                   out_dir=rd.path / "models" / title / f"beta{beta}",
+                                   **common).records},
                 key={**key, "beta": beta})["records"]
     return records, skipped
 
 
-def run(cfg: DictConfig, rd) -> dict:
-    records, skipped = ltr_records(cfg, rd)
-    return {"records": records, "skipped": skipped}
+@dataclass
+class Table2:
+    """``experiment=table2``: ``alpha`` of the significance markers; ``metrics``: table
+    columns (names of ``groupbias.registry.METRICS``); ``correlations``: metric pairs whose
+    per-query Pearson correlation is recorded; ``skip_missing``; ``datasets``."""
 
+    name: str = "table2"
+    alpha: float = 0.001
+    metrics: list = field(default_factory=lambda: list(TABLE_METRICS))
+    correlations: list = field(default_factory=list)
+    skip_missing: bool = True
+    datasets: list = field(default_factory=list)
 
-def present(cfg: DictConfig, metrics: dict, run_dir: Path) -> None:
-    cols = table_metrics(cfg)
-    recs = [r for r in metrics["records"] if r["metric"] in cols]
-    if not recs:
-        print("[groupbias] table2: no dataset available;", *metrics.get("skipped", []))
-        return
-    table = paper_table(recs, metrics=cols, include_full=True,
-                        alpha=float(cfg.experiment.alpha))
-    save_table(table, Path(run_dir) / "table2",
-               caption="Amortized group bias correction, general LTR regime")
-    print(table_to_markdown(table))
+    def __post_init__(self) -> None:
+        check_common(self)
+        self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
+        self.entries = parse_entries(self.datasets)
+
+    def run(self, setup: Setup, rd) -> dict:
+        records, skipped = ltr_records(self, setup, rd, tag="table2")
+        return {"records": records, "skipped": skipped}
+
+    def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        cols = tuple(metric_keys(list(self.metrics)))
+        recs = [r for r in metrics["records"] if r["metric"] in cols]
+        if not recs:
+            print("[groupbias] table2: no dataset available;", *metrics.get("skipped", []))
+            return
+        table = paper_table(recs, metrics=cols, include_full=True, alpha=self.alpha)
+        save_table(table, Path(run_dir) / "table2",
+                   caption="Amortized group bias correction, general LTR regime")
+        print(table_to_markdown(table))

@@ -1,7 +1,46 @@
 """groupbias: group membership bias in unbiased learning to rank.
 
-Data flows one way: load (``data_loaders``) -> group -> simulate -> estimate -> correct ->
-train/evaluate -> report.
+Data flows one way: load -> group -> simulate -> estimate -> correct -> train/evaluate ->
+report. The whole method is available flat::
+
+    import groupbias as gb
+
+    data = gb.load_dataset("trec2020", split="train")          # grouped RankingData
+    sim = gb.simulate_group_bias(data, beta_mean=0.8, rng=np.random.default_rng(0))
+    est = gb.estimate_beta(sim.attractiveness, data.groups, qptr=data.qptr, rng=rng)
+    fixed = gb.ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
+                           beta_hat_per_query=est.beta_hat_per_query)
+    gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
+
+Modules: :mod:`~groupbias.metrics` and :mod:`~groupbias.fairness` (every metric as a
+function), :mod:`~groupbias.registry` (estimators, metrics and datasets by name),
+:mod:`~groupbias.theory` (§4), :mod:`groupbias.ltr` (the attention ranker; imports torch, so
+it is imported on demand), :mod:`~groupbias.pipelines` (the two regimes),
+:mod:`~groupbias.reporting` (tables and figures).
 """
 
+from . import fairness, metrics, registry, theory
+from .bias import GroupBias
+from .correction import correct_with_estimate, ips_correct
+from .data import QueryView, RankingData
+from .datasets import (BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset,
+                       register_dataset)
+from .errors import (ConfigError, DataError, DataFormatError, GroupBiasError, GroupingError,
+                     MissingFilesError, ParameterError)
+from .estimation import BetaEstimate, Estimator, KSEstimator, estimate_beta, ks_curves
+from .evaluate import evaluate, evaluate_per_query
+from .simulation import (Simulation, attractiveness_from_clicks, draw_query_beta,
+                         relevance_from_labels, simulate_attractiveness, simulate_clicks,
+                         simulate_group_bias)
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "BetaEstimate", "BuiltinGrouping", "ConfigError", "DataError", "DataFormatError",
+    "DatasetInfo", "DatasetSpec", "Estimator", "GroupBias", "GroupBiasError", "GroupingError",
+    "KSEstimator", "MissingFilesError", "ParameterError", "QueryView", "RankingData",
+    "Simulation", "attractiveness_from_clicks", "correct_with_estimate", "draw_query_beta",
+    "estimate_beta", "evaluate", "evaluate_per_query", "fairness", "ips_correct", "ks_curves",
+    "load_dataset", "metrics", "register_dataset", "registry", "relevance_from_labels",
+    "simulate_attractiveness", "simulate_clicks", "simulate_group_bias", "theory",
+]

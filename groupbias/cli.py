@@ -1,21 +1,26 @@
 """The ``groupbias`` command: a Hydra app over ``configs/``.
 
 ``run(cfg)`` is the testable core (compose the config with ``hydra.compose`` and call it);
-``main`` is the thin ``@hydra.main`` wrapper installed as the console script. The experiment
-named by ``experiment.entry`` (a module in ``experiments/``) does the work; its result
+``main`` is the thin ``@hydra.main`` wrapper installed as the console script. Every config
+group is built into an object first (:func:`groupbias.config.build_setup`: a key that is
+unknown or invalid stops the run before any data is read, naming the key); the experiment
+object (``experiment._target_``, a class in ``experiments/``) then does the work; its result
 records are written into the run directory (see :mod:`groupbias.runs`), and a complete run
-is skipped when the same configuration is run again.
+is skipped when the same configuration is run again. Expected errors (bad config values,
+missing data) print one line and exit with status 2.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
+import sys
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from .config import build_setup, plain
+from .errors import GroupBiasError
 from .runs import run_once
 
 log = logging.getLogger("groupbias")
@@ -33,19 +38,34 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
         return Path(cfg.paths.runs) / str(cfg.experiment.name)
 
 
-def run(cfg: DictConfig, run_dir: str | os.PathLike | None = None) -> dict:
-    """Run the configured experiment (or load its result when already complete)."""
-    container = OmegaConf.to_container(cfg, resolve=True)
+def data_from_command_line() -> bool:
+    """True when the command line chose a dataset or grouping (``dataset=...``,
+    ``grouping.feature_id=...``): then it replaces an experiment's dataset list."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = HydraConfig.get().overrides.task
+    except ValueError:  # not inside a Hydra app
+        return False
+    keys = [o.split("=", 1)[0].lstrip("+~") for o in task]
+    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
+
+
+def run(cfg: DictConfig, run_dir: str | os.PathLike | None = None, *,
+        data_overridden: bool | None = None) -> dict:
+    """Build every config group, then run the experiment (or load its complete result)."""
+    if data_overridden is None:
+        data_overridden = data_from_command_line()
+    setup, experiment = build_setup(cfg, data_from_command_line=data_overridden)
+    container = plain(cfg)
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)
-    module = importlib.import_module(str(cfg.experiment.entry))
-    metrics, skipped = run_once(out, container, lambda rd: module.run(cfg, rd),
-                                seed=int(cfg.seed))
+    metrics, skipped = run_once(out, container, lambda rd: experiment.run(setup, rd),
+                                seed=setup.seed)
     if skipped:
         log.info("run already complete, results loaded from %s", out)
         print(f"[groupbias] already complete: {out} (delete metrics.json to re-run)")
-    if hasattr(module, "present"):
-        module.present(cfg, metrics, out)
+    experiment.present(setup, metrics, out)
     return metrics
 
 
@@ -54,7 +74,14 @@ def main() -> None:  # pragma: no cover - exercised through the console script
 
     @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
-        run(cfg)
+        try:
+            run(cfg)
+        except GroupBiasError as exc:
+            print(f"groupbias: error: {exc}", file=sys.stderr)
+            print("groupbias: hint: see docs/ (configuration, datasets) or run "
+                  "`groupbias --help`; every key is listed with `groupbias --cfg job`",
+                  file=sys.stderr)
+            sys.exit(2)
 
     _app()
 

@@ -733,3 +733,44 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
         ks_curve=curves, n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
         n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
         cluster_labels=labels)
+
+
+# ---- TEMP SHIM (replaced by the estimator interface) ----
+from typing import Protocol  # noqa: E402
+
+from .registry import ESTIMATORS  # noqa: E402
+
+
+class Estimator(Protocol):
+    def estimate(self, attractiveness, groups, *, qptr, clusters=None, rng,
+                 grade_spacing=None) -> BetaEstimate: ...
+
+
+@ESTIMATORS.register("ks")
+@dataclass(frozen=True)
+class KSEstimator:
+    cluster_size: int | None = None
+    grid_step: float = 0.01
+    zero_policy: str = "exclude"
+    jitter: float = 0.5
+    jitter_scale: str = "grade"
+
+    def __post_init__(self):
+        from .validation import choice, integer, real
+        if self.cluster_size is not None:
+            integer("cluster_size", self.cluster_size, low=1)
+        real("grid_step", self.grid_step, low=0, high=1, low_open=True)
+        default_grid(self.grid_step)
+        choice("zero_policy", self.zero_policy, ZERO_POLICIES)
+        real("jitter", self.jitter, low=0, high=1, high_open=True)
+        choice("jitter_scale", self.jitter_scale, ("grade", "gap"))
+
+    def estimate(self, attractiveness, groups, *, qptr, clusters=None, rng, grade_spacing=None):
+        g = np.asarray(groups, dtype=float)
+        thr = 0.5 if np.any((g != 0) & (g != 1)) else None
+        return estimate_beta(attractiveness, groups, qptr, rng=rng, clusters=clusters,
+                             cluster_size=None if clusters is not None else self.cluster_size,
+                             grid=default_grid(self.grid_step), zero_policy=self.zero_policy,
+                             jitter=self.jitter,
+                             jitter_scale=grade_spacing if self.jitter_scale == "grade" else None,
+                             group_threshold=thr)

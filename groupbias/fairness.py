@@ -322,11 +322,11 @@ def ndcg_awrf_per_query(scores, labels, *, qptr, membership, k: int | None = Non
                         patience: float = 0.5, gain: str = "exp2", ties: str = "average",
                         on_no_relevant: str = "skip", on_no_representative: str = "skip"
                         ) -> np.ndarray:
-    """nDCG@k × AWRF@k of every query (the combined score of seed 004, TREC Fair 2022).
+    """nDCG@k × AWRF@k of every query (the combined score of Chen & Fang, FAIR-QR, TREC Fair 2022).
 
     NDCG from :func:`groupbias.metrics.ndcg_per_query` (``gain``, ``ties``,
     ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
-    share among the relevant items, as in seed 004. NaN where either factor is NaN."""
+    share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is NaN."""
     ties = choice("ties", ties, EXPOSURE_TIES)
     nd = ndcg_per_query(scores, labels, qptr=qptr, k=k, gain=gain, ties=ties,
                         on_no_relevant=on_no_relevant)
@@ -354,7 +354,7 @@ def _rbdf(w, m, q, qidx):
 
 def rbdf_per_query(scores, *, qptr, membership, k: int | None = None,
                    ties: str = "average") -> np.ndarray:
-    """Rank-biased discounting factor (seed 000, Eq. 11) of every query:
+    """Rank-biased discounting factor (Abolghasemi et al. 2024, Eq. 11) of every query:
 
         RBDF = sum_{r <= k} 1[d_r in S_R] / log2(1 + r)  /  sum_{r <= k} 1 / log2(1 + r)
 
@@ -388,7 +388,7 @@ def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_represen
 def ted_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
                   target="uniform", rbdf: bool = True, ties: str = "average",
                   on_no_representative: str = "fair") -> np.ndarray:
-    """Term exposure-based divergence TED@k of every query (seed 000, Eq. 7–12).
+    """Term exposure-based divergence TED@k of every query (Abolghasemi et al. 2024, Eq. 7–12).
 
     With position bias ``v_r = 1 / log2(1 + r)`` (0 beyond ``k``), the group
     representation of the ranking by ``scores`` is
@@ -415,7 +415,7 @@ def ted_per_query(scores, *, qptr, membership, labels=None, k: int | None = None
 def texfair_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
                       target="uniform", rbdf: bool = True, ties: str = "average",
                       on_no_representative: str = "fair") -> np.ndarray:
-    """TExFAIR@k = max(TED) − TED@k of every query (seed 000, Eq. 13), higher = fairer.
+    """TExFAIR@k = max(TED) − TED@k of every query (Abolghasemi et al. 2024, Eq. 13), higher = fairer.
 
     ``max(TED) = 2 (1 − min_i p̂_i)``, attained when all exposure goes to the group with the
     smallest target share and every item is representative; with two groups and the
@@ -439,7 +439,7 @@ def texfair(scores, **kwargs) -> float:
 # --------------------------------------------------------------------------- NFaiRR
 
 def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
-    """Document neutrality ω(d) (Rekabsaz et al. 2021; seed 000, Eq. 1), float64 [n_items].
+    """Document neutrality ω(d) (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 1), float64 [n_items].
 
     With ``M_g`` the item's ``membership`` row and ``J`` the balanced proportions
     (``target="uniform"``: ``J_g = 1 / n_groups``; or a vector of weights, normalized):
@@ -475,7 +475,7 @@ def _fairr(scores, qptr, membership, k, tau, target, ties):
 
 def fairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: float = 0.0,
                     target="uniform", ties: str = "average") -> np.ndarray:
-    """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query (seed 000, Eq. 2),
+    """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query (Abolghasemi et al. 2024, Eq. 2),
     ω from :func:`neutrality`. Returns float64 [n_queries] (NaN for empty queries)."""
     _, q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     return _finish(fairr, q)
@@ -484,15 +484,15 @@ def fairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: floa
 def nfairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: float = 0.0,
                      target="uniform", background: str = "candidates",
                      ties: str = "average") -> np.ndarray:
-    """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; seed 000, Eq. 3).
+    """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 3).
 
     IFaiRR is the FaiRR of the best ordering of the background set ``S`` (its items sorted
     by ω, descending, ``sum_{r <= min(k, |S|)} ω_(r) / log2(1 + r)``):
 
-    * ``background="candidates"`` (default; seed 002): ``S`` = the query's own candidate
+    * ``background="candidates"`` (default; Mousavian et al. 2025): ``S`` = the query's own candidate
       items, so NFaiRR ∈ [0, 1] (for ω ≥ 0) and 1 means no reordering of the candidates is
       more neutral at the top;
-    * ``"collection"`` (seed 000): ``S`` = every item passed (all queries), the same
+    * ``"collection"`` (Abolghasemi et al. 2024): ``S`` = every item passed (all queries), the same
       IFaiRR for every query; needs a cutoff ``k``.
 
     ω from :func:`neutrality` (``tau``, ``target``). A query with IFaiRR <= 0 (no neutral
@@ -557,7 +557,7 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
 def class_exposure_per_query(scores, *, qptr, membership, k: int | None = None,
                              assignment: str = "expected", ties: str = "average"
                              ) -> np.ndarray:
-    """Normalized class exposure of every query (seed 002, Eq. 2–4), float64
+    """Normalized class exposure of every query (Mousavian et al. 2025, Eq. 2–4), float64
     [n_queries, n_groups + 1]: column ``g`` is ``Exposure_g = sum_{r <= k, d_r in g} p(r) /
     sum_{r <= min(k, n)} p(r)`` with ``p(r) = 1 / log2(1 + r)``; the last column is the
     neutral class. Columns sum to 1 (NaN rows for empty queries).
@@ -583,7 +583,7 @@ def _gap(x: np.ndarray) -> np.ndarray:
 def delta_exposure_per_query(scores, *, qptr, membership, k: int | None = None,
                              assignment: str = "expected", ties: str = "average"
                              ) -> np.ndarray:
-    """ΔExposure of every query (seed 002): ``max_g Exposure_g − min_g Exposure_g`` over
+    """ΔExposure of every query (Mousavian et al. 2025): ``max_g Exposure_g − min_g Exposure_g`` over
     the groups (the neutral class excluded), i.e. ``|Exposure_A − Exposure_B|`` for two
     groups and the gap between the most and the least exposed group for more. In [0, 1],
     lower = fairer. Classes and exposure as in :func:`class_exposure_per_query`."""
@@ -592,7 +592,7 @@ def delta_exposure_per_query(scores, *, qptr, membership, k: int | None = None,
 
 def cwex_per_query(scores, *, qptr, membership, alpha: float = 0.5, k: int | None = None,
                    assignment: str = "expected", ties: str = "average") -> np.ndarray:
-    """Class-wise weighted exposure CWEx(α) of every query (seed 002, Eq. 1):
+    """Class-wise weighted exposure CWEx(α) of every query (Mousavian et al. 2025, Eq. 1):
 
         CWEx = α · Exposure_neutral − (1 − α) · ΔExposure
 
@@ -653,7 +653,7 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
 def rank_bias_per_query(scores, *, qptr, membership, k: int | None = None,
                         magnitude: str = "tf", pair=(0, 1), ties: str = "average"
                         ) -> np.ndarray:
-    """Rank bias RaB@k of every query (Rekabsaz & Schedl 2020; seed 003):
+    """Rank bias RaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         RaB^g@k = (1 / T) sum_{r <= T} mag^g(d_r),    T = min(k, n)
         RaB@k   = RaB^a@k − RaB^b@k                    (a, b) = pair
@@ -662,14 +662,14 @@ def rank_bias_per_query(scores, *, qptr, membership, k: int | None = None,
     reports male − female). The magnitude of an item comes from its ``membership`` row
     (raw term counts ``M^g(d)`` for the paper's metric, :attr:`TermMembership.counts`):
     ``magnitude="tc"`` (``M``), ``"tf"`` (default, ``ln(1 + M)``) or ``"bool"``
-    (``1[M > 0]``). ``k=None``: the whole list (the paper's cutoff t; 10 in seed 003).
+    (``1[M > 0]``). ``k=None``: the whole list (the paper's cutoff t; 10 in Bigdeli et al. 2021).
     Returns float64 [n_queries]."""
     return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=False)
 
 
 def arab_per_query(scores, *, qptr, membership, k: int | None = None,
                    magnitude: str = "tf", pair=(0, 1), ties: str = "average") -> np.ndarray:
-    """Average rank bias ARaB@k of every query (Rekabsaz & Schedl 2020; seed 003):
+    """Average rank bias ARaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         ARaB@k = (1 / T) sum_{x=1}^{T} RaB@x = sum_{r <= T} (H_T − H_{r−1}) / T · Δmag(d_r)
 
@@ -693,7 +693,7 @@ def arab(scores, **kwargs) -> float:
 
 
 def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
-    """Pearson correlation between two metrics across queries (seed 000 §5 compares
+    """Pearson correlation between two metrics across queries (Abolghasemi et al. 2024, §5, compares
     TExFAIR with NFaiRR this way); returns ``(r, p_value, n)``.
 
     Queries where either value is NaN (skipped) are dropped; ``n`` is the number of pairs

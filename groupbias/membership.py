@@ -142,7 +142,7 @@ class TermMembership:
     @property
     def term_exposure(self) -> np.ndarray:
         """``M^G(d) / |d|`` = ``sum_{t in V_G} p_o(t | d)``: the per-item share of group terms
-        whose rank-weighted sum is TExFAIR's term exposure (seed 000, Eq. 8–9)."""
+        whose rank-weighted sum is TExFAIR's term exposure (Abolghasemi et al. 2024, Eq. 8–9)."""
         lengths = self.lengths[:, None].astype(np.float64)
         return np.divide(self.counts, lengths, out=np.zeros_like(self.counts),
                          where=lengths > 0)

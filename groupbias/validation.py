@@ -112,8 +112,8 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
     return q
 
 
-def check_k(k) -> int | None:
+def check_k(k, name: str = "k") -> int | None:
     """A rank cutoff: an integer >= 1, or None for no cutoff."""
     if k is None:
         return None
-    return integer("k", k, low=1, what="an integer >= 1, or None for no cutoff")
+    return integer(name, k, low=1, what="an integer >= 1, or None for no cutoff")

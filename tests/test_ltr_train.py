@@ -1,5 +1,6 @@
 """Lightning training of the LTR scorer: real TREC Fair data, reproducibility, checkpoints."""
 
+import functools
 import json
 
 import numpy as np
@@ -10,14 +11,23 @@ import torch
 from groupbias.data import RankingData
 from data_loaders.trec_fair import load_trec_fair_ppg
 from groupbias.errors import ParameterError
-from groupbias.ltr.train import TrainedRanker, load_best_state, train_ranker
+from groupbias.ltr.datamodule import BatchSpec
+from groupbias.ltr.losses import LambdaLoss
+from groupbias.ltr.model import ScorerSpec
+from groupbias.ltr.train import (RankerRecipe, TrainedRanker, TrainerSpec, load_best_state,
+                                 train_ranker)
 from groupbias.metrics import ndcg
 
 TINY = {"fc_model": {"sizes": [16], "input_norm": False, "activation": "ReLU", "dropout": 0.0},
         "transformer": {"N": 1, "d_ff": 32, "h": 2, "positional_encoding": None,
                         "dropout": 0.1},
         "post_model": {"output_activation": None, "d_output": 1}}
-QUIET = {"enable_progress_bar": False, "enable_model_summary": False}
+QUIET = {"enable_progress_bar": False}
+
+
+def recipe(*, trainer=None, batching=None, **kw) -> RankerRecipe:
+    return RankerRecipe(model=ScorerSpec(**TINY), trainer=TrainerSpec(**{**QUIET, **(trainer or {})}),
+                        batching=BatchSpec(**(batching or {})), **kw)
 
 
 def _synthetic(rng, n_queries, f=5):
@@ -37,11 +47,11 @@ def test_trec_fair_training_beats_random(trec_root, tmp_path):
     perm = np.random.default_rng(0).permutation(train_all.n_queries)
     train, valid = train_all.subset(np.sort(perm[40:])), train_all.subset(np.sort(perm[:40]))
     ranker = train_ranker(
-        train, valid, train_labels=train.labels, model_cfg=TINY,
-        trainer_cfg={**QUIET, "max_epochs": 6, "patience": 3},
-        optim_cfg={"name": "Adam", "args": {"lr": 3e-3}},
-        loss_cfg={"name": "lambdaLoss", "args": {"weighing_scheme": "lambdaRank_scheme"}},
-        data_cfg={"batch_size": 16, "slate_length": 64}, seed=0, out_dir=tmp_path)
+        train, valid, train_labels=train.labels,
+        recipe=recipe(trainer={"max_epochs": 6, "patience": 3},
+                      batching={"batch_size": 16, "slate_length": 64},
+                      optimizer=functools.partial(torch.optim.Adam, lr=3e-3),
+                      loss=LambdaLoss(weighting="lambdaRank")), seed=0, out_dir=tmp_path)
     scores = ranker.predict(test)
     assert scores.shape == (test.n_items,) and np.isfinite(scores).all()
     trained = ndcg(scores, test.labels, qptr=test.qptr, k=10)
@@ -70,8 +80,8 @@ def test_same_seed_same_predictions(rng, tmp_path):
     data = _synthetic(rng, 48)
     train, valid = data.subset(np.arange(36)), data.subset(np.arange(36, 48))
     state = torch.random.get_rng_state()
-    kw = dict(model_cfg=TINY, trainer_cfg={**QUIET, "max_epochs": 2, "accelerator": "cpu"},
-              data_cfg={"batch_size": 8, "slate_length": 8})
+    kw = dict(recipe=recipe(trainer={"max_epochs": 2, "accelerator": "cpu"},
+                            batching={"batch_size": 8, "slate_length": 8}))
     a = train_ranker(train, valid, seed=0, out_dir=tmp_path / "a", **kw).predict(valid)
     b = train_ranker(train, valid, seed=0, out_dir=tmp_path / "b", **kw).predict(valid)
     c = train_ranker(train, valid, seed=1, out_dir=tmp_path / "c", **kw).predict(valid)
@@ -85,11 +95,12 @@ def test_same_seed_same_predictions(rng, tmp_path):
 def test_bf16_mixed_training_and_plain_features(rng, tmp_path):
     data = _synthetic(rng, 30)
     ranker = train_ranker(
-        data, None, model_cfg=TINY,
-        trainer_cfg={**QUIET, "max_epochs": 3, "precision": "bf16-mixed"},
-        optim_cfg={"name": "Adagrad", "args": {"lr": 0.05},
-                   "lr_scheduler": {"name": "StepLR", "args": {"step_size": 1, "gamma": 0.5}}},
-        data_cfg={"batch_size": 8, "normalize": None}, seed=0, out_dir=tmp_path)
+        data, None, recipe=recipe(
+            trainer={"max_epochs": 3, "precision": "bf16-mixed"},
+            batching={"batch_size": 8, "normalize": None},
+            optimizer=functools.partial(torch.optim.Adagrad, lr=0.05),
+            scheduler=functools.partial(torch.optim.lr_scheduler.StepLR, step_size=1,
+                                        gamma=0.5)), seed=0, out_dir=tmp_path)
     assert ranker.checkpoint_path is None and ranker.normalize is None
     scores = ranker.predict(data.features, data.qptr)
     assert np.isfinite(scores).all()
@@ -99,18 +110,14 @@ def test_bf16_mixed_training_and_plain_features(rng, tmp_path):
 
 
 def test_configuration_errors(rng, tmp_path):
-    data = _synthetic(rng, 6)
-    with pytest.raises(ParameterError, match="callbacks"):
-        train_ranker(data, data, model_cfg=TINY, trainer_cfg={"callbacks": []},
-                     out_dir=tmp_path)
-    with pytest.raises(ParameterError, match="data_cfg"):
-        train_ranker(data, data, model_cfg=TINY, data_cfg={"shuffle": True}, out_dir=tmp_path)
-    with pytest.raises(ParameterError, match="loss_cfg"):
-        train_ranker(data, data, model_cfg=TINY, loss_cfg={"name": "listNet"},
-                     out_dir=tmp_path)
-    with pytest.raises(ParameterError, match="optim_cfg.name"):
-        train_ranker(data, data, model_cfg=TINY, optim_cfg={"name": "Adamm"},
-                     out_dir=tmp_path)
+    with pytest.raises(ParameterError, match="extra.callbacks"):
+        TrainerSpec(extra={"callbacks": []})
+    with pytest.raises(ParameterError, match="extra.no_such_option"):
+        TrainerSpec(extra={"no_such_option": 1})
+    with pytest.raises(ParameterError, match="max_epochs"):
+        TrainerSpec(max_epochs=0)
+    with pytest.raises(ParameterError, match="slate_length"):
+        BatchSpec(slate_length=0)
     with pytest.raises(ParameterError, match="directory"):
         TrainedRanker.load(tmp_path / "missing")
 
@@ -121,10 +128,10 @@ def test_bf16_training_on_gpu(rng, tmp_path):
     data = _synthetic(rng, 64)
     train, valid = data.subset(np.arange(48)), data.subset(np.arange(48, 64))
     ranker = train_ranker(
-        train, valid, model_cfg=TINY,
-        trainer_cfg={**QUIET, "max_epochs": 3, "accelerator": "auto",
-                     "precision": "bf16-mixed"},
-        data_cfg={"batch_size": 8, "pin_memory": True}, seed=0, out_dir=tmp_path)
+        train, valid, recipe=recipe(trainer={"max_epochs": 3, "accelerator": "auto",
+                                             "precision": "bf16-mixed"},
+                                    batching={"batch_size": 8, "pin_memory": True}),
+        seed=0, out_dir=tmp_path)
     scores = ranker.predict(valid, device="cuda")
     assert np.isfinite(scores).all()
     np.testing.assert_allclose(ranker.predict(valid, device="cpu"), scores, atol=1e-4)
@@ -138,7 +145,7 @@ def test_loggers_by_name(tmp_path):
 
     (csv,) = make_loggers("csv", tmp_path)
     assert type(csv).__name__ == "CSVLogger" and str(tmp_path) in csv.log_dir
-    with pytest.raises(ParameterError, match="trainer_cfg.loggers"):
+    with pytest.raises(ParameterError, match="loggers"):
         make_loggers(["csv", "neptune"], tmp_path)
     if importlib.util.find_spec("tensorboard") is None and \
             importlib.util.find_spec("tensorboardX") is None:

@@ -7,13 +7,23 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from data_loaders.registry import load_grouped
-from experiments.common import dataset_config
+import groupbias as gb
 from groupbias import metrics as M
+from groupbias.bias import GroupBias
 from groupbias.errors import ParameterError
+from groupbias.estimation import KSEstimator
 from groupbias.pipelines.evaluation import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, write_trec_run
 from groupbias.pipelines.tabular import run_tabular
+
+
+BIAS = GroupBias(beta_std=0.1)
+GLOBAL = KSEstimator()
+
+
+def tab(data, beta, rng, *, bias=BIAS, estimator=GLOBAL, **kw):
+    return run_tabular(data, beta=beta, bias=bias, estimator=estimator,
+                       rng=np.random.default_rng(rng), **kw)
 
 
 def _by(records, metric, condition):
@@ -31,12 +41,12 @@ def test_eel_thresholds():
 
 @pytest.fixture(scope="module")
 def synthetic():
-    return load_grouped(dataset_config("synthetic"), {"kind": "builtin"})
+    return gb.load_dataset("synthetic", n_queries=400, list_size=[10, 60], n_features=20,
+                           affected_share=0.35, utility_ratio=1.0, seed=7)
 
 
 def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
-    res = run_tabular(synthetic["train"], beta=0.6, rng=np.random.default_rng(3),
-                      dataset="synth", keep_scores=True)
+    res = tab(synthetic["train"], 0.6, 3, dataset="synth", keep_scores=True)
     assert abs(res.beta_hat[0] - 0.6) <= 0.05 and res.beta_hat.size == 1
     rec = res.records
     for metric in ("ndcg@10", "rho_dtr"):
@@ -61,8 +71,8 @@ def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
 def test_tabular_per_query_clusters_overcorrect(synthetic):
     """Paper §6.4.1: per-query clusters underestimate beta (over-compensation)."""
     d = synthetic["train"]
-    glob = run_tabular(d, beta=0.8, rng=np.random.default_rng(0))
-    perq = run_tabular(d, beta=0.8, cluster_size=1, rng=np.random.default_rng(0))
+    glob = tab(d, 0.8, 0)
+    perq = tab(d, 0.8, 0, estimator=KSEstimator(cluster_size=1))
     assert perq.beta_hat.size == d.n_queries
     assert np.nanstd(perq.beta_hat) > 5 * abs(glob.beta_hat[0] - 0.8) + 0.02
     assert _by(perq.records, "ndcg@10", "corrected")["value"] < \
@@ -72,7 +82,7 @@ def test_tabular_per_query_clusters_overcorrect(synthetic):
 def test_tabular_requires_groups(synthetic):
     d = synthetic["train"]
     with pytest.raises(ParameterError, match="groups"):
-        run_tabular(d.with_groups(None), beta=0.8, rng=np.random.default_rng(0))
+        tab(d.with_groups(None), 0.8, 0)
 
 
 @pytest.mark.realdata
@@ -81,11 +91,10 @@ def test_table1_criteria_on_real_trec(trec_root, monkeypatch, year):
     """Issue criterion: beta-hat within 0.05 of beta (one global cluster, sigma 0.1) and
     corrected better than biased on rho(DTR) and Delta(EEL), for beta in {0.6, 0.8}."""
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
-    d = load_grouped(dataset_config(f"trec{year}"), {"kind": "builtin"}, only=("train",))
-    d = d["train"]
+    d = gb.load_dataset(f"trec{year}", split="train")
     assert d.n_queries == {2019: 632, 2020: 200}[year]
     for beta in (0.8, 0.6):
-        res = run_tabular(d, beta=beta, beta_std=0.1, rng=np.random.default_rng(year))
+        res = tab(d, beta, year)
         assert abs(res.beta_hat[0] - beta) <= 0.05
         rec = res.records
         assert _by(rec, "rho_dtr", "corrected")["value"] > _by(rec, "rho_dtr", "biased")["value"]
@@ -107,15 +116,25 @@ def test_trec_run_file_is_read_by_ir_measures(tmp_path, synthetic):
     assert ours == pytest.approx(theirs, abs=1e-4)
 
 
-TINY = {"lightning": {"max_epochs": 6, "patience": None, "accelerator": "cpu", "devices": 1,
-                      "enable_progress_bar": False},
-        "data": {"batch_size": 16, "slate_length": 64, "normalize": "zscore"},
-        "loss": {"name": "lambdaLoss", "weighting": "lambdaRank"},
-        "optimizer": {"name": "Adam", "args": {"lr": 0.003}}}
-MODEL = {"fc_model": {"sizes": [32], "input_norm": False, "activation": None, "dropout": 0.0},
-         "transformer": {"N": 1, "d_ff": 32, "h": 2, "positional_encoding": None,
-                         "dropout": 0.0},
-         "post_model": {"output_activation": None, "d_output": 1}}
+def tiny_recipe():
+    import functools
+
+    import torch
+
+    from groupbias.ltr.datamodule import BatchSpec
+    from groupbias.ltr.losses import LambdaLoss
+    from groupbias.ltr.model import ScorerSpec
+    from groupbias.ltr.train import RankerRecipe, TrainerSpec
+
+    return RankerRecipe(
+        model=ScorerSpec(fc_model={"sizes": [32]},
+                         transformer={"N": 1, "d_ff": 32, "h": 2, "dropout": 0.0},
+                         post_model={"d_output": 1}),
+        loss=LambdaLoss(weighting="lambdaRank"),
+        optimizer=functools.partial(torch.optim.Adam, lr=0.003),
+        trainer=TrainerSpec(max_epochs=6, patience=None, accelerator="cpu", devices=1,
+                            enable_progress_bar=False),
+        batching=BatchSpec(batch_size=16, slate_length=64))
 
 
 @pytest.mark.slow
@@ -124,9 +143,9 @@ def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
     """Issue criterion: full, biased and corrected rankers trained for real on the TREC 2020
     features (train -> test) each beat a random ranker on test NDCG@10."""
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
-    splits = load_grouped(dataset_config("trec2020"), {"kind": "builtin"})
+    splits = gb.load_dataset("trec2020")
     test = splits["test"]
-    res = run_ltr(splits, beta=0.6, model_cfg=MODEL, trainer_cfg=TINY,
+    res = run_ltr(splits, beta=0.6, bias=BIAS, estimator=GLOBAL, recipe=tiny_recipe(),
                   rng=np.random.default_rng(0), seed=0, out_dir=tmp_path, dataset="TREC 2020")
     rng = np.random.default_rng(1)
     random_ndcg = np.mean([M.ndcg(rng.random(test.n_items), test.labels, qptr=test.qptr, k=10)
@@ -146,22 +165,21 @@ def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
     from groupbias.membership import membership_from_groups
 
     d = synthetic["train"]
-    res = run_tabular(d, beta=0.6, rng=np.random.default_rng(5), keep_scores=True,
-                      fairness=["awrf", "texfair"], correlations=[("awrf", "ndcg@10")])
+    res = tab(d, 0.6, 5, keep_scores=True, metrics=["ndcg@10", "awrf@10", "texfair@10"],
+              correlations=[("awrf@10", "ndcg@10")])
     m = membership_from_groups(d.groups)
     for cond, scores in (("biased", res.attractiveness), ("corrected", res.corrected)):
         aw = awrf_per_query(scores, qptr=d.qptr, membership=m, k=10)
         tx = texfair_per_query(scores, qptr=d.qptr, membership=m, k=10)
-        assert _by(res.records, "awrf", cond)["value"] == pytest.approx(np.nanmean(aw))
-        assert _by(res.records, "texfair", cond)["value"] == pytest.approx(np.nanmean(tx))
+        assert _by(res.records, "awrf@10", cond)["value"] == pytest.approx(np.nanmean(aw))
+        assert _by(res.records, "texfair@10", cond)["value"] == pytest.approx(np.nanmean(tx))
         nd = M.ndcg_per_query(scores, d.labels, qptr=d.qptr, k=10)
         ok = ~np.isnan(aw) & ~np.isnan(nd)
-        assert _by(res.records, "pearson(awrf,ndcg@10)", cond)["value"] == pytest.approx(
+        assert _by(res.records, "pearson(awrf@10,ndcg@10)", cond)["value"] == pytest.approx(
             scipy.stats.pearsonr(aw[ok], nd[ok])[0])
-    assert "p_value" in _by(res.records, "awrf", "corrected")
+    assert "p_value" in _by(res.records, "awrf@10", "corrected")
 
 
 def test_correlation_of_uncomputed_metric_is_rejected(synthetic):
     with pytest.raises(ParameterError, match="correlations"):
-        run_tabular(synthetic["train"], beta=0.8, rng=np.random.default_rng(0),
-                    correlations=[("texfair", "nfairr")])
+        tab(synthetic["train"], 0.8, 0, correlations=[("texfair", "nfairr")])

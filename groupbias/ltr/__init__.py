@@ -5,17 +5,19 @@
 - :mod:`.losses`: LambdaLoss family and padded NDCG@k
 - :mod:`.normalization`: z-score within query
 - :mod:`.datamodule`, :mod:`.module`, :mod:`.train`: Lightning data, training and
-  :func:`train_ranker`
+  :func:`train_ranker` with a :class:`RankerRecipe` (model, loss, optimizer, scheduler,
+  trainer, batching)
 """
 
-from .losses import lambda_loss, padded_ndcg
-from .model import ContextScorer, make_scorer
+from .datamodule import BatchSpec
+from .losses import LambdaLoss, lambda_loss, padded_ndcg
+from .model import ContextScorer, ScorerSpec, make_scorer
 from .normalization import zscore_within_queries
 from .padding import PaddedBatch, from_padded, pad_segments, to_padded
-from .train import TrainedRanker, train_ranker
+from .train import RankerRecipe, TrainedRanker, TrainerSpec, train_ranker
 
 __all__ = [
-    "ContextScorer", "PaddedBatch", "TrainedRanker", "from_padded", "lambda_loss",
-    "make_scorer", "pad_segments", "padded_ndcg", "to_padded", "train_ranker",
-    "zscore_within_queries",
+    "BatchSpec", "ContextScorer", "LambdaLoss", "PaddedBatch", "RankerRecipe", "ScorerSpec",
+    "TrainedRanker", "TrainerSpec", "from_padded", "lambda_loss", "make_scorer",
+    "pad_segments", "padded_ndcg", "to_padded", "train_ranker", "zscore_within_queries",
 ]

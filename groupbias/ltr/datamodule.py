@@ -259,6 +259,38 @@ class EvalBatches(Dataset):
         return _batch_dict(self.lists, items, sizes, self.lists.qptr[q])
 
 
+NORMALIZATIONS = ("zscore", None)
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """How lists become training batches (the ``batching`` config group).
+
+    ``batch_size``: queries per optimizer step (lists bucketed by length);
+    ``eval_batch_size``: queries per evaluation batch (None: 4 x batch_size);
+    ``slate_length``: items kept per query and epoch in training (longer lists are
+    subsampled anew every epoch; None keeps all); ``normalize``: ``"zscore"`` of every
+    feature within its query, or None; ``pin_memory``: pinned host memory for GPU copies.
+    """
+
+    batch_size: int = 64
+    eval_batch_size: int | None = None
+    slate_length: int | None = None
+    normalize: str | None = "zscore"
+    pin_memory: bool = False
+
+    def __post_init__(self) -> None:
+        integer("batch_size", self.batch_size, low=1)
+        if self.eval_batch_size is not None:
+            integer("eval_batch_size", self.eval_batch_size, low=1)
+        if self.slate_length is not None:
+            integer("slate_length", self.slate_length, low=1)
+        if self.normalize not in NORMALIZATIONS:
+            raise ParameterError("normalize", "'zscore' or null", self.normalize)
+        if not isinstance(self.pin_memory, bool):
+            raise ParameterError("pin_memory", "true or false", self.pin_memory)
+
+
 class RankingDataModule(pl.LightningDataModule):
     """Lightning data module over flat ranking data.
 
@@ -282,13 +314,11 @@ class RankingDataModule(pl.LightningDataModule):
                  normalize: str | None = "zscore", seed: int = 0,
                  pin_memory: bool = False) -> None:
         super().__init__()
-        self.batch_size = integer("batch_size", batch_size, low=1)
-        self.eval_batch_size = 4 * self.batch_size if eval_batch_size is None else \
-            integer("eval_batch_size", eval_batch_size, low=1)
-        self.slate_length = None if slate_length is None else \
-            integer("slate_length", slate_length, low=1)
-        if normalize not in ("zscore", None):
-            raise ParameterError("normalize", "'zscore' or None", normalize)
+        spec = BatchSpec(batch_size=batch_size, eval_batch_size=eval_batch_size,
+                         slate_length=slate_length, normalize=normalize, pin_memory=pin_memory)
+        self.batch_size = spec.batch_size
+        self.eval_batch_size = spec.eval_batch_size or 4 * spec.batch_size
+        self.slate_length = spec.slate_length
         self.normalize = normalize
         self.seed = int(seed)
         self.pin_memory = bool(pin_memory)

@@ -197,3 +197,33 @@ def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
         ndcg = torch.where(valid, dcg / idcg.clamp(min=torch.finfo(work).tiny),
                            torch.zeros_like(dcg))
     return ndcg, valid
+
+
+# ---- TEMP SHIM ----
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class LambdaLoss:
+    weighting: str = "lambdaRank"
+    k: int | None = None
+    sigma: float = 1.0
+    mu: float = 10.0
+    gain: str = "exp2"
+    eps: float = 1e-10
+    reduction: str = "mean"
+
+    def __post_init__(self):
+        from ..validation import choice, real
+        choice("weighting", self.weighting, ("lambdaRank", "ndcgLoss2", "ndcgLoss2PP", "rankNet"))
+        check_k(self.k)
+        real("sigma", self.sigma, low=0, low_open=True)
+        real("mu", self.mu, low=0)
+        choice("gain", self.gain, ("exp2", "linear"))
+        real("eps", self.eps, low=0, low_open=True)
+        choice("reduction", self.reduction, ("mean", "sum", "none"))
+
+    def __call__(self, scores, labels, mask):
+        return lambda_loss(scores, labels, mask, weighting=self.weighting, k=self.k,
+                           sigma=self.sigma, mu=self.mu, gain=self.gain, eps=self.eps,
+                           reduction=self.reduction)

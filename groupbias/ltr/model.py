@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ParameterError
+from ..validation import choice, integer, real
 
 LN_EPS = 1e-6
 _MODEL_KEYS = ("fc_model", "transformer", "post_model")
@@ -336,3 +338,93 @@ def _glorot_init(scorer: ContextScorer) -> None:
                     nn.init.xavier_uniform_(block)
         else:
             nn.init.xavier_uniform_(p)
+
+
+def _check_section(name: str, sec, checks: Mapping[str, object]) -> dict | None:
+    """A model section (mapping or None) whose every key has a valid value."""
+    if sec is None:
+        return None
+    if not isinstance(sec, Mapping):
+        raise ParameterError(name, "a mapping or null", sec)
+    for key, value in sec.items():
+        if key not in checks:
+            raise ParameterError(f"{name}.{key}", "a key among " + ", ".join(checks), key)
+        checks[key](f"{name}.{key}", value)  # type: ignore[operator]
+    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in sec.items()}
+
+
+def _positive_int(name, value):
+    integer(name, value, low=1)
+
+
+def _dropout(name, value):
+    if value is not None:
+        real(name, value, low=0.0, high=1.0, high_open=True)
+
+
+def _activation_name(name, value):
+    _activation(value, name)
+
+
+def _sizes(name, value):
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ParameterError(name, "a list of positive layer sizes", value)
+    for s in value:
+        integer(name, s, low=1, what="positive layer sizes")
+
+
+def _input_norm(name, value):
+    if value not in (True, False, None, "layer", "batch"):
+        raise ParameterError(name, "true/false, 'layer' or 'batch'", value)
+
+
+def _positional(name, value):
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or set(value) - {"strategy", "max_indices"}:
+        raise ParameterError(name, "null or {strategy: fixed|learned, max_indices: M}", value)
+    choice(f"{name}.strategy", value.get("strategy"), ("fixed", "learned"))
+    integer(f"{name}.max_indices", value.get("max_indices"), low=1)
+
+
+_SECTION_CHECKS = {
+    "fc_model": {"sizes": _sizes, "input_norm": _input_norm, "activation": _activation_name,
+                 "dropout": _dropout},
+    "transformer": {"N": _positive_int, "d_ff": _positive_int, "h": _positive_int,
+                    "positional_encoding": _positional, "dropout": _dropout},
+    "post_model": {"output_activation": _activation_name, "d_output": _positive_int},
+}
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """The attention scorer of a run (the ``model`` config group), in allRank's model schema
+    (module docstring); ``build(n_features)`` makes a freshly initialized
+    :class:`ContextScorer`. Every key of every section is checked when the spec is made."""
+
+    fc_model: Mapping | None = None
+    transformer: Mapping | None = None
+    post_model: Mapping | None = None
+
+    def __post_init__(self) -> None:
+        for name in _MODEL_KEYS:
+            sec = _check_section(name, getattr(self, name), _SECTION_CHECKS[name])
+            object.__setattr__(self, name, sec)
+        if self.transformer is not None:
+            missing = [k for k in ("N", "d_ff", "h") if k not in self.transformer]
+            if missing:
+                raise ParameterError(f"transformer.{missing[0]}", "a value (N, d_ff and h are "
+                                     "required)", None)
+            width = (self.fc_model or {}).get("sizes") or [None]
+            h = int(self.transformer["h"])
+            if width[-1] is not None and width[-1] % h:
+                raise ParameterError("transformer.h", f"a divisor of the model width "
+                                     f"{width[-1]}", h, fix="choose fc_model.sizes[-1] "
+                                     "divisible by h")
+
+    def as_dict(self) -> dict:
+        """The allRank-style model config."""
+        return {k: getattr(self, k) for k in _MODEL_KEYS}
+
+    def build(self, n_features: int) -> ContextScorer:
+        return make_scorer(self.as_dict(), n_features=n_features)

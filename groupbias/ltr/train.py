@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,35 +25,30 @@ import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
 from ..errors import ParameterError
-from .datamodule import EvalBatches, RankingDataModule, as_flat_lists
-from .model import ContextScorer, make_scorer
-from .module import RankerModule
+from ..validation import check_k, choice, integer, is_integer, real
+from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
+from .losses import LambdaLoss
+from .model import ContextScorer, ScorerSpec, make_scorer
+from .module import RankerModule, default_optimizer
 
-_TRAINER_DEFAULTS = {
-    "max_epochs": 20, "accelerator": "auto", "devices": "auto", "strategy": "auto",
-    "precision": "32-true", "enable_progress_bar": True, "log_every_n_steps": 10,
-    "enable_model_summary": False,
-}
-_OWN_TRAINER_KEYS = {"patience", "min_delta", "eval_k", "eval_gain", "loggers"}
-
-#: ``trainer_cfg["loggers"]`` names -> Lightning logger classes (CSV always works; the others
+#: ``TrainerSpec.loggers`` names -> Lightning logger classes (CSV always works; the others
 #: need their package: tensorboard, mlflow, wandb)
-_LOGGERS = {"csv": "CSVLogger", "tensorboard": "TensorBoardLogger", "mlflow": "MLFlowLogger",
+LOGGERS = {"csv": "CSVLogger", "tensorboard": "TensorBoardLogger", "mlflow": "MLFlowLogger",
             "wandb": "WandbLogger"}
 
 
 def make_loggers(names, out: Path) -> list:
     """Lightning loggers writing under ``out/logs`` (``names``: a name or a list of names of
-    :data:`_LOGGERS`; the CSV logger needs nothing extra)."""
+    :data:`LOGGERS`; the CSV logger needs nothing extra)."""
     import pytorch_lightning.loggers as L
 
     names = [names] if isinstance(names, str) else list(names or ["csv"])
     out_loggers = []
     for name in names:
-        if name not in _LOGGERS:
-            raise ParameterError("trainer_cfg.loggers", "names among " + ", ".join(_LOGGERS),
+        if name not in LOGGERS:
+            raise ParameterError("loggers", "names among " + ", ".join(LOGGERS),
                                  name)
-        cls = getattr(L, _LOGGERS[name])
+        cls = getattr(L, LOGGERS[name])
         try:
             if name == "mlflow":
                 out_loggers.append(cls(experiment_name="groupbias",
@@ -62,12 +58,9 @@ def make_loggers(names, out: Path) -> list:
             else:
                 out_loggers.append(cls(str(out), name="logs"))
         except (ImportError, ModuleNotFoundError) as exc:
-            raise ParameterError("trainer_cfg.loggers", f"an installed logger package for "
+            raise ParameterError("loggers", f"an installed logger package for "
                                  f"{name!r}", name, fix=str(exc)) from exc
     return out_loggers
-_DATA_KEYS = {"batch_size", "eval_batch_size", "slate_length", "normalize", "pin_memory"}
-
-
 def _plain(obj):
     """JSON-ready copy of a (possibly OmegaConf) nested config."""
     if isinstance(obj, Mapping):
@@ -130,7 +123,8 @@ class TrainedRanker:
         state = {k: v.detach().cpu() for k, v in self.scorer.state_dict().items()}
         torch.save(state, d / "model.pt")
         info = {"model_cfg": _plain(self.model_cfg), "n_features": int(self.n_features),
-                "normalize": self.normalize, "best_score": self.best_score}
+                "normalize": self.normalize, "best_score": self.best_score,
+                **_plain(self.meta)}
         (d / "ranker.json").write_text(json.dumps(info, indent=2))
         return d
 
@@ -150,76 +144,136 @@ class TrainedRanker:
                    best_score=info.get("best_score"))
 
 
-def _split_cfg(cfg: Mapping | None, allowed: set[str] | None, name: str) -> dict:
-    cfg = dict(cfg or {})
-    if allowed is not None:
-        unknown = set(cfg) - allowed
-        if unknown:
-            raise ParameterError(name, f"keys among {sorted(allowed)}", sorted(unknown))
-    return cfg
-
-
 def load_best_state(checkpoint: str | Path, prefix: str = "scorer.") -> dict[str, torch.Tensor]:
     """The scorer weights in a Lightning checkpoint (loaded with weights_only=True)."""
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
     return {k[len(prefix):]: v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)}
 
 
-def train_ranker(train, valid, *, train_labels: np.ndarray | None = None,
-                 valid_labels: np.ndarray | None = None, model_cfg: Mapping,
-                 trainer_cfg: Mapping | None = None, optim_cfg: Mapping | None = None,
-                 loss_cfg: Mapping | None = None, data_cfg: Mapping | None = None,
-                 seed: int = 0, out_dir: str | Path) -> TrainedRanker:
-    """Train the context-aware scorer with Lightning (paper §6.1, "LTR model").
+_OWN_CALLBACKS = ("callbacks", "logger", "default_root_dir", "use_distributed_sampler")
 
-    Parameters
-    ----------
-    train, valid : ``RankingData`` (or ``(features, labels, qptr)``); ``valid`` may be None
-        (then no early stopping and the last epoch's weights are kept)
-    train_labels : labels to train on, float [train.n_items] (biased or IPS-corrected
-        attractiveness; default ``train.labels``); valid_labels: default ``valid.labels``
-    model_cfg : allRank model schema (:func:`groupbias.ltr.model.make_scorer`)
-    trainer_cfg : ``pytorch_lightning.Trainer`` keywords (defaults: max_epochs 20,
-        accelerator "auto", devices "auto", strategy "auto", precision "32-true"; e.g.
-        ``precision="bf16-mixed"`` on a GPU) plus ``patience`` (early stopping on the
-        validation NDCG, default 5; None disables), ``min_delta`` (0), ``eval_k`` (10),
-        ``eval_gain`` ("exp2"), ``loggers`` ("csv" default; a list of "csv",
-        "tensorboard", "mlflow", "wandb" — the last three need their package)
-    optim_cfg, loss_cfg : see :mod:`groupbias.ltr.module`
-    data_cfg : ``batch_size`` (queries, default 64), ``eval_batch_size``, ``slate_length``,
-        ``normalize`` ("zscore" default, or None), ``pin_memory``
-    seed : seeds initialization, dropout and the epoch plans
-    out_dir : folder for checkpoints, logs and the saved ranker
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """Lightning settings of a training run (the ``trainer`` config group).
+
+    ``max_epochs``; ``patience``: early stopping on the validation NDCG@eval_k after that many
+    epochs without improvement of at least ``min_delta`` (None: no early stopping);
+    ``eval_k`` / ``eval_gain``: the validation NDCG's cutoff and gain; ``accelerator``,
+    ``devices``, ``strategy``, ``precision``, ``enable_progress_bar``, ``log_every_n_steps``:
+    ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU);
+    ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
+    package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword.
     """
-    tcfg = _split_cfg(trainer_cfg, None, "trainer_cfg")
-    own = {k: tcfg.pop(k) for k in list(tcfg) if k in _OWN_TRAINER_KEYS}
-    for k in ("callbacks", "logger", "default_root_dir"):
-        if k in tcfg:
-            raise ParameterError(f"trainer_cfg.{k}", "not set (train_ranker provides it)", k)
-    dcfg = _split_cfg(data_cfg, _DATA_KEYS, "data_cfg")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model_cfg = _plain(model_cfg)
-    seed = int(seed)
-    dm = RankingDataModule(train, valid, train_labels=train_labels, valid_labels=valid_labels,
-                           seed=seed, **dcfg)
-    eval_k = own.get("eval_k", 10)
-    patience = own.get("patience", 5)
-    callbacks = []
-    ckpt_cb = None
-    monitor = f"val_ndcg@{eval_k}" if eval_k is not None else "val_ndcg"
-    if valid is not None:
-        ckpt_cb = ModelCheckpoint(dirpath=out / "checkpoints", filename="best", monitor=monitor,
-                                  mode="max", save_top_k=1, save_weights_only=False,
-                                  enable_version_counter=False)
-        callbacks.append(ckpt_cb)
-        if patience is not None:
-            callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=int(patience),
-                                           min_delta=float(own.get("min_delta", 0.0))))
-    settings = {**_TRAINER_DEFAULTS, **tcfg}
-    if valid is None:
-        settings["limit_val_batches"] = 0
-        settings["num_sanity_val_steps"] = 0
+
+    max_epochs: int = 20
+    patience: int | None = 5
+    min_delta: float = 0.0
+    eval_k: int | None = 10
+    eval_gain: str = "exp2"
+    accelerator: str = "auto"
+    devices: int | str | list = "auto"
+    strategy: str = "auto"
+    precision: str = "32-true"
+    enable_progress_bar: bool = True
+    log_every_n_steps: int = 10
+    loggers: tuple[str, ...] = ("csv",)
+    extra: Mapping = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        integer("max_epochs", self.max_epochs, low=1)
+        if self.patience is not None:
+            integer("patience", self.patience, low=1)
+        real("min_delta", self.min_delta, low=0.0)
+        check_k(self.eval_k, "eval_k")
+        choice("eval_gain", self.eval_gain, ("exp2", "linear"))
+        for name in ("accelerator", "strategy", "precision"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a string", getattr(self, name))
+        d = self.devices
+        if not (d == "auto" or is_integer(d) or (isinstance(d, (list, tuple)) and
+                                                  all(is_integer(x) for x in d))):
+            raise ParameterError("devices", "'auto', a device count (-1: all) or a list of "
+                                 "device indices", d)
+        if not isinstance(self.enable_progress_bar, bool):
+            raise ParameterError("enable_progress_bar", "true or false",
+                                 self.enable_progress_bar)
+        integer("log_every_n_steps", self.log_every_n_steps, low=1)
+        names = [self.loggers] if isinstance(self.loggers, str) else list(self.loggers)
+        for name in names:
+            choice("loggers", name, tuple(LOGGERS))
+        object.__setattr__(self, "loggers", tuple(names))
+        self._check_extra()
+
+    def _check_extra(self) -> None:
+        if not isinstance(self.extra, Mapping):
+            raise ParameterError("extra", "a mapping of pytorch_lightning.Trainer keywords",
+                                 self.extra)
+        known = set(inspect.signature(pl.Trainer.__init__).parameters) - {"self"}
+        for k in self.extra:
+            if k in _OWN_CALLBACKS or k in {f.name for f in fields(self)}:
+                raise ParameterError(f"extra.{k}", "a keyword not set elsewhere (train_ranker "
+                                     "provides callbacks and loggers)", k)
+            if k not in known:
+                raise ParameterError(f"extra.{k}", "a pytorch_lightning.Trainer keyword", k)
+
+    def trainer_kwargs(self) -> dict:
+        """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
+        return {"max_epochs": self.max_epochs, "accelerator": self.accelerator,
+                "devices": self.devices if not isinstance(self.devices, tuple)
+                else list(self.devices),
+                "strategy": self.strategy, "precision": self.precision,
+                "enable_progress_bar": self.enable_progress_bar,
+                "log_every_n_steps": self.log_every_n_steps, "enable_model_summary": False,
+                **dict(self.extra)}
+
+
+@dataclass(frozen=True)
+class RankerRecipe:
+    """Everything a ranker is trained with, each built from its config group: ``model``
+    (:class:`~groupbias.ltr.model.ScorerSpec`), ``loss`` (``loss(scores, labels, mask)``),
+    ``optimizer`` (``optimizer(params)``), ``scheduler`` (None or ``scheduler(optimizer)``),
+    ``trainer`` (:class:`TrainerSpec`) and ``batching`` (:class:`BatchSpec`)."""
+
+    model: ScorerSpec
+    loss: Callable = field(default_factory=LambdaLoss)
+    optimizer: Callable = default_optimizer
+    scheduler: Callable | None = None
+    trainer: TrainerSpec = field(default_factory=TrainerSpec)
+    batching: BatchSpec = field(default_factory=BatchSpec)
+
+    def describe(self) -> dict:
+        """What the run trains with, as recorded in ``ranker.json``."""
+        loss = asdict(self.loss) if is_dataclass(self.loss) else repr(self.loss)
+        return {"model": self.model.as_dict(), "loss": {"class": type(self.loss).__name__,
+                                                        **(loss if isinstance(loss, dict)
+                                                           else {"repr": loss})},
+                "optimizer": repr(self.optimizer), "scheduler": repr(self.scheduler),
+                "trainer": _plain(asdict(self.trainer)), "batching": asdict(self.batching)}
+
+
+def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
+    if not has_valid:
+        return [], None
+    monitor = f"val_ndcg@{spec.eval_k}" if spec.eval_k is not None else "val_ndcg"
+    ckpt = ModelCheckpoint(dirpath=out / "checkpoints", filename="best", monitor=monitor,
+                           mode="max", save_top_k=1, save_weights_only=False,
+                           enable_version_counter=False)
+    callbacks: list = [ckpt]
+    if spec.patience is not None:
+        callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=spec.patience,
+                                       min_delta=spec.min_delta))
+    return callbacks, ckpt
+
+
+def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int,
+         has_valid: bool):
+    """Build scorer, module and trainer under a forked, seeded torch RNG and fit."""
+    spec = recipe.trainer
+    callbacks, ckpt = _callbacks(spec, out, has_valid)
+    settings = spec.trainer_kwargs()
+    if not has_valid:
+        settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
@@ -227,25 +281,53 @@ def train_ranker(train, valid, *, train_labels: np.ndarray | None = None,
         torch.manual_seed(seed)
         if devices:
             torch.cuda.manual_seed_all(seed)
-        scorer = make_scorer(model_cfg, n_features=dm.n_features)
-        module = RankerModule(scorer, loss_cfg=loss_cfg, optim_cfg=optim_cfg, eval_k=eval_k,
-                              eval_gain=own.get("eval_gain", "exp2"))
+        module = RankerModule(recipe.model.build(dm.n_features), loss=recipe.loss,
+                              optimizer=recipe.optimizer, scheduler=recipe.scheduler,
+                              eval_k=spec.eval_k, eval_gain=spec.eval_gain)
         trainer = pl.Trainer(default_root_dir=str(out), callbacks=callbacks,
-                             logger=make_loggers(own.get("loggers", "csv"), out),
+                             logger=make_loggers(spec.loggers, out),
                              use_distributed_sampler=False, **settings)
         trainer.fit(module, datamodule=dm)
+    return module, trainer, ckpt
+
+
+def train_ranker(train, valid, *, recipe: RankerRecipe, train_labels: np.ndarray | None = None,
+                 valid_labels: np.ndarray | None = None, seed: int = 0,
+                 out_dir: str | Path) -> TrainedRanker:
+    """Train the context-aware scorer with Lightning (paper §6.1, "LTR model").
+
+    Parameters
+    ----------
+    train, valid : ``RankingData`` (or ``(features, labels, qptr)``); ``valid`` may be None
+        (then no early stopping and the last epoch's weights are kept)
+    recipe : model, loss, optimizer, scheduler, trainer and batching (:class:`RankerRecipe`)
+    train_labels : labels to train on, float [train.n_items] (biased or IPS-corrected
+        attractiveness; default ``train.labels``); valid_labels: default ``valid.labels``
+    seed : seeds initialization, dropout and the epoch plans
+    out_dir : folder for checkpoints, logs and the saved ranker (``ranker.json`` records the
+        recipe actually used)
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    seed = int(seed)
+    b = recipe.batching
+    dm = RankingDataModule(train, valid, train_labels=train_labels, valid_labels=valid_labels,
+                           seed=seed, batch_size=b.batch_size, eval_batch_size=b.eval_batch_size,
+                           slate_length=b.slate_length, normalize=b.normalize,
+                           pin_memory=b.pin_memory)
+    module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None)
     scorer = module.scorer.cpu()
-    best_score = None
-    ckpt_path = None
-    if ckpt_cb is not None and ckpt_cb.best_model_path:
-        ckpt_path = Path(ckpt_cb.best_model_path)
+    best_score = ckpt_path = None
+    if ckpt is not None and ckpt.best_model_path:
+        ckpt_path = Path(ckpt.best_model_path)
         scorer.load_state_dict(load_best_state(ckpt_path))
-        if ckpt_cb.best_model_score is not None:
-            best_score = float(ckpt_cb.best_model_score)
+        if ckpt.best_model_score is not None:
+            best_score = float(ckpt.best_model_score)
     scorer.eval()
-    ranker = TrainedRanker(scorer, model_cfg, int(dm.n_features), dm.normalize,
+    log_dir = getattr(trainer.logger, "log_dir", None)
+    ranker = TrainedRanker(scorer, recipe.model.as_dict(), int(dm.n_features), dm.normalize,
                            best_score=best_score, checkpoint_path=ckpt_path,
-                           log_dir=Path(trainer.logger.log_dir)
-                           if getattr(trainer.logger, "log_dir", None) else None)
+                           log_dir=Path(log_dir) if log_dir else None,
+                           meta={"recipe": recipe.describe()})
     ranker.save(out / "ranker")
     return ranker

@@ -57,11 +57,7 @@ class EvalSpec:
     groups: np.ndarray
     qptr: np.ndarray
     thresholds: tuple[float, ...]
-    k: int = 10
-    #: related-work group-fairness metrics (names or {name, key, options} mappings of
-    #: :data:`groupbias.fairness.METRICS`), computed on the same rankings
-    fairness: tuple = ()
-    #: [n_items, n_groups] membership for them; default ``[groups, 1 - groups]``
+    metrics: tuple = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
     membership: np.ndarray | None = None
 
 
@@ -79,9 +75,17 @@ def _fairness(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
 
 def _metrics(scores: np.ndarray, spec: EvalSpec, regime: str) -> dict[str, np.ndarray]:
     out = {}
-    for group, suffix in GROUP_SUFFIX.items():
-        out[f"ndcg@{spec.k}{suffix}"] = M.ndcg_per_query(
-            scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=spec.k)
+    fair = []
+    for name in spec.metrics:
+        if isinstance(name, str) and name.startswith("ndcg@"):
+            base, _, group = name.partition(":")
+            out[name] = M.ndcg_per_query(scores, spec.labels, qptr=spec.qptr, groups=spec.groups,
+                                         group=group or "all", k=int(base[5:]))
+        elif name not in ("rho_dtr", "delta_eel"):
+            if isinstance(name, str) and "@" in name:
+                b, k = name.split("@")
+                name = {"name": b, "key": name, "k": int(k)}
+            fair.append(name)
     # tabular: targets from the estimated utilities; ltr: exposure of the ranking by scores
     rho = M.rho_dtr_tabular_per_query if regime == "tabular" else M.rho_dtr_ranking_per_query
     eel = M.delta_eel_tabular_per_query if regime == "tabular" else \
@@ -89,8 +93,26 @@ def _metrics(scores: np.ndarray, spec: EvalSpec, regime: str) -> dict[str, np.nd
     out["rho_dtr"] = rho(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups)
     out["delta_eel"] = eel(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups,
                            thresholds=spec.thresholds)
-    out.update(_fairness(scores, spec))
-    return out
+    if fair:
+        from ..fairness import fairness_metrics_per_query
+        from ..membership import membership_from_groups
+        m = spec.membership if spec.membership is not None else membership_from_groups(spec.groups)
+        fk = [f for f in fair]
+        out.update(fairness_metrics_per_query(scores, spec.labels, qptr=spec.qptr, membership=m, k=10, metrics=fk))
+    return {k: out[k] for k in metric_keys(spec.metrics)}
+
+
+DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
+
+
+def metric_keys(specs):
+    return [s if isinstance(s, str) else s.get("key", s["name"]) for s in specs]
+
+
+def validate_metrics(specs):
+    for s in specs:
+        if not isinstance(s, (str, dict)):
+            raise ParameterError("metrics", "names", s)
 
 
 def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
@@ -134,7 +156,7 @@ def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
 def correlation_records(per_query: dict[str, dict[str, np.ndarray]], pairs, *,
                         base: dict) -> list[dict]:
     """Per-query Pearson correlation between two metrics of the same ranking, one record
-    per condition and pair (``metric = "pearson(a,b)"``; seed 000 compares TExFAIR with
+    per condition and pair (``metric = "pearson(a,b)"``; Abolghasemi et al. 2024 compares TExFAIR with
     NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
     fewer than two queries with both defined give NaN."""
     from ..fairness import per_query_correlation

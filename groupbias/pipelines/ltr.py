@@ -19,21 +19,22 @@ biased. Models, predictions (also as a TREC run file) and metrics go into ``out_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..data import RankingData
-
+from ..bias import GroupBias
 from ..correction import ips_correct
+from ..data import RankingData
 from ..errors import ParameterError
-from ..estimation import default_grid, estimate_beta
+from ..estimation import Estimator
 from ..io import write_npz_atomic, write_text_atomic
-from .evaluation import (EvalSpec, correlation_records, eel_thresholds, ranking_metrics,
-                         records_for)
-from .tabular import _group_threshold, grade_spacing, simulate
+from ..simulation import relevance_from_labels
+from .evaluation import (DEFAULT_METRICS, EvalSpec, correlation_records, eel_thresholds,
+                         ranking_metrics, records_for)
+from .tabular import estimate_record, grade_spacing, record_base
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -70,87 +71,95 @@ class LTRResult:
     predictions: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def run_ltr(splits: Mapping[str, RankingData], *, beta: float, model_cfg: Mapping,
-            trainer_cfg: Mapping, beta_std: float = 0.1, variant: str = "normal", modes=None,
-            beta_min: float = 0.01, relevance_mode: str = "auto",
-            cluster_size: int | None = None, grid_step: float = 0.01,
-            zero_policy: str = "exclude", jitter: bool = True, jitter_scale: str = "grade",
-            k: int = 10, conditions=CONDITIONS, rng: np.random.Generator, seed: int = 0,
-            out_dir: str | Path, dataset: str | None = None, fairness=(),
-            correlations=()) -> LTRResult:
-    """Train full / biased / corrected rankers and evaluate them on the test split.
-
-    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`);
-    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
+def _check_splits(splits: Mapping[str, RankingData], conditions) -> None:
     for need in ("train", "test"):
         if need not in splits:
             raise ParameterError("splits", "train and test splits", sorted(splits))
-    train, test = splits["train"], splits["test"]
-    valid = splits.get("valid")
     for name, d in splits.items():
         if d.groups is None:
             raise ParameterError(f"splits[{name!r}].groups", "a grouped split", None)
     bad = [c for c in conditions if c not in CONDITIONS]
     if bad:
         raise ParameterError("conditions", f"a subset of {CONDITIONS}", list(conditions))
-    out = Path(out_dir)
-    sim_kw = dict(beta=beta, beta_std=beta_std, variant=variant, modes=modes,
-                  beta_min=beta_min, relevance_mode=relevance_mode)
-    # one relevance scale for every split: the data's label_max, else the largest label
-    scale = float(train.label_max or max(float(d.labels.max(initial=0.0))
-                                         for d in splits.values()) or 1.0)
-    sim_kw["label_max"] = scale
-    sim_tr = simulate(train, rng=rng, **sim_kw)
-    est = estimate_beta(sim_tr.attractiveness, train.groups, train.qptr,
-                        cluster_size=cluster_size, grid=default_grid(grid_step),
-                        zero_policy=zero_policy, jitter=0.5 if jitter else 0.0,
-                        jitter_scale=grade_spacing(train, jitter_scale),
-                        group_threshold=_group_threshold(train.groups), rng=rng)
+
+
+def label_scale(splits: Mapping[str, RankingData]) -> float:
+    """One relevance scale for every split: the train split's label_max, else the largest
+    label of any split (1 when all labels are 0)."""
+    train = splits["train"]
+    return float(train.label_max or max(float(d.labels.max(initial=0.0))
+                                        for d in splits.values()) or 1.0)
+
+
+def training_labels(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
+                    estimator: Estimator, rng: np.random.Generator,
+                    beta_std: float | None = None):
+    """Labels of the train and valid splits per condition, on the grade scale, and the
+    estimate. The validation split gets its own simulated attractiveness (users are biased
+    there too), corrected with the mean β̂ of the training clusters."""
+    train, valid = splits["train"], splits.get("valid")
+    scale = label_scale(splits)
+    sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
+    est = estimator.estimate(sim.attractiveness, train.groups, qptr=train.qptr, rng=rng,
+                             grade_spacing=grade_spacing(train))
     finite = est.beta_hat[np.isfinite(est.beta_hat)]
     beta_hat_global = float(finite.mean()) if finite.size else 1.0
-    labels = {"full": sim_tr.relevance * scale,
-              "biased": sim_tr.attractiveness * scale,
-              "corrected": ips_correct(sim_tr.attractiveness, train.groups, train.qptr,
-                                       beta_hat_per_query=est.beta_hat_per_query) * scale}
+
+    def per_condition(data, sim, beta_hat_per_query):
+        corrected = ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
+                                beta_hat_per_query=beta_hat_per_query)
+        return {"full": sim.relevance * scale, "biased": sim.attractiveness * scale,
+                "corrected": corrected * scale}
+
+    labels = per_condition(train, sim, est.beta_hat_per_query)
     vlabels = {c: None for c in CONDITIONS}
     if valid is not None:
-        sim_va = simulate(valid, rng=rng, **sim_kw)
-        vlabels = {"full": sim_va.relevance * scale,
-                   "biased": sim_va.attractiveness * scale,
-                   "corrected": ips_correct(
-                       sim_va.attractiveness, valid.groups, valid.qptr,
-                       beta_hat_per_query=np.full(valid.n_queries, beta_hat_global)) * scale}
-    from ..ltr.train import train_ranker
-    from ..simulation import relevance_from_labels
+        sim_va = bias.simulate(valid, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
+        vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, beta_hat_global))
+    return labels, vlabels, est, beta_hat_global
 
-    tcfg = dict(trainer_cfg)
-    rel_test = relevance_from_labels(
-        test.labels, label_max=scale,
-        mode="graded" if relevance_mode == "auto" else relevance_mode)
-    spec = EvalSpec(labels=test.labels, relevance=rel_test, groups=test.groups,
-                    qptr=test.qptr, thresholds=eel_thresholds(test.labels, scale),
-                    k=k, fairness=tuple(fairness))
+
+def evaluation_spec(test: RankingData, *, scale: float, bias: GroupBias,
+              metrics: Sequence = DEFAULT_METRICS) -> EvalSpec:
+    """What the test rankings are judged against: true labels and relevance."""
+    mode = "graded" if bias.relevance == "auto" else bias.relevance
+    rel = relevance_from_labels(test.labels, label_max=scale, mode=mode)
+    return EvalSpec(labels=test.labels, relevance=rel, groups=test.groups, qptr=test.qptr,
+                    thresholds=eel_thresholds(test.labels, scale), metrics=tuple(metrics))
+
+
+def run_ltr(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
+            estimator: Estimator, recipe, rng: np.random.Generator, seed: int = 0,
+            out_dir: str | Path, dataset: str | None = None, conditions=CONDITIONS,
+            metrics: Sequence = DEFAULT_METRICS, correlations=(),
+            beta_std: float | None = None) -> LTRResult:
+    """Train full / biased / corrected rankers and evaluate them on the test split.
+
+    ``recipe``: a :class:`groupbias.ltr.train.RankerRecipe` (model, loss, optimizer,
+    scheduler, trainer, batching); ``metrics``: names of :data:`groupbias.registry.METRICS`;
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
+    from ..ltr.train import train_ranker
+
+    _check_splits(splits, conditions)
+    train, test, out = splits["train"], splits["test"], Path(out_dir)
+    labels, vlabels, est, beta_hat_global = training_labels(
+        splits, beta=beta, bias=bias, estimator=estimator, rng=rng, beta_std=beta_std)
+    spec = evaluation_spec(test, scale=label_scale(splits), bias=bias, metrics=metrics)
     per_query, preds = {}, {}
     for cond in conditions:
-        ranker = train_ranker(train, valid, train_labels=labels[cond],
-                              valid_labels=vlabels[cond], model_cfg=model_cfg,
-                              trainer_cfg=tcfg.get("lightning"), data_cfg=tcfg.get("data"),
-                              loss_cfg=tcfg.get("loss"), optim_cfg=tcfg.get("optimizer"),
+        ranker = train_ranker(train, splits.get("valid"), recipe=recipe,
+                              train_labels=labels[cond], valid_labels=vlabels[cond],
                               seed=seed, out_dir=out / cond)
-        scores = ranker.predict(test)
-        preds[cond] = scores
+        preds[cond] = scores = ranker.predict(test)
         per_query[cond] = ranking_metrics(scores, spec)
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
         write_trec_run(out / cond / "test.run", scores, test, tag=f"groupbias-{cond}")
-    base = {"dataset": dataset or train.name, "regime": "ltr", "beta": float(beta),
-            "beta_std": float(beta_std), "variant": variant,
-            "cluster_size": None if cluster_size is None else int(cluster_size)}
+    base = record_base(dataset or train.name, "ltr", beta, bias, estimator, beta_std)
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     for r in records:
         if r["condition"] == "full":
             r["beta"] = None
-    records.append({**base, "metric": "beta_hat", "condition": "estimate",
-                    "value": beta_hat_global, "n_clusters": int(est.beta_hat.size)})
+    records.append({**estimate_record(est, base), "value": beta_hat_global})
     return LTRResult(beta=float(beta), beta_hat=est.beta_hat, per_query=per_query,
                      records=records, predictions=preds)

@@ -13,18 +13,18 @@ and trust), only group bias remains. For one dataset + grouping + β:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data import RankingData
-
+from ..bias import GroupBias
 from ..correction import ips_correct
-from ..errors import ParameterError
-from ..estimation import default_grid, estimate_beta
-from ..simulation import simulate_group_bias
-from .evaluation import (EvalSpec, correlation_records, eel_thresholds, records_for,
-                         tabular_metrics)
+from ..data import RankingData
+from ..estimation import BetaEstimate, Estimator
+from ..simulation import Simulation
+from .evaluation import (DEFAULT_METRICS, EvalSpec, correlation_records, eel_thresholds,
+                         records_for, tabular_metrics)
 
 
 @dataclass
@@ -41,99 +41,72 @@ class TabularResult:
     corrected: np.ndarray | None = None
 
 
-def simulate(data: RankingData, *, beta: float, beta_std: float = 0.1,
-             variant: str = "normal", modes=None, beta_min: float = 0.01,
-             relevance_mode: str = "auto", label_max: float | None = None,
-             rng: np.random.Generator):
-    """Group-biased attractiveness for ``data`` (see :func:`simulate_group_bias`).
-
-    ``relevance_mode="auto"`` is ``label / label_max`` (graded labels; binary and [0, 1]
-    continuous labels with ``label_max = 1`` are unchanged by it). For ``variant="two_mode"``
-    ``beta`` is only a label (the modes' mean); the modes drive the simulation.
-    """
-    if data.groups is None:
-        raise ParameterError("data.groups", "a grouped dataset (1 = affected, 0 = not)",
-                             None, "apply a grouping (data_loaders.grouping) first")
-    mode = "graded" if relevance_mode == "auto" else relevance_mode
-    kw = dict(beta_std=beta_std, variant=variant, beta_min=beta_min, relevance_mode=mode,
-              label_max=label_max, rng=rng)
-    if variant == "two_mode":
-        return simulate_group_bias(data, beta_mean=None,
-                                   modes=tuple(modes) if modes is not None else (0.6, 0.8),
-                                   **kw)
-    return simulate_group_bias(data, beta_mean=beta, **kw)
-
-
-def grade_spacing(data: RankingData, jitter_scale: str = "grade") -> float | None:
-    """Spacing of the relevance grades on the P(R) scale for the estimator's tie-breaking
-    noise: ``1/L`` for integer labels 0..L (1 for binary labels), None (the smallest gap)
-    for continuous labels or ``jitter_scale="gap"``."""
-    if jitter_scale not in ("grade", "gap"):
-        raise ParameterError("estimator.jitter_scale", "'grade' or 'gap'", jitter_scale)
+def grade_spacing(data: RankingData) -> float | None:
+    """Spacing of the relevance grades on the P(R) scale: ``1/L`` for integer labels 0..L
+    (1 for binary labels), None for continuous labels. Estimators with
+    ``jitter_scale="grade"`` put their tie-breaking noise on this spacing."""
     lab = data.labels
-    if jitter_scale == "gap" or lab.size == 0 or np.any(lab != np.round(lab)):
+    if lab.size == 0 or np.any(lab != np.round(lab)):
         return None
     top = float(data.label_max or lab.max())
     return 1.0 / top if top >= 1 else None
 
 
-def _group_threshold(groups: np.ndarray) -> float | None:
-    """Fractional memberships are split at 0.5 for the estimator (documented there)."""
-    return 0.5 if np.any((groups != 0) & (groups != 1)) else None
+def record_base(dataset: str, regime: str, beta: float, bias: GroupBias,
+                estimator: Estimator, beta_std: float | None = None) -> dict:
+    """The fields every result record of one run shares."""
+    cs = getattr(estimator, "cluster_size", None)
+    return {"dataset": dataset, "regime": regime, "beta": float(beta),
+            "beta_std": float(bias.beta_std if beta_std is None else beta_std),
+            "variant": bias.variant, "cluster_size": None if cs is None else int(cs)}
 
 
-def correct_and_evaluate(data: RankingData, sim, *, beta: float, cluster_size=None,
-                         clusters=None, grid_step: float = 0.01, zero_policy: str = "exclude",
-                         jitter: bool = True, jitter_scale: str = "grade", k: int = 10,
-                         rng: np.random.Generator,
-                         base: dict | None = None, fairness=(), correlations=()):
+def estimate_record(est: BetaEstimate, base: dict) -> dict:
+    """The β̂ record: mean and spread of the finite cluster estimates."""
+    bh = est.beta_hat[np.isfinite(est.beta_hat)]
+    return {**base, "metric": "beta_hat", "condition": "estimate",
+            "value": float(np.mean(bh)) if bh.size else float("nan"),
+            "std": float(np.std(bh)) if bh.size else float("nan"),
+            "n_clusters": int(est.beta_hat.size)}
+
+
+def correct_and_evaluate(data: RankingData, sim: Simulation, *, estimator: Estimator,
+                         rng: np.random.Generator, base: dict,
+                         metrics: Sequence = DEFAULT_METRICS, correlations=(),
+                         clusters: np.ndarray | None = None):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
     corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
-    est = estimate_beta(sim.attractiveness, data.groups, data.qptr, clusters=clusters,
-                        cluster_size=cluster_size, grid=default_grid(grid_step),
-                        zero_policy=zero_policy, jitter=0.5 if jitter else 0.0,
-                        jitter_scale=grade_spacing(data, jitter_scale),
-                        group_threshold=_group_threshold(data.groups), rng=rng)
-    corrected = ips_correct(sim.attractiveness, data.groups, data.qptr,
+    est = estimator.estimate(sim.attractiveness, data.groups, qptr=data.qptr,
+                             clusters=clusters, rng=rng, grade_spacing=grade_spacing(data))
+    corrected = ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
                             beta_hat_per_query=est.beta_hat_per_query)
     spec = EvalSpec(labels=data.labels, relevance=sim.relevance, groups=data.groups,
                     qptr=data.qptr, thresholds=eel_thresholds(data.labels, data.label_max),
-                    k=k, fairness=tuple(fairness))
+                    metrics=tuple(metrics))
     per_query = {"biased": tabular_metrics(sim.attractiveness, spec),
                  "corrected": tabular_metrics(corrected, spec)}
-    base = dict(base or {})
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
-    bh = est.beta_hat[np.isfinite(est.beta_hat)]
-    records.append({**base, "metric": "beta_hat", "condition": "estimate",
-                    "value": float(np.mean(bh)) if bh.size else float("nan"),
-                    "std": float(np.std(bh)) if bh.size else float("nan"),
-                    "n_clusters": int(est.beta_hat.size)})
+    records.append(estimate_record(est, base))
     return est, corrected, per_query, records
 
 
-def run_tabular(data: RankingData, *, beta: float, beta_std: float = 0.1,
-                variant: str = "normal", modes=None, beta_min: float = 0.01,
-                relevance_mode: str = "auto", cluster_size: int | None = None,
-                clusters: np.ndarray | None = None, grid_step: float = 0.01,
-                zero_policy: str = "exclude", jitter: bool = True,
-                jitter_scale: str = "grade", k: int = 10,
+def run_tabular(data: RankingData, *, beta: float, bias: GroupBias, estimator: Estimator,
                 rng: np.random.Generator, dataset: str | None = None,
-                keep_scores: bool = False, fairness=(), correlations=()) -> TabularResult:
+                metrics: Sequence = DEFAULT_METRICS, correlations=(),
+                clusters: np.ndarray | None = None, beta_std: float | None = None,
+                keep_scores: bool = False) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
-    ``fairness``: related-work metrics to add (see :data:`groupbias.fairness.METRICS`);
+    ``bias``: the group-bias model (simulates at ``beta``; ``beta_std`` overrides its noise);
+    ``estimator``: any :class:`~groupbias.estimation.Estimator` (``clusters``: explicit query
+    clusters for it); ``metrics``: names of :data:`groupbias.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
-    sim = simulate(data, beta=beta, beta_std=beta_std, variant=variant, modes=modes,
-                   beta_min=beta_min, relevance_mode=relevance_mode, rng=rng)
-    base = {"dataset": dataset or data.name, "regime": "tabular", "beta": float(beta),
-            "beta_std": float(beta_std), "variant": variant,
-            "cluster_size": None if cluster_size is None else int(cluster_size)}
+    sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
+    base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(
-        data, sim, beta=beta, cluster_size=cluster_size, clusters=clusters,
-        grid_step=grid_step, zero_policy=zero_policy, jitter=jitter,
-        jitter_scale=jitter_scale, k=k, rng=rng, base=base,
-        fairness=fairness, correlations=correlations)
+        data, sim, estimator=estimator, rng=rng, base=base, metrics=metrics,
+        correlations=correlations, clusters=clusters)
     return TabularResult(
         beta=float(beta), beta_hat=est.beta_hat, beta_hat_per_query=est.beta_hat_per_query,
         beta_query=sim.beta_query, per_query=per_query, records=records,

@@ -51,28 +51,14 @@ def _fmt(v: float, digits: int) -> str:
     return f"{v:.{digits}f}"
 
 
-def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
-                metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
-                include_full: bool = False, alpha: float = 0.001, digits: int = 3,
-                dataset_order: Sequence[str] | None = None) -> pd.DataFrame:
-    """Build the paper-layout table as a DataFrame of formatted strings.
+class _Lookup:
+    """One record's (value, p-value) by dataset, β, metric and condition."""
 
-    Columns are a 3-level MultiIndex ``(block, metric, condition)`` where ``block`` is
-    ``"full"`` or ``"β = 0.8"`` etc.; rows are datasets. Missing values show as ``–``.
-    """
-    df = pd.DataFrame(list(records)) if not isinstance(records, pd.DataFrame) else records
-    need = {"dataset", "metric", "condition", "value"}
-    if not need.issubset(df.columns):
-        raise ParameterError("records", f"columns {sorted(need)}", sorted(df.columns))
-    if not 0 < alpha < 1:
-        raise ParameterError("alpha", "a significance level in (0, 1)", alpha)
-    if "p_value" not in df.columns:
-        df = df.assign(p_value=float("nan"))
-    datasets = list(dataset_order) if dataset_order else list(dict.fromkeys(df["dataset"]))
-    betas = sorted({float(b) for b in df["beta"].dropna()}, reverse=True) if "beta" in df \
-        else []
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df
 
-    def lookup(ds, beta, metric, cond):
+    def __call__(self, ds, beta, metric, cond) -> tuple[float, float]:
+        df = self.df
         m = (df["dataset"] == ds) & (df["metric"] == metric) & (df["condition"] == cond)
         if beta is not None:
             m &= df["beta"].astype(float).sub(beta).abs() < 1e-9
@@ -87,34 +73,71 @@ def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
                     "report them separately")
         return float(sub["value"].iloc[0]), float(sub["p_value"].iloc[0])
 
+
+def _records_frame(records, alpha: float) -> pd.DataFrame:
+    df = pd.DataFrame(list(records)) if not isinstance(records, pd.DataFrame) else records
+    need = {"dataset", "metric", "condition", "value"}
+    if not need.issubset(df.columns):
+        raise ParameterError("records", f"columns {sorted(need)}", sorted(df.columns))
+    if not 0 < alpha < 1:
+        raise ParameterError("alpha", "a significance level in (0, 1)", alpha)
+    return df if "p_value" in df.columns else df.assign(p_value=float("nan"))
+
+
+def _beta_block(lookup: _Lookup, beta: float, datasets, metrics, *, with_estimate: bool,
+                alpha: float, digits: int):
+    """Columns and per-dataset cells of one β block: β̂, then biased / corrected per metric
+    (``*`` on a corrected value better than biased with p < alpha)."""
+    block = f"β = {beta:g}"
+    columns, cells = [], {ds: [] for ds in datasets}
+    if with_estimate:
+        columns.append((block, "β̂", ""))
+        for ds in datasets:
+            cells[ds].append(_fmt(lookup(ds, beta, "beta_hat", "estimate")[0], digits))
+    for metric in metrics:
+        for cond in ("biased", "corrected"):
+            columns.append((block, METRIC_LABELS.get(metric, metric), CONDITION_SHORT[cond]))
+            for ds in datasets:
+                v, p = lookup(ds, beta, metric, cond)
+                cell = _fmt(v, digits)
+                if cond == "corrected" and not math.isnan(p) and p < alpha \
+                        and _better(metric, v, lookup(ds, beta, metric, "biased")[0]):
+                    cell += "*"
+                cells[ds].append(cell)
+    return columns, cells
+
+
+def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
+                metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
+                include_full: bool = False, alpha: float = 0.001, digits: int = 3,
+                dataset_order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Build the paper-layout table as a DataFrame of formatted strings.
+
+    Columns are a 3-level MultiIndex ``(block, metric, condition)`` where ``block`` is
+    ``"full information"`` or ``"β = 0.8"`` etc.; rows are datasets. Missing values show as
+    ``–``.
+    """
+    df = _records_frame(records, alpha)
+    lookup = _Lookup(df)
+    datasets = list(dataset_order) if dataset_order else list(dict.fromkeys(df["dataset"]))
+    betas = sorted({float(b) for b in df["beta"].dropna()}, reverse=True) if "beta" in df \
+        else []
     columns, rows = [], {ds: [] for ds in datasets}
     if include_full:
         for metric in metrics:
             columns.append(("full information", METRIC_LABELS.get(metric, metric), "F"))
             for ds in datasets:
                 rows[ds].append(_fmt(lookup(ds, None, metric, "full")[0], digits))
+    with_estimate = bool((df["metric"] == "beta_hat").any())
     for beta in betas:
-        block = f"β = {beta:g}"
-        if (df["metric"] == "beta_hat").any():
-            columns.append((block, "β̂", ""))
-            for ds in datasets:
-                rows[ds].append(_fmt(lookup(ds, beta, "beta_hat", "estimate")[0], digits))
-        for metric in metrics:
-            for cond in ("biased", "corrected"):
-                columns.append((block, METRIC_LABELS.get(metric, metric),
-                                CONDITION_SHORT[cond]))
-                for ds in datasets:
-                    v, p = lookup(ds, beta, metric, cond)
-                    cell = _fmt(v, digits)
-                    if cond == "corrected" and not math.isnan(p) and p < alpha:
-                        vb = lookup(ds, beta, metric, "biased")[0]
-                        if _better(metric, v, vb):
-                            cell += "*"
-                    rows[ds].append(cell)
-    out = pd.DataFrame([rows[ds] for ds in datasets], index=pd.Index(datasets, name="dataset"),
-                       columns=pd.MultiIndex.from_tuples(columns,
-                                                         names=["block", "metric", "cond"]))
-    return out
+        cols, cells = _beta_block(lookup, beta, datasets, metrics, with_estimate=with_estimate,
+                                  alpha=alpha, digits=digits)
+        columns += cols
+        for ds in datasets:
+            rows[ds] += cells[ds]
+    return pd.DataFrame([rows[ds] for ds in datasets], index=pd.Index(datasets, name="dataset"),
+                        columns=pd.MultiIndex.from_tuples(columns,
+                                                          names=["block", "metric", "cond"]))
 
 
 def table_to_markdown(table: pd.DataFrame) -> str:

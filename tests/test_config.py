@@ -1,0 +1,134 @@
+"""Configs cannot be silently ignored: every config file of every group composes and builds,
+every leaf key reaches the object that uses it (a bogus value for it fails naming that very
+key), unknown keys fail naming the key, and the loss a run trains with is the one its config
+names."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from experiments.common import Entry, load
+from groupbias.cli import CONFIG_DIR, run
+from groupbias.config import GROUPS, HYDRA_KEYS, build_setup
+from groupbias.errors import ConfigError
+
+CONFIGS = Path(CONFIG_DIR)
+#: groups whose options are files; the launcher group sets Hydra's own keys only
+OPTION_GROUPS = [g for g in GROUPS if (CONFIGS / g).is_dir()]
+BOGUS = ("bogus!", -7, 12345.5, [1, "x"], {"x": 1})
+
+
+def _compose(overrides=()):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    from groupbias.config import plain
+
+    out = plain(cfg)
+    out.pop("hydra", None)
+    return out
+
+
+def _options(group):
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def _leaves(node, prefix):
+    """(path, key list) of every scalar / list / empty-mapping leaf below ``node``."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            if k in HYDRA_KEYS:
+                continue
+            yield from _leaves(v, prefix + [k])
+    elif isinstance(node, list) and any(isinstance(x, dict) for x in node):
+        for i, v in enumerate(node):  # e.g. experiment.datasets: names and mappings
+            yield from _leaves(v, prefix + [i])
+    else:
+        yield prefix
+
+
+def _dotted(path):
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _set(cfg, path, value):
+    node = cfg
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+
+
+def _build_and_load(cfg, load_data=False):
+    setup, experiment = build_setup(cfg)
+    if load_data and cfg["dataset"].get("name") == "synthetic":  # options are used when loading
+        load(Entry(setup.dataset, setup.grouping, "dataset"))
+    return setup, experiment
+
+
+CASES = [(g, o) for g in OPTION_GROUPS for o in _options(g)]
+
+
+@pytest.mark.parametrize(("group", "option"), CASES, ids=[f"{g}={o}" for g, o in CASES])
+def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, option):
+    cfg = _compose([f"{group}={option}"])
+    load_data = group == "dataset"
+    _build_and_load(cfg, load_data)  # the file as shipped builds
+    node = cfg.get(group) or {}
+    silent = []
+    for path in _leaves(node, [group]):
+        key = _dotted(path)
+        for value in BOGUS:
+            bad = copy.deepcopy(cfg)
+            _set(bad, path, value)
+            try:
+                _build_and_load(bad, load_data)
+            except ConfigError as exc:
+                assert exc.key == key, f"bogus {key}={value!r} blamed {exc.key}: {exc}"
+                break
+        else:
+            silent.append(key)
+    assert not silent, f"no bogus value of {silent} was rejected"
+    bad = copy.deepcopy(cfg)
+    if isinstance(bad.get(group), dict):
+        bad[group]["no_such_key"] = 1
+        with pytest.raises(ConfigError) as info:
+            _build_and_load(bad)
+        assert info.value.key == f"{group}.no_such_key"
+
+
+def test_unknown_top_level_key_and_bad_seed():
+    cfg = _compose()
+    for key, value, blamed in (("trainr", {}, "trainr"), ("seed", -1, "seed"),
+                               ("seed", "x", "seed"), ("progress", "yes", "progress")):
+        bad = {**cfg, key: value}
+        with pytest.raises(ConfigError) as info:
+            build_setup(bad)
+        assert info.value.key == blamed
+
+
+@pytest.mark.parametrize("option", _options("loss"))
+def test_trained_loss_is_the_configured_one(option, tmp_path):
+    overrides = [f"loss={option}", "experiment=demo", f"paths.runs={tmp_path}",
+                 "dataset.params.n_queries=40", "dataset.params.list_size=[4,12]",
+                 "trainer.max_epochs=1", "model.fc_model.sizes=[8]", "model.transformer.d_ff=8",
+                 "model.transformer.h=1", "bias.betas=[0.8]"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    run(cfg)
+    import yaml
+
+    resolved = yaml.safe_load((tmp_path / "demo" / "config.yaml").read_text())["loss"]
+    for cond in ("full", "biased", "corrected"):
+        used = json.loads((tmp_path / "demo" / "ltr" / cond / "ranker" / "ranker.json")
+                          .read_text())["recipe"]["loss"]
+        assert used["class"] == resolved["_target_"].rsplit(".", 1)[1]
+        for k, v in resolved.items():
+            if k != "_target_":
+                assert used[k] == v, (cond, k, used[k], v)
