@@ -1,11 +1,13 @@
 # Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
+# `make wheel` builds dist/groupbias-*.whl (configs shipped as groupbias/configs/);
+# `make lint` runs ruff and mypy (not part of `make test`).
 VENV   ?= .venv
 PYTHON ?= python3
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo test bench install clean-venv
+.PHONY: demo test bench lint wheel install clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +27,15 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check groupbias data_loaders experiments tests
+	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tests
+	$(VENV)/bin/mypy groupbias
+
+wheel: $(STAMP)
+	rm -rf build
+	$(PIP) wheel --no-deps --no-build-isolation --no-index -w dist .
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -25,7 +25,20 @@ from .runs import run_once
 
 log = logging.getLogger("groupbias")
 
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+
+def _find_config_dir() -> str:
+    """The Hydra config tree: ``groupbias/configs/`` in an installed wheel (pyproject maps the
+    repository's ``configs/`` there), else ``configs/`` beside the package (source checkout or
+    editable install)."""
+    here = Path(__file__).resolve().parent
+    candidates = (here / "configs", here.parent / "configs")
+    for cand in candidates:
+        if (cand / "config.yaml").is_file():
+            return str(cand)
+    return str(candidates[0])  # missing: Hydra reports "Primary config directory not found"
+
+
+CONFIG_DIR = _find_config_dir()
 
 
 def resolve_run_dir(cfg: DictConfig) -> Path:
