@@ -56,7 +56,7 @@ def main() -> None:
 
     t_ours, ours = median_time(lambda: ks_curves(x, y, grid=grid), max(args.repeats, 5))
     t_full, est = median_time(
-        lambda: estimate_beta(attractiveness, groups, qptr, rng=np.random.default_rng(1)),
+        lambda: estimate_beta(attractiveness, groups, qptr=qptr, rng=np.random.default_rng(1)),
         max(args.repeats, 5))
 
     def brute():

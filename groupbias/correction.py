@@ -24,7 +24,7 @@ from .segments import query_index
 __all__ = ["ips_correct", "correct_with_estimate"]
 
 
-def ips_correct(attractiveness, groups, qptr, *, beta_hat_per_query) -> np.ndarray:
+def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarray:
     """IPS-corrected attractiveness ``a / (g * beta_hat_q + 1 - g)`` (float64 [n_items]).
 
     Parameters
@@ -51,8 +51,8 @@ def ips_correct(attractiveness, groups, qptr, *, beta_hat_per_query) -> np.ndarr
     return a / (g * bq + (1.0 - g))
 
 
-def correct_with_estimate(attractiveness, groups, qptr, *, estimate) -> np.ndarray:
+def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:
     """:func:`ips_correct` with ``estimate.beta_hat_per_query`` of a
     :class:`groupbias.estimation.BetaEstimate`."""
-    return ips_correct(attractiveness, groups, qptr,
+    return ips_correct(attractiveness, groups, qptr=qptr,
                        beta_hat_per_query=estimate.beta_hat_per_query)

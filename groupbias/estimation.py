@@ -61,13 +61,14 @@ counts divided the same way), which the tests check against a brute-force loop.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_qptr, is_integer, is_real
+from .registry import ESTIMATORS
+from .validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 from .segments import query_index
 
 __all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
@@ -75,6 +76,7 @@ __all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
            "ZERO_POLICIES"]
 
 ZERO_POLICIES = ("exclude", "include")
+JITTER_SCALES = ("grade", "gap")
 _REL = 1e-14            # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
 _WORK = 8_000_000       # grid points per chunk x sample points (memory bound of one pass)
@@ -511,9 +513,7 @@ def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -
     v = _scores("values", values)
     if not is_real(jitter) or not 0 <= jitter < 1:
         raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
-    return _jitter(v, rng, float(jitter))
+    return _jitter(v, generator(rng), float(jitter))
 
 
 def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float,
@@ -547,11 +547,8 @@ def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generat
     """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
     into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
     cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
-    if not is_integer(cluster_size) \
-            or cluster_size < 1:
-        raise ParameterError("cluster_size", "an integer >= 1 (1 = per query)", cluster_size)
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng", "a numpy.random.Generator", type(rng).__name__)
+    integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
+    generator(rng)
     perm = rng.permutation(int(n_queries))
     out = np.empty(int(n_queries), dtype=np.int64)
     out[perm] = np.arange(int(n_queries), dtype=np.int64) // int(cluster_size)
@@ -594,6 +591,12 @@ class BetaEstimate:
         return int(np.isnan(self.beta_hat).sum())
 
     @property
+    def beta_hat_mean(self) -> float:
+        """Mean of the finite cluster estimates (NaN when every cluster failed)."""
+        ok = np.isfinite(self.beta_hat)
+        return float(self.beta_hat[ok].mean()) if ok.any() else float("nan")
+
+    @property
     def ks_min(self) -> np.ndarray:
         """Minimum of the KS curve per cluster (NaN for failed clusters)."""
         out = np.full(self.n_clusters, np.nan)
@@ -616,10 +619,115 @@ def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return out
 
 
-def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | None = None,
+@dataclass(frozen=True)
+class _Inputs:
+    """Validated inputs of :func:`estimate_beta`."""
+
+    scores: np.ndarray          # float64 [n_items]
+    affected: np.ndarray        # bool [n_items]
+    qptr: np.ndarray            # int64 [n_queries + 1]
+    grid: np.ndarray
+    zero_policy: str
+    jitter: float
+    grade_spacing: float | None
+    split: int
+
+
+def _affected(groups, n: int, group_threshold) -> np.ndarray:
+    """Bool [n]: items of the affected group (fractions split at ``group_threshold``)."""
+    gr = np.asarray(groups)
+    if gr.shape != (n,) or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
+        raise ParameterError("groups", f"a numeric array of length {n}",
+                             f"shape {gr.shape}, dtype {gr.dtype}")
+    gr = gr.astype(np.float64, copy=False)
+    binary = bool(np.all((gr == 0) | (gr == 1)))
+    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
+        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
+                             "values outside [0, 1] or NaN")
+    if group_threshold is None:
+        if not binary:
+            raise ParameterError("groups", "binary memberships (0 or 1)",
+                                 "fractional memberships",
+                                 fix="pass group_threshold=0.5 to split them")
+        return gr == 1
+    t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
+    return gr >= t
+
+
+def _validated(attractiveness, groups, qptr, *, rng, clusters, cluster_size, grid,
+               zero_policy, jitter, grade_spacing, group_threshold, split) -> _Inputs:
+    """Every parameter of :func:`estimate_beta` checked, before any random draw."""
+    a = _scores("attractiveness", attractiveness)
+    q = check_qptr(qptr, a.size)
+    if q.size < 2:
+        raise ParameterError("qptr", "at least one query", "no queries")
+    affected = _affected(groups, a.size, group_threshold)
+    choice("zero_policy", zero_policy, ZERO_POLICIES)
+    g = _check_grid(grid)
+    real("jitter", jitter, low=0.0, high=1.0, high_open=True,
+         what="a fraction in [0, 1) of half the spacing")
+    if grade_spacing is not None:
+        real("grade_spacing", grade_spacing, low=0.0, high=1.0, low_open=True,
+             what="None or a grade spacing in (0, 1]")
+    integer("split", split, low=2)
+    if clusters is not None and cluster_size is not None:
+        raise ParameterError("clusters", "either clusters or cluster_size, not both",
+                             "both given")
+    if cluster_size is not None:
+        integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
+    if jitter != 0 or cluster_size is not None:
+        generator(rng, used_for="the jitter and the random clusters")
+    return _Inputs(a, affected, q, g, zero_policy, float(jitter),
+                   None if grade_spacing is None else float(grade_spacing), int(split))
+
+
+def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``(cluster index of every query, label of every cluster)``: given labels, random
+    clusters of ``cluster_size`` queries, or one global cluster."""
+    if clusters is not None:
+        lab = np.asarray(clusters)
+        if lab.shape != (n_q,):
+            raise ParameterError("clusters", f"one label per query (length {n_q})",
+                                 f"shape {lab.shape}")
+        labels, cq = np.unique(lab, return_inverse=True)
+        return cq.astype(np.int64).reshape(-1), labels
+    if cluster_size is not None:
+        cq = random_clusters(n_q, cluster_size=cluster_size, rng=rng)
+        return cq, np.arange(int(cq.max(initial=-1)) + 1, dtype=np.int64)
+    return np.zeros(n_q, dtype=np.int64), np.zeros(1, dtype=np.int64)
+
+
+def _search(inp: _Inputs, cq: np.ndarray, labels: np.ndarray,
+            rng: np.random.Generator | None) -> BetaEstimate:
+    """Jitter the scores used, split them by group and cluster, and minimize Eq. (14)."""
+    n_c = int(labels.size)
+    used = None if inp.zero_policy == "include" else inp.scores > 0
+    vals = inp.scores if used is None else inp.scores[used]
+    aff = inp.affected if used is None else inp.affected[used]
+    if inp.jitter != 0:
+        vals = _jitter(vals, rng, inp.jitter, inp.grade_spacing)
+    x, y = vals[aff], vals[~aff]
+    if n_c == 1:
+        cx, cy = np.zeros(x.size, dtype=np.int64), np.zeros(y.size, dtype=np.int64)
+    else:
+        cl = cq[query_index(inp.qptr)]
+        if used is not None:
+            cl = cl[used]
+        cx, cy = cl[aff], cl[~aff]
+    curves = _ks_matrix(x, cx, y, cy, n_c, inp.grid, inp.split)
+    beta_hat = argmin_largest(curves, inp.grid)
+    return BetaEstimate(
+        beta_hat=beta_hat, cluster_of_query=cq, beta_hat_per_query=beta_hat[cq],
+        grid=inp.grid, ks_curve=curves,
+        n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
+        n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
+        cluster_labels=labels)
+
+
+def estimate_beta(attractiveness, groups, *, qptr, rng: np.random.Generator | None = None,
                   clusters=None, cluster_size: int | None = None, grid=None,
                   zero_policy: str = "exclude", jitter: float = 0.5,
-                  jitter_scale: float | None = None,
+                  grade_spacing: float | None = None,
                   group_threshold: float | None = None, split: int = 16) -> BetaEstimate:
     """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
 
@@ -633,144 +741,90 @@ def estimate_beta(attractiveness, groups, qptr, *, rng: np.random.Generator | No
     cluster_size : k for random clusters of k queries (exclusive with ``clusters``)
     grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
     zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
-    jitter : tie-breaking noise as a fraction in [0, 1) of half the smallest gap (0 = none)
-    jitter_scale : None (default) for the smallest gap; a positive spacing (e.g. ``1/L``, the
-        spacing of graded relevance ``label/L``) makes the noise ``U(-h, h)``,
-        ``h = jitter * jitter_scale / 2`` (zeros move up only, no score drops below half its
-        value). With continuous biased scores the smallest gap is tiny and the jitter breaks
-        exact ties only; noise on the grade scale also smooths the KS curve of small clusters
-        (§6.1: noise "without swapping the order of the grades").
+    jitter : tie-breaking noise as a fraction in [0, 1) of half the spacing (0 = none)
+    grade_spacing : None (default) for the smallest gap between distinct scores; a positive
+        spacing (e.g. ``1/L``, the spacing of graded relevance ``label/L``) makes the noise
+        ``U(-h, h)``, ``h = jitter * grade_spacing / 2`` (zeros move up only, no score drops
+        below half its value). With continuous biased scores the smallest gap is tiny and
+        the jitter breaks exact ties only; noise on the grade scale also smooths the KS curve
+        of small clusters (§6.1: noise "without swapping the order of the grades").
     group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
     split : branch-and-bound fan-out (speed knob only)
 
     ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
     of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
-    the module docstring for all conventions.
+    the module docstring for all conventions. Every parameter is validated before any random
+    number is drawn.
     """
-    a = _scores("attractiveness", attractiveness)
-    q = check_qptr(qptr, a.size)
-    n_q = q.size - 1
-    if n_q == 0:
-        raise ParameterError("qptr", "at least one query", "no queries")
-    gr = np.asarray(groups)
-    if gr.shape != a.shape or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
-        raise ParameterError("groups", f"a numeric array of length {a.size}",
-                             f"shape {gr.shape}, dtype {gr.dtype}")
-    gr = gr.astype(np.float64, copy=False)
-    binary = bool(np.all((gr == 0) | (gr == 1)))
-    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
-        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
-                             "values outside [0, 1] or NaN")
-    if group_threshold is None:
-        if not binary:
-            raise ParameterError("groups", "binary memberships (0 or 1)",
-                                 "fractional memberships",
-                                 fix="pass group_threshold=0.5 to split them")
-        affected = gr == 1
-    else:
-        if not is_real(group_threshold) \
-                or not 0 < group_threshold <= 1:
-            raise ParameterError("group_threshold", "a number in (0, 1]", group_threshold)
-        affected = gr >= group_threshold
-    if zero_policy not in ZERO_POLICIES:
-        raise ParameterError("zero_policy", "one of 'exclude', 'include'", zero_policy)
-    g = _check_grid(grid)
-    if not is_real(jitter) or not 0 <= jitter < 1:
-        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
-    if not is_integer(split) or split < 2:
-        raise ParameterError("split", "an integer >= 2", split)
-    needs_rng = (jitter != 0) or cluster_size is not None
-    if needs_rng and not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng", "a numpy.random.Generator (used for the jitter and "
-                             "the random clusters)", type(rng).__name__,
-                             fix="pass rng=np.random.default_rng(seed), or jitter=0")
-
-    # clusters of queries
-    if clusters is not None and cluster_size is not None:
-        raise ParameterError("clusters", "either clusters or cluster_size, not both",
-                             "both given")
-    if clusters is not None:
-        lab = np.asarray(clusters)
-        if lab.shape != (n_q,):
-            raise ParameterError("clusters", f"one label per query (length {n_q})",
-                                 f"shape {lab.shape}")
-        labels, cq = np.unique(lab, return_inverse=True)
-        cq = cq.astype(np.int64).reshape(-1)
-    elif cluster_size is not None:
-        cq = random_clusters(n_q, cluster_size=cluster_size, rng=rng)
-        labels = np.arange(int(cq.max(initial=-1)) + 1, dtype=np.int64)
-    else:
-        cq = np.zeros(n_q, dtype=np.int64)
-        labels = np.zeros(1, dtype=np.int64)
-    n_c = int(labels.size)
-
-    # scores used
-    if zero_policy == "include":
-        vals, aff_used = a, affected
-        used = None
-    else:
-        used = a > 0
-        vals, aff_used = a[used], affected[used]
-    if jitter_scale is not None and (not is_real(jitter_scale) or
-                                     not 0 < jitter_scale <= 1):
-        raise ParameterError("jitter_scale", "None or a grade spacing in (0, 1]", jitter_scale)
-    if jitter != 0:
-        vals = _jitter(vals, rng, float(jitter),
-                       None if jitter_scale is None else float(jitter_scale))
-    x, y = vals[aff_used], vals[~aff_used]
-    if n_c == 1:
-        cx = np.zeros(x.size, dtype=np.int64)
-        cy = np.zeros(y.size, dtype=np.int64)
-    else:
-        cl = cq[query_index(q)]
-        if used is not None:
-            cl = cl[used]
-        cx, cy = cl[aff_used], cl[~aff_used]
-    curves = _ks_matrix(x, cx, y, cy, n_c, g, int(split))
-    beta_hat = argmin_largest(curves, g)
-    return BetaEstimate(
-        beta_hat=beta_hat, cluster_of_query=cq, beta_hat_per_query=beta_hat[cq], grid=g,
-        ks_curve=curves, n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
-        n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
-        cluster_labels=labels)
+    inp = _validated(attractiveness, groups, qptr, rng=rng, clusters=clusters,
+                     cluster_size=cluster_size, grid=grid, zero_policy=zero_policy,
+                     jitter=jitter, grade_spacing=grade_spacing,
+                     group_threshold=group_threshold, split=split)
+    cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
+    return _search(inp, cq, labels, rng)
 
 
-# ---- TEMP SHIM (replaced by the estimator interface) ----
-from typing import Protocol  # noqa: E402
-
-from .registry import ESTIMATORS  # noqa: E402
-
+# --------------------------------------------------------------------------- estimators
 
 class Estimator(Protocol):
-    def estimate(self, attractiveness, groups, *, qptr, clusters=None, rng,
-                 grade_spacing=None) -> BetaEstimate: ...
+    """A β estimator (:data:`groupbias.registry.ESTIMATORS`): from observed attractiveness,
+    affected-group memberships and query offsets, a :class:`BetaEstimate` per cluster.
+
+    ``clusters``: explicit query clusters (one label per query) to amortize over;
+    ``grade_spacing``: the spacing of the relevance grades when the caller knows it (for
+    tie-breaking noise on the grade scale), else None."""
+
+    def estimate(self, attractiveness, groups, *, qptr, clusters=None,
+                 rng: np.random.Generator | None = None,
+                 grade_spacing: float | None = None) -> BetaEstimate: ...
+
+
+def split_threshold(groups) -> float | None:
+    """0.5 for fractional memberships (an item counts as affected when ``g >= 0.5``), None
+    for crisp 0/1 groups."""
+    g = np.asarray(groups, dtype=np.float64)
+    return 0.5 if np.any((g != 0) & (g != 1)) else None
 
 
 @ESTIMATORS.register("ks")
 @dataclass(frozen=True)
 class KSEstimator:
+    """The amortized Kolmogorov–Smirnov grid search of Eq. (14) (the ``estimator`` config).
+
+    ``cluster_size``: None = one global cluster, 1 = per query, k = random clusters of k
+    queries (explicit ``clusters`` passed to :meth:`estimate` take their place);
+    ``grid_step``: the β grid ``step, 2 step, ..., 1``; ``zero_policy``: ``"exclude"`` or
+    ``"include"`` zero scores; ``jitter``: tie-breaking noise, a fraction in [0, 1);
+    ``jitter_scale``: ``"grade"`` (noise on the grade spacing the caller passes) or
+    ``"gap"`` (on the smallest gap between scores). Fractional memberships are split at 0.5.
+    """
+
     cluster_size: int | None = None
     grid_step: float = 0.01
     zero_policy: str = "exclude"
     jitter: float = 0.5
     jitter_scale: str = "grade"
 
-    def __post_init__(self):
-        from .validation import choice, integer, real
+    def __post_init__(self) -> None:
         if self.cluster_size is not None:
-            integer("cluster_size", self.cluster_size, low=1)
-        real("grid_step", self.grid_step, low=0, high=1, low_open=True)
-        default_grid(self.grid_step)
+            integer("cluster_size", self.cluster_size, low=1,
+                    what="null (one global cluster) or an integer >= 1")
+        try:
+            default_grid(self.grid_step)
+        except ParameterError as exc:
+            raise ParameterError("grid_step", exc.expected, exc.given) from None
         choice("zero_policy", self.zero_policy, ZERO_POLICIES)
-        real("jitter", self.jitter, low=0, high=1, high_open=True)
-        choice("jitter_scale", self.jitter_scale, ("grade", "gap"))
+        real("jitter", self.jitter, low=0.0, high=1.0, high_open=True,
+             what="a fraction in [0, 1) (0 = no tie-breaking noise)")
+        choice("jitter_scale", self.jitter_scale, JITTER_SCALES)
 
-    def estimate(self, attractiveness, groups, *, qptr, clusters=None, rng, grade_spacing=None):
-        g = np.asarray(groups, dtype=float)
-        thr = 0.5 if np.any((g != 0) & (g != 1)) else None
-        return estimate_beta(attractiveness, groups, qptr, rng=rng, clusters=clusters,
-                             cluster_size=None if clusters is not None else self.cluster_size,
-                             grid=default_grid(self.grid_step), zero_policy=self.zero_policy,
-                             jitter=self.jitter,
-                             jitter_scale=grade_spacing if self.jitter_scale == "grade" else None,
-                             group_threshold=thr)
+    def estimate(self, attractiveness, groups, *, qptr, clusters=None,
+                 rng: np.random.Generator | None = None,
+                 grade_spacing: float | None = None) -> BetaEstimate:
+        return estimate_beta(
+            attractiveness, groups, qptr=qptr, rng=rng, clusters=clusters,
+            cluster_size=None if clusters is not None else self.cluster_size,
+            grid=default_grid(self.grid_step), zero_policy=self.zero_policy,
+            jitter=self.jitter,
+            grade_spacing=grade_spacing if self.jitter_scale == "grade" else None,
+            group_threshold=split_threshold(groups))

@@ -179,7 +179,7 @@ def draw_two_mode_beta(n_queries: int, *, modes=(0.6, 0.8), beta_std: float,
 
 # --------------------------------------------------------------------------- attractiveness
 
-def simulate_attractiveness(relevance, groups, qptr, *, beta_query) -> np.ndarray:
+def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarray:
     """Attractiveness under group bias, Eq. (2) (float64 [n_items], a new array).
 
     ``a_d = P(R | q, d) * (g_d * beta_q + 1 - g_d)``: ``beta_q * P(R)`` for affected items
@@ -268,7 +268,7 @@ def simulate_group_bias(data, *, rng: np.random.Generator, beta_mean=None,
                                beta_min=beta_min, out_of_range=out_of_range)
         mode = None
         means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
-    att = simulate_attractiveness(rel, groups, data.qptr, beta_query=beta)
+    att = simulate_attractiveness(rel, groups, qptr=data.qptr, beta_query=beta)
     return Simulation(relevance=rel, attractiveness=att, beta_query=beta,
                       mode_of_query=mode, beta_means=means)
 
@@ -284,7 +284,7 @@ def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
     return np.power(r.astype(np.float64), -e)
 
 
-def simulate_clicks(attractiveness, qptr, *, ranking_scores, n_sessions: int,
+def simulate_clicks(attractiveness, *, qptr, ranking_scores, n_sessions: int,
                     rng: np.random.Generator, eta: float = 1.0
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Clicks of ``n_sessions`` sessions per query under a position-based model.

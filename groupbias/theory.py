@@ -75,7 +75,7 @@ def expected_nu(beta):
     return float(out) if out.ndim == 0 else out
 
 
-def nu(attractiveness, relevance, groups, qptr, *, threshold: float | None = None
+def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = None
        ) -> np.ndarray:
     """Empirical ``nu`` of every query, Eq. (7) (float64 [n_queries]).
 

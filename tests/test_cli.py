@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
 TINY_SYNTH = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
-TINY_TRAIN = ["trainer.lightning.max_epochs=2", "trainer.lightning.enable_progress_bar=false",
+TINY_TRAIN = ["trainer.max_epochs=2", "trainer.enable_progress_bar=false",
               "model.fc_model.sizes=[16]", "model.transformer.d_ff=16"]
 
 
@@ -30,11 +30,14 @@ def _compose(overrides):
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_every_experiment_config_composes(experiment):
+def test_every_experiment_config_composes_and_builds(experiment):
+    from groupbias.config import build_setup
+
     cfg = _compose([f"experiment={experiment}"])
     assert cfg.experiment.name == experiment
-    assert cfg.experiment.entry.startswith("experiments.")
-    __import__(cfg.experiment.entry)  # the entry module exists and imports
+    assert cfg.experiment._target_.startswith(f"experiments.{experiment}.")
+    setup, exp = build_setup(cfg)
+    assert exp.name == experiment and setup.seed == 0
 
 
 def _groupbias(args, env_extra=None, cwd=None, timeout=600):
@@ -62,7 +65,7 @@ def test_demo_runs_writes_and_resumes(tmp_path, capsys, monkeypatch):
     # a second run of the same config loads the results instead of recomputing
     import experiments.demo as demo
 
-    monkeypatch.setattr(demo, "run", lambda *a: pytest.fail("recomputed a complete run"))
+    monkeypatch.setattr(demo.Demo, "run", lambda *a: pytest.fail("recomputed a complete run"))
     again = run(cfg)
     assert again == metrics
     assert "already complete" in capsys.readouterr().out
@@ -188,7 +191,8 @@ def test_every_experiment_has_a_smoke_run():
 def test_tables_include_related_work_metrics_by_config(tmp_path):
     cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
                     "experiment.datasets=[synthetic]",
-                    "experiment.fairness_metrics=[awrf,texfair,{name:cwex,alpha:0.2,key:cwex@0.2},arab]",
+                    "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,texfair,"
+                    "{name:cwex,alpha:0.2,key:cwex@0.2},arab]",
                     "experiment.correlations=[[awrf,texfair]]"])
     recs = run(cfg)["records"]
     corr = [r for r in recs if r["metric"] == "pearson(awrf,texfair)"]
@@ -205,7 +209,7 @@ def test_tables_include_related_work_metrics_by_config(tmp_path):
 def test_table2_with_related_work_metrics(tmp_path):
     cfg = _compose(["experiment=table2", f"paths.runs={tmp_path}", *TINY_SYNTH, *TINY_TRAIN,
                     "experiment.datasets=[synthetic]", "bias.betas=[0.7]",
-                    "experiment.fairness_metrics=[awrf,nfairr]"])
+                    "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,nfairr]"])
     recs = run(cfg)["records"]
     aw = [r for r in recs if r["metric"] == "awrf"]
     assert {r["condition"] for r in aw} == {"full", "biased", "corrected"}
@@ -217,20 +221,31 @@ def test_table2_with_related_work_metrics(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("estimator.cluster_size=2.7", "estimator.cluster_size"),
     ("estimator.cluster_size=0", "estimator.cluster_size"),
-    ("estimator.jitter=0.3", "estimator.jitter"),
+    ("estimator.jitter=1.5", "estimator.jitter"),
+    ("loss.weighting=bogus", "loss.weighting"),
+    ("trainer.max_epochs=0", "trainer.max_epochs"),
+    ("optimizer.lr=-1", "optimizer.lr"),
     ("bias.betas=0.8", "bias.betas"),
     ("bias.betas=[1.5]", "bias.betas"),
     ("estimator.jitter_scale=coarse", "estimator.jitter_scale"),
 ])
 def test_bad_config_values_name_the_key(override, key, tmp_path):
-    from groupbias.errors import ParameterError
+    from groupbias.errors import ConfigError
 
     cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
                     "experiment.datasets=[synthetic]", override])
-    with pytest.raises(ParameterError, match=key.replace(".", r"\.")):
+    with pytest.raises(ConfigError) as info:
         run(cfg)
-    meta = json.loads((tmp_path / "table1" / "meta.json").read_text())
-    assert meta["status"] == "failed" and key in meta["error"]
+    assert info.value.key == key
+    assert not (tmp_path / "table1").exists()  # nothing ran, nothing was written
+
+
+def test_cli_reports_a_bad_key_in_one_line_with_exit_code_2(tmp_path):
+    res = _groupbias(["loss.weighting=bogus", f"paths.runs={tmp_path}"])
+    assert res.returncode == 2, res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+    assert res.stderr.startswith("groupbias: error: loss.weighting: expected one of")
+    assert "hint" in res.stderr
 
 
 def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
@@ -247,6 +262,5 @@ def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
                       "grouping.feature_id=127", f"paths.runs={tmp_path}",
                       "experiment.skip_missing=false"],
                      env_extra={"GROUPBIAS_MSLR": str(tmp_path / "nowhere")})
-    assert res.returncode != 0
-    err = res.stderr + res.stdout
-    assert "GROUPBIAS_MSLR" in err and "Fold1/train.txt" in err
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "GROUPBIAS_MSLR" in res.stderr and "Fold1/train.txt" in res.stderr

@@ -15,7 +15,7 @@ def test_hand_example():
     a = np.array([0.4, 0.5, 0.3, 0.6])
     g = np.array([1.0, 0.0, 0.5, 1.0])
     qptr = np.array([0, 3, 4])
-    out = ips_correct(a, g, qptr, beta_hat_per_query=np.array([0.8, 0.5]))
+    out = ips_correct(a, g, qptr=qptr, beta_hat_per_query=np.array([0.8, 0.5]))
     expected = [0.4 / 0.8,                  # affected
                 0.5,                        # non-affected unchanged
                 0.3 / (0.5 * 0.8 + 0.5),    # probability 1/2: 0.3 / 0.9
@@ -28,7 +28,7 @@ def test_nan_estimate_leaves_query_unchanged_and_inputs_intact():
     g = np.array([1.0, 0.0, 1.0, 0.0])
     qptr = np.array([0, 2, 4])
     b = np.array([np.nan, 0.5])
-    out = ips_correct(a, g, qptr, beta_hat_per_query=b)
+    out = ips_correct(a, g, qptr=qptr, beta_hat_per_query=b)
     np.testing.assert_allclose(out, [0.4, 0.5, 0.6, 0.6])
     np.testing.assert_array_equal(a, [0.4, 0.5, 0.3, 0.6])
     assert not np.shares_memory(out, a)
@@ -37,19 +37,19 @@ def test_nan_estimate_leaves_query_unchanged_and_inputs_intact():
 @pytest.mark.parametrize("beta", [0.0, -0.2, 1.5, np.inf])
 def test_rejects_impossible_estimates(beta):
     with pytest.raises(ParameterError, match="beta_hat_per_query"):
-        ips_correct(np.array([0.4]), np.array([1.0]), np.array([0, 1]),
+        ips_correct(np.array([0.4]), np.array([1.0]), qptr=np.array([0, 1]),
                     beta_hat_per_query=np.array([beta]))
 
 
 def test_validation():
     with pytest.raises(ParameterError, match="groups"):
-        ips_correct(np.array([0.4]), np.array([2.0]), np.array([0, 1]),
+        ips_correct(np.array([0.4]), np.array([2.0]), qptr=np.array([0, 1]),
                     beta_hat_per_query=np.array([0.5]))
     with pytest.raises(ParameterError, match="beta_hat_per_query"):
-        ips_correct(np.array([0.4]), np.array([1.0]), np.array([0, 1]),
+        ips_correct(np.array([0.4]), np.array([1.0]), qptr=np.array([0, 1]),
                     beta_hat_per_query=np.array([0.5, 0.5]))
     with pytest.raises(ParameterError, match="attractiveness"):
-        ips_correct(np.array([-0.4]), np.array([1.0]), np.array([0, 1]),
+        ips_correct(np.array([-0.4]), np.array([1.0]), qptr=np.array([0, 1]),
                     beta_hat_per_query=np.array([0.5]))
 
 
@@ -59,8 +59,8 @@ def test_true_beta_inverts_the_simulation(rng):
     rel = rng.random(n_q * size)
     g = rng.random(n_q * size)            # membership probabilities, the expectation model
     beta = rng.uniform(0.3, 1.0, n_q)
-    a = simulate_attractiveness(rel, g, qptr, beta_query=beta)
-    np.testing.assert_allclose(ips_correct(a, g, qptr, beta_hat_per_query=beta), rel,
+    a = simulate_attractiveness(rel, g, qptr=qptr, beta_query=beta)
+    np.testing.assert_allclose(ips_correct(a, g, qptr=qptr, beta_hat_per_query=beta), rel,
                                rtol=1e-12)
 
 
@@ -72,9 +72,9 @@ def test_estimate_then_correct_restores_group_balance(rng):
     g = (rng.random(n_q * size) < 0.5).astype(float)
     rel = rng.integers(0, 5, n_q * size) / 4
     beta = np.clip(rng.normal(0.7, 0.1, n_q), 0.01, 1)
-    a = simulate_attractiveness(rel, g, qptr, beta_query=beta)
-    est = estimate_beta(a, g, qptr, rng=rng)
-    corrected = correct_with_estimate(a, g, qptr, estimate=est)
+    a = simulate_attractiveness(rel, g, qptr=qptr, beta_query=beta)
+    est = estimate_beta(a, g, qptr=qptr, rng=rng)
+    corrected = correct_with_estimate(a, g, qptr=qptr, estimate=est)
     aff, non = (g == 1) & (rel > 0), (g == 0) & (rel > 0)
     biased_ratio = a[aff].mean() / a[non].mean()
     corrected_ratio = corrected[aff].mean() / corrected[non].mean()

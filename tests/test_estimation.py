@@ -181,7 +181,7 @@ def make_biased(rng, n_queries=400, size=20, beta=0.7, beta_std=0.0, zero_frac=0
 
 def test_global_estimate_recovers_beta(rng):
     a, g, qptr = make_biased(rng, beta=0.7)
-    est = estimate_beta(a, g, qptr, rng=rng)
+    est = estimate_beta(a, g, qptr=qptr, rng=rng)
     assert isinstance(est, BetaEstimate)
     assert est.n_clusters == 1 and est.n_failed == 0
     assert abs(est.beta_hat[0] - 0.7) <= 0.02
@@ -195,7 +195,7 @@ def test_global_estimate_recovers_beta(rng):
 def test_estimator_does_not_mutate_inputs(rng):
     a, g, qptr = make_biased(rng, n_queries=20)
     a0, g0, q0 = a.copy(), g.copy(), qptr.copy()
-    estimate_beta(a, g, qptr, rng=rng, cluster_size=3)
+    estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=3)
     np.testing.assert_array_equal(a, a0)
     np.testing.assert_array_equal(g, g0)
     np.testing.assert_array_equal(qptr, q0)
@@ -204,7 +204,7 @@ def test_estimator_does_not_mutate_inputs(rng):
 def test_estimator_curve_equals_brute_force_on_jittered_scores():
     rng = np.random.default_rng(3)
     a, g, qptr = make_biased(rng, n_queries=30, zero_frac=0.3)
-    est = estimate_beta(a, g, qptr, rng=np.random.default_rng(7), jitter=0.5)
+    est = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(7), jitter=0.5)
     # the same jitter, drawn from the same seed, on the positive scores
     pos = a > 0
     v = tie_break_jitter(a[pos], rng=np.random.default_rng(7), jitter=0.5)
@@ -222,7 +222,7 @@ def test_given_clusters_with_different_beta(rng):
     g = np.r_[g1, g2]
     qptr = np.r_[q1, q2[1:] + q1[-1]]
     labels = np.array(["severe"] * 200 + ["mild"] * 200)
-    est = estimate_beta(a, g, qptr, rng=rng, clusters=labels)
+    est = estimate_beta(a, g, qptr=qptr, rng=rng, clusters=labels)
     assert list(est.cluster_labels) == ["mild", "severe"]
     by_label = dict(zip(est.cluster_labels, est.beta_hat))
     assert abs(by_label["severe"] - 0.6) <= 0.03
@@ -234,15 +234,15 @@ def test_given_clusters_with_different_beta(rng):
 def test_random_cluster_scopes(rng):
     a, g, qptr = make_biased(rng, n_queries=60, size=8)
     n_q = 60
-    per_query = estimate_beta(a, g, qptr, clusters=np.arange(n_q), jitter=0)
-    size_one = estimate_beta(a, g, qptr, rng=rng, cluster_size=1, jitter=0)
+    per_query = estimate_beta(a, g, qptr=qptr, clusters=np.arange(n_q), jitter=0)
+    size_one = estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=1, jitter=0)
     np.testing.assert_array_equal(per_query.beta_hat_per_query, size_one.beta_hat_per_query)
     assert size_one.n_clusters == n_q
-    glob = estimate_beta(a, g, qptr, jitter=0)
-    big = estimate_beta(a, g, qptr, rng=rng, cluster_size=1000, jitter=0)
+    glob = estimate_beta(a, g, qptr=qptr, jitter=0)
+    big = estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=1000, jitter=0)
     assert big.n_clusters == 1
     np.testing.assert_array_equal(big.ks_curve, glob.ks_curve)
-    five = estimate_beta(a, g, qptr, rng=rng, cluster_size=5, jitter=0)
+    five = estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=5, jitter=0)
     assert five.n_clusters == 12
     assert np.all(np.bincount(five.cluster_of_query) == 5)
 
@@ -261,7 +261,7 @@ def test_failed_cluster_gives_nan_and_is_counted(rng):
     a = np.array([0.2, 0.5, 0.0, 0.4, 0.3, 0.6])
     g = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
     qptr = np.array([0, 2, 4, 6])
-    est = estimate_beta(a, g, qptr, clusters=np.arange(3), jitter=0)
+    est = estimate_beta(a, g, qptr=qptr, clusters=np.arange(3), jitter=0)
     assert est.n_failed == 1
     assert np.isnan(est.beta_hat[1]) and np.all(np.isnan(est.ks_curve[1]))
     # query 0: KS(0.2 / beta, 0.5) = 0 only at beta = 0.4; query 2: 0.3 / 0.6 = 0.5
@@ -271,7 +271,7 @@ def test_failed_cluster_gives_nan_and_is_counted(rng):
 
 def test_flat_curve_ties_go_to_largest_beta():
     # 0.001 / beta <= 0.1 < 1 for every grid beta: KS = 1 everywhere
-    est = estimate_beta(np.array([0.001, 1.0]), np.array([1.0, 0.0]), np.array([0, 2]),
+    est = estimate_beta(np.array([0.001, 1.0]), np.array([1.0, 0.0]), qptr=np.array([0, 2]),
                         jitter=0)
     assert np.all(est.ks_curve == 1.0)
     assert est.beta_hat[0] == 1.0
@@ -287,8 +287,8 @@ def test_zero_atom_exclude_recovers_beta_include_does_not(rng):
     zero = rng.random(n_q * size) < np.where(g == 1, 0.7, 0.4)
     rel[zero] = 0.0
     a = rel * np.where(g == 1, 0.7, 1.0)
-    exc = estimate_beta(a, g, qptr, rng=rng, zero_policy="exclude")
-    inc = estimate_beta(a, g, qptr, rng=rng, zero_policy="include")
+    exc = estimate_beta(a, g, qptr=qptr, rng=rng, zero_policy="exclude")
+    inc = estimate_beta(a, g, qptr=qptr, rng=rng, zero_policy="include")
     assert abs(exc.beta_hat[0] - 0.7) <= 0.02
     assert abs(inc.beta_hat[0] - 0.7) >= 0.1
     # the atom puts a floor of about |p0_A - p0_N| = 0.3 under the whole curve
@@ -300,28 +300,28 @@ def test_fractional_groups_need_threshold(rng):
     a, g, qptr = make_biased(rng, n_queries=30)
     g_frac = np.where(g == 1, 0.9, 0.1)
     with pytest.raises(ParameterError, match="groups"):
-        estimate_beta(a, g_frac, qptr, rng=rng)
-    est = estimate_beta(a, g_frac, qptr, rng=np.random.default_rng(1), group_threshold=0.5)
-    ref = estimate_beta(a, g, qptr, rng=np.random.default_rng(1))
+        estimate_beta(a, g_frac, qptr=qptr, rng=rng)
+    est = estimate_beta(a, g_frac, qptr=qptr, rng=np.random.default_rng(1), group_threshold=0.5)
+    ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(1))
     np.testing.assert_array_equal(est.ks_curve, ref.ks_curve)
 
 
 def test_estimator_validation(rng):
     a, g, qptr = make_biased(rng, n_queries=5)
     with pytest.raises(ParameterError, match="rng"):
-        estimate_beta(a, g, qptr)
+        estimate_beta(a, g, qptr=qptr)
     with pytest.raises(ParameterError, match="zero_policy"):
-        estimate_beta(a, g, qptr, rng=rng, zero_policy="drop")
+        estimate_beta(a, g, qptr=qptr, rng=rng, zero_policy="drop")
     with pytest.raises(ParameterError, match="clusters"):
-        estimate_beta(a, g, qptr, rng=rng, clusters=np.zeros(5), cluster_size=2)
+        estimate_beta(a, g, qptr=qptr, rng=rng, clusters=np.zeros(5), cluster_size=2)
     with pytest.raises(ParameterError, match="clusters"):
-        estimate_beta(a, g, qptr, rng=rng, clusters=np.zeros(4))
+        estimate_beta(a, g, qptr=qptr, rng=rng, clusters=np.zeros(4))
     with pytest.raises(ParameterError, match="attractiveness"):
-        estimate_beta(-a, g, qptr, rng=rng)
+        estimate_beta(-a, g, qptr=qptr, rng=rng)
     with pytest.raises(ParameterError, match="qptr"):
-        estimate_beta(a, g, qptr[:-1], rng=rng)
+        estimate_beta(a, g, qptr=qptr[:-1], rng=rng)
     with pytest.raises(ParameterError, match="grid"):
-        estimate_beta(a, g, qptr, rng=rng, grid=[0.5, 1.5])
+        estimate_beta(a, g, qptr=qptr, rng=rng, grid=[0.5, 1.5])
 
 
 def test_grade_scale_jitter_smooths_small_clusters():
@@ -335,13 +335,72 @@ def test_grade_scale_jitter_smooths_small_clusters():
     r = rng.integers(0, 2, n_q * size).astype(float)
     beta_q = np.clip(rng.normal(0.7, 0.1, n_q), 0.01, 1)
     a = r * np.where(g == 1, np.repeat(beta_q, size), 1.0)
-    gap = estimate_beta(a, g, qptr, cluster_size=1, rng=np.random.default_rng(1))
-    grade = estimate_beta(a, g, qptr, cluster_size=1, rng=np.random.default_rng(1),
-                          jitter_scale=1.0)
+    gap = estimate_beta(a, g, qptr=qptr, cluster_size=1, rng=np.random.default_rng(1))
+    grade = estimate_beta(a, g, qptr=qptr, cluster_size=1, rng=np.random.default_rng(1),
+                          grade_spacing=1.0)
     ok = np.isfinite(gap.beta_hat) & np.isfinite(grade.beta_hat)
     assert np.mean(gap.beta_hat[ok] == 1.0) > 0.9
     assert np.mean(grade.beta_hat[ok] == 1.0) < 0.5
-    glob = estimate_beta(a, g, qptr, rng=np.random.default_rng(1), jitter_scale=1.0)
+    glob = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(1), grade_spacing=1.0)
     assert abs(glob.beta_hat[0] - 0.7) <= 0.05
-    with pytest.raises(ParameterError, match="jitter_scale"):
-        estimate_beta(a, g, qptr, rng=np.random.default_rng(1), jitter_scale=2.0)
+    with pytest.raises(ParameterError, match="grade_spacing"):
+        estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(1), grade_spacing=2.0)
+
+
+# --------------------------------------------------------------------------- the interface
+
+def _toy(rng, n_q=200, size=8, beta=0.7):
+    qptr = np.arange(0, n_q * size + 1, size)
+    g = np.tile([1.0, 0.0], n_q * size // 2)
+    r = rng.integers(0, 5, n_q * size) / 4.0
+    return r * np.where(g == 1, beta, 1.0), g, qptr
+
+
+def test_ks_estimator_is_registered_and_equals_estimate_beta():
+    from groupbias.estimation import KSEstimator
+    from groupbias.registry import ESTIMATORS
+
+    assert ESTIMATORS.get("ks") is KSEstimator
+    a, g, qptr = _toy(np.random.default_rng(0))
+    est = KSEstimator(cluster_size=20, jitter_scale="grade").estimate(
+        a, g, qptr=qptr, rng=np.random.default_rng(3), grade_spacing=0.25)
+    ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(3), cluster_size=20,
+                        grade_spacing=0.25)
+    np.testing.assert_array_equal(est.beta_hat, ref.beta_hat)
+    # "gap" ignores the grade spacing the caller passes
+    gap = KSEstimator(jitter_scale="gap").estimate(a, g, qptr=qptr,
+                                                     rng=np.random.default_rng(3),
+                                                     grade_spacing=0.25)
+    ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(gap.beta_hat, ref.beta_hat)
+    assert abs(gap.beta_hat_mean - 0.7) <= 0.02
+
+
+def test_ks_estimator_splits_fractional_groups_at_one_half():
+    from groupbias.estimation import KSEstimator
+
+    a, g, qptr = _toy(np.random.default_rng(1))
+    frac = np.where(g == 1, 0.8, 0.1)
+    est = KSEstimator().estimate(a, frac, qptr=qptr, rng=np.random.default_rng(2))
+    ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(2))
+    np.testing.assert_array_equal(est.beta_hat, ref.beta_hat)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("cluster_size", 0), ("cluster_size", 2.5), ("grid_step", 0.3), ("grid_step", "x"),
+    ("zero_policy", "drop"), ("jitter", 1.0), ("jitter", True), ("jitter_scale", "fine")])
+def test_ks_estimator_names_the_bad_field(field, value):
+    from groupbias.estimation import KSEstimator
+
+    with pytest.raises(ParameterError) as info:
+        KSEstimator(**{field: value})
+    assert info.value.name == field
+
+
+def test_every_parameter_is_checked_before_any_random_draw():
+    a, g, qptr = _toy(np.random.default_rng(0), n_q=10)
+    rng = np.random.default_rng(5)
+    before = rng.bit_generator.state
+    with pytest.raises(ParameterError, match="split"):
+        estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=3, split=1)
+    assert rng.bit_generator.state == before

@@ -223,14 +223,14 @@ def test_lightgbm_errors(tmp_path):
 
 
 def test_registry_uses_these_loaders(yahoo_dir, tmp_path, rng):
-    from data_loaders.registry import load_splits
+    from groupbias.datasets import DatasetSpec
 
     d, truth = yahoo_dir
-    out = load_splits({"loader": "yahoo", "root": str(d), "params": {"cache": False},
-                       "splits": {"train": "train", "test": "test"}})
+    out = DatasetSpec(name="yahoo", root=str(d), params={"cache": False},
+                      splits={"train": "train", "test": "test"}).load()
     assert out["test"].n_items == len(truth["test"])
     root = tmp_path / "mslr"
     _mslr_file(root / "Fold2" / "vali.txt", rng, 2, 1)
-    out = load_splits({"loader": "mslr", "root": str(root),
-                       "params": {"fold": 2, "cache": False}, "splits": {"valid": "vali"}})
+    out = DatasetSpec(name="mslr", root=str(root), params={"fold": 2, "cache": False}
+                      ).load(only=("valid",))
     assert out["valid"].n_features == 136

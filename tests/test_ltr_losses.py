@@ -266,3 +266,64 @@ def test_padded_ndcg_matches_brute_force(rng):
             assert ndcg[b].item() == pytest.approx(ref, rel=1e-12)
         else:
             assert ndcg[b].item() == 0.0
+
+
+# --------------------------------------------------------------------------- LambdaLoss object
+
+def _brute_force(scores, labels, n, scheme, *, k=None, sigma=1.0, mu=10.0):
+    """One list, plain Python over pairs, from the formulas of the module docstring."""
+    import math
+
+    s, y = list(map(float, scores[:n])), list(map(float, labels[:n]))
+    order = sorted(range(n), key=lambda i: (-s[i], i))
+    rank = {i: r + 1 for r, i in enumerate(order)}
+    gains = [2 ** v - 1 for v in y]
+    ideal = sorted(gains, reverse=True)[: (k or n)]
+    max_dcg = sum(g / math.log2(1 + r) for r, g in enumerate(ideal, start=1))
+    G = [g / max_dcg for g in gains]
+
+    def d(r):
+        return 0.0 if k is not None and r > k else 1 / math.log2(1 + r)
+
+    def delta(t):
+        return 1 / math.log2(1 + t) - 1 / math.log2(2 + t)
+
+    total = 0.0
+    for i in range(n):
+        for j in range(n):
+            if not y[i] > y[j] or (k is not None and min(rank[i], rank[j]) > k):
+                continue
+            lam = abs(G[i] - G[j]) * abs(d(rank[i]) - d(rank[j]))
+            nd2 = delta(abs(rank[i] - rank[j])) * abs(G[i] - G[j])
+            w = {"lambdaRank": lam, "ndcgLoss2": nd2, "ndcgLoss2PP": mu * nd2 + lam,
+                 "rankNet": 1.0}[scheme]
+            total += w * math.log2(1 + math.exp(-sigma * (s[i] - s[j])))
+    return total
+
+
+@pytest.mark.parametrize("scheme", ["lambdaRank", "ndcgLoss2", "ndcgLoss2PP", "rankNet"])
+@pytest.mark.parametrize("k", [None, 3])
+def test_lambda_loss_object_equals_brute_force_per_pair(scheme, k):
+    from groupbias.ltr.losses import LambdaLoss
+
+    gen = torch.Generator().manual_seed(7)
+    scores = torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    labels = torch.randint(0, 4, (3, 6), generator=gen).to(torch.float64)
+    lengths = [6, 4, 5]
+    mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
+    loss = LambdaLoss(weighting=scheme, k=k, sigma=1.5, mu=3.0, reduction="none")
+    got = loss(scores, labels, mask)
+    want = [_brute_force(scores[b], labels[b], n, scheme, k=k, sigma=1.5, mu=3.0)
+            for b, n in enumerate(lengths)]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("weighting", "listNet"), ("weighting", "lambdaRank_scheme"), ("k", 0), ("sigma", 0),
+    ("mu", -1), ("gain", "exp"), ("eps", 0), ("reduction", "max")])
+def test_lambda_loss_object_names_the_bad_field(field, value):
+    from groupbias.ltr.losses import LambdaLoss
+
+    with pytest.raises(ParameterError) as info:
+        LambdaLoss(**{field: value})
+    assert info.value.name == field

@@ -78,7 +78,7 @@ def test_zscore_matches_per_query_formula(rng):
     x, _, qptr = _flat(rng, [4, 1, 0, 6], f=4)
     x[4:, 2] = 7.5         # constant within the single-item and the last query
     x[qptr[3]:, 3] = -1.0  # constant within the last query
-    z = zscore_within_queries(x, qptr)
+    z = zscore_within_queries(x, qptr=qptr)
     assert z.dtype == np.float32 and z.shape == x.shape
     for i in range(4):  # independent per-query reference
         seg = x[qptr[i]:qptr[i + 1]].astype(np.float64)
@@ -99,8 +99,8 @@ def test_zscore_matches_per_query_formula(rng):
 def test_zscore_does_not_mutate_and_rejects_nan(rng):
     x, _, qptr = _flat(rng, [3, 3])
     x0 = x.copy()
-    zscore_within_queries(x, qptr)
+    zscore_within_queries(x, qptr=qptr)
     np.testing.assert_array_equal(x, x0)
     x[1, 1] = np.nan
     with pytest.raises(ParameterError, match="features"):
-        zscore_within_queries(x, qptr)
+        zscore_within_queries(x, qptr=qptr)

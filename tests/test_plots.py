@@ -50,7 +50,7 @@ def test_ks_curve_plot_marks_the_estimate(tmp_path):
     g = np.tile([1.0] * 5 + [0.0] * 5, n_q)
     rel = rng.random(n_q * size)
     a = rel * np.where(g == 1, 0.7, 1.0)
-    est = estimate_beta(a, g, qptr, cluster_size=10, rng=rng)
+    est = estimate_beta(a, g, qptr=qptr, cluster_size=10, rng=rng)
     out = plots.plot_ks_curves(est, tmp_path / "ks", true_beta=0.7)
     _png_ok(out["png"])
     with pytest.raises(ParameterError, match="ks_curve"):

@@ -128,7 +128,7 @@ def test_attractiveness_hand_example():
     groups = np.array([1.0, 0.0, 0.5, 1.0, 0.0])
     qptr = np.array([0, 3, 5])
     beta = np.array([0.6, 0.9])
-    out = simulate_attractiveness(rel, groups, qptr, beta_query=beta)
+    out = simulate_attractiveness(rel, groups, qptr=qptr, beta_query=beta)
     expected = [0.5 * 0.6,                 # affected, query 0
                 1.0,                       # non-affected
                 0.4 * (0.5 * 0.6 + 0.5),   # membership probability 1/2: 0.4 * 0.8
@@ -149,7 +149,7 @@ def test_attractiveness_validation(kwargs, match):
     args = {"relevance": np.array([0.5, 1.0]), "groups": np.array([1.0, 0.0]),
             "qptr": np.array([0, 2]), "beta_query": np.array([0.8]), **kwargs}
     with pytest.raises(ParameterError, match=match):
-        simulate_attractiveness(args["relevance"], args["groups"], args["qptr"],
+        simulate_attractiveness(args["relevance"], args["groups"], qptr=args["qptr"],
                                 beta_query=args["beta_query"])
 
 
@@ -214,7 +214,7 @@ def test_clicks_follow_the_position_based_model(rng):
     a = np.tile([0.2, 0.4, 0.6, 0.8], n_q)
     scores = np.tile([1.0, 2.0, 3.0, 4.0], n_q)        # rank of item j is 4 - j
     qptr = np.arange(0, n_q * size + 1, size)
-    clicks, imp = simulate_clicks(a, qptr, ranking_scores=scores, n_sessions=50, rng=rng)
+    clicks, imp = simulate_clicks(a, qptr=qptr, ranking_scores=scores, n_sessions=50, rng=rng)
     pe = 1.0 / np.tile([4.0, 3.0, 2.0, 1.0], n_q)
     np.testing.assert_allclose(imp, 50 * pe)
     mean_clicks = clicks.reshape(n_q, size).mean(axis=0)
@@ -226,10 +226,10 @@ def test_clicks_follow_the_position_based_model(rng):
 def test_click_validation(rng):
     qptr = np.array([0, 2])
     with pytest.raises(ParameterError, match="n_sessions"):
-        simulate_clicks(np.array([0.5, 0.5]), qptr, ranking_scores=np.ones(2), n_sessions=0,
+        simulate_clicks(np.array([0.5, 0.5]), qptr=qptr, ranking_scores=np.ones(2), n_sessions=0,
                         rng=rng)
     with pytest.raises(ParameterError, match="attractiveness"):
-        simulate_clicks(np.array([0.5, 1.5]), qptr, ranking_scores=np.ones(2), n_sessions=3,
+        simulate_clicks(np.array([0.5, 1.5]), qptr=qptr, ranking_scores=np.ones(2), n_sessions=3,
                         rng=rng)
     np.testing.assert_array_equal(attractiveness_from_clicks(np.array([3, 0]),
                                                              np.array([0.0, 2.0])), [0, 0])

@@ -40,7 +40,7 @@ def simulate_queries(rng, beta, n_queries, *, n_N=N_N, n_pos_N=N_POS_N, n_A=N_A,
         u[nr] = rng.uniform(beta / 2, 0.5, nr.sum())
         u[np.arange(n_queries) * size] = 0.5
     qptr = np.arange(0, n_queries * size + 1, size)
-    a = simulate_attractiveness(u, g, qptr, beta_query=np.full(n_queries, beta))
+    a = simulate_attractiveness(u, g, qptr=qptr, beta_query=np.full(n_queries, beta))
     return a, r, g, qptr
 
 
@@ -62,18 +62,18 @@ def test_nu_hand_example():
     r = np.array([1, 1, 0, 1, 1, 0, 0, 1])
     g = np.array([0, 0, 0, 1, 1, 1, 0, 1])
     qptr = np.array([0, 6, 8])
-    out = nu(a, r, g, qptr)
+    out = nu(a, r, g, qptr=qptr)
     assert out[0] == 0.5 and np.isnan(out[1])
-    np.testing.assert_array_equal(nu(a, r, g, qptr, threshold=0.45), [1.0, 1.0])
+    np.testing.assert_array_equal(nu(a, r, g, qptr=qptr, threshold=0.45), [1.0, 1.0])
     with pytest.raises(ParameterError, match="groups"):
-        nu(a, r, np.full(8, 0.5), qptr)
+        nu(a, r, np.full(8, 0.5), qptr=qptr)
 
 
 @pytest.mark.parametrize("beta", [0.4, 0.6, 0.8, 0.95])
 def test_expected_nu_monte_carlo(beta):
     rng = np.random.default_rng(int(beta * 100))
     a, r, g, qptr = simulate_queries(rng, beta, 4000)
-    v = nu(a, r, g, qptr, threshold=0.5)
+    v = nu(a, r, g, qptr=qptr, threshold=0.5)
     # nu is a mean of n_A^+ = 5 Bernoulli(E[nu]) per query: standard error of the mean
     p = expected_nu(beta)
     se = np.sqrt(p * (1 - p) / (5 * 4000))
@@ -84,7 +84,7 @@ def test_expected_nu_with_the_minimum_threshold_of_eq6(rng):
     # a* = min of the relevant non-affected scores tends to 1/2 with many such items:
     # E[a*] = 1/2 + 1/(2 (n + 1)); tolerance covers that offset and Monte-Carlo error
     a, r, g, qptr = simulate_queries(rng, 0.8, 300, n_N=400, n_pos_N=300, n_A=40, n_pos_A=20)
-    assert abs(nu(a, r, g, qptr).mean() - expected_nu(0.8)) < 0.01
+    assert abs(nu(a, r, g, qptr=qptr).mean() - expected_nu(0.8)) < 0.01
 
 
 # --------------------------------------------------------------------------- NDCG (Thm 4.1)
@@ -106,7 +106,7 @@ def test_eq8_matches_simulation_when_its_mixing_assumption_holds(beta):
     rng = np.random.default_rng(int(beta * 10))
     n_q = 3000
     a, r, g, qptr = simulate_queries(rng, beta, n_q, exchangeable=True)
-    v = nu(a, r, g, qptr)
+    v = nu(a, r, g, qptr=qptr)
     ranked = np.take_along_axis(r.reshape(n_q, L), np.argsort(-a.reshape(n_q, L)), axis=1)
     dcg = ranked @ DISC
     theory = expected_dcg(v, N_POS_N, N_N, N_POS_A)
@@ -122,7 +122,7 @@ def test_eq8_is_a_close_lower_bound_for_uniform_scores(beta):
     rng = np.random.default_rng(5)
     n_q = 3000
     a, r, g, qptr = simulate_queries(rng, beta, n_q)
-    v = nu(a, r, g, qptr)
+    v = nu(a, r, g, qptr=qptr)
     ranked = np.take_along_axis(r.reshape(n_q, L), np.argsort(-a.reshape(n_q, L)), axis=1)
     idcg = DISC[:N_POS_N + N_POS_A].sum()
     sim = (ranked @ DISC / idcg).mean()
@@ -177,7 +177,7 @@ def test_delta_eel_monte_carlo(beta):
     rng = np.random.default_rng(11)
     n_q = 3000
     a, r, g, qptr = simulate_queries(rng, beta, n_q)
-    v = nu(a, r, g, qptr, threshold=0.5)            # grades by the threshold a* = 1/2
+    v = nu(a, r, g, qptr=qptr, threshold=0.5)            # grades by the threshold a* = 1/2
     true_en = eel_target_exposure_nonaffected(r, g, n_q)
     biased_en = eel_target_exposure_nonaffected((a > 0.5).astype(float), g, n_q)
     sim = 2 * (true_en - biased_en)
@@ -207,7 +207,7 @@ def test_rho_dtr_equals_nu_monte_carlo(beta):
     u_a, u_n = (R * G).sum(1), (R * (1 - G)).sum(1)  # true utilities
     pu_a, pu_n = (P * G).sum(1), (P * (1 - G)).sum(1)  # biased utilities
     rho = (pu_a / pu_n) / (u_a / u_n)                # DTR target ratio, biased / true
-    v = nu(a, r, g, qptr, threshold=0.5)
+    v = nu(a, r, g, qptr=qptr, threshold=0.5)
     np.testing.assert_allclose(rho, rho_dtr_theory(v), atol=1e-12)
     p = expected_nu(beta)
     assert abs(rho.mean() - p) <= 4 * np.sqrt(p * (1 - p) / (5 * n_q)) + 1e-12

@@ -91,7 +91,7 @@ def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | No
                                  f"min {low}, {int(np.sum(~finite))} non-finite")
         y_arr = y_arr.astype(np.float32)
     if normalize == "zscore":
-        feats = zscore_within_queries(feats, qptr)
+        feats = zscore_within_queries(feats, qptr=qptr)
     elif normalize is None:
         feats = np.ascontiguousarray(feats, dtype=np.float32)
     else:

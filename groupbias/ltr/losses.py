@@ -43,19 +43,20 @@ allRank's value whenever its sigmoid clamp is inactive.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from ..errors import ParameterError
-from ..validation import check_k
+from ..validation import check_k, choice, real
 
-_SCHEMES = {
-    "lambdaRank": "lambdaRank", "lambdaRank_scheme": "lambdaRank",
-    "ndcgLoss2": "ndcgLoss2", "ndcgLoss2_scheme": "ndcgLoss2",
-    "ndcgLoss2PP": "ndcgLoss2PP", "ndcgLoss2PP_scheme": "ndcgLoss2PP",
-    "rankNet": "rankNet", "rankNet_scheme": "rankNet", None: "rankNet",
-}
+GAINS = ("exp2", "linear")
+REDUCTIONS = ("mean", "sum", "none")
+
+#: allRank's scheme names -> ours
+ALIASES = {"lambdaRank_scheme": "lambdaRank", "ndcgLoss2_scheme": "ndcgLoss2",
+           "ndcgLoss2PP_scheme": "ndcgLoss2PP", "rankNet_scheme": "rankNet", None: "rankNet"}
 _EXP2_SHIFT = 60.0
 
 
@@ -98,78 +99,142 @@ def ideal_dcg(gains: torch.Tensor, *, k: int | None = None) -> torch.Tensor:
     return (sorted_g * disc).sum(dim=1)
 
 
-def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
-                weighting: str | None = "lambdaRank", k: int | None = None, sigma: float = 1.0,
-                mu: float = 10.0, gain: str = "exp2", eps: float = 1e-10,
-                reduction: str = "mean") -> torch.Tensor:
-    """LambdaLoss of padded lists (formulas in the module docstring).
+# --------------------------------------------------------------------------- weightings
+# Each weighting maps the normalized gains G [B, L], the 1-based ranks [B, L] (float) and the
+# rank cutoff k to pair weights w_ij [B, L, L]; rankNet weights every pair by 1 (None).
 
-    Parameters
-    ----------
-    scores : float [B, L] (any float dtype; computed in float32 or wider)
-    labels : float [B, L], non-negative on real slots, anything on padded slots
-    mask : bool [B, L], True = real item
-    weighting : "lambdaRank" | "ndcgLoss2" | "ndcgLoss2PP" | "rankNet" (allRank names too)
-    k : rank cutoff (None = no cutoff); sigma : sigmoid scale; mu : NDCG-Loss2++ weight
-    gain : "exp2" or "linear"; eps : lower bound of maxDCG
-    reduction : "mean" (over lists with at least one pair; 0 if none), "sum" or "none" ([B])
+def _swap_discount_delta(G, ranks, k):
+    """|G_i - G_j| * |d(pi_i) - d(pi_j)|: the |Delta NDCG@k| of swapping i and j."""
+    d = 1.0 / torch.log2(1.0 + ranks)
+    if k is not None:
+        d = d.masked_fill(ranks > k, 0.0)
+    return (G[:, :, None] - G[:, None, :]).abs() * (d[:, :, None] - d[:, None, :]).abs()
 
-    Scores of padded slots are never read (they may be inf or nan), so padding changes neither
-    the loss nor the gradient of any real item's score.
-    """
-    scheme = _SCHEMES.get(weighting, "") if isinstance(weighting, (str, type(None))) else ""
-    if not scheme:
-        raise ParameterError("weighting", "one of lambdaRank, ndcgLoss2, ndcgLoss2PP, rankNet",
-                             weighting)
-    check_k(k)
-    if reduction not in ("mean", "sum", "none"):
-        raise ParameterError("reduction", "'mean', 'sum' or 'none'", reduction)
-    if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
-        raise ParameterError("scores/labels/mask", "equal 2-D shapes [B, L]",
-                             (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)))
-    mask = mask.to(torch.bool)
-    work = torch.promote_types(scores.dtype, torch.float32)
-    s = scores.to(work).masked_fill(~mask, 0.0)  # padded scores never reach the gradient
-    y = labels.to(work).masked_fill(~mask, 0.0)
 
-    with torch.no_grad():
-        pair = mask[:, :, None] & mask[:, None, :] & (y[:, :, None] > y[:, None, :])
-        needs_ranks = scheme != "rankNet" or k is not None
-        if needs_ranks:
-            ranks = _ranks(s, mask)
-            rf = ranks.to(work)
-        if k is not None:
-            pair &= torch.minimum(ranks[:, :, None], ranks[:, None, :]) <= k
-        if scheme == "rankNet":
-            weights = None
-        else:
-            g = list_gains(y, mask, gain=gain)
-            G = g / ideal_dcg(g, k=k).clamp(min=eps)[:, None]
-            dG = (G[:, :, None] - G[:, None, :]).abs()
-            weights = torch.zeros_like(dG)
-            if scheme in ("lambdaRank", "ndcgLoss2PP"):
-                d = 1.0 / torch.log2(1.0 + rf)
-                if k is not None:
-                    d = d.masked_fill(ranks > k, 0.0)
-                weights = weights + dG * (d[:, :, None] - d[:, None, :]).abs()
-            if scheme in ("ndcgLoss2", "ndcgLoss2PP"):
-                t = (rf[:, :, None] - rf[:, None, :]).abs().clamp(min=1.0)
-                delta = 1.0 / torch.log2(1.0 + t) - 1.0 / torch.log2(2.0 + t)
-                w2 = delta * dG
-                weights = weights + (mu * w2 if scheme == "ndcgLoss2PP" else w2)
+def _rank_distance_delta(G, ranks):
+    """delta_|pi_i - pi_j| * |G_i - G_j| with delta_t = 1/D(t) - 1/D(t + 1)."""
+    t = (ranks[:, :, None] - ranks[:, None, :]).abs().clamp(min=1.0)
+    delta = 1.0 / torch.log2(1.0 + t) - 1.0 / torch.log2(2.0 + t)
+    return delta * (G[:, :, None] - G[:, None, :]).abs()
 
-    diff = sigma * (s[:, :, None] - s[:, None, :])
-    pair_loss = F.softplus(-diff) / math.log(2.0)
-    if weights is not None:
-        pair_loss = pair_loss * weights
-    per_list = torch.where(pair, pair_loss, torch.zeros((), dtype=work, device=s.device)
-                           ).sum(dim=(1, 2))
+
+def lambdarank_weights(G, ranks, *, k=None, mu=10.0):
+    """``lambdaRank``: ``|G_i - G_j| |d(pi_i) - d(pi_j)|``."""
+    return _swap_discount_delta(G, ranks, k)
+
+
+def ndcgloss2_weights(G, ranks, *, k=None, mu=10.0):
+    """``ndcgLoss2``: ``delta_|pi_i - pi_j| |G_i - G_j|``."""
+    return _rank_distance_delta(G, ranks)
+
+
+def ndcgloss2pp_weights(G, ranks, *, k=None, mu=10.0):
+    """``ndcgLoss2PP`` (NDCG-Loss2++): ``mu * ndcgLoss2 + lambdaRank``."""
+    return mu * _rank_distance_delta(G, ranks) + _swap_discount_delta(G, ranks, k)
+
+
+def ranknet_weights(G, ranks, *, k=None, mu=10.0):
+    """``rankNet``: every pair weighs 1."""
+    return None
+
+
+#: weighting scheme -> weight function (module docstring)
+WEIGHTINGS = {"lambdaRank": lambdarank_weights, "ndcgLoss2": ndcgloss2_weights,
+              "ndcgLoss2PP": ndcgloss2pp_weights, "rankNet": ranknet_weights}
+
+
+def pair_loss(scores: torch.Tensor, *, sigma: float) -> torch.Tensor:
+    """``log2(1 + exp(-sigma (s_i - s_j)))`` for every ordered pair ([B, L] -> [B, L, L])."""
+    diff = sigma * (scores[:, :, None] - scores[:, None, :])
+    return F.softplus(-diff) / math.log(2.0)
+
+
+def _valid_pairs(y: torch.Tensor, mask: torch.Tensor, ranks, k) -> torch.Tensor:
+    """Pairs of real items with y_i > y_j (and, with a cutoff, min rank <= k)."""
+    pair = mask[:, :, None] & mask[:, None, :] & (y[:, :, None] > y[:, None, :])
+    if k is not None:
+        pair &= torch.minimum(ranks[:, :, None], ranks[:, None, :]) <= k
+    return pair
+
+
+def _reduce(per_list: torch.Tensor, pair: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "none":
         return per_list
     if reduction == "sum":
         return per_list.sum()
     has_pair = pair.any(dim=(1, 2))
-    return per_list.sum() / has_pair.sum().clamp(min=1).to(work)
+    return per_list.sum() / has_pair.sum().clamp(min=1).to(per_list.dtype)
+
+
+@dataclass(frozen=True)
+class LambdaLoss:
+    """LambdaLoss of padded lists (formulas in the module docstring): a pair loss times a
+    weighting (the ``loss`` config group).
+
+    ``weighting``: "lambdaRank" | "ndcgLoss2" | "ndcgLoss2PP" | "rankNet"; ``k``: rank cutoff
+    (None: none); ``sigma``: sigmoid scale; ``mu``: NDCG-Loss2++ weight; ``gain``: "exp2" or
+    "linear"; ``eps``: lower bound of maxDCG; ``reduction``: "mean" (over lists with at least
+    one pair; 0 if none), "sum" or "none" ([B]).
+
+    ``loss(scores [B, L], labels [B, L], mask [B, L] bool) -> Tensor``. Scores of padded slots
+    are never read (they may be inf or nan), so padding changes neither the loss nor the
+    gradient of any real item's score.
+    """
+
+    weighting: str = "lambdaRank"
+    k: int | None = None
+    sigma: float = 1.0
+    mu: float = 10.0
+    gain: str = "exp2"
+    eps: float = 1e-10
+    reduction: str = "mean"
+
+    def __post_init__(self) -> None:
+        choice("weighting", self.weighting, tuple(WEIGHTINGS))
+        check_k(self.k)
+        real("sigma", self.sigma, low=0.0, low_open=True)
+        real("mu", self.mu, low=0.0)
+        choice("gain", self.gain, GAINS)
+        real("eps", self.eps, low=0.0, low_open=True)
+        choice("reduction", self.reduction, REDUCTIONS)
+
+    def __call__(self, scores: torch.Tensor, labels: torch.Tensor,
+                 mask: torch.Tensor) -> torch.Tensor:
+        if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
+            raise ParameterError("scores/labels/mask", "equal 2-D shapes [B, L]",
+                                 (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)))
+        mask = mask.to(torch.bool)
+        work = torch.promote_types(scores.dtype, torch.float32)
+        s = scores.to(work).masked_fill(~mask, 0.0)  # padded scores never reach the gradient
+        y = labels.to(work).masked_fill(~mask, 0.0)
+        fn = WEIGHTINGS[self.weighting]
+        with torch.no_grad():
+            ranks = _ranks(s, mask) if (fn is not ranknet_weights or self.k is not None) \
+                else None
+            pair = _valid_pairs(y, mask, ranks, self.k)
+            weights = None
+            if fn is not ranknet_weights:
+                g = list_gains(y, mask, gain=self.gain)
+                G = g / ideal_dcg(g, k=self.k).clamp(min=self.eps)[:, None]
+                weights = fn(G, ranks.to(work), k=self.k, mu=self.mu)
+        loss = pair_loss(s, sigma=self.sigma)
+        if weights is not None:
+            loss = loss * weights
+        per_list = torch.where(pair, loss, torch.zeros((), dtype=work, device=s.device)
+                               ).sum(dim=(1, 2))
+        return _reduce(per_list, pair, self.reduction)
+
+
+def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
+                weighting: str | None = "lambdaRank", k: int | None = None, sigma: float = 1.0,
+                mu: float = 10.0, gain: str = "exp2", eps: float = 1e-10,
+                reduction: str = "mean") -> torch.Tensor:
+    """:class:`LambdaLoss` as a function; allRank's scheme names (``"lambdaRank_scheme"``,
+    ...; None = rankNet) are accepted for ``weighting``."""
+    if weighting is None or (isinstance(weighting, str) and weighting in ALIASES):
+        weighting = ALIASES[weighting]
+    return LambdaLoss(weighting=weighting, k=k, sigma=sigma, mu=mu, gain=gain, eps=eps,
+                      reduction=reduction)(scores, labels, mask)
 
 
 def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
@@ -197,33 +262,3 @@ def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
         ndcg = torch.where(valid, dcg / idcg.clamp(min=torch.finfo(work).tiny),
                            torch.zeros_like(dcg))
     return ndcg, valid
-
-
-# ---- TEMP SHIM ----
-from dataclasses import dataclass  # noqa: E402
-
-
-@dataclass(frozen=True)
-class LambdaLoss:
-    weighting: str = "lambdaRank"
-    k: int | None = None
-    sigma: float = 1.0
-    mu: float = 10.0
-    gain: str = "exp2"
-    eps: float = 1e-10
-    reduction: str = "mean"
-
-    def __post_init__(self):
-        from ..validation import choice, real
-        choice("weighting", self.weighting, ("lambdaRank", "ndcgLoss2", "ndcgLoss2PP", "rankNet"))
-        check_k(self.k)
-        real("sigma", self.sigma, low=0, low_open=True)
-        real("mu", self.mu, low=0)
-        choice("gain", self.gain, ("exp2", "linear"))
-        real("eps", self.eps, low=0, low_open=True)
-        choice("reduction", self.reduction, ("mean", "sum", "none"))
-
-    def __call__(self, scores, labels, mask):
-        return lambda_loss(scores, labels, mask, weighting=self.weighting, k=self.k,
-                           sigma=self.sigma, mu=self.mu, gain=self.gain, eps=self.eps,
-                           reduction=self.reduction)

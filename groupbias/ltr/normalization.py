@@ -10,7 +10,7 @@ from ..validation import check_qptr
 _BLOCK = 32
 
 
-def zscore_within_queries(features: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+def zscore_within_queries(features: np.ndarray, *, qptr: np.ndarray) -> np.ndarray:
     """Standardize every feature within every query: ``(x - mean_q) / std_q``.
 
     ``mean_q`` and ``std_q`` (population standard deviation, ddof 0) are taken over the items
