@@ -239,6 +239,8 @@ def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray,
     return c, f1, f2
 
 
+# long: one pass of the branch-and-bound with its run bookkeeping kept in local arrays;
+# split further, every piece would pass the same eight arrays back and forth
 def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
               split: int) -> np.ndarray:
     """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and

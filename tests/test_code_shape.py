@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("groupbias", "data_loaders", "experiments")
 MAX_LINES = 60
-#: a comment on the ``def`` line or the line above it: ``# long: <reason>``
+#: a comment on the ``def`` line or in the three lines above it: ``# long: <reason>``
 REASON = re.compile(r"#\s*long:\s*\S")
 
 
@@ -50,6 +50,8 @@ def test_one_exception_root():
              and cls.__module__ == E.__name__ and not issubclass(cls, E.GroupBiasError)}
     assert not roots
     for path, tree in _modules(*PACKAGES):
+        if path.name == "errors.py":
+            continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and any(
                     getattr(b, "id", getattr(b, "attr", "")) in ("Exception", "ValueError")
@@ -81,7 +83,7 @@ def test_no_long_function_without_a_reason():
                 continue
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             n = node.end_lineno - first + 1
-            around = " ".join(lines[max(first - 2, 0):node.lineno])
+            around = " ".join(lines[max(first - 4, 0):node.lineno])
             if n > MAX_LINES and not REASON.search(around):
                 long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({n} lines)")
     assert not long, "\n".join(long)
