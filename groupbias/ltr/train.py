@@ -248,8 +248,20 @@ class RankerRecipe:
         return {"model": self.model.as_dict(), "loss": {"class": type(self.loss).__name__,
                                                         **(loss if isinstance(loss, dict)
                                                            else {"repr": loss})},
-                "optimizer": repr(self.optimizer), "scheduler": repr(self.scheduler),
+                "optimizer": _describe_factory(self.optimizer),
+                "scheduler": _describe_factory(self.scheduler),
                 "trainer": _plain(asdict(self.trainer)), "batching": asdict(self.batching)}
+
+
+def _describe_factory(factory) -> dict | None:
+    """``{"class": "torch.optim.adam.Adam", "lr": 0.001, ...}`` for a partial of a class."""
+    if factory is None:
+        return None
+    func = getattr(factory, "func", None)
+    if func is None:
+        return {"repr": repr(factory)}
+    return {"class": f"{func.__module__}.{func.__qualname__}",
+            **_plain(dict(getattr(factory, "keywords", {}) or {}))}
 
 
 def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
