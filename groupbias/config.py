@@ -171,7 +171,7 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
 GROUPS = ("dataset", "grouping", "bias", "estimator", "model", "loss", "optimizer",
           "scheduler", "trainer", "batching", "experiment")
 #: top-level keys beside the groups
-TOP_KEYS = ("seed", "progress", "paths", "hydra")
+TOP_KEYS = ("seed", "progress", "paths", "plugins", "hydra")
 
 
 def _probe_optimizer(factory) -> None:
@@ -214,6 +214,21 @@ def _check_top(cfg: Mapping) -> tuple[int, bool]:
     return seed, progress
 
 
+def import_plugins(modules) -> None:
+    """Import the modules named in the ``plugins`` key, first: they register datasets,
+    estimators and metrics that the config groups then refer to by name."""
+    import importlib
+
+    if isinstance(modules, (str, Mapping)) or not isinstance(modules, (list, tuple)):
+        raise ConfigError("plugins", f"expected a list of module names, got {modules!r}")
+    for i, name in enumerate(modules):
+        try:
+            importlib.import_module(str(name))
+        except ImportError as exc:
+            raise ConfigError(f"plugins[{i}]", f"cannot import {name!r} ({exc})",
+                              hint="put the module on PYTHONPATH") from None
+
+
 def _recipe(cfg: Mapping):
     from .ltr.train import RankerRecipe
 
@@ -238,6 +253,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
     if not isinstance(c, Mapping):
         raise ConfigError("<config>", "expected a mapping")
     seed, progress = _check_top(c)
+    import_plugins(c.get("plugins") or [])
     setup = Setup(seed=seed, progress=progress,
                   dataset=build(c.get("dataset"), "dataset"),
                   grouping=build(c.get("grouping"), "grouping"),

@@ -47,7 +47,7 @@ __all__ = [
     "class_exposure_per_query", "cwex", "cwex_per_query",
     "delta_exposure", "delta_exposure_per_query",
     "rank_bias", "rank_bias_per_query", "arab", "arab_per_query",
-    "per_query_correlation", "fairness_metrics_per_query", "METRICS",
+    "per_query_correlation", "fairness_metrics_per_query", "FAIRNESS_METRICS",
 ]
 
 TARGETS = ("uniform", "corpus", "relevant")
@@ -749,7 +749,7 @@ def _unlabeled(fn):
     return call
 
 
-METRICS = {
+FAIRNESS_METRICS = {
     "awrf": _m_awrf,
     "awrf_distance": _m_awrf_distance,
     "ndcg_awrf": _m_ndcg_awrf,
@@ -773,7 +773,7 @@ def fairness_metrics_per_query(scores, labels=None, *, qptr, membership,
                                                     "arab")) -> dict[str, np.ndarray]:
     """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``.
 
-    Each entry of ``metrics`` is a name from :data:`METRICS` or a mapping ``{"name": ...,
+    Each entry of ``metrics`` is a name from :data:`FAIRNESS_METRICS` or a mapping ``{"name": ...,
     "key": ..., **options}`` (``key`` defaults to the name; options are the metric's
     keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``). ``labels``
     are needed by ``ndcg_awrf`` and by ``target="relevant"``."""
@@ -789,11 +789,11 @@ def fairness_metrics_per_query(scores, labels=None, *, qptr, membership,
             name, key = spec["name"], spec.get("key", spec["name"])
         else:
             raise ParameterError("metrics", "a metric name or a mapping with a 'name'", spec)
-        if name not in METRICS:
-            raise ParameterError("metrics", "names from " + ", ".join(METRICS), name)
+        if name not in FAIRNESS_METRICS:
+            raise ParameterError("metrics", "names from " + ", ".join(FAIRNESS_METRICS), name)
         if key in out:
             raise ParameterError("metrics", "distinct output keys", key,
                                  fix="give repeated metrics a 'key'")
-        out[key] = METRICS[name](scores, labels, qptr=qptr, membership=membership, k=k,
+        out[key] = FAIRNESS_METRICS[name](scores, labels, qptr=qptr, membership=membership, k=k,
                                  **options)
     return out

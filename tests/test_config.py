@@ -106,7 +106,9 @@ def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, opti
 def test_unknown_top_level_key_and_bad_seed():
     cfg = _compose()
     for key, value, blamed in (("trainr", {}, "trainr"), ("seed", -1, "seed"),
-                               ("seed", "x", "seed"), ("progress", "yes", "progress")):
+                               ("seed", "x", "seed"), ("progress", "yes", "progress"),
+                               ("plugins", ["no_such_module_xyz"], "plugins[0]"),
+                               ("plugins", "my_module", "plugins")):
         bad = {**cfg, key: value}
         with pytest.raises(ConfigError) as info:
             build_setup(bad)

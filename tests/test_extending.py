@@ -20,9 +20,9 @@ def test_extending_doc_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     commands = []
     for lang, code in BLOCKS:
-        first = code.splitlines()[0]
-        if first.startswith("# file: "):
-            target = tmp_path / first[len("# file: "):].strip()
+        marker = [ln for ln in code.splitlines()[:2] if ln.startswith("# file: ")]
+        if marker:  # (a yaml package header, when present, must stay the first line)
+            target = tmp_path / marker[0][len("# file: "):].strip()
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(code)
         elif lang == "python":
