@@ -239,20 +239,16 @@ def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray,
     return c, f1, f2
 
 
-# long: one pass of the branch-and-bound with its run bookkeeping kept in local arrays;
-# split further, every piece would pass the same eight arrays back and forth
-def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
-              split: int) -> np.ndarray:
-    """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and
-    the largest number of runs handled in one pass."""
-    n_grid = grid.size
+def _end_points(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
+                best: np.ndarray) -> list:
+    """Evaluate the first and last sample point of every (grid point, active cluster) run of
+    both samples into ``best``; returns the runs ``(g, a, b, f1a, f2a, f1b, f2b)`` per
+    sample."""
     n_c = xs.size.size
-    best = np.full(n_grid * n_c, -np.inf)
     act = np.flatnonzero(active)
-    gg = np.repeat(np.arange(n_grid, dtype=np.int64), act.size)
-    cc = np.tile(act, n_grid)
+    gg = np.repeat(np.arange(grid.size, dtype=np.int64), act.size)
+    cc = np.tile(act, grid.size)
     blocks = []
-    peak = 0
     for fam, s in ((0, xs), (1, ys)):
         a = s.start[cc]
         b = s.end[cc] - 1
@@ -262,58 +258,87 @@ def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
         np.maximum.at(best, gp * n_c + c, np.abs(f1 - f2))
         m = a.size
         blocks.append((gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:]))
+    return blocks
+
+
+def _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n) -> tuple:
+    """The runs between consecutive points of ``[a, new..., b]`` within each parent run."""
+    per = n_new + 2
+    off = np.zeros(a.size, dtype=np.int64)
+    np.cumsum(per[:-1], out=off[1:])
+    total = int(per.sum())
+    seq_i = np.empty(total, dtype=np.int64)
+    seq_f1 = np.empty(total)
+    seq_f2 = np.empty(total)
+    seq_g = np.repeat(g, per)
+    seq_i[off], seq_f1[off], seq_f2[off] = a, f1a, f2a
+    last = off + per - 1
+    seq_i[last], seq_f1[last], seq_f2[last] = b, f1b, f2b
+    mid = np.ones(total, dtype=bool)
+    mid[off] = False
+    mid[last] = False
+    seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
+    pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
+    if total:
+        pair[last[:-1]] = False                     # no pair across parents
+    left = np.flatnonzero(pair)
+    right = left + 1
+    return (seq_g[left], seq_i[left], seq_i[right], seq_f1[left], seq_f2[left],
+            seq_f1[right], seq_f2[right])
+
+
+def _split_runs(fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: _Sample,
+                ys: _Sample, split: int) -> tuple:
+    """One pass over the runs of sample ``fam``: drop the runs whose bound cannot beat
+    ``best``, evaluate ``split - 1`` new points inside the others. Returns ``(child runs,
+    flat (grid, cluster) index of the new values, new values, runs handled)``."""
+    g, a, b, f1a, f2a, f1b, f2b = block
+    n_c = xs.size.size
+    fs = xs if fam == 0 else ys
+    bound = np.maximum(f1b - f2a, f2b - f1a)
+    # interior points lie between the end points: their CDF values too, and so do
+    # the rounded differences (rounding is monotone), so the bound is exact in
+    # floating point; equal end values mean equal interior values
+    keep = (b - a >= 2) & (bound > best[g * n_c + fs.c[a]]) & (fs.v[a] != fs.v[b])
+    g, a, b = g[keep], a[keep], b[keep]
+    f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
+    length = b - a
+    step = -(-length // split)                      # ceil
+    n_new = -(-length // step) - 1                  # points a + k*step < b, k >= 1
+    tot = int(n_new.sum())
+    rep = np.repeat(np.arange(a.size), n_new)
+    first = np.zeros(a.size, dtype=np.int64)
+    np.cumsum(n_new[:-1], out=first[1:])
+    k = np.arange(tot, dtype=np.int64) - first[rep] + 1
+    idx = a[rep] + k * step[rep]
+    gi = g[rep]
+    c_new, f1n, f2n = _evaluate(fam, idx, gi, grid, xs, ys)
+    children = _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n)
+    return children, gi * n_c + c_new, np.abs(f1n - f2n), tot + a.size
+
+
+def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
+              split: int) -> tuple[np.ndarray, int]:
+    """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and
+    the largest number of runs handled in one pass."""
+    n_grid = grid.size
+    n_c = xs.size.size
+    best = np.full(n_grid * n_c, -np.inf)
+    blocks = _end_points(grid, xs, ys, active, best)
+    peak = 0
     while True:
         new_blocks = []
         pending = []
-        for fam, (g, a, b, f1a, f2a, f1b, f2b) in enumerate(blocks):
-            if a.size == 0:
+        for fam, block in enumerate(blocks):
+            if block[1].size == 0:
                 new_blocks.append(None)
                 continue
-            fs = xs if fam == 0 else ys
-            bound = np.maximum(f1b - f2a, f2b - f1a)
-            # interior points lie between the end points: their CDF values too, and so do
-            # the rounded differences (rounding is monotone), so the bound is exact in
-            # floating point; equal end values mean equal interior values
-            keep = (b - a >= 2) & (bound > best[g * n_c + fs.c[a]]) & (fs.v[a] != fs.v[b])
-            g, a, b = g[keep], a[keep], b[keep]
-            f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
-            length = b - a
-            step = -(-length // split)                      # ceil
-            n_new = -(-length // step) - 1                  # points a + k*step < b, k >= 1
-            tot = int(n_new.sum())
-            peak = max(peak, tot + a.size)
-            rep = np.repeat(np.arange(a.size), n_new)
-            first = np.zeros(a.size, dtype=np.int64)
-            np.cumsum(n_new[:-1], out=first[1:])
-            k = np.arange(tot, dtype=np.int64) - first[rep] + 1
-            idx = a[rep] + k * step[rep]
-            gi = g[rep]
-            c_new, f1n, f2n = _evaluate(fam, idx, gi, grid, xs, ys)
-            pending.append((gi * n_c + c_new, np.abs(f1n - f2n)))
-            # children: consecutive points of [a, new..., b] within each parent
-            per = n_new + 2
-            off = np.zeros(a.size, dtype=np.int64)
-            np.cumsum(per[:-1], out=off[1:])
-            total = int(per.sum())
-            seq_i = np.empty(total, dtype=np.int64)
-            seq_f1 = np.empty(total)
-            seq_f2 = np.empty(total)
-            seq_g = np.repeat(g, per)
-            seq_i[off], seq_f1[off], seq_f2[off] = a, f1a, f2a
-            last = off + per - 1
-            seq_i[last], seq_f1[last], seq_f2[last] = b, f1b, f2b
-            mid = np.ones(total, dtype=bool)
-            mid[off] = False
-            mid[last] = False
-            seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
-            pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
-            if total:
-                pair[last[:-1]] = False                     # no pair across parents
-            left = np.flatnonzero(pair)
-            right = left + 1
-            new_blocks.append((seq_g[left], seq_i[left], seq_i[right], seq_f1[left],
-                               seq_f2[left], seq_f1[right], seq_f2[right]))
-        for where, vals in pending:
+            children, where, vals, handled = _split_runs(fam, block, best, grid, xs, ys,
+                                                         split)
+            peak = max(peak, handled)
+            pending.append((where, vals))
+            new_blocks.append(children)
+        for where, vals in pending:            # after both samples: both read the same best
             np.maximum.at(best, where, vals)
         blocks = [nb if nb is not None else blk for nb, blk in zip(new_blocks, blocks)]
         if all(blk[1].size == 0 for blk in blocks):
