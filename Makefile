@@ -1,6 +1,7 @@
 # Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
 # `make wheel` builds dist/groupbias-*.whl (configs shipped as groupbias/configs/);
-# `make lint` runs ruff and mypy (not part of `make test`).
+# `make test` runs `make lint` (ruff lint + format check, mypy on groupbias/) and then the
+# whole test suite, the wheel test included.
 VENV   ?= .venv
 PYTHON ?= python3
 PY     := $(VENV)/bin/python
@@ -25,12 +26,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/groupbias
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check groupbias data_loaders experiments tests
-	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tests
+	$(VENV)/bin/ruff check groupbias data_loaders experiments tests benchmarks
+	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tests benchmarks
 	$(VENV)/bin/mypy groupbias
 
 wheel: $(STAMP)

@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import median_time as timed  # noqa: E402
+
 from data_loaders.grouping import candidate_report  # noqa: E402
 from groupbias.data import RankingData  # noqa: E402
 
@@ -36,15 +37,24 @@ def make_input(n_queries: int, list_max: int = 249, seed: int = 0) -> RankingDat
     feats = rng.standard_normal((n, 136))
     feats[:, :20] += labels[:, None]
     feats[:, 120:] = rng.poisson(0.3, size=(n, 16))
-    return RankingData(features=feats, labels=labels, qptr=qptr,
-                       query_ids=np.arange(n_queries), name="bench")
+    return RankingData(
+        features=feats, labels=labels, qptr=qptr, query_ids=np.arange(n_queries), name="bench"
+    )
 
 
 def loop_report(data: RankingData) -> dict[str, np.ndarray]:
     """The obvious implementation: for every feature, for every query, test both sides."""
-    out = {k: [] for k in ("coverage_mean", "coverage_mean_std", "population_ratio_mean",
-                           "utility_ratio_mean", "population_ratio_mean_std",
-                           "utility_ratio_mean_std")}
+    out = {
+        k: []
+        for k in (
+            "coverage_mean",
+            "coverage_mean_std",
+            "population_ratio_mean",
+            "utility_ratio_mean",
+            "population_ratio_mean_std",
+            "utility_ratio_mean_std",
+        )
+    }
     for j in range(data.n_features):
         x = data.features[:, j].astype(np.float64)
         m, s = x.mean(), x.std()
@@ -52,7 +62,7 @@ def loop_report(data: RankingData) -> dict[str, np.ndarray]:
             aff = x < t
             both = 0
             for q in range(data.n_queries):
-                a = aff[data.qptr[q]:data.qptr[q + 1]]
+                a = aff[data.qptr[q] : data.qptr[q + 1]]
                 both += bool(a.any() and not a.all())
             out[f"coverage_{key}"].append(both / data.n_queries)
             n_a = aff.sum()
@@ -67,14 +77,16 @@ def loop_report(data: RankingData) -> dict[str, np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--list-max", type=int, default=249,
-                    help="list sizes uniform in 1..list-max (249: MSLR-like, 48: Yahoo-like)")
+    ap.add_argument(
+        "--list-max",
+        type=int,
+        default=249,
+        help="list sizes uniform in 1..list-max (249: MSLR-like, 48: Yahoo-like)",
+    )
     args = ap.parse_args()
     data = make_input(args.queries, args.list_max)
     print(f"input: {data.n_queries} queries, {data.n_items} items, {data.n_features} features")
@@ -82,8 +94,9 @@ def main() -> None:
     t_ours, rep = timed(lambda: candidate_report(data), args.repeats)
     for k, v in ref.items():
         np.testing.assert_allclose(rep[k].to_numpy(dtype=float), v, rtol=1e-9)
-    print(f"per-query loop: {t_loop:.3f} s   vectorized: {t_ours:.3f} s   (median of "
-          f"{args.repeats})")
+    print(
+        f"per-query loop: {t_loop:.3f} s   vectorized: {t_ours:.3f} s   (median of {args.repeats})"
+    )
     print(f"ratio: {t_loop / t_ours:.1f}")
 
 

@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import median_time, random_qptr  # noqa: E402
+
 from groupbias import fairness as F  # noqa: E402
 
 
@@ -40,6 +41,7 @@ def make_input(n_queries: int, max_len: int = 249, seed: int = 0):
 
 # ------------------------------------------------------------------ per-query loop baseline
 
+
 def _disc(n: int, k: int | None) -> np.ndarray:
     d = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
     if k is not None:
@@ -53,6 +55,7 @@ def _js(p, t):
     def kl(x):
         nz = x > 0
         return float(np.sum(x[nz] * np.log2(x[nz] / mid[nz])))
+
     return 0.5 * kl(p) + 0.5 * kl(t)
 
 
@@ -126,13 +129,12 @@ def loop_arab(scores, counts, qptr, k):
         mag = np.log1p(counts[a:b][order])
         diff = mag[:, 0] - mag[:, 1]
         t = b - a if k is None else min(k, b - a)
-        rab = np.cumsum(diff[:t]) / np.arange(1, t + 1)       # RaB@x, x = 1..t
+        rab = np.cumsum(diff[:t]) / np.arange(1, t + 1)  # RaB@x, x = 1..t
         out[i] = rab.mean()
     return out
 
 
 # ------------------------------------------------------------------ timing
-
 
 
 def main(argv=None) -> None:
@@ -144,37 +146,47 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     k = args.k or None
     s, lab, counts, share, q = make_input(args.queries, args.max_len)
-    print(f"input: {q.size - 1} queries, {s.size} items, 2 groups, k={k}, "
-          f"{args.repeats} repeats (median)")
+    print(
+        f"input: {q.size - 1} queries, {s.size} items, 2 groups, k={k}, "
+        f"{args.repeats} repeats (median)"
+    )
 
     cases = {
         "awrf uniform": (
             lambda: F.awrf_per_query(s, qptr=q, membership=share, k=k),
-            lambda: loop_awrf(s, share, lab, q, k, "uniform")),
+            lambda: loop_awrf(s, share, lab, q, k, "uniform"),
+        ),
         "awrf relevant": (
-            lambda: F.awrf_per_query(s, qptr=q, membership=share, labels=lab, k=k,
-                                     target="relevant"),
-            lambda: loop_awrf(s, share, lab, q, k, "relevant")),
+            lambda: F.awrf_per_query(
+                s, qptr=q, membership=share, labels=lab, k=k, target="relevant"
+            ),
+            lambda: loop_awrf(s, share, lab, q, k, "relevant"),
+        ),
         "texfair (rbdf)": (
             lambda: F.texfair_per_query(s, qptr=q, membership=share, k=k),
-            lambda: loop_texfair(s, share, q, k)),
+            lambda: loop_texfair(s, share, q, k),
+        ),
         "nfairr": (
             lambda: F.nfairr_per_query(s, qptr=q, membership=counts, k=k),
-            lambda: loop_nfairr(s, counts, q, k)),
+            lambda: loop_nfairr(s, counts, q, k),
+        ),
         "cwex(0.5)": (
             lambda: F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=0.5),
-            lambda: loop_cwex(s, share, q, k, 0.5)),
+            lambda: loop_cwex(s, share, q, k, 0.5),
+        ),
         "arab tf": (
             lambda: F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude="tf"),
-            lambda: loop_arab(s, counts, q, k)),
+            lambda: loop_arab(s, counts, q, k),
+        ),
     }
     total_vec = total_loop = 0.0
     print(f"{'metric':<18}{'vectorized s':>14}{'loop s':>10}{'ratio':>8}  mean")
     for name, (vec, loop) in cases.items():
         tv, rv = median_time(vec, args.repeats)
         tl, rl = median_time(loop, args.repeats)
-        if not np.array_equal(np.isnan(rv), np.isnan(rl)) or \
-                not np.allclose(rv[~np.isnan(rv)], rl[~np.isnan(rl)], rtol=0, atol=1e-9):
+        if not np.array_equal(np.isnan(rv), np.isnan(rl)) or not np.allclose(
+            rv[~np.isnan(rv)], rl[~np.isnan(rl)], rtol=0, atol=1e-9
+        ):
             raise SystemExit(f"{name}: vectorized and loop results disagree")
         total_vec += tv
         total_loop += tl

@@ -19,8 +19,13 @@ import time
 import numpy as np
 from scipy import stats
 
-from groupbias.estimation import (argmin_largest, default_grid, estimate_beta, ks_curves,
-                                  tie_break_jitter)
+from groupbias.estimation import (
+    argmin_largest,
+    default_grid,
+    estimate_beta,
+    ks_curves,
+    tie_break_jitter,
+)
 
 
 def median_time(fn, repeats: int):
@@ -51,13 +56,16 @@ def main() -> None:
 
     scores = tie_break_jitter(attractiveness, rng=np.random.default_rng(1))
     x, y = scores[groups == 1], scores[groups == 0]
-    print(f"affected scores: {x.size}, non-affected scores: {y.size}, grid: {grid.size} "
-          f"points ({grid[0]:.2f}..{grid[-1]:.2f})")
+    print(
+        f"affected scores: {x.size}, non-affected scores: {y.size}, grid: {grid.size} "
+        f"points ({grid[0]:.2f}..{grid[-1]:.2f})"
+    )
 
     t_ours, ours = median_time(lambda: ks_curves(x, y, grid=grid), max(args.repeats, 5))
     t_full, est = median_time(
         lambda: estimate_beta(attractiveness, groups, qptr=qptr, rng=np.random.default_rng(1)),
-        max(args.repeats, 5))
+        max(args.repeats, 5),
+    )
 
     def brute():
         return np.array([stats.ks_2samp(x / b, y).statistic for b in grid])
@@ -66,14 +74,20 @@ def main() -> None:
 
     diff = float(np.max(np.abs(ours[0] - ref)))
     same = argmin_largest(ours, grid)[0] == argmin_largest(ref[None], grid)[0]
-    print(f"beta_hat: {argmin_largest(ours, grid)[0]:.2f} (estimate_beta: "
-          f"{est.beta_hat[0]:.2f}); max |KS ours - KS scipy|: {diff:.3g}; "
-          f"argmin identical: {same}")
-    print(f"scipy ks_2samp loop (full {grid.size}-point grid, median of {args.repeats}): "
-          f"{t_brute:.3f} s")
+    print(
+        f"beta_hat: {argmin_largest(ours, grid)[0]:.2f} (estimate_beta: "
+        f"{est.beta_hat[0]:.2f}); max |KS ours - KS scipy|: {diff:.3g}; "
+        f"argmin identical: {same}"
+    )
+    print(
+        f"scipy ks_2samp loop (full {grid.size}-point grid, median of {args.repeats}): "
+        f"{t_brute:.3f} s"
+    )
     print(f"ks_curves (median of {max(args.repeats, 5)}): {t_ours * 1e3:.1f} ms")
-    print(f"estimate_beta end to end incl. zero filter, jitter, validation: "
-          f"{t_full * 1e3:.1f} ms (ratio {t_brute / t_full:.1f})")
+    print(
+        f"estimate_beta end to end incl. zero filter, jitter, validation: "
+        f"{t_full * 1e3:.1f} ms (ratio {t_brute / t_full:.1f})"
+    )
     if diff > 1e-12 or not same:
         raise SystemExit("results differ")
     print(f"ratio: {t_brute / t_ours:.1f}")

@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import median_time, random_qptr  # noqa: E402
+
 from groupbias import metrics as M  # noqa: E402
 
 
@@ -38,6 +39,7 @@ def make_input(n_queries: int, max_len: int = 249, seed: int = 0):
 
 
 # ------------------------------------------------------------------ per-query loop baseline
+
 
 def _disc(n, k=None):
     d = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
@@ -62,7 +64,7 @@ def loop_ndcg(scores, labels, qptr, groups, weight, k):
     out = np.full(qptr.size - 1, np.nan)
     for i in range(qptr.size - 1):
         a, b = qptr[i], qptr[i + 1]
-        gains = (2.0 ** labels[a:b] - 1.0)
+        gains = 2.0 ** labels[a:b] - 1.0
         if weight == "affected":
             gains = gains * groups[a:b]
         elif weight == "non_affected":
@@ -122,12 +124,15 @@ def loop_eel(model_key, rel, qptr, groups, *, discretize_model):
 # ------------------------------------------------------------------ timing
 
 
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=6000)
-    ap.add_argument("--max-len", type=int, default=249,
-                    help="list sizes are uniform in 1..max-len (249: MSLR-like, 47: Yahoo!-like)")
+    ap.add_argument(
+        "--max-len",
+        type=int,
+        default=249,
+        help="list sizes are uniform in 1..max-len (249: MSLR-like, 47: Yahoo!-like)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     s, lab, rel, biased, g, q = make_input(args.queries, args.max_len)
@@ -136,33 +141,41 @@ def main(argv=None) -> None:
     cases = {
         "ndcg@10 all": (
             lambda: M.ndcg_per_query(s, lab, qptr=q, k=10),
-            lambda: loop_ndcg(s, lab, q, g, "all", 10)),
+            lambda: loop_ndcg(s, lab, q, g, "all", 10),
+        ),
         "ndcg@10 affected": (
             lambda: M.ndcg_per_query(s, lab, qptr=q, groups=g, group="affected", k=10),
-            lambda: loop_ndcg(s, lab, q, g, "affected", 10)),
+            lambda: loop_ndcg(s, lab, q, g, "affected", 10),
+        ),
         "ndcg@10 non_affected": (
             lambda: M.ndcg_per_query(s, lab, qptr=q, groups=g, group="non_affected", k=10),
-            lambda: loop_ndcg(s, lab, q, g, "non_affected", 10)),
+            lambda: loop_ndcg(s, lab, q, g, "non_affected", 10),
+        ),
         "rho_dtr ranking": (
             lambda: M.rho_dtr_ranking_per_query(s, rel, qptr=q, groups=g),
-            lambda: loop_rho_ranking(s, rel, q, g)),
+            lambda: loop_rho_ranking(s, rel, q, g),
+        ),
         "rho_dtr tabular": (
             lambda: M.rho_dtr_tabular_per_query(biased, rel, qptr=q, groups=g),
-            lambda: loop_rho_tabular(biased, rel, q, g)),
+            lambda: loop_rho_tabular(biased, rel, q, g),
+        ),
         "delta_eel ranking": (
             lambda: M.delta_eel_ranking_per_query(s, rel, qptr=q, groups=g),
-            lambda: loop_eel(s, rel, q, g, discretize_model=False)),
+            lambda: loop_eel(s, rel, q, g, discretize_model=False),
+        ),
         "delta_eel tabular": (
             lambda: M.delta_eel_tabular_per_query(biased, rel, qptr=q, groups=g),
-            lambda: loop_eel(biased, rel, q, g, discretize_model=True)),
+            lambda: loop_eel(biased, rel, q, g, discretize_model=True),
+        ),
     }
     total_vec = total_loop = 0.0
     print(f"{'metric':<22}{'vectorized s':>14}{'loop s':>10}{'ratio':>8}  mean")
     for name, (vec, loop) in cases.items():
         tv, rv = median_time(vec, args.repeats)
         tl, rl = median_time(loop, args.repeats)
-        if not np.array_equal(np.isnan(rv), np.isnan(rl)) or \
-                not np.allclose(rv[~np.isnan(rv)], rl[~np.isnan(rl)], rtol=0, atol=1e-9):
+        if not np.array_equal(np.isnan(rv), np.isnan(rl)) or not np.allclose(
+            rv[~np.isnan(rv)], rl[~np.isnan(rl)], rtol=0, atol=1e-9
+        ):
             raise SystemExit(f"{name}: vectorized and loop results disagree")
         total_vec += tv
         total_loop += tl

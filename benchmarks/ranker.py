@@ -2,7 +2,8 @@
 
 One step = forward + LambdaLoss (NDCG-Loss2++, ours, on both models' scores) + backward +
 Adam step, on the same padded batch (default 64 queries x 120 slots x 136 features, list
-lengths uniform in 30..120 (``--full``: all 120), allRank's MSLR example architecture with h=2). allRank's weights
+lengths uniform in 30..120 (``--full``: all 120), allRank's MSLR example architecture with
+h=2). allRank's weights
 are copied into ours so both compute the same function. Steps alternate between the two
 models; the median over the timed steps is reported after warm-up.
 
@@ -32,11 +33,17 @@ from groupbias.ltr.model import make_scorer  # noqa: E402
 
 
 def model_cfg(h: int, dropout: float) -> dict:
-    return {"fc_model": {"sizes": [144], "input_norm": False, "activation": None,
-                         "dropout": 0.0},
-            "transformer": {"N": 2, "d_ff": 384, "h": h, "positional_encoding": None,
-                            "dropout": dropout},
-            "post_model": {"output_activation": "Sigmoid", "d_output": 1}}
+    return {
+        "fc_model": {"sizes": [144], "input_norm": False, "activation": None, "dropout": 0.0},
+        "transformer": {
+            "N": 2,
+            "d_ff": 384,
+            "h": h,
+            "positional_encoding": None,
+            "dropout": dropout,
+        },
+        "post_model": {"output_activation": "Sigmoid", "d_output": 1},
+    }
 
 
 def build_allrank(cfg: dict, n_features: int):
@@ -44,8 +51,9 @@ def build_allrank(cfg: dict, n_features: int):
     from allrank.models.model import make_model
 
     c = copy.deepcopy(cfg)
-    return make_model(c["fc_model"], TransformerConfig(**c["transformer"]), c["post_model"],
-                      n_features=n_features)
+    return make_model(
+        c["fc_model"], TransformerConfig(**c["transformer"]), c["post_model"], n_features=n_features
+    )
 
 
 def main() -> None:
@@ -60,8 +68,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--full", action="store_true",
-                    help="every list fills the slate (no padding) instead of 30..slate items")
+    ap.add_argument(
+        "--full",
+        action="store_true",
+        help="every list fills the slate (no padding) instead of 30..slate items",
+    )
     args = ap.parse_args()
 
     device = torch.device(args.device)
@@ -126,12 +137,16 @@ def main() -> None:
         t_a.append(timed(step_allrank))
         t_o.append(timed(step_ours))
     med_a, med_o = statistics.median(t_a), statistics.median(t_o)
-    print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}"
-          f", {torch.get_num_threads()} threads), precision {args.precision}, torch "
-          f"{torch.__version__}")
-    print(f"batch {b} queries x {slate} slots x {f} features "
-          f"({int(mask.sum())} real items); fc [144], N=2, h={args.heads}, d_ff=384, "
-          f"dropout {args.dropout}; loss NDCG-Loss2++ (ours) for both")
+    print(
+        f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}"
+        f", {torch.get_num_threads()} threads), precision {args.precision}, torch "
+        f"{torch.__version__}"
+    )
+    print(
+        f"batch {b} queries x {slate} slots x {f} features "
+        f"({int(mask.sum())} real items); fc [144], N=2, h={args.heads}, d_ff=384, "
+        f"dropout {args.dropout}; loss NDCG-Loss2++ (ours) for both"
+    )
     print(f"allRank make_model: median {med_a * 1e3:.2f} ms/step over {args.steps} steps")
     print(f"groupbias scorer:   median {med_o * 1e3:.2f} ms/step over {args.steps} steps")
     print(f"ratio: {med_a / med_o:.3f}")

@@ -66,8 +66,12 @@ def _write_lines(path: Path, heads: list[bytes], tokens: np.ndarray, counts: np.
     starts = ends - counts
     flat = tokens.tolist()
     with open(path, "wb") as fh:
-        fh.write(b"".join(h + b" ".join(flat[s:e]) + b"\n"
-                          for h, s, e in zip(heads, starts.tolist(), ends.tolist())))
+        fh.write(
+            b"".join(
+                h + b" ".join(flat[s:e]) + b"\n"
+                for h, s, e in zip(heads, starts.tolist(), ends.tolist())
+            )
+        )
 
 
 def _heads(rng, n_lines: int, mean_query: int) -> list[bytes]:
@@ -86,9 +90,9 @@ def make_mslr(path: Path, n_lines: int, rng) -> Path:
 
 
 def make_yahoo(path: Path, n_lines: int, rng) -> Path:
-    vocab = np.stack([_vocab(rng, j, "yahoo") for j in range(1, 701)])    # [700, 256]
+    vocab = np.stack([_vocab(rng, j, "yahoo") for j in range(1, 701)])  # [700, 256]
     present = rng.random((n_lines, 700)) < rng.uniform(0.14, 0.29, (n_lines, 1))
-    rows, cols = np.nonzero(present)                  # row-major: ids ascending per line
+    rows, cols = np.nonzero(present)  # row-major: ids ascending per line
     tokens = vocab[cols, rng.integers(0, 256, cols.size)]
     _write_lines(path, _heads(rng, n_lines, 24), tokens, present.sum(axis=1))
     return path
@@ -122,15 +126,19 @@ def main() -> None:
         tmp = Path(tmp)
         for name, make, nf in (("mslr", make_mslr, 136), ("yahoo", make_yahoo, 700)):
             path = make(tmp / f"{name}.txt", args.lines, rng)
-            size_mb = path.stat().st_size / 2 ** 20
-            t_sk, (X, y, q) = _time(lambda: load_svmlight_file(
-                str(path), query_id=True, n_features=nf, zero_based=False), 1)
-            parse_svmlight(path, n_features=nf)       # warm-up (memory of the process)
+            size_mb = path.stat().st_size / 2**20
+            t_sk, (X, y, q) = _time(
+                lambda: load_svmlight_file(
+                    str(path), query_id=True, n_features=nf, zero_based=False
+                ),
+                1,
+            )
+            parse_svmlight(path, n_features=nf)  # warm-up (memory of the process)
             runs: list = []
-            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats,
-                                 runs)
-            t_two, _ = _time(lambda: parse_svmlight(path, n_features=nf, workers=2),
-                             max(1, args.repeats // 2))
+            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats, runs)
+            t_two, _ = _time(
+                lambda: parse_svmlight(path, n_features=nf, workers=2), max(1, args.repeats // 2)
+            )
             # same values as scikit-learn
             k = min(5000, data.n_items)
             assert np.array_equal(X[:k].toarray().astype(np.float32), data.features[:k])
@@ -148,22 +156,32 @@ def main() -> None:
             # cache: first call parses and stores, later calls map the stored arrays
             cdir = tmp / "cache"
             t_store, _ = _time(lambda: load_svmlight(path, n_features=nf, cache_dir=cdir), 1)
-            t_reload, hit = _time(lambda: load_svmlight(path, n_features=nf, cache_dir=cdir),
-                                  args.repeats)
+            t_reload, hit = _time(
+                lambda: load_svmlight(path, n_features=nf, cache_dir=cdir), args.repeats
+            )
             assert hit.meta["cache"] == "hit"
             t_touch, _ = _time(lambda: float(np.asarray(hit.features).sum()), 1)
-            print(f"{name}: {args.lines} lines, {size_mb:.0f} MiB, "
-                  f"{data.n_queries} queries, features {data.features.shape}")
+            print(
+                f"{name}: {args.lines} lines, {size_mb:.0f} MiB, "
+                f"{data.n_queries} queries, features {data.features.shape}"
+            )
             print(f"  sklearn load_svmlight_file     {t_sk:8.3f} s   (1 run)")
-            print(f"  parse_svmlight                 {t_ours:8.3f} s   "
-                  f"x{t_sk / t_ours:.1f}  ({size_mb / t_ours:.0f} MiB/s; median of runs "
-                  + ", ".join(f"{t:.3f}" for t in runs) + f"; x{t_sk / max(runs):.1f} "
-                  "for the slowest)")
+            print(
+                f"  parse_svmlight                 {t_ours:8.3f} s   "
+                f"x{t_sk / t_ours:.1f}  ({size_mb / t_ours:.0f} MiB/s; median of runs "
+                + ", ".join(f"{t:.3f}" for t in runs)
+                + f"; x{t_sk / max(runs):.1f} "
+                "for the slowest)"
+            )
             print(f"  parse_svmlight (workers=2)     {t_two:8.3f} s   x{t_sk / t_two:.1f}")
-            print(f"  half-size file                 {t_half:8.3f} s   "
-                  f"half/full = {t_half / t_ours:.2f} (linear: 0.50)")
-            print(f"  cache: parse+store {t_store:.3f} s, reload {t_reload * 1e3:.1f} ms, "
-                  f"first full read of the mapped features {t_touch:.3f} s")
+            print(
+                f"  half-size file                 {t_half:8.3f} s   "
+                f"half/full = {t_half / t_ours:.2f} (linear: 0.50)"
+            )
+            print(
+                f"  cache: parse+store {t_store:.3f} s, reload {t_reload * 1e3:.1f} ms, "
+                f"first full read of the mapped features {t_touch:.3f} s"
+            )
             sk_total += t_sk
             ours_total += t_ours
             os.remove(half)

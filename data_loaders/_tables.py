@@ -22,16 +22,19 @@ import pandas as pd
 from groupbias.errors import DataFormatError, MissingFilesError
 
 
-def resolve_path(path: str | os.PathLike | None, *, env: str, expected: list[str],
-                 what: str) -> Path:
+def resolve_path(
+    path: str | os.PathLike | None, *, env: str, expected: list[str], what: str
+) -> Path:
     """``path`` if given, else ``$env``; a clear :class:`MissingFilesError` when neither."""
     if path is None:
         value = os.environ.get(env)
         if not value:
             raise MissingFilesError(
-                ".", expected,
+                ".",
+                expected,
                 hint=f"no {what} location given: pass path=... or set the environment "
-                     f"variable {env}")
+                f"variable {env}",
+            )
         path = value
     return Path(path).expanduser()
 
@@ -58,12 +61,14 @@ def read_table(path: Path, **kwargs) -> pd.DataFrame:
         line = int(m.group(1)) if m else None
         raise DataFormatError(path, line, f"cannot parse row: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise DataFormatError(path, None, f"not valid {kwargs.get('encoding', 'utf-8')} "
-                                          f"text ({exc.reason})") from None
+        raise DataFormatError(
+            path, None, f"not valid {kwargs.get('encoding', 'utf-8')} text ({exc.reason})"
+        ) from None
 
 
-def record_line(path: Path, index: int, *, header: bool = True, sep: str = ",",
-                encoding: str = "utf-8") -> int | None:
+def record_line(
+    path: Path, index: int, *, header: bool = True, sep: str = ",", encoding: str = "utf-8"
+) -> int | None:
     """1-based line on which data record ``index`` (0-based, header excluded) starts.
 
     Blank lines are skipped as pandas skips them; quoted multi-line fields are handled by the
@@ -88,9 +93,17 @@ def first_bad(mask: np.ndarray) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
-def numeric_column(df: pd.DataFrame, column: str, path: Path, *, allow_missing: bool = False,
-                   header: bool = True, sep: str = ",", encoding: str = "utf-8",
-                   field: str | None = None) -> np.ndarray:
+def numeric_column(
+    df: pd.DataFrame,
+    column: str,
+    path: Path,
+    *,
+    allow_missing: bool = False,
+    header: bool = True,
+    sep: str = ",",
+    encoding: str = "utf-8",
+    field: str | None = None,
+) -> np.ndarray:
     """``df[column]`` as float64; the first non-numeric (or, unless ``allow_missing``, empty)
     value raises :class:`DataFormatError` with its file line and field name."""
     raw = df[column]
@@ -104,8 +117,7 @@ def numeric_column(df: pd.DataFrame, column: str, path: Path, *, allow_missing: 
         line = record_line(path, i, header=header, sep=sep, encoding=encoding)
         shown = raw.iloc[i]
         what = "empty value" if pd.isna(shown) else f"non-numeric value {str(shown)!r}"
-        raise DataFormatError(path, line, f"{what}; expected a number",
-                              field=field or str(column))
+        raise DataFormatError(path, line, f"{what}; expected a number", field=field or str(column))
     return values
 
 

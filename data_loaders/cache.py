@@ -34,8 +34,16 @@ import numpy as np
 
 from groupbias.data import RankingData
 
-__all__ = ["FORMAT_VERSION", "cache_root", "source_fingerprint", "cache_key", "cached",
-           "save_ranking_data", "load_ranking_data", "entry_dir"]
+__all__ = [
+    "FORMAT_VERSION",
+    "cache_root",
+    "source_fingerprint",
+    "cache_key",
+    "cached",
+    "save_ranking_data",
+    "load_ranking_data",
+    "entry_dir",
+]
 
 #: Version of the cache layout and of the parsers' output; part of every key.
 FORMAT_VERSION = 1
@@ -64,14 +72,21 @@ def source_fingerprint(path: str | os.PathLike) -> dict:
         if st.st_size > _EDGE:
             fh.seek(max(_EDGE, st.st_size - _EDGE))
             h.update(fh.read(_EDGE))
-    return {"path": str(p), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns),
-            "edges_sha256": h.hexdigest()}
+    return {
+        "path": str(p),
+        "size": int(st.st_size),
+        "mtime_ns": int(st.st_mtime_ns),
+        "edges_sha256": h.hexdigest(),
+    }
 
 
 def cache_key(fingerprint: Mapping, options: Mapping) -> str:
     """SHA-256 (hex) of the source fingerprint, the options and :data:`FORMAT_VERSION`."""
-    blob = json.dumps({"format": FORMAT_VERSION, "source": dict(fingerprint),
-                       "options": dict(options)}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"format": FORMAT_VERSION, "source": dict(fingerprint), "options": dict(options)},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -79,8 +94,9 @@ def entry_dir(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
     return cache_root(cache_dir) / "ranking" / key
 
 
-def save_ranking_data(directory: str | os.PathLike, data: RankingData, *,
-                      manifest: Mapping | None = None) -> Path:
+def save_ranking_data(
+    directory: str | os.PathLike, data: RankingData, *, manifest: Mapping | None = None
+) -> Path:
     """Write ``data`` as ``.npy`` files plus ``manifest.json`` into a new ``directory``,
     atomically (temporary directory, then rename). An existing entry is left as is."""
     directory = Path(directory)
@@ -94,17 +110,26 @@ def save_ranking_data(directory: str | os.PathLike, data: RankingData, *,
                 continue
             a = np.asarray(a)
             if a.dtype == object:
-                raise TypeError(f"RankingData.{name} has dtype object; the cache stores "
-                                "numeric and fixed-width string arrays only")
+                raise TypeError(
+                    f"RankingData.{name} has dtype object; the cache stores "
+                    "numeric and fixed-width string arrays only"
+                )
             with open(tmp / f"{name}.npy", "wb") as fh:
                 np.save(fh, a, allow_pickle=False)
                 fh.flush()
                 os.fsync(fh.fileno())
             arrays[name] = {"dtype": a.dtype.str, "shape": list(a.shape)}
         man = dict(manifest or {})
-        man.update({"format": FORMAT_VERSION, "name": data.name,
-                    "label_max": data.label_max, "meta": data.meta, "arrays": arrays,
-                    "created_unix": time.time()})
+        man.update(
+            {
+                "format": FORMAT_VERSION,
+                "name": data.name,
+                "label_max": data.label_max,
+                "meta": data.meta,
+                "arrays": arrays,
+                "created_unix": time.time(),
+            }
+        )
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
             json.dump(man, fh, indent=2, sort_keys=True, default=str)
             fh.flush()
@@ -114,15 +139,16 @@ def save_ranking_data(directory: str | os.PathLike, data: RankingData, *,
         except OSError:
             if not (directory / "manifest.json").is_file():
                 raise
-            shutil.rmtree(tmp, ignore_errors=True)   # written meanwhile by someone else
+            shutil.rmtree(tmp, ignore_errors=True)  # written meanwhile by someone else
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
 
 
-def load_ranking_data(directory: str | os.PathLike, *, mmap: bool = True
-                      ) -> tuple[RankingData, dict]:
+def load_ranking_data(
+    directory: str | os.PathLike, *, mmap: bool = True
+) -> tuple[RankingData, dict]:
     """Load an entry written by :func:`save_ranking_data`: ``(data, manifest)``.
 
     Arrays are memory-mapped read-only (``mmap=False`` reads them into memory). Raises
@@ -131,18 +157,24 @@ def load_ranking_data(directory: str | os.PathLike, *, mmap: bool = True
     with open(directory / "manifest.json", encoding="utf-8") as fh:
         man = json.load(fh)
     if man.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{directory}: cache format {man.get('format')!r}, expected "
-                         f"{FORMAT_VERSION}")
+        raise ValueError(
+            f"{directory}: cache format {man.get('format')!r}, expected {FORMAT_VERSION}"
+        )
     arrays = {}
     for name, spec in man["arrays"].items():
-        a = np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None,
-                    allow_pickle=False)
+        a = np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
         if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
-            raise ValueError(f"{directory / (name + '.npy')}: dtype/shape {a.dtype.str} "
-                             f"{a.shape} disagree with the manifest {spec}")
+            raise ValueError(
+                f"{directory / (name + '.npy')}: dtype/shape {a.dtype.str} "
+                f"{a.shape} disagree with the manifest {spec}"
+            )
         arrays[name] = a
-    data = RankingData(name=man.get("name", ""), label_max=man.get("label_max"),
-                       meta=dict(man.get("meta") or {}), **arrays)
+    data = RankingData(
+        name=man.get("name", ""),
+        label_max=man.get("label_max"),
+        meta=dict(man.get("meta") or {}),
+        **arrays,
+    )
     return data, man
 
 
@@ -161,8 +193,13 @@ def _prune(root: Path, keep: str, source_path: str, options: Mapping) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def cached(path: str | os.PathLike, options: Mapping, build: Callable[[], RankingData], *,
-           cache_dir: str | os.PathLike | None = None) -> RankingData:
+def cached(
+    path: str | os.PathLike,
+    options: Mapping,
+    build: Callable[[], RankingData],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+) -> RankingData:
     """Return the cached parse of ``path`` under ``options``, or ``build()`` it and store it.
 
     ``options`` (JSON-serializable) must name everything that changes the result. The
@@ -182,13 +219,12 @@ def cached(path: str | os.PathLike, options: Mapping, build: Callable[[], Rankin
             warnings.warn(f"ignoring unreadable cache entry {d}: {e}", stacklevel=2)
         shutil.rmtree(d, ignore_errors=True)
     data = build()
-    for name in _ARRAYS:                      # read-only, like the memory-mapped arrays
+    for name in _ARRAYS:  # read-only, like the memory-mapped arrays
         a = getattr(data, name)
         if isinstance(a, np.ndarray):
             a.flags.writeable = False
     try:
-        save_ranking_data(d, data, manifest={"key": key, "source": fp,
-                                             "options": dict(options)})
+        save_ranking_data(d, data, manifest={"key": key, "source": fp, "options": dict(options)})
         _prune(d.parent, key, fp["path"], options)
     except OSError as e:
         warnings.warn(f"could not write cache entry {d}: {e}", stacklevel=2)

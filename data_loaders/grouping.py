@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 import pandas as pd
 
 from groupbias.data import RankingData
@@ -45,24 +44,37 @@ PAPER_THRESHOLDS = ("mean", "mean-std")
 AFFECTED_SIDES = ("below", "above")
 #: items x features handled per vectorized block in :func:`candidate_report`
 BLOCK_ELEMENTS = 4_000_000
-REPORT_COLUMNS = ("feature_id", "mean", "std", "threshold_mean", "threshold_mean_std",
-                  "coverage_mean", "coverage_mean_std", "is_candidate",
-                  "population_ratio_mean", "utility_ratio_mean",
-                  "population_ratio_mean_std", "utility_ratio_mean_std")
+REPORT_COLUMNS = (
+    "feature_id",
+    "mean",
+    "std",
+    "threshold_mean",
+    "threshold_mean_std",
+    "coverage_mean",
+    "coverage_mean_std",
+    "is_candidate",
+    "population_ratio_mean",
+    "utility_ratio_mean",
+    "population_ratio_mean_std",
+    "utility_ratio_mean_std",
+)
 
 
 def _column(data: RankingData, feature_id) -> np.ndarray:
     try:
         fid = int(feature_id)
     except (TypeError, ValueError):
-        raise GroupingError(f"{data.name or 'data'}: feature id {feature_id!r} is not an "
-                            "integer") from None
+        raise GroupingError(
+            f"{data.name or 'data'}: feature id {feature_id!r} is not an integer"
+        ) from None
     hit = np.flatnonzero(data.feature_ids == fid)
     if hit.size == 0:
         ids = data.feature_ids
         rng = f"{int(ids.min())}..{int(ids.max())}" if ids.size else "none"
-        raise GroupingError(f"{data.name or 'data'}: unknown feature id {feature_id}; "
-                            f"this data has {ids.size} features with ids {rng}")
+        raise GroupingError(
+            f"{data.name or 'data'}: unknown feature id {feature_id}; "
+            f"this data has {ids.size} features with ids {rng}"
+        )
     return data.features[:, int(hit[0])].astype(np.float64)
 
 
@@ -71,8 +83,9 @@ def _check_side(affected: str) -> None:
         raise ParameterError("affected", "'below' or 'above'", affected)
 
 
-def feature_threshold(data: RankingData, feature_id: int, *,
-                      threshold: str | float = "mean") -> float:
+def feature_threshold(
+    data: RankingData, feature_id: int, *, threshold: str | float = "mean"
+) -> float:
     """The threshold value of rule ``threshold`` on feature ``feature_id`` of ``data``
     (mean / mean - std over all items, or the number itself)."""
     x = _column(data, feature_id)
@@ -86,14 +99,14 @@ def _threshold_value(x: np.ndarray, threshold) -> float:
         if threshold == "mean-std":
             return float(x.mean() - x.std())
         raise ParameterError("threshold", "'mean', 'mean-std' or a number", threshold)
-    if not is_real(threshold) \
-            or not np.isfinite(threshold):
+    if not is_real(threshold) or not np.isfinite(threshold):
         raise ParameterError("threshold", "'mean', 'mean-std' or a finite number", threshold)
     return float(threshold)
 
 
-def group_by_feature(data: RankingData, feature_id: int, *, threshold: str | float = "mean",
-                     affected: str = "below") -> RankingData:
+def group_by_feature(
+    data: RankingData, feature_id: int, *, threshold: str | float = "mean", affected: str = "below"
+) -> RankingData:
     """``data`` with ``groups`` from a threshold on one feature (paper Sec. 6.1).
 
     ``groups[i] = 1`` (affected) iff ``x[i] < t`` for ``affected="below"`` or ``x[i] > t``
@@ -115,10 +128,19 @@ def group_by_feature(data: RankingData, feature_id: int, *, threshold: str | flo
         raise GroupingError(
             f"{data.name or 'data'}: threshold {threshold!r} = {t:.6g} on feature "
             f"{feature_id} puts {'all' if n_aff else 'no'} items {side} it (feature range "
-            f"{x.min():.6g}..{x.max():.6g}); both groups must be non-empty")
-    return data.with_groups(g.astype(np.float64), grouping={
-        "kind": "feature", "feature_id": int(feature_id), "threshold": threshold,
-        "threshold_value": t, "affected": affected, "affected_share": n_aff / g.size})
+            f"{x.min():.6g}..{x.max():.6g}); both groups must be non-empty"
+        )
+    return data.with_groups(
+        g.astype(np.float64),
+        grouping={
+            "kind": "feature",
+            "feature_id": int(feature_id),
+            "threshold": threshold,
+            "threshold_value": t,
+            "affected": affected,
+            "affected_share": n_aff / g.size,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -139,16 +161,18 @@ class FeatureGrouping:
         if isinstance(self.threshold, str):
             choice("threshold", self.threshold, ("mean", "mean-std"))
         elif not is_real(self.threshold) or not np.isfinite(self.threshold):
-            raise ParameterError("threshold", "'mean', 'mean-std' or a finite number",
-                                 self.threshold)
+            raise ParameterError(
+                "threshold", "'mean', 'mean-std' or a finite number", self.threshold
+            )
         choice("affected", self.affected, AFFECTED_SIDES)
 
     def apply(self, splits, info: DatasetInfo | None = None) -> dict[str, RankingData]:
         ref = splits.get("train") or next(iter(splits.values()))
         value = feature_threshold(ref, self.feature_id, threshold=self.threshold)
-        return {name: group_by_feature(d, self.feature_id, threshold=value,
-                                       affected=self.affected)
-                for name, d in splits.items()}
+        return {
+            name: group_by_feature(d, self.feature_id, threshold=value, affected=self.affected)
+            for name, d in splits.items()
+        }
 
 
 def group_by_attribute(data: RankingData, values: np.ndarray, *, affected) -> RankingData:
@@ -160,20 +184,29 @@ def group_by_attribute(data: RankingData, values: np.ndarray, *, affected) -> Ra
     """
     v = np.asarray(values)
     if v.shape != (data.n_items,):
-        raise GroupingError(f"{data.name or 'data'}: attribute has shape {v.shape}, expected "
-                            f"({data.n_items},) (one value per item)")
+        raise GroupingError(
+            f"{data.name or 'data'}: attribute has shape {v.shape}, expected "
+            f"({data.n_items},) (one value per item)"
+        )
     if isinstance(affected, (str, bytes)) or not isinstance(affected, Iterable):
         affected = [affected]
     affected = list(affected)
     g = np.isin(v, affected)
     n_aff = int(g.sum())
     if n_aff == 0 or n_aff == g.size:
-        raise GroupingError(f"{data.name or 'data'}: affected values {affected!r} match "
-                            f"{'every' if n_aff else 'no'} item; both groups must be "
-                            "non-empty")
-    return data.with_groups(g.astype(np.float64), grouping={
-        "kind": "attribute", "affected_values": [str(a) for a in affected],
-        "affected_share": n_aff / g.size})
+        raise GroupingError(
+            f"{data.name or 'data'}: affected values {affected!r} match "
+            f"{'every' if n_aff else 'no'} item; both groups must be "
+            "non-empty"
+        )
+    return data.with_groups(
+        g.astype(np.float64),
+        grouping={
+            "kind": "attribute",
+            "affected_values": [str(a) for a in affected],
+            "affected_share": n_aff / g.size,
+        },
+    )
 
 
 def _ratios(mask: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -192,8 +225,7 @@ def _ratios(mask: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pop, util
 
 
-def _coverage(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str
-              ) -> np.ndarray:
+def _coverage(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str) -> np.ndarray:
     """Fraction of (non-empty) queries with items from both groups, per column.
 
     With per-query minima/maxima ``[n_queries, width]``: for ``x < t`` affected, a query
@@ -208,9 +240,13 @@ def _coverage(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str
     return both.mean(axis=0)
 
 
-def candidate_report(data: RankingData, *, coverage: float = 0.95,
-                     features: Iterable[int] | None = None,
-                     affected: str = "below") -> pd.DataFrame:
+def candidate_report(
+    data: RankingData,
+    *,
+    coverage: float = 0.95,
+    features: Iterable[int] | None = None,
+    affected: str = "below",
+) -> pd.DataFrame:
     """Per-feature sensitive-attribute statistics (paper Sec. 6.1 criterion, Fig. 4 values).
 
     For every feature ``x`` (all, or the ids in ``features``) with ``m = mean(x)``,
@@ -229,8 +265,7 @@ def candidate_report(data: RankingData, *, coverage: float = 0.95,
     columns :data:`REPORT_COLUMNS`, one row per feature, in feature order.
     """
     _check_side(affected)
-    if not (is_real(coverage)
-            and 0 <= coverage <= 1):
+    if not (is_real(coverage) and 0 <= coverage <= 1):
         raise ParameterError("coverage", "a fraction in [0, 1]", coverage)
     if data.n_items == 0:
         raise GroupingError(f"{data.name or 'data'}: no items")
@@ -240,15 +275,16 @@ def candidate_report(data: RankingData, *, coverage: float = 0.95,
         fids = [features] if np.isscalar(features) else list(features)
         for f in fids:
             _column(data, f)  # GroupingError for an unknown id
-        cols = np.array([int(np.flatnonzero(data.feature_ids == int(f))[0]) for f in fids],
-                        dtype=np.int64)
+        cols = np.array(
+            [int(np.flatnonzero(data.feature_ids == int(f))[0]) for f in fids], dtype=np.int64
+        )
     labels = data.labels
     nonempty = data.list_sizes > 0
     starts = data.qptr[:-1][nonempty]
     width = max(1, BLOCK_ELEMENTS // max(data.n_items, 1))
     parts = []
     for b in range(0, cols.size, width):
-        block = data.features[:, cols[b:b + width]]
+        block = data.features[:, cols[b : b + width]]
         m = block.mean(axis=0, dtype=np.float64)
         s = block.std(axis=0, dtype=np.float64)
         if starts.size:
@@ -256,13 +292,17 @@ def candidate_report(data: RankingData, *, coverage: float = 0.95,
             qmax = np.maximum.reduceat(block, starts, axis=0).astype(np.float64)
         else:
             qmin = qmax = np.empty((0, block.shape[1]))
-        out = {"feature_id": data.feature_ids[cols[b:b + width]], "mean": m, "std": s,
-               "threshold_mean": m, "threshold_mean_std": m - s}
+        out = {
+            "feature_id": data.feature_ids[cols[b : b + width]],
+            "mean": m,
+            "std": s,
+            "threshold_mean": m,
+            "threshold_mean_std": m - s,
+        }
         for key, t in (("mean", m), ("mean_std", m - s)):
             mask = block < t if affected == "below" else block > t
             out[f"coverage_{key}"] = _coverage(qmin, qmax, t, affected)
-            out[f"population_ratio_{key}"], out[f"utility_ratio_{key}"] = _ratios(mask,
-                                                                                 labels)
+            out[f"population_ratio_{key}"], out[f"utility_ratio_{key}"] = _ratios(mask, labels)
         parts.append(pd.DataFrame(out))
     report = pd.concat(parts, ignore_index=True)
     report["is_candidate"] = report["coverage_mean_std"] > coverage
@@ -275,12 +315,20 @@ def paper_setups(dataset: str) -> list[dict]:
     key = dataset.lower()
     if key not in PAPER_SENSITIVE_FEATURES:
         raise ParameterError("dataset", " | ".join(PAPER_SENSITIVE_FEATURES), dataset)
-    return [{"feature_id": f, "threshold": t, "affected": "below"}
-            for f in PAPER_SENSITIVE_FEATURES[key] for t in PAPER_THRESHOLDS]
+    return [
+        {"feature_id": f, "threshold": t, "affected": "below"}
+        for f in PAPER_SENSITIVE_FEATURES[key]
+        for t in PAPER_THRESHOLDS
+    ]
 
 
-def plot_candidates(report: pd.DataFrame, path: str | os.PathLike, *,
-                    candidates_only: bool = True, title: str | None = None) -> Path:
+def plot_candidates(
+    report: pd.DataFrame,
+    path: str | os.PathLike,
+    *,
+    candidates_only: bool = True,
+    title: str | None = None,
+) -> Path:
     """Scatter of population ratio (x) vs utility ratio (y), log axes, as in paper Fig. 4.
 
     One marker per (feature, threshold): circles for ``mean``, triangles for ``mean-std``,
@@ -291,18 +339,29 @@ def plot_candidates(report: pd.DataFrame, path: str | os.PathLike, *,
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    need = ["feature_id", "is_candidate", "population_ratio_mean", "utility_ratio_mean",
-            "population_ratio_mean_std", "utility_ratio_mean_std"]
+    need = [
+        "feature_id",
+        "is_candidate",
+        "population_ratio_mean",
+        "utility_ratio_mean",
+        "population_ratio_mean_std",
+        "utility_ratio_mean_std",
+    ]
     if not isinstance(report, pd.DataFrame) or any(c not in report.columns for c in need):
-        raise ParameterError("report", "a DataFrame from candidate_report with columns "
-                             + ", ".join(need), type(report).__name__)
+        raise ParameterError(
+            "report",
+            "a DataFrame from candidate_report with columns " + ", ".join(need),
+            type(report).__name__,
+        )
     rows = report[report["is_candidate"]] if candidates_only else report
     fig = Figure(figsize=(5.0, 4.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     drawn = 0
-    for key, marker, label in (("mean", "o", "threshold: mean"),
-                               ("mean_std", "^", "threshold: mean - std")):
+    for key, marker, label in (
+        ("mean", "o", "threshold: mean"),
+        ("mean_std", "^", "threshold: mean - std"),
+    ):
         x = rows[f"population_ratio_{key}"].to_numpy(dtype=np.float64)
         y = rows[f"utility_ratio_{key}"].to_numpy(dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
@@ -310,13 +369,13 @@ def plot_candidates(report: pd.DataFrame, path: str | os.PathLike, *,
             continue
         ax.scatter(x[ok], y[ok], marker=marker, label=label, alpha=0.8)
         for fid, xi, yi in zip(rows["feature_id"].to_numpy()[ok], x[ok], y[ok]):
-            ax.annotate(str(fid), (xi, yi), textcoords="offset points", xytext=(3, 3),
-                        fontsize=7)
+            ax.annotate(str(fid), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
         drawn += int(ok.sum())
     if drawn == 0:
-        raise GroupingError("no (feature, threshold) with finite positive population and "
-                            "utility ratios to plot" + (" among the candidates"
-                                                        if candidates_only else ""))
+        raise GroupingError(
+            "no (feature, threshold) with finite positive population and "
+            "utility ratios to plot" + (" among the candidates" if candidates_only else "")
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.axhline(1.0, color="grey", lw=0.6, ls="--")

@@ -44,11 +44,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groupbias.errors import ParameterError
+from groupbias.data import RankingData
+from groupbias.errors import DataError, DataFormatError, ParameterError
 
 from ._tables import read_table, record_line, require_files, resolve_path
-from groupbias.errors import DataError, DataFormatError
-from groupbias.data import RankingData
 
 ENV_VAR = "GROUPBIAS_IITJEE"
 DEFAULT_FILE = "iitjee2009.csv"
@@ -63,13 +62,15 @@ def _header(path: Path) -> list[str]:
     with open(path, encoding="utf-8", errors="replace") as fh:
         first = fh.readline()
     if not first.strip():
-        raise DataFormatError(path, 1, "missing header row; expected the columns "
-                              + ", ".join(USED_COLUMNS))
+        raise DataFormatError(
+            path, 1, "missing header row; expected the columns " + ", ".join(USED_COLUMNS)
+        )
     return [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")]
 
 
-def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise",
-                name: str = "iitjee2009") -> RankingData:
+def load_iitjee(
+    path: str | os.PathLike | None = None, *, bad_rows: str = "raise", name: str = "iitjee2009"
+) -> RankingData:
     """Load the IIT-JEE 2009 marks as queries of candidates grouped by (category, PIN).
 
     Parameters
@@ -89,8 +90,12 @@ def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise
         raise ParameterError("bad_rows", "'raise' or 'drop'", bad_rows)
     p = resolve_path(path, env=ENV_VAR, expected=[DEFAULT_FILE], what="IIT-JEE CSV")
     if p.is_dir():
-        require_files(p, [DEFAULT_FILE], hint="export the published IIT-JEE 2009 table as "
-                                              "CSV under this name, or pass the file path")
+        require_files(
+            p,
+            [DEFAULT_FILE],
+            hint="export the published IIT-JEE 2009 table as "
+            "CSV under this name, or pass the file path",
+        )
         p = p / DEFAULT_FILE
     elif not p.is_file():
         require_files(p.parent, [p.name])
@@ -99,13 +104,26 @@ def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise
     lookup = {h.lower(): h for h in header}
     missing = [c for c in USED_COLUMNS if c.lower() not in lookup]
     if missing:
-        raise DataFormatError(p, 1, "missing column(s) " + ", ".join(missing)
-                              + "; expected a header with " + ", ".join(USED_COLUMNS),
-                              field=missing[0])
+        raise DataFormatError(
+            p,
+            1,
+            "missing column(s) "
+            + ", ".join(missing)
+            + "; expected a header with "
+            + ", ".join(USED_COLUMNS),
+            field=missing[0],
+        )
     actual = {c: lookup[c.lower()] for c in USED_COLUMNS}
     text_cols = {actual[c]: str for c in ("REGST_NO", "category", "GENDER", "PIN_RES")}
-    df = read_table(p, usecols=list(actual.values()), dtype=text_cols, keep_default_na=False,
-                    na_values=[""], encoding="utf-8", encoding_errors="replace")
+    df = read_table(
+        p,
+        usecols=list(actual.values()),
+        dtype=text_cols,
+        keep_default_na=False,
+        na_values=[""],
+        encoding="utf-8",
+        encoding_errors="replace",
+    )
     df.columns = [next(k for k, v in actual.items() if v == col) for col in df.columns]
     n_read = len(df)
     if n_read == 0:
@@ -122,8 +140,9 @@ def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise
             i = int(np.flatnonzero(col_bad)[0])
             shown = df[col].iloc[i]
             what = "empty value" if pd.isna(shown) else f"non-numeric value {shown!r}"
-            raise DataFormatError(p, record_line(p, i), f"{what}; expected a number",
-                                  field=actual[col])
+            raise DataFormatError(
+                p, record_line(p, i), f"{what}; expected a number", field=actual[col]
+            )
         bad |= col_bad
         scores[col] = vals
     keep = ~bad
@@ -136,8 +155,10 @@ def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise
         lo, hi = float(v.min()), float(v.max())
         if hi <= lo:
             if col == "mark":
-                raise DataError(f"{p}: column {actual[col]!r} is constant ({lo}); min-max "
-                                "normalization of the marks is undefined")
+                raise DataError(
+                    f"{p}: column {actual[col]!r} is constant ({lo}); min-max "
+                    "normalization of the marks is undefined"
+                )
             normed[col] = np.zeros(n_read)
         else:
             normed[col] = (scores[col] - lo) / (hi - lo)
@@ -213,6 +234,15 @@ def load_iitjee(path: str | os.PathLike | None = None, *, bad_rows: str = "raise
         "n_female": int(groups.sum()),
         "n_male": int(groups.size - groups.sum()),
     }
-    return RankingData(features=feats, labels=labels, qptr=qptr, query_ids=query_ids,
-                       feature_ids=np.arange(1, 5), item_ids=item_ids, groups=groups,
-                       label_max=1.0, name=name, meta=meta)
+    return RankingData(
+        features=feats,
+        labels=labels,
+        qptr=qptr,
+        query_ids=query_ids,
+        feature_ids=np.arange(1, 5),
+        item_ids=item_ids,
+        groups=groups,
+        label_max=1.0,
+        name=name,
+        meta=meta,
+    )

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.errors import DataFormatError, MissingFilesError
 from groupbias.data import RankingData
+from groupbias.errors import DataFormatError, MissingFilesError
+
 from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
 
 __all__ = ["load_lightgbm", "read_query_file", "ENV_VAR"]
@@ -38,19 +39,30 @@ def read_query_file(path: str | os.PathLike) -> np.ndarray:
             if not tok:
                 continue
             if not UINT_RE.fullmatch(tok) or int(tok) == 0:
-                raise DataFormatError(path, i, "a group size must be a positive integer, got "
-                                      f"{tok.decode('latin-1')!r}", field="group size")
+                raise DataFormatError(
+                    path,
+                    i,
+                    f"a group size must be a positive integer, got {tok.decode('latin-1')!r}",
+                    field="group size",
+                )
             sizes.append(int(tok))
     if not sizes:
         raise DataFormatError(path, None, "no group sizes (the file is empty)")
     return np.asarray(sizes, dtype=np.int64)
 
 
-def load_lightgbm(data_path: str | os.PathLike, query_path: str | os.PathLike | None = None,
-                  *, n_features: int | None = None, feature_id_base: int = 0,
-                  label_max: float | None = None, name: str | None = None,
-                  cache_dir: str | os.PathLike | None = None, cache: bool = True,
-                  chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> RankingData:
+def load_lightgbm(
+    data_path: str | os.PathLike,
+    query_path: str | os.PathLike | None = None,
+    *,
+    n_features: int | None = None,
+    feature_id_base: int = 0,
+    label_max: float | None = None,
+    name: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> RankingData:
     """Load a LightGBM ranking data file and its group sizes as :class:`RankingData`.
 
     ``features`` float32 [n_items, n_features] (``feature_ids = feature_id_base +
@@ -66,36 +78,61 @@ def load_lightgbm(data_path: str | os.PathLike, query_path: str | os.PathLike | 
 
     data_path = Path(data_path)
     query_path = Path(str(data_path) + ".query") if query_path is None else Path(query_path)
-    for p, hint in ((data_path, None),
-                    (query_path, "LightGBM ranking data needs its group sizes: one per line "
-                                 "in <data file>.query")):
+    for p, hint in (
+        (data_path, None),
+        (
+            query_path,
+            "LightGBM ranking data needs its group sizes: one per line in <data file>.query",
+        ),
+    ):
         if not p.is_file():
             raise MissingFilesError(p.parent, [p.name], hint=hint)
     name = name or data_path.name
 
     def build() -> RankingData:
-        rows = read_svmlight(data_path, n_features=n_features,
-                             feature_id_base=feature_id_base, qid="optional",
-                             chunk_bytes=chunk_bytes)
+        rows = read_svmlight(
+            data_path,
+            n_features=n_features,
+            feature_id_base=feature_id_base,
+            qid="optional",
+            chunk_bytes=chunk_bytes,
+        )
         sizes = read_query_file(query_path)
         n = rows.labels.size
         if int(sizes.sum()) != n:
-            raise DataFormatError(query_path, None,
-                                  f"group sizes add up to {int(sizes.sum())} items, but the "
-                                  f"data file {str(data_path)!r} has {n} data lines")
+            raise DataFormatError(
+                query_path,
+                None,
+                f"group sizes add up to {int(sizes.sum())} items, but the "
+                f"data file {str(data_path)!r} has {n} data lines",
+            )
         qptr = np.zeros(sizes.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=qptr[1:])
         return RankingData(
-            features=rows.features, labels=rows.labels, qptr=qptr,
-            query_ids=np.arange(sizes.size, dtype=np.int64), feature_ids=rows.feature_ids,
-            item_ids=rows.line_numbers, label_max=label_max, name=name,
-            meta={"source": str(data_path.resolve()), "query_file": str(query_path.resolve()),
-                  "n_lines": rows.n_lines})
+            features=rows.features,
+            labels=rows.labels,
+            qptr=qptr,
+            query_ids=np.arange(sizes.size, dtype=np.int64),
+            feature_ids=rows.feature_ids,
+            item_ids=rows.line_numbers,
+            label_max=label_max,
+            name=name,
+            meta={
+                "source": str(data_path.resolve()),
+                "query_file": str(query_path.resolve()),
+                "n_lines": rows.n_lines,
+            },
+        )
 
     if not cache:
         return build()
-    options = {"parser": "lightgbm", "parser_version": FORMAT_VERSION,
-               "n_features": n_features, "feature_id_base": int(feature_id_base),
-               "label_max": label_max, "name": name,
-               "query_file": source_fingerprint(query_path)}
+    options = {
+        "parser": "lightgbm",
+        "parser_version": FORMAT_VERSION,
+        "n_features": n_features,
+        "feature_id_base": int(feature_id_base),
+        "label_max": label_max,
+        "name": name,
+        "query_file": source_fingerprint(query_path),
+    }
     return cached(data_path, options, build, cache_dir=cache_dir)

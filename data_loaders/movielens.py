@@ -54,11 +54,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groupbias.errors import ParameterError
+from groupbias.data import RankingData
+from groupbias.errors import DataError, DataFormatError, MissingFilesError, ParameterError
 
 from ._tables import first_bad, numeric_column, read_table, record_line, resolve_path
-from groupbias.errors import DataError, DataFormatError, MissingFilesError
-from groupbias.data import RankingData
 
 ENV_VAR = "GROUPBIAS_MOVIELENS"
 META_ENV_VAR = "GROUPBIAS_MOVIELENS_META"
@@ -67,8 +66,7 @@ MOVIE_FILES = {"dat": "movies.dat", "tab": "u.item", "csv": "movies.csv"}
 MAX_RATING = 5.0
 GROUPINGS = ("country", "box_office")
 MISSING_POLICIES = ("drop", "affected", "non_affected")
-US_NAMES = frozenset({"US", "USA", "U.S.", "U.S.A.", "UNITED STATES",
-                      "UNITED STATES OF AMERICA"})
+US_NAMES = frozenset({"US", "USA", "U.S.", "U.S.A.", "UNITED STATES", "UNITED STATES OF AMERICA"})
 _ISO_RE = r"""['"]iso_3166_1['"]\s*:\s*['"]([A-Za-z]{2})['"]"""
 _YEAR_RE = r"\((\d{4})\)\s*$"
 
@@ -92,29 +90,43 @@ def _detect_format(path: Path) -> str:
         return "tab"
     if "," in first:
         return "csv"
-    raise DataFormatError(path, 1, "cannot tell the ratings format: expected "
-                          "'UserID::MovieID::Rating::Timestamp', tab-separated "
-                          "'user item rating timestamp', or CSV 'userId,movieId,rating,...'")
+    raise DataFormatError(
+        path,
+        1,
+        "cannot tell the ratings format: expected "
+        "'UserID::MovieID::Rating::Timestamp', tab-separated "
+        "'user item rating timestamp', or CSV 'userId,movieId,rating,...'",
+    )
 
 
 def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(user, movie, rating) arrays of a ratings file, validated."""
     if fmt == "dat":
         # "::" split with the fast C parser: separator ":" yields empty fields 1, 3, 5
-        df = read_table(path, sep=":", header=None, names=list(range(7)),
-                        keep_default_na=False, na_values=[""], encoding="latin-1")
+        df = read_table(
+            path,
+            sep=":",
+            header=None,
+            names=list(range(7)),
+            keep_default_na=False,
+            na_values=[""],
+            encoding="latin-1",
+        )
         stray = df[[1, 3, 5]].notna().any(axis=1).to_numpy()
         bad = first_bad(stray)
         if bad is not None:
-            raise DataFormatError(path, record_line(path, bad, header=False, sep=":",
-                                                    encoding="latin-1"),
-                                  "expected 'UserID::MovieID::Rating::Timestamp'",
-                                  field="separator")
+            raise DataFormatError(
+                path,
+                record_line(path, bad, header=False, sep=":", encoding="latin-1"),
+                "expected 'UserID::MovieID::Rating::Timestamp'",
+                field="separator",
+            )
         cols, header, sep, enc = (0, 2, 4), False, ":", "latin-1"
         fields = ("UserID", "MovieID", "Rating")
     elif fmt == "tab":
-        df = read_table(path, sep="\t", header=None, names=list(range(4)),
-                        keep_default_na=False, na_values=[""])
+        df = read_table(
+            path, sep="\t", header=None, names=list(range(4)), keep_default_na=False, na_values=[""]
+        )
         cols, header, sep, enc = (0, 1, 2), False, "\t", "utf-8"
         fields = ("user", "item", "rating")
     else:
@@ -124,9 +136,14 @@ def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndar
         lower = {c.lower(): c for c in df.columns}
         miss = [c for c in need if c.lower() not in lower]
         if miss:
-            raise DataFormatError(path, 1, "missing column(s) " + ", ".join(miss)
-                                  + "; expected header userId,movieId,rating,timestamp",
-                                  field=miss[0])
+            raise DataFormatError(
+                path,
+                1,
+                "missing column(s) "
+                + ", ".join(miss)
+                + "; expected header userId,movieId,rating,timestamp",
+                field=miss[0],
+            )
         cols = tuple(lower[c.lower()] for c in need)
         header, sep, enc, fields = True, ",", "utf-8", need
     if len(df) == 0:
@@ -137,19 +154,23 @@ def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndar
         if f != fields[2]:
             bad = first_bad(v != np.round(v))
             if bad is not None:
-                raise DataFormatError(path, record_line(path, bad, header=header, sep=sep,
-                                                        encoding=enc),
-                                      f"value {df[c].iloc[bad]!r}; expected an integer id",
-                                      field=f)
+                raise DataFormatError(
+                    path,
+                    record_line(path, bad, header=header, sep=sep, encoding=enc),
+                    f"value {df[c].iloc[bad]!r}; expected an integer id",
+                    field=f,
+                )
             v = v.astype(np.int64)
         out.append(v)
     rating = out[2]
     bad = first_bad((rating <= 0) | (rating > MAX_RATING))
     if bad is not None:
-        raise DataFormatError(path, record_line(path, bad, header=header, sep=sep,
-                                                encoding=enc),
-                              f"rating {rating[bad]!r} outside (0, {MAX_RATING:g}]",
-                              field=fields[2])
+        raise DataFormatError(
+            path,
+            record_line(path, bad, header=header, sep=sep, encoding=enc),
+            f"rating {rating[bad]!r} outside (0, {MAX_RATING:g}]",
+            field=fields[2],
+        )
     return out[0], out[1], rating
 
 
@@ -170,8 +191,7 @@ def _movie_years(directory: Path, fmt: str) -> tuple[pd.Series, str | None]:
         ids = pd.Series([p[0] for p in parts])
         titles = pd.Series([p[1] if len(p) > 1 else "" for p in parts])
     ids = pd.to_numeric(ids, errors="coerce")
-    years = pd.to_numeric(titles.fillna("").str.strip().str.extract(_YEAR_RE)[0],
-                          errors="coerce")
+    years = pd.to_numeric(titles.fillna("").str.strip().str.extract(_YEAR_RE)[0], errors="coerce")
     ok = ids.notna().to_numpy()
     s = pd.Series(years.to_numpy()[ok], index=ids.to_numpy()[ok].astype(np.int64))
     return s[~s.index.duplicated(keep="first")], path.name
@@ -187,26 +207,36 @@ def _plain_metadata(path: Path, header: list[str]) -> pd.DataFrame:
     ids = numeric_column(df, lower["movie_id"], path, field="movie_id")
     bad = first_bad(ids != np.round(ids))
     if bad is not None:
-        raise DataFormatError(path, record_line(path, bad), "expected an integer id",
-                              field="movie_id")
-    country = (df[lower["country"]].fillna("").str.split(r"[|;,]", n=1, regex=True).str[0]
-               .str.strip())
+        raise DataFormatError(
+            path, record_line(path, bad), "expected an integer id", field="movie_id"
+        )
+    country = (
+        df[lower["country"]].fillna("").str.split(r"[|;,]", n=1, regex=True).str[0].str.strip()
+    )
     gross_raw = df[lower["gross"]].fillna("").str.replace(r"[$,\s]", "", regex=True)
     gross_df = pd.DataFrame({"gross": gross_raw.replace("", np.nan)})
     gross = numeric_column(gross_df, "gross", path, allow_missing=True, field="gross")
     bad = first_bad(gross < 0)
     if bad is not None:
         raise DataFormatError(path, record_line(path, bad), "negative gross", field="gross")
-    out = pd.DataFrame({"country": country.replace("", np.nan).to_numpy(),
-                        "gross": gross}, index=ids.astype(np.int64))
+    out = pd.DataFrame(
+        {"country": country.replace("", np.nan).to_numpy(), "gross": gross},
+        index=ids.astype(np.int64),
+    )
     return out[~out.index.duplicated(keep="first")]
 
 
 def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     """The Movies Dataset -> DataFrame indexed by MovieLens id (country code, gross)."""
     need = ["id", "imdb_id", "production_countries", "revenue"]
-    md = read_table(path, usecols=lambda c: c in need, dtype=str, keep_default_na=False,
-                    na_values=[""], low_memory=False)
+    md = read_table(
+        path,
+        usecols=lambda c: c in need,
+        dtype=str,
+        keep_default_na=False,
+        na_values=[""],
+        low_memory=False,
+    )
     miss = [c for c in need if c not in md.columns]
     if miss:
         raise DataFormatError(path, 1, "missing column(s) " + ", ".join(miss), field=miss[0])
@@ -215,8 +245,9 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     n_skipped = int((~valid).sum())
     md = md[valid]
     tmdb = tmdb[valid].astype(np.int64).to_numpy()
-    imdb = pd.to_numeric(md["imdb_id"].fillna("").str.strip().str.replace(
-        r"^tt", "", regex=True), errors="coerce").to_numpy()
+    imdb = pd.to_numeric(
+        md["imdb_id"].fillna("").str.strip().str.replace(r"^tt", "", regex=True), errors="coerce"
+    ).to_numpy()
     country = md["production_countries"].fillna("").str.extract(_ISO_RE)[0].str.upper()
     revenue = pd.to_numeric(md["revenue"], errors="coerce").to_numpy(dtype=np.float64)
     info = pd.DataFrame({"country": country.to_numpy(), "gross": revenue})
@@ -225,33 +256,38 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     links.columns = [str(c).strip() for c in links.columns]
     for col in ("movieId", "imdbId", "tmdbId"):
         if col not in links.columns:
-            raise DataFormatError(links_path, 1, "missing column; expected header "
-                                  "movieId,imdbId,tmdbId", field=col)
+            raise DataFormatError(
+                links_path, 1, "missing column; expected header movieId,imdbId,tmdbId", field=col
+            )
     ml = numeric_column(links, "movieId", links_path).astype(np.int64)
     l_imdb = numeric_column(links, "imdbId", links_path, allow_missing=True)
     l_tmdb = numeric_column(links, "tmdbId", links_path, allow_missing=True)
 
     by_imdb = info.assign(key=imdb).dropna(subset=["key"]).drop_duplicates("key")
     by_imdb = by_imdb.set_index(by_imdb["key"].astype(np.int64))[["country", "gross"]]
-    by_tmdb = info.assign(key=tmdb).drop_duplicates("key").set_index("key")[
-        ["country", "gross"]]
+    by_tmdb = info.assign(key=tmdb).drop_duplicates("key").set_index("key")[["country", "gross"]]
     a = by_imdb.reindex(np.where(np.isfinite(l_imdb), l_imdb, -1).astype(np.int64))
     b = by_tmdb.reindex(np.where(np.isfinite(l_tmdb), l_tmdb, -1).astype(np.int64))
     hit_a = a["country"].notna().to_numpy() | a["gross"].notna().to_numpy()
-    merged = pd.DataFrame({
-        "country": np.where(hit_a, a["country"].to_numpy(), b["country"].to_numpy()),
-        "gross": np.where(hit_a, a["gross"].to_numpy(), b["gross"].to_numpy()),
-    }, index=ml)
+    merged = pd.DataFrame(
+        {
+            "country": np.where(hit_a, a["country"].to_numpy(), b["country"].to_numpy()),
+            "gross": np.where(hit_a, a["gross"].to_numpy(), b["gross"].to_numpy()),
+        },
+        index=ml,
+    )
     return merged[~merged.index.duplicated(keep="first")], n_skipped
 
 
-def _load_metadata(metadata: Path, links: Path | None, ratings_dir: Path
-                   ) -> tuple[pd.DataFrame, dict]:
+def _load_metadata(
+    metadata: Path, links: Path | None, ratings_dir: Path
+) -> tuple[pd.DataFrame, dict]:
     if metadata.is_dir():
         cand = metadata / "movies_metadata.csv"
         if not cand.is_file():
-            raise MissingFilesError(metadata, ["movies_metadata.csv"],
-                                    hint="or pass a CSV file movie_id,country,gross")
+            raise MissingFilesError(
+                metadata, ["movies_metadata.csv"], hint="or pass a CSV file movie_id,country,gross"
+            )
         metadata = cand
     if not metadata.is_file():
         raise MissingFilesError(metadata.parent, [metadata.name])
@@ -261,29 +297,46 @@ def _load_metadata(metadata: Path, links: Path | None, ratings_dir: Path
     if {"movie_id", "country", "gross"} <= lower:
         return _plain_metadata(metadata, header), {"metadata_format": "plain"}
     if "production_countries" in lower:
-        cands = [links] if links is not None else [metadata.parent / "links.csv",
-                                                   ratings_dir / "links.csv"]
+        cands = (
+            [links]
+            if links is not None
+            else [metadata.parent / "links.csv", ratings_dir / "links.csv"]
+        )
         found = next((c for c in cands if c is not None and c.is_file()), None)
         if found is None:
             where = cands[0].parent if cands else metadata.parent
-            raise MissingFilesError(where, ["links.csv"],
-                                    hint="The Movies Dataset metadata needs links.csv "
-                                         "(movieId,imdbId,tmdbId); pass links=...")
+            raise MissingFilesError(
+                where,
+                ["links.csv"],
+                hint="The Movies Dataset metadata needs links.csv "
+                "(movieId,imdbId,tmdbId); pass links=...",
+            )
         df, skipped = _tmd_metadata(metadata, found)
-        return df, {"metadata_format": "the-movies-dataset", "links": str(found),
-                    "metadata_rows_skipped": skipped}
-    raise DataFormatError(metadata, 1, "unknown metadata layout: expected a header "
-                          "movie_id,country,gross or The Movies Dataset movies_metadata.csv",
-                          field="header")
+        return df, {
+            "metadata_format": "the-movies-dataset",
+            "links": str(found),
+            "metadata_rows_skipped": skipped,
+        }
+    raise DataFormatError(
+        metadata,
+        1,
+        "unknown metadata layout: expected a header "
+        "movie_id,country,gross or The Movies Dataset movies_metadata.csv",
+        field="header",
+    )
 
 
 # ---------------------------------------------------------------------------------------
-def load_movielens(path: str | os.PathLike | None = None, *,
-                   metadata: str | os.PathLike | None = None,
-                   links: str | os.PathLike | None = None,
-                   grouping: str | None = "country", missing: str = "drop",
-                   box_office_threshold: float = 100e6, name: str | None = None
-                   ) -> RankingData:
+def load_movielens(
+    path: str | os.PathLike | None = None,
+    *,
+    metadata: str | os.PathLike | None = None,
+    links: str | os.PathLike | None = None,
+    grouping: str | None = "country",
+    missing: str = "drop",
+    box_office_threshold: float = 100e6,
+    name: str | None = None,
+) -> RankingData:
     """Load MovieLens ratings: users = queries, rated movies = items, label = rating / 5.
 
     Parameters
@@ -309,14 +362,16 @@ def load_movielens(path: str | os.PathLike | None = None, *,
     if missing not in MISSING_POLICIES:
         raise ParameterError("missing", " | ".join(MISSING_POLICIES), missing)
     if not (np.isfinite(box_office_threshold) and box_office_threshold > 0):
-        raise ParameterError("box_office_threshold", "a positive amount in US dollars",
-                             box_office_threshold)
+        raise ParameterError(
+            "box_office_threshold", "a positive amount in US dollars", box_office_threshold
+        )
     p = resolve_path(path, env=ENV_VAR, expected=list(RATING_FILES), what="MovieLens ratings")
     if p.is_dir():
         found = next((p / f for f in RATING_FILES if (p / f).is_file()), None)
         if found is None:
-            raise MissingFilesError(p, list(RATING_FILES),
-                                    hint="any one of these MovieLens rating files")
+            raise MissingFilesError(
+                p, list(RATING_FILES), hint="any one of these MovieLens rating files"
+            )
         p = found
     elif not p.is_file():
         raise MissingFilesError(p.parent, [p.name])
@@ -331,11 +386,17 @@ def load_movielens(path: str | os.PathLike | None = None, *,
     year = years.reindex(movie).to_numpy(dtype=np.float64)
     year = np.nan_to_num(year, nan=0.0)
 
-    meta: dict = {"source": str(p), "format": fmt, "ratings_read": int(n_ratings),
-                  "users_read": int(np.unique(user).size), "movies_read": int(movie_uni.size),
-                  "label": "rating / 5", "feature_names": ["log1p_movie_ratings",
-                                                           "release_year"],
-                  "year_source": year_source, "grouping": grouping}
+    meta: dict = {
+        "source": str(p),
+        "format": fmt,
+        "ratings_read": int(n_ratings),
+        "users_read": int(np.unique(user).size),
+        "movies_read": int(movie_uni.size),
+        "label": "rating / 5",
+        "feature_names": ["log1p_movie_ratings", "release_year"],
+        "year_source": year_source,
+        "grouping": grouping,
+    }
 
     groups = None
     keep = np.ones(n_ratings, dtype=bool)
@@ -343,13 +404,18 @@ def load_movielens(path: str | os.PathLike | None = None, *,
         if metadata is None:
             env = os.environ.get(META_ENV_VAR)
             if not env:
-                raise MissingFilesError(".", ["movie_id,country,gross CSV or movies_metadata.csv"],
-                                        hint=f"grouping={grouping!r} needs movie metadata: pass "
-                                             f"metadata=... or set {META_ENV_VAR}")
+                raise MissingFilesError(
+                    ".",
+                    ["movie_id,country,gross CSV or movies_metadata.csv"],
+                    hint=f"grouping={grouping!r} needs movie metadata: pass "
+                    f"metadata=... or set {META_ENV_VAR}",
+                )
             metadata = env
-        info, mmeta = _load_metadata(Path(metadata).expanduser(),
-                                     None if links is None else Path(links).expanduser(),
-                                     p.parent)
+        info, mmeta = _load_metadata(
+            Path(metadata).expanduser(),
+            None if links is None else Path(links).expanduser(),
+            p.parent,
+        )
         meta.update(mmeta)
         info = info.reindex(movie_uni)
         if grouping == "country":
@@ -361,8 +427,9 @@ def load_movielens(path: str | os.PathLike | None = None, *,
             gross = info["gross"].to_numpy(dtype=np.float64)
             known = np.isfinite(gross) & (gross > 0)
             affected = gross < box_office_threshold
-            meta["sensitive_attribute"] = (f"worldwide gross (affected = below "
-                                           f"${box_office_threshold:,.0f})")
+            meta["sensitive_attribute"] = (
+                f"worldwide gross (affected = below ${box_office_threshold:,.0f})"
+            )
             meta["box_office_threshold"] = float(box_office_threshold)
         g_movie = np.where(known, affected, np.nan).astype(np.float64)
         meta["movies_without_metadata"] = int((~known).sum())
@@ -384,8 +451,10 @@ def load_movielens(path: str | os.PathLike | None = None, *,
     order = idx[np.lexsort((movie[idx], user[idx]))]
     u = user[order]
     if u.size == 0:
-        raise DataError(f"{p}: no rating left after dropping movies without metadata "
-                        f"(grouping={grouping!r}); check that the metadata ids match")
+        raise DataError(
+            f"{p}: no rating left after dropping movies without metadata "
+            f"(grouping={grouping!r}); check that the metadata ids match"
+        )
     change = np.flatnonzero(u[1:] != u[:-1]) + 1
     qptr = np.concatenate(([0], change, [u.size])).astype(np.int64)
     feats = np.column_stack([popularity[order], year[order]])
@@ -396,8 +465,15 @@ def load_movielens(path: str | os.PathLike | None = None, *,
         n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
         n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
         meta["queries_with_both_groups"] = int(np.sum((n_aff > 0) & (n_non > 0)))
-    return RankingData(features=feats, labels=rating[order] / MAX_RATING, qptr=qptr,
-                       query_ids=u[qptr[:-1]], feature_ids=np.array([1, 2]),
-                       item_ids=movie[order], groups=g, label_max=1.0,
-                       name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
-                       meta=meta)
+    return RankingData(
+        features=feats,
+        labels=rating[order] / MAX_RATING,
+        qptr=qptr,
+        query_ids=u[qptr[:-1]],
+        feature_ids=np.array([1, 2]),
+        item_ids=movie[order],
+        groups=g,
+        label_max=1.0,
+        name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
+        meta=meta,
+    )

@@ -9,14 +9,14 @@ The directory is the ``root`` argument, else ``$GROUPBIAS_MSLR`` (read when call
 
 from __future__ import annotations
 
-from groupbias.validation import is_integer
-
 import os
 from pathlib import Path
 
-from ._tables import resolve_path
-from groupbias.errors import MissingFilesError
 from groupbias.data import RankingData
+from groupbias.errors import MissingFilesError
+from groupbias.validation import is_integer
+
+from ._tables import resolve_path
 from .svmlight import load_svmlight
 
 __all__ = ["load_mslr", "mslr_root", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
@@ -29,13 +29,22 @@ LABEL_MAX = 4.0
 
 def mslr_root(root: str | os.PathLike | None = None) -> Path:
     """``root``, else ``$GROUPBIAS_MSLR``; raises :class:`MissingFilesError` if neither."""
-    return resolve_path(root, env=ENV_VAR, expected=[f"Fold1/{s}.txt" for s in SPLITS],
-                        what="MSLR-WEB30K/10K folder (holding Fold1..Fold5)")
+    return resolve_path(
+        root,
+        env=ENV_VAR,
+        expected=[f"Fold1/{s}.txt" for s in SPLITS],
+        what="MSLR-WEB30K/10K folder (holding Fold1..Fold5)",
+    )
 
 
-def load_mslr(root: str | os.PathLike | None = None, *, fold: int = 1,
-              split: str = "train", cache_dir: str | os.PathLike | None = None,
-              cache: bool = True) -> RankingData:
+def load_mslr(
+    root: str | os.PathLike | None = None,
+    *,
+    fold: int = 1,
+    split: str = "train",
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+) -> RankingData:
     """Load ``Fold{fold}/{split}.txt`` of MSLR-WEB30K or WEB10K as :class:`RankingData`.
 
     ``features`` float32 [n_items, 136] (column j = feature id j + 1), ``labels`` float64
@@ -56,8 +65,14 @@ def load_mslr(root: str | os.PathLike | None = None, *, fold: int = 1,
     rel = f"Fold{fold}/{split}.txt"
     path = d / rel
     if not path.is_file():
-        raise MissingFilesError(d, [rel], hint="MSLR folds hold train.txt, vali.txt and "
-                                               "test.txt")
-    return load_svmlight(path, n_features=N_FEATURES, feature_id_base=1,
-                         label_max=LABEL_MAX, name=f"mslr/Fold{fold}/{split}",
-                         cache_dir=cache_dir, cache=cache, graded=True)
+        raise MissingFilesError(d, [rel], hint="MSLR folds hold train.txt, vali.txt and test.txt")
+    return load_svmlight(
+        path,
+        n_features=N_FEATURES,
+        feature_id_base=1,
+        label_max=LABEL_MAX,
+        name=f"mslr/Fold{fold}/{split}",
+        cache_dir=cache_dir,
+        cache=cache,
+        graded=True,
+    )

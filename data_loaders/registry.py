@@ -54,8 +54,9 @@ class SyntheticOptions:
         lo = integer("list_size", ls[0], low=1)
         integer("list_size", ls[1], low=lo, what=f"[min, max] with max >= min = {lo}")
         integer("n_features", self.n_features, low=2)
-        real("affected_share", self.affected_share, low=0.0, high=1.0, low_open=True,
-             high_open=True)
+        real(
+            "affected_share", self.affected_share, low=0.0, high=1.0, low_open=True, high_open=True
+        )
         real("utility_ratio", self.utility_ratio, low=0.0, low_open=True)
         integer("n_grades", self.n_grades, low=2)
         if self.n_informative is not None:
@@ -64,10 +65,15 @@ class SyntheticOptions:
 
     def load(self, root, split: str) -> RankingData:
         return synthetic.make_synthetic_splits(
-            n_queries=self.n_queries, list_size=tuple(self.list_size),
-            n_features=self.n_features, affected_share=self.affected_share,
-            utility_ratio=self.utility_ratio, n_grades=self.n_grades,
-            n_informative=self.n_informative, seed=self.seed)[split]
+            n_queries=self.n_queries,
+            list_size=tuple(self.list_size),
+            n_features=self.n_features,
+            affected_share=self.affected_share,
+            utility_ratio=self.utility_ratio,
+            n_grades=self.n_grades,
+            n_informative=self.n_informative,
+            seed=self.seed,
+        )[split]
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,13 @@ class TrecTrackOptions:
         integer("high_level", self.high_level, low=0)
 
     def load(self, root, split: str) -> RankingData:
-        return trec_fair.load_trec_fair_track(root, year=self.year, author_rule=self.author_rule,
-                                              unknown=self.unknown, high_level=self.high_level)
+        return trec_fair.load_trec_fair_track(
+            root,
+            year=self.year,
+            author_rule=self.author_rule,
+            unknown=self.unknown,
+            high_level=self.high_level,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,10 +167,13 @@ class LightgbmOptions:
 
     def load(self, root, split: str) -> RankingData:
         root = root if root is not None else os.environ.get(lightgbm.ENV_VAR, "")
-        return lightgbm.load_lightgbm(os.path.join(root, getattr(self, split)),
-                                      n_features=self.n_features,
-                                      feature_id_base=self.feature_id_base,
-                                      label_max=self.label_max, cache=self.cache)
+        return lightgbm.load_lightgbm(
+            os.path.join(root, getattr(self, split)),
+            n_features=self.n_features,
+            feature_id_base=self.feature_id_base,
+            label_max=self.label_max,
+            cache=self.cache,
+        )
 
 
 @dataclass(frozen=True)
@@ -193,38 +207,100 @@ class MovielensOptions:
         real("box_office_threshold", self.box_office_threshold, low=0.0)
 
     def load(self, root, split: str) -> RankingData:
-        return movielens.load_movielens(root, metadata=self.metadata, links=self.links,
-                                        grouping=self.grouping, missing=self.missing,
-                                        box_office_threshold=self.box_office_threshold)
+        return movielens.load_movielens(
+            root,
+            metadata=self.metadata,
+            links=self.links,
+            grouping=self.grouping,
+            missing=self.missing,
+            box_office_threshold=self.box_office_threshold,
+        )
 
 
 _TREC = trec_fair.ENV_VAR
 _ALL = {"train": "train", "valid": "valid", "test": "test"}
 BUILTIN = (
     DatasetInfo("synthetic", "synthetic", SyntheticOptions, splits=_ALL),
-    DatasetInfo("trec2019", "TREC 2019", TrecPpgOptions, _TREC,
-                ("ppg/2019/train.csv", "ppg/2019/test.csv"),
-                {"train": "train", "test": "test"}, {"year": 2019}),
-    DatasetInfo("trec2020", "TREC 2020", TrecPpgOptions, _TREC,
-                ("ppg/2020/train.csv", "ppg/2020/test.csv"),
-                {"train": "train", "test": "test"}, {"year": 2020}),
-    DatasetInfo("trec2019_track", "TREC 2019 (track)", TrecTrackOptions, _TREC,
-                tuple(trec_fair.files_for(2019)), {"train": "train"}, {"year": 2019}),
-    DatasetInfo("trec2020_track", "TREC 2020 (track)", TrecTrackOptions, _TREC,
-                tuple(trec_fair.files_for(2020)), {"train": "train"}, {"year": 2020}),
-    DatasetInfo("yahoo", "Yahoo!", YahooOptions, yahoo.ENV_VAR,
-                tuple(yahoo.SPLIT_FILES.values()), _ALL, builtin_groups=False),
-    DatasetInfo("mslr", "MSLR", MslrOptions, mslr.ENV_VAR,
-                tuple(f"Fold1/{s}.txt" for s in mslr.SPLITS),
-                {"train": "train", "valid": "vali", "test": "test"}, builtin_groups=False),
-    DatasetInfo("lightgbm", "LightGBM file", LightgbmOptions, lightgbm.ENV_VAR,
-                ("train.txt", "train.txt.query", "test.txt", "test.txt.query"),
-                {"train": "train", "test": "test"}, builtin_groups=False),
+    DatasetInfo(
+        "trec2019",
+        "TREC 2019",
+        TrecPpgOptions,
+        _TREC,
+        ("ppg/2019/train.csv", "ppg/2019/test.csv"),
+        {"train": "train", "test": "test"},
+        {"year": 2019},
+    ),
+    DatasetInfo(
+        "trec2020",
+        "TREC 2020",
+        TrecPpgOptions,
+        _TREC,
+        ("ppg/2020/train.csv", "ppg/2020/test.csv"),
+        {"train": "train", "test": "test"},
+        {"year": 2020},
+    ),
+    DatasetInfo(
+        "trec2019_track",
+        "TREC 2019 (track)",
+        TrecTrackOptions,
+        _TREC,
+        tuple(trec_fair.files_for(2019)),
+        {"train": "train"},
+        {"year": 2019},
+    ),
+    DatasetInfo(
+        "trec2020_track",
+        "TREC 2020 (track)",
+        TrecTrackOptions,
+        _TREC,
+        tuple(trec_fair.files_for(2020)),
+        {"train": "train"},
+        {"year": 2020},
+    ),
+    DatasetInfo(
+        "yahoo",
+        "Yahoo!",
+        YahooOptions,
+        yahoo.ENV_VAR,
+        tuple(yahoo.SPLIT_FILES.values()),
+        _ALL,
+        builtin_groups=False,
+    ),
+    DatasetInfo(
+        "mslr",
+        "MSLR",
+        MslrOptions,
+        mslr.ENV_VAR,
+        tuple(f"Fold1/{s}.txt" for s in mslr.SPLITS),
+        {"train": "train", "valid": "vali", "test": "test"},
+        builtin_groups=False,
+    ),
+    DatasetInfo(
+        "lightgbm",
+        "LightGBM file",
+        LightgbmOptions,
+        lightgbm.ENV_VAR,
+        ("train.txt", "train.txt.query", "test.txt", "test.txt.query"),
+        {"train": "train", "test": "test"},
+        builtin_groups=False,
+    ),
     DatasetInfo("iitjee", "IIT-JEE", IitjeeOptions, iitjee.ENV_VAR, (iitjee.DEFAULT_FILE,)),
-    DatasetInfo("movielens_country", "MovieLens [Co.]", MovielensOptions, movielens.ENV_VAR,
-                ("ratings.dat", "movies_meta.csv"), params={"grouping": "country"}),
-    DatasetInfo("movielens_bo", "MovieLens [BO]", MovielensOptions, movielens.ENV_VAR,
-                ("ratings.dat", "movies_meta.csv"), params={"grouping": "box_office"}),
+    DatasetInfo(
+        "movielens_country",
+        "MovieLens [Co.]",
+        MovielensOptions,
+        movielens.ENV_VAR,
+        ("ratings.dat", "movies_meta.csv"),
+        params={"grouping": "country"},
+    ),
+    DatasetInfo(
+        "movielens_bo",
+        "MovieLens [BO]",
+        MovielensOptions,
+        movielens.ENV_VAR,
+        ("ratings.dat", "movies_meta.csv"),
+        params={"grouping": "box_office"},
+    ),
 )
 
 for _info in BUILTIN:

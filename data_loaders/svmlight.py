@@ -48,27 +48,42 @@ from pathlib import Path
 
 import numpy as np
 
+from groupbias.data import RankingData
+from groupbias.errors import DataFormatError, MissingFilesError
 from groupbias.validation import is_integer
 
-from groupbias.errors import DataFormatError, MissingFilesError
-from groupbias.data import RankingData
-
-__all__ = ["FORMAT_VERSION", "SvmlightRows", "read_svmlight", "parse_svmlight",
-           "load_svmlight", "qptr_from_qids", "check_graded_labels"]
+__all__ = [
+    "FORMAT_VERSION",
+    "SvmlightRows",
+    "read_svmlight",
+    "parse_svmlight",
+    "load_svmlight",
+    "qptr_from_qids",
+    "check_graded_labels",
+]
 
 #: Bumped whenever the parser's output for the same input can change (part of the cache key).
 FORMAT_VERSION = 1
 
 QID_MODES = ("required", "optional")
 
-_PAD = 16          # spaces before every chunk (word gathers reach 16 bytes back)
-_TAIL = 32         # slack after every chunk (word gathers reach 16 bytes forward)
+_PAD = 16  # spaces before every chunk (word gathers reach 16 bytes back)
+_TAIL = 32  # slack after every chunk (word gathers reach 16 bytes forward)
 DEFAULT_CHUNK_BYTES = 1 << 20
 
 _NUM_RE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 UINT_RE = re.compile(rb"[0-9]+")
-_NONFINITE = {b"nan", b"+nan", b"-nan", b"inf", b"+inf", b"-inf", b"infinity",
-              b"+infinity", b"-infinity"}
+_NONFINITE = {
+    b"nan",
+    b"+nan",
+    b"-nan",
+    b"inf",
+    b"+inf",
+    b"-inf",
+    b"infinity",
+    b"+infinity",
+    b"-infinity",
+}
 
 # ---- SWAR number decoding ---------------------------------------------------------------------
 # A piece of L <= 8 bytes ending at ``end`` is loaded right-aligned into one little-endian
@@ -80,11 +95,11 @@ _W64 = _U(64)
 _FF = _U(0xFF)
 _M80 = _U(0x8080808080808080)
 _M7F = _U(0x7F7F7F7F7F7F7F7F)
-_X30 = _U(0x3030303030303030)   # '0' in every byte
-_X1E = _U(0x1E1E1E1E1E1E1E1E)   # '.' XOR '0'
-_P76 = _U(0x7676767676767676)   # + 0x76 sets the high bit of bytes >= 10
-_C1 = _U(2561)                                          # 10 * 256 + 1
-_C1M, _C2 = _U(0x00FF00FF00FF00FF), _U(6553601)         # 100 * 65536 + 1
+_X30 = _U(0x3030303030303030)  # '0' in every byte
+_X1E = _U(0x1E1E1E1E1E1E1E1E)  # '.' XOR '0'
+_P76 = _U(0x7676767676767676)  # + 0x76 sets the high bit of bytes >= 10
+_C1 = _U(2561)  # 10 * 256 + 1
+_C1M, _C2 = _U(0x00FF00FF00FF00FF), _U(6553601)  # 100 * 65536 + 1
 _C2M, _C3 = _U(0x0000FFFF0000FFFF), _U(42949672960001)  # 10000 * 2**32 + 1
 _MAXM = _U(1 << 53)
 _E8 = _U(100_000_000)
@@ -95,16 +110,17 @@ def _top_bytes(n: int) -> int:
     return (((1 << (8 * n)) - 1) << (8 * (8 - n))) & 0xFFFFFFFFFFFFFFFF
 
 
-_V = np.array([_top_bytes(n) for n in range(9)], dtype=np.uint64)   # bytes of the piece
-_V80 = _V & _M80                                                     # their high bits
+_V = np.array([_top_bytes(n) for n in range(9)], dtype=np.uint64)  # bytes of the piece
+_V80 = _V & _M80  # their high bits
 # one word: divisor by  bytes-before-point + 8 * n_points  (10**digits after the point)
 _DIV1 = np.ones(16)
 _DIV1[8:] = 10.0 ** (7 - np.arange(8))
 # 9..16 bytes: divisor by  bytes-before-point + 16 * n_points
 _DIVL = np.ones(32)
 _DIVL[16:] = 10.0 ** (15 - np.arange(16))
-_FLO8 = np.array([0x80 << (8 * (8 - n)) if 0 < n <= 8 else 0 for n in range(9)],
-                 dtype=np.uint64)   # high bit of the first byte of an n-byte right-aligned piece
+_FLO8 = np.array(
+    [0x80 << (8 * (8 - n)) if 0 < n <= 8 else 0 for n in range(9)], dtype=np.uint64
+)  # high bit of the first byte of an n-byte right-aligned piece
 _ALL = _U(0xFFFFFFFFFFFFFFFF)
 _SGN = np.array([1.0, -1.0])
 _QID_X = _U(int.from_bytes(b"\0" * 5 + b"qid", "little")) ^ (_X30 & _U(_top_bytes(3)))
@@ -127,8 +143,20 @@ class _Decoder:
     def __init__(self, n: int = _BATCH) -> None:
         self.n = n
         u = [np.empty(n, np.uint64) for _ in range(12)]
-        (self.q, self.r, self.rl, self.a, self.b, self.x, self.x2, self.nd, self.zd,
-         self.t, self.B, self.m) = u
+        (
+            self.q,
+            self.r,
+            self.rl,
+            self.a,
+            self.b,
+            self.x,
+            self.x2,
+            self.nd,
+            self.zd,
+            self.t,
+            self.B,
+            self.m,
+        ) = u
         self.i64 = np.empty(n, np.int64)
         self.i64b = np.empty(n, np.int64)
         self.g = np.empty(n)
@@ -139,14 +167,20 @@ class _Decoder:
     # -- building blocks (k = batch length) --
     def _load(self, A, end, k, back, out):
         """``out`` = the 8 bytes before ``end - back`` as a word, XOR '0' in every byte."""
-        i64, q, r, rl, a, b = (self.i64[:k], self.q[:k], self.r[:k], self.rl[:k],
-                               self.a[:k], self.b[:k])
+        i64, q, r, rl, a, b = (
+            self.i64[:k],
+            self.q[:k],
+            self.r[:k],
+            self.rl[:k],
+            self.a[:k],
+            self.b[:k],
+        )
         np.subtract(end, 8 + back, out=i64)
         qi = q.view(np.int64)
         np.right_shift(i64, 3, out=qi)
         np.bitwise_and(i64, 7, out=i64)
         np.left_shift(i64, 3, out=r.view(np.int64))
-        np.subtract(_W64, r, out=rl)          # a shift by 64 gives 0, as r == 0 needs
+        np.subtract(_W64, r, out=rl)  # a shift by 64 gives 0, as r == 0 needs
         A.take(qi, out=a, mode="wrap")
         np.add(qi, 1, out=qi)
         A.take(qi, out=b, mode="wrap")
@@ -181,12 +215,12 @@ class _Decoder:
         np.bitwise_and(x, _M7F, out=nd)
         np.add(nd, _P76, out=nd)
         np.bitwise_or(nd, x, out=nd)
-        np.bitwise_and(nd, V80, out=nd)       # non-digit bytes (high bits)
-        if need_digit:                        # not every byte a non-digit
+        np.bitwise_and(nd, V80, out=nd)  # non-digit bytes (high bits)
+        if need_digit:  # not every byte a non-digit
             np.not_equal(nd, V80, out=ok)
         else:
             ok.fill(True)
-        if fb is not None:                    # leave out a sign opening the piece
+        if fb is not None:  # leave out a sign opening the piece
             sg = self.bl[2][:k]
             np.equal(fb, 45, out=neg)
             np.equal(fb, 43, out=sg)
@@ -214,12 +248,12 @@ class _Decoder:
         np.multiply(nd, _FF, out=nd)
         np.invert(nd, out=nd)
         np.bitwise_and(x, nd, out=x)
-        np.bitwise_and(x, V, out=x)           # digit values, 0 elsewhere
+        np.bitwise_and(x, V, out=x)  # digit values, 0 elsewhere
         points = bool(zd.any())
         if points:
             np.right_shift(zd, _S7, out=B)
             np.subtract(B, _ONE, out=B)
-            np.minimum(B, zd, out=B)          # bytes before the point (0 without one)
+            np.minimum(B, zd, out=B)  # bytes before the point (0 without one)
             np.bitwise_and(x, B, out=a)
             np.left_shift(a, _S8, out=a)
             np.invert(B, out=zd)
@@ -303,7 +337,7 @@ class _Decoder:
         np.left_shift(t, rl, out=t)
         np.bitwise_or(w, t, out=w)
         np.bitwise_xor(w, np.uint32(0x30303030), out=w)
-        np.subtract(4, Lb, out=i64)            # bytes of the piece: ~0 << 8 * (4 - L)
+        np.subtract(4, Lb, out=i64)  # bytes of the piece: ~0 << 8 * (4 - L)
         np.left_shift(i64, 3, out=rl.view(np.int32), casting="same_kind")
         np.left_shift(np.uint32(0xFFFFFFFF), rl, out=t)
         np.bitwise_and(w, np.uint32(0x7F7F7F7F), out=r)
@@ -338,7 +372,7 @@ class _Decoder:
             o = out[i:j]
             if self._core(x, Lb, k, fb, True, M, cd, fidx, ok[i:j], neg):
                 _DIV1.take(fidx, out=g, mode="wrap")
-                np.divide(M.view(np.int64), g, out=o)     # exact M, exact 10**F: one rounding
+                np.divide(M.view(np.int64), g, out=o)  # exact M, exact 10**F: one rounding
             else:
                 np.copyto(o, M.view(np.int64), casting="unsafe")
             if signs:
@@ -354,8 +388,14 @@ class _Decoder:
             e, Lb, o, okb = end[i:j], length[i:j], out[i:j], ok[i:j]
             i64, q = self.i64[:k], self.q[:k].view(np.int64)
             r, rl, a, lo, hi = self.r[:k], self.rl[:k], self.a[:k], self.x[:k], self.x2[:k]
-            ndl, ndh, rest, t, B, M = (self.nd[:k], self.zd[:k], self.b[:k], self.t[:k],
-                                       self.B[:k], self.m[:k])
+            ndl, ndh, rest, t, B, M = (
+                self.nd[:k],
+                self.zd[:k],
+                self.b[:k],
+                self.t[:k],
+                self.B[:k],
+                self.m[:k],
+            )
             u0, u1, cnt = self.u8[0][:k], self.u8[1][:k], self.u8[2][:k]
             b1, neg = self.bl[1][:k], self.bl[0][:k]
             Ll = self.i64b[:k]
@@ -389,7 +429,7 @@ class _Decoder:
             np.add(ndh, _P76, out=ndh)
             np.bitwise_or(ndh, hi, out=ndh)
             np.bitwise_and(ndh, _M80, out=ndh)
-            if signs:                          # a sign may open the piece (in lo)
+            if signs:  # a sign may open the piece (in lo)
                 fb = self.u8[4][:k]
                 np.subtract(e, Lb, out=i64)
                 arr.take(i64, out=fb, mode="wrap")
@@ -413,7 +453,7 @@ class _Decoder:
             np.multiply(t, _FF, out=t)
             np.bitwise_and(hi, t, out=a)
             np.invert(t, out=B)
-            np.bitwise_and(hi, B, out=hi)     # digits of hi (the point zeroed)
+            np.bitwise_and(hi, B, out=hi)  # digits of hi (the point zeroed)
             np.bitwise_and(t, _X1E, out=t)
             np.equal(a, t, out=b1)
             np.bitwise_and(okb, b1, out=okb)
@@ -432,15 +472,15 @@ class _Decoder:
             # squeeze the point out: bytes before it move one byte up (across the words)
             np.right_shift(ndh, _S7, out=B)
             np.subtract(B, _ONE, out=B)
-            np.minimum(B, ndh, out=B)         # bytes of hi before a point in hi
+            np.minimum(B, ndh, out=B)  # bytes of hi before a point in hi
             np.right_shift(rest, _S7, out=t)
             np.subtract(t, _ONE, out=t)
-            np.minimum(t, rest, out=t)        # bytes of lo before a point in lo
+            np.minimum(t, rest, out=t)  # bytes of lo before a point in lo
             np.not_equal(ndh, 0, out=b1)
             np.multiply(b1, _ALL, out=a)
-            np.bitwise_or(t, a, out=t)        # ... or all of lo when the point is in hi
+            np.bitwise_or(t, a, out=t)  # ... or all of lo when the point is in hi
             np.bitwise_and(lo, t, out=a)
-            np.right_shift(a, _S56, out=rest)     # the byte carried into hi
+            np.right_shift(a, _S56, out=rest)  # the byte carried into hi
             np.left_shift(a, _S8, out=a)
             np.invert(t, out=ndl)
             np.bitwise_and(lo, ndl, out=lo)
@@ -494,7 +534,7 @@ class _Decoder:
         n1 = int(np.count_nonzero(one))
         big = length > 8
         nbig = int(np.count_nonzero(big))
-        if n1 * 4 > n:                        # many single characters: a cheap path
+        if n1 * 4 > n:  # many single characters: a cheap path
             i1 = np.flatnonzero(one)
             d = arr.take(end.take(i1) - 1)
             d -= 48
@@ -503,13 +543,15 @@ class _Decoder:
             if n1 == n:
                 return out, ok
             rest = ~(one | big)
-        elif nbig == 0:                       # one class: no partition
+        elif nbig == 0:  # one class: no partition
             self._short(arr, A, end, length, out, ok, signs)
             return out, ok
         else:
             rest = ~big
-        for idx, fn in ((np.flatnonzero(rest), self._short),
-                        (np.flatnonzero(big) if nbig else None, self._long)):
+        for idx, fn in (
+            (np.flatnonzero(rest), self._short),
+            (np.flatnonzero(big) if nbig else None, self._long),
+        ):
             if idx is not None and idx.size:
                 v, o = np.empty(idx.size), np.empty(idx.size, bool)
                 fn(arr, A, end.take(idx), length.take(idx), v, o, signs)
@@ -523,19 +565,19 @@ class _Decoder:
 # ---- result of one chunk ------------------------------------------------------------------
 @dataclass
 class _Chunk:
-    n_lines: int                 # newline-terminated lines in the chunk
-    line_idx: np.ndarray         # int64 [R], 0-based line within the chunk of each row
-    labels: np.ndarray           # float64 [R]
-    qids: np.ndarray             # int64 [R], -1 where the line has no qid
-    rows: np.ndarray | None      # int64 [P], row of each feature pair (None if complete)
-    fids: np.ndarray             # int64 [P]
-    vals: np.ndarray             # float64 [P]
-    complete: bool = False       # every row lists all n_features ids in increasing order
+    n_lines: int  # newline-terminated lines in the chunk
+    line_idx: np.ndarray  # int64 [R], 0-based line within the chunk of each row
+    labels: np.ndarray  # float64 [R]
+    qids: np.ndarray  # int64 [R], -1 where the line has no qid
+    rows: np.ndarray | None  # int64 [P], row of each feature pair (None if complete)
+    fids: np.ndarray  # int64 [P]
+    vals: np.ndarray  # float64 [P]
+    complete: bool = False  # every row lists all n_features ids in increasing order
 
 
 def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | None:
     """Vectorized parse of ``arr[_PAD:cend]`` (whole lines); None when any check fails."""
-    off = _PAD - 1                     # arr[_PAD - 1] is a pad space: the first event
+    off = _PAD - 1  # arr[_PAD - 1] is a pad space: the first event
     reg = arr[off:cend]
     if ba.find(b"#", _PAD, cend) >= 0:
         _blank_comments(reg)
@@ -555,21 +597,20 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
         # before them, and a colon always has a piece on both sides
         length = gap
         pend = E[1:]
-        pend += off                    # absolute end (exclusive) of each piece
-        f = iscol[1:]                  # piece is followed by ':' (a key)
+        pend += off  # absolute end (exclusive) of each piece
+        f = iscol[1:]  # piece is followed by ':' (a key)
         N = np.flatnonzero(evb == 10)
-        fe = N                         # pieces of line l: [fe[l-1], fe[l])
+        fe = N  # pieces of line l: [fe[l-1], fe[l])
     else:
-        P = np.flatnonzero(gap)        # non-empty gaps, indexed by the preceding event
+        P = np.flatnonzero(gap)  # non-empty gaps, indexed by the preceding event
         length = gap.take(P)
         P1 = P + 1
         pend = E.take(P1)
         pend += off
         n_colon = int(np.count_nonzero(iscol))
         f = iscol.take(P1)
-        if int(np.count_nonzero(f)) != n_colon \
-                or int(np.count_nonzero(iscol.take(P))) != n_colon:
-            return None                # a colon without a piece on one side
+        if int(np.count_nonzero(f)) != n_colon or int(np.count_nonzero(iscol.take(P))) != n_colon:
+            return None  # a colon without a piece on one side
         N = np.flatnonzero(evb == 10)
         fe = np.searchsorted(P, N)
         del P, P1
@@ -579,7 +620,7 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
     fs[:1] = 0
     fs[1:] = fe[:-1]
     cnt = fe - fs
-    nb = np.flatnonzero(cnt)           # non-blank lines
+    nb = np.flatnonzero(cnt)  # non-blank lines
     s = fs.take(nb)
     c = cnt.take(nb)
     del fe, fs, cnt, N
@@ -596,7 +637,7 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
         del alt
     if f.take(s).any() or f.take(s + c - 1).any():
         return None
-    f = f.copy()                       # (a view of iscol in the single-separator case)
+    f = f.copy()  # (a view of iscol in the single-separator case)
     # qid: second piece of the line is 'qid', third its value
     has_q = c >= 3
     qi = s[has_q] + 1
@@ -612,7 +653,7 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
         if not okq.all():
             return None
         qids[has_q] = q
-        f[qv - 1] = False              # the 'qid' key is not a feature
+        f[qv - 1] = False  # the 'qid' key is not a feature
     signs = ba.find(b"-", _PAD, cend) >= 0 or ba.find(b"+", _PAD, cend) >= 0
     # labels
     lend, llen = pend.take(s), length.take(s)
@@ -643,13 +684,12 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
     increasing, inc = True, None
     if fids.size > 1:
         inc = fids[1:] > fids[:-1]
-        first = np.cumsum(npairs) - npairs     # first pair of each row
+        first = np.cumsum(npairs) - npairs  # first pair of each row
         first = first[(npairs > 0) & (first > 0)]
         inc[first - 1] = True
         increasing = bool(inc.all())
     # increasing ids within base..base+nf-1, nf of them in every row: exactly that sequence
-    complete = (increasing and nf is not None and fids.size == R * nf
-                and bool((npairs == nf).all()))
+    complete = increasing and nf is not None and fids.size == R * nf and bool((npairs == nf).all())
     rows = None if complete else np.repeat(np.arange(R, dtype=np.int64), npairs)
     if not increasing and _has_duplicate(rows, fids, np.flatnonzero(~inc) + 1):
         return None
@@ -661,7 +701,7 @@ def _blank_comments(reg: np.ndarray) -> None:
     hashes = np.flatnonzero(reg == 35)
     nls = np.flatnonzero(reg == 10)
     line = np.searchsorted(nls, hashes)
-    first = np.r_[True, line[1:] != line[:-1]]      # the first '#' of each line
+    first = np.r_[True, line[1:] != line[:-1]]  # the first '#' of each line
     mark = np.zeros(reg.size + 1, dtype=np.int8)
     mark[hashes[first]] = 1
     mark[nls[line[first]]] = -1
@@ -684,7 +724,7 @@ def _fallback_numbers(arr, end, length, out, ok) -> bool:
     one is not a finite number (the caller then reports the line)."""
     for i in np.flatnonzero(~ok).tolist():
         e = int(end[i])
-        tok = arr[e - int(length[i]):e].tobytes()
+        tok = arr[e - int(length[i]) : e].tobytes()
         if not _NUM_RE.fullmatch(tok):
             return False
         v = float(tok)
@@ -700,13 +740,12 @@ def _parse_number(tok: bytes, lineno: int, field: str) -> float:
         v = float(tok)
         if math.isfinite(v):
             return v
-        raise _BadLine(lineno, f"value {tok.decode('latin-1')!r} overflows "
-                              "to infinity", field=field)
+        raise _BadLine(
+            lineno, f"value {tok.decode('latin-1')!r} overflows to infinity", field=field
+        )
     if tok.lower() in _NONFINITE:
-        raise _BadLine(lineno, f"non-finite value {tok.decode('latin-1')!r}",
-                              field=field)
-    raise _BadLine(lineno, f"not a number: {tok.decode('latin-1')!r}",
-                          field=field)
+        raise _BadLine(lineno, f"non-finite value {tok.decode('latin-1')!r}", field=field)
+    raise _BadLine(lineno, f"not a number: {tok.decode('latin-1')!r}", field=field)
 
 
 def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
@@ -726,12 +765,14 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
         if len(toks) > 1 and toks[1][:4] == b"qid:":
             qs = toks[1][4:]
             if not UINT_RE.fullmatch(qs):
-                raise _BadLine(lineno, "query id must be a non-negative "
-                                      f"integer, got {qs.decode('latin-1')!r}", field="qid")
+                raise _BadLine(
+                    lineno,
+                    f"query id must be a non-negative integer, got {qs.decode('latin-1')!r}",
+                    field="qid",
+                )
             qid, k = int(qs), 2
         elif mode == "required":
-            raise _BadLine(lineno, "missing 'qid:<query id>' as the second "
-                                  "token", field="qid")
+            raise _BadLine(lineno, "missing 'qid:<query id>' as the second token", field="qid")
         row = len(labels)
         seen = set()
         for j in range(k, len(toks)):
@@ -739,23 +780,26 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
             parts = tok.split(b":")
             field = f"token {j + 1}"
             if len(parts) != 2:
-                raise _BadLine(lineno, "expected '<feature id>:<value>', got "
-                                      f"{tok.decode('latin-1')!r}", field=field)
+                raise _BadLine(
+                    lineno,
+                    f"expected '<feature id>:<value>', got {tok.decode('latin-1')!r}",
+                    field=field,
+                )
             fs, vs = parts
             if fs == b"qid":
-                raise _BadLine(lineno, "'qid:<query id>' must be the second token",
-                               field=field)
+                raise _BadLine(lineno, "'qid:<query id>' must be the second token", field=field)
             if not UINT_RE.fullmatch(fs):
-                raise _BadLine(lineno, "feature id must be a non-negative "
-                                      f"integer, got {fs.decode('latin-1')!r}", field=field)
+                raise _BadLine(
+                    lineno,
+                    f"feature id must be a non-negative integer, got {fs.decode('latin-1')!r}",
+                    field=field,
+                )
             fid = int(fs)
             if fid < base or (nf is not None and fid >= base + nf):
                 hi = "" if nf is None else f"..{base + nf - 1}"
-                raise _BadLine(lineno, f"feature id {fid} out of range "
-                                      f"{base}{hi}", field=field)
+                raise _BadLine(lineno, f"feature id {fid} out of range {base}{hi}", field=field)
             if fid in seen:
-                raise _BadLine(lineno, f"duplicate feature id {fid}",
-                                      field=field)
+                raise _BadLine(lineno, f"duplicate feature id {fid}", field=field)
             seen.add(fid)
             vals.append(_parse_number(vs, lineno, f"feature {fid}"))
             fids.append(fid)
@@ -764,9 +808,15 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
         labels.append(label)
         qids.append(qid)
     i64 = np.int64
-    return _Chunk(len(lines), np.array(line_idx, i64), np.array(labels, np.float64),
-                  np.array(qids, i64), np.array(rows, i64), np.array(fids, i64),
-                  np.array(vals, np.float64))
+    return _Chunk(
+        len(lines),
+        np.array(line_idx, i64),
+        np.array(labels, np.float64),
+        np.array(qids, i64),
+        np.array(rows, i64),
+        np.array(fids, i64),
+        np.array(vals, np.float64),
+    )
 
 
 # ---- file level -----------------------------------------------------------------------------
@@ -788,11 +838,11 @@ class _Reader:
         if len(ba) < _PAD + self.cap + _TAIL:
             ba = _buffer(self.cap)
         fill = len(self.tail)
-        ba[_PAD:_PAD + fill] = self.tail
+        ba[_PAD : _PAD + fill] = self.tail
         while True:
             with memoryview(ba) as mv:
                 while not self.eof and fill < self.cap:
-                    n = self.fh.readinto(mv[_PAD + fill:_PAD + self.cap])
+                    n = self.fh.readinto(mv[_PAD + fill : _PAD + self.cap])
                     if not n:
                         self.eof = True
                     else:
@@ -808,9 +858,9 @@ class _Reader:
                 return ba, end
             last = ba.rfind(b"\n", _PAD, end)
             if last >= 0:
-                self.tail = bytes(ba[last + 1:end])
+                self.tail = bytes(ba[last + 1 : end])
                 return ba, last + 1
-            self.cap *= 2                     # a line longer than the buffer
+            self.cap *= 2  # a line longer than the buffer
             nb = _buffer(self.cap)
             nb[:end] = ba[:end]
             ba = nb
@@ -840,7 +890,7 @@ def _process(ba, cend, mode, base, nf):
     if ch is None:
         ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)
     w = nf if nf is not None else (int(ch.fids.max()) - base + 1 if ch.fids.size else 0)
-    if ch.complete:                    # values already in row-major order
+    if ch.complete:  # values already in row-major order
         return ch, None, ch.vals.astype(np.float32), w
     lin = ch.rows * w
     lin += ch.fids
@@ -861,17 +911,16 @@ class _Dense:
             cap = max(need, est_rows, int(1.5 * (0 if self.arr is None else self.arr.shape[0])))
             new = np.zeros((cap, self.w), dtype=np.float32)
             if self.arr is not None:
-                new[:self.n] = self.arr[:self.n]
+                new[: self.n] = self.arr[: self.n]
             self.arr = new
         if lin is None:
-            self.arr[self.n:need] = vals.reshape(R, self.w)
+            self.arr[self.n : need] = vals.reshape(R, self.w)
         else:
-            self.arr[self.n:need].reshape(-1)[lin] = vals
+            self.arr[self.n : need].reshape(-1)[lin] = vals
         self.n = need
 
     def result(self) -> np.ndarray:
-        return (np.zeros((0, self.w), np.float32) if self.arr is None
-                else self.arr[:self.n])
+        return np.zeros((0, self.w), np.float32) if self.arr is None else self.arr[: self.n]
 
 
 _allocator_primed = False
@@ -930,10 +979,16 @@ def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 <<
         raise ParameterError("chunk_bytes", "an integer >= 1024", chunk_bytes)
 
 
-def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
-                  feature_id_base: int = 1, qid: str = "required",
-                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, workers: int = 1,
-                  progress: bool | None = None) -> SvmlightRows:
+def read_svmlight(
+    path: str | os.PathLike,
+    *,
+    n_features: int | None = None,
+    feature_id_base: int = 1,
+    qid: str = "required",
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    workers: int = 1,
+    progress: bool | None = None,
+) -> SvmlightRows:
     """Parse an SVMlight file into dense rows (no caching, no query grouping).
 
     Parameters
@@ -972,8 +1027,7 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"parsing {path.name}",
-                   leave=False)
+        bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"parsing {path.name}", leave=False)
     pool: list[bytearray] = []
 
     def collect(result, ba, nbytes):
@@ -1003,17 +1057,18 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     with open(path, "rb", buffering=0) as fh:
         reader = _Reader(fh, int(chunk_bytes))
         if workers == 1:
-            while (got := reader.next(pool.pop() if pool else _buffer(reader.cap))):
+            while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
                 ba, cend = got
-                collect(lambda: _process(ba, cend, qid, base, nf), ba, cend - _PAD)
+                collect(lambda ba=ba, cend=cend: _process(ba, cend, qid, base, nf), ba, cend - _PAD)
         else:
             pending: deque = deque()
             with ThreadPoolExecutor(workers) as ex:
                 try:
-                    while (got := reader.next(pool.pop() if pool else _buffer(reader.cap))):
+                    while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
                         ba, cend = got
-                        pending.append((ex.submit(_process, ba, cend, qid, base, nf), ba,
-                                        cend - _PAD))
+                        pending.append(
+                            (ex.submit(_process, ba, cend, qid, base, nf), ba, cend - _PAD)
+                        )
                         while len(pending) > workers:
                             fut, b, nbytes = pending.popleft()
                             collect(fut.result, b, nbytes)
@@ -1032,20 +1087,25 @@ def read_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
         features = np.zeros((sum(b.shape[0] for b in blocks), width), dtype=np.float32)
         r = 0
         for b in blocks:
-            features[r:r + b.shape[0], :b.shape[1]] = b
+            features[r : r + b.shape[0], : b.shape[1]] = b
             r += b.shape[0]
     if features.shape[0] == 0:
-        raise DataFormatError(path, None, "no data lines (the file is empty or holds only "
-                              "blank and comment lines)")
+        raise DataFormatError(
+            path, None, "no data lines (the file is empty or holds only blank and comment lines)"
+        )
     return SvmlightRows(
-        features=features, labels=np.concatenate(labels), qids=np.concatenate(qids),
+        features=features,
+        labels=np.concatenate(labels),
+        qids=np.concatenate(qids),
         line_numbers=np.concatenate(lines),
         feature_ids=np.arange(base, base + width, dtype=np.int64),
-        n_lines=state["line0"] - 1)
+        n_lines=state["line0"] - 1,
+    )
 
 
-def qptr_from_qids(qids: np.ndarray, line_numbers: np.ndarray, *, path=None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def qptr_from_qids(
+    qids: np.ndarray, line_numbers: np.ndarray, *, path=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Query offsets from runs of equal consecutive qids: ``(qptr, query_ids)``.
 
     A qid that reappears after another qid raises :class:`DataFormatError` naming the line
@@ -1062,20 +1122,28 @@ def qptr_from_qids(qids: np.ndarray, line_numbers: np.ndarray, *, path=None
         i = int(np.argmin(later))
         run, prev = int(later[i]), int(order[dup[i]])
         raise DataFormatError(
-            path, int(line_numbers[starts[run]]),
+            path,
+            int(line_numbers[starts[run]]),
             f"qid {int(run_q[run])} reappears after other queries (first seen on line "
             f"{int(line_numbers[starts[prev]])}); the lines of a query must be contiguous",
-            field="qid")
+            field="qid",
+        )
     qptr = np.empty(starts.size + 1, dtype=np.int64)
     qptr[:-1] = starts
     qptr[-1] = n
     return qptr, run_q.astype(np.int64)
 
 
-def parse_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
-                   feature_id_base: int = 1, label_max: float | None = None,
-                   name: str | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                   workers: int = 1) -> RankingData:
+def parse_svmlight(
+    path: str | os.PathLike,
+    *,
+    n_features: int | None = None,
+    feature_id_base: int = 1,
+    label_max: float | None = None,
+    name: str | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    workers: int = 1,
+) -> RankingData:
     """Parse an SVMlight ranking file (``label qid:Q fid:val ...``) into :class:`RankingData`.
 
     Every data line needs ``qid:<n>``; a query is a run of consecutive lines with the same
@@ -1086,14 +1154,26 @@ def parse_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
     path and its line count. No caching: see :func:`load_svmlight`. Options as in
     :func:`read_svmlight`.
     """
-    rows = read_svmlight(path, n_features=n_features, feature_id_base=feature_id_base,
-                         qid="required", chunk_bytes=chunk_bytes, workers=workers)
+    rows = read_svmlight(
+        path,
+        n_features=n_features,
+        feature_id_base=feature_id_base,
+        qid="required",
+        chunk_bytes=chunk_bytes,
+        workers=workers,
+    )
     qptr, query_ids = qptr_from_qids(rows.qids, rows.line_numbers, path=path)
     return RankingData(
-        features=rows.features, labels=rows.labels, qptr=qptr, query_ids=query_ids,
-        feature_ids=rows.feature_ids, item_ids=rows.line_numbers, label_max=label_max,
+        features=rows.features,
+        labels=rows.labels,
+        qptr=qptr,
+        query_ids=query_ids,
+        feature_ids=rows.feature_ids,
+        item_ids=rows.line_numbers,
+        label_max=label_max,
         name=name or Path(path).name,
-        meta={"source": str(Path(path).resolve()), "n_lines": rows.n_lines})
+        meta={"source": str(Path(path).resolve()), "n_lines": rows.n_lines},
+    )
 
 
 def check_graded_labels(data: RankingData, *, label_max: float, path=None) -> None:
@@ -1104,14 +1184,22 @@ def check_graded_labels(data: RankingData, *, label_max: float, path=None) -> No
     if bad.any():
         i = int(np.argmax(bad))
         line = int(data.item_ids[i]) if data.item_ids is not None else None
-        raise DataFormatError(path, line, f"label {y[i]!r} is not an integer grade in "
-                              f"0..{label_max:g}", field="label")
+        raise DataFormatError(
+            path, line, f"label {y[i]!r} is not an integer grade in 0..{label_max:g}", field="label"
+        )
 
 
-def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
-                  feature_id_base: int = 1, label_max: float | None = None,
-                  name: str | None = None, cache_dir: str | os.PathLike | None = None,
-                  cache: bool = True, graded: bool = False) -> RankingData:
+def load_svmlight(
+    path: str | os.PathLike,
+    *,
+    n_features: int | None = None,
+    feature_id_base: int = 1,
+    label_max: float | None = None,
+    name: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+    graded: bool = False,
+) -> RankingData:
     """:func:`parse_svmlight` through the on-disk cache (see :mod:`data_loaders.cache`).
 
     ``cache=False`` always parses; otherwise the parsed split is stored as memory-mapped
@@ -1129,15 +1217,26 @@ def load_svmlight(path: str | os.PathLike, *, n_features: int | None = None,
         raise ParameterError("label_max", "a number when graded=True", label_max)
 
     def build() -> RankingData:
-        data = parse_svmlight(path, n_features=n_features, feature_id_base=feature_id_base,
-                              label_max=label_max, name=name)
+        data = parse_svmlight(
+            path,
+            n_features=n_features,
+            feature_id_base=feature_id_base,
+            label_max=label_max,
+            name=name,
+        )
         if graded:
             check_graded_labels(data, label_max=label_max, path=path)
         return data
 
     if not cache:
         return build()
-    options = {"parser": "svmlight", "parser_version": FORMAT_VERSION,
-               "n_features": n_features, "feature_id_base": int(feature_id_base),
-               "label_max": label_max, "name": name, "graded": bool(graded)}
+    options = {
+        "parser": "svmlight",
+        "parser_version": FORMAT_VERSION,
+        "n_features": n_features,
+        "feature_id_base": int(feature_id_base),
+        "label_max": label_max,
+        "name": name,
+        "graded": bool(graded),
+    }
     return cached(path, options, build, cache_dir=cache_dir)

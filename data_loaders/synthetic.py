@@ -28,13 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
-
-from groupbias.validation import generator, integer, is_integer
 from scipy.optimize import brentq
 
-from groupbias.errors import ParameterError
-
 from groupbias.data import RankingData
+from groupbias.errors import ParameterError
+from groupbias.validation import generator, integer, is_integer
 
 SENSITIVE_FEATURE_ID = 1
 SENSITIVE_THRESHOLD = 0.5
@@ -44,8 +42,11 @@ DEFAULT_FRACTIONS = {"train": 0.6, "valid": 0.2, "test": 0.2}
 def _rng_or_seed(rng, seed) -> np.random.Generator:
     """The generator given, or a new one from ``seed`` (exactly one of them)."""
     if (rng is None) == (seed is None):
-        raise ParameterError("rng/seed", "exactly one of rng (np.random.Generator) or seed "
-                             "(int)", f"rng={rng!r}, seed={seed!r}")
+        raise ParameterError(
+            "rng/seed",
+            "exactly one of rng (np.random.Generator) or seed (int)",
+            f"rng={rng!r}, seed={seed!r}",
+        )
     if rng is not None:
         return generator(rng)
     return np.random.default_rng(integer("seed", seed, low=0))
@@ -57,18 +58,21 @@ def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray
     ``p(k) ∝ 2^{-k}``; ``p_A(k) ∝ p(k) e^{t k}`` with ``t`` such that
     ``sum_k k p_A(k) = utility_ratio * sum_k k p(k)``.
     """
-    if not is_integer(n_grades) \
-            or n_grades < 2:
+    if not is_integer(n_grades) or n_grades < 2:
         raise ParameterError("n_grades", "an integer >= 2", n_grades)
     k = np.arange(n_grades, dtype=np.float64)
-    p = 0.5 ** k
+    p = 0.5**k
     p /= p.sum()
     mu = float(k @ p)
     target = utility_ratio * mu
     if not (np.isfinite(utility_ratio) and 0 < target < n_grades - 1):
-        raise ParameterError("utility_ratio", f"a ratio in (0, {(n_grades - 1) / mu:.4g}) "
-                             f"(the affected mean label must stay inside (0, {n_grades - 1}) "
-                             f"with non-affected mean {mu:.4g})", utility_ratio)
+        raise ParameterError(
+            "utility_ratio",
+            f"a ratio in (0, {(n_grades - 1) / mu:.4g}) "
+            f"(the affected mean label must stay inside (0, {n_grades - 1}) "
+            f"with non-affected mean {mu:.4g})",
+            utility_ratio,
+        )
 
     def tilted(t):
         w = p * np.exp(t * k - np.max(t * k))
@@ -78,11 +82,19 @@ def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray
     return p, tilted(t)
 
 
-def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
-                   n_features: int = 20, affected_share: float = 0.3,
-                   utility_ratio: float = 1.0, n_grades: int = 5,
-                   n_informative: int | None = None, rng: np.random.Generator | None = None,
-                   seed: int | None = None, name: str = "synthetic") -> RankingData:
+def make_synthetic(
+    *,
+    n_queries: int = 200,
+    list_size: Sequence[int] = (5, 60),
+    n_features: int = 20,
+    affected_share: float = 0.3,
+    utility_ratio: float = 1.0,
+    n_grades: int = 5,
+    n_informative: int | None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | None = None,
+    name: str = "synthetic",
+) -> RankingData:
     """Synthetic ranking data with a sensitive feature and a controlled utility ratio.
 
     Parameters
@@ -104,8 +116,7 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
     See the module docstring for the generative model.
     """
     gen = _rng_or_seed(rng, seed)
-    if not is_integer(n_queries) \
-            or n_queries < 1:
+    if not is_integer(n_queries) or n_queries < 1:
         raise ParameterError("n_queries", "an integer >= 1", n_queries)
     try:
         lo, hi = (int(v) for v in list_size)
@@ -113,15 +124,12 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
         raise ParameterError("list_size", "a pair (min, max) of integers", list_size) from None
     if not 1 <= lo <= hi:
         raise ParameterError("list_size", "1 <= min <= max", list_size)
-    if not is_integer(n_features) \
-            or n_features < 2:
-        raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)",
-                             n_features)
+    if not is_integer(n_features) or n_features < 2:
+        raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)", n_features)
     if n_informative is None:
         n_informative = min(5, n_features - 1)
     if not 1 <= n_informative <= n_features - 1:
-        raise ParameterError("n_informative", f"an integer in [1, {n_features - 1}]",
-                             n_informative)
+        raise ParameterError("n_informative", f"an integer in [1, {n_features - 1}]", n_informative)
     if not (np.isfinite(affected_share) and 0 < affected_share < 1):
         raise ParameterError("affected_share", "a fraction in (0, 1)", affected_share)
     p_non, p_aff = grade_distributions(n_grades, utility_ratio)
@@ -132,23 +140,31 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
     n = int(qptr[-1])
     n_aff = int(round(affected_share * n))
     if not 0 < n_aff < n:
-        raise ParameterError("affected_share", f"a share giving both groups among {n} items",
-                             affected_share, "generate more items or pick a share nearer 0.5")
+        raise ParameterError(
+            "affected_share",
+            f"a share giving both groups among {n} items",
+            affected_share,
+            "generate more items or pick a share nearer 0.5",
+        )
     groups = np.zeros(n, dtype=np.float64)
     groups[gen.permutation(n)[:n_aff]] = 1.0
     aff = groups == 1.0
 
     u = gen.random(n)
-    labels = np.where(aff, np.searchsorted(np.cumsum(p_aff), u, side="right"),
-                      np.searchsorted(np.cumsum(p_non), u, side="right"))
+    labels = np.where(
+        aff,
+        np.searchsorted(np.cumsum(p_aff), u, side="right"),
+        np.searchsorted(np.cumsum(p_non), u, side="right"),
+    )
     labels = np.minimum(labels, n_grades - 1).astype(np.float64)
 
     feats = np.empty((n, n_features), dtype=np.float64)
     feats[:, 0] = np.where(aff, gen.uniform(0.0, 0.2, n), gen.uniform(0.8, 1.0, n))
     scales = np.linspace(0.5, 2.0, n_informative)
-    feats[:, 1:1 + n_informative] = labels[:, None] + scales * gen.standard_normal(
-        (n, n_informative))
-    feats[:, 1 + n_informative:] = gen.standard_normal((n, n_features - 1 - n_informative))
+    feats[:, 1 : 1 + n_informative] = labels[:, None] + scales * gen.standard_normal(
+        (n, n_informative)
+    )
+    feats[:, 1 + n_informative :] = gen.standard_normal((n, n_features - 1 - n_informative))
 
     mu_a, mu_n = labels[aff].mean(), labels[~aff].mean()
     meta = {
@@ -162,16 +178,28 @@ def make_synthetic(*, n_queries: int = 200, list_size: Sequence[int] = (5, 60),
         "p_label_non_affected": p_non.tolist(),
         "p_label_affected": p_aff.tolist(),
     }
-    return RankingData(features=feats, labels=labels, qptr=qptr,
-                       query_ids=np.arange(n_queries, dtype=np.int64),
-                       feature_ids=np.arange(1, n_features + 1), groups=groups,
-                       label_max=float(n_grades - 1), name=name, meta=meta)
+    return RankingData(
+        features=feats,
+        labels=labels,
+        qptr=qptr,
+        query_ids=np.arange(n_queries, dtype=np.int64),
+        feature_ids=np.arange(1, n_features + 1),
+        groups=groups,
+        label_max=float(n_grades - 1),
+        name=name,
+        meta=meta,
+    )
 
 
-def make_synthetic_splits(*, n_queries: int = 200,
-                          fractions: Mapping[str, float] | None = None,
-                          rng: np.random.Generator | None = None, seed: int | None = None,
-                          name: str = "synthetic", **kwargs) -> dict[str, RankingData]:
+def make_synthetic_splits(
+    *,
+    n_queries: int = 200,
+    fractions: Mapping[str, float] | None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | None = None,
+    name: str = "synthetic",
+    **kwargs,
+) -> dict[str, RankingData]:
     """Train/valid/test (or any named) splits of one synthetic dataset.
 
     ``n_queries`` queries are generated by :func:`make_synthetic` (``kwargs`` passed on) and
@@ -182,15 +210,16 @@ def make_synthetic_splits(*, n_queries: int = 200,
     """
     fr = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
     vals = np.array(list(fr.values()), dtype=np.float64)
-    if not fr or np.any(~np.isfinite(vals)) or np.any(vals <= 0) \
-            or abs(vals.sum() - 1) > 1e-9:
-        raise ParameterError("fractions", "positive fractions per split name summing to 1",
-                             fractions)
+    if not fr or np.any(~np.isfinite(vals)) or np.any(vals <= 0) or abs(vals.sum() - 1) > 1e-9:
+        raise ParameterError(
+            "fractions", "positive fractions per split name summing to 1", fractions
+        )
     counts = np.round(vals * n_queries).astype(np.int64)
     counts[-1] = n_queries - counts[:-1].sum()
     if np.any(counts < 1):
-        raise ParameterError("n_queries", f"enough queries for {len(fr)} non-empty splits",
-                             n_queries)
+        raise ParameterError(
+            "n_queries", f"enough queries for {len(fr)} non-empty splits", n_queries
+        )
     data = make_synthetic(n_queries=n_queries, rng=rng, seed=seed, name=name, **kwargs)
     bounds = np.concatenate(([0], np.cumsum(counts)))
     out = {}

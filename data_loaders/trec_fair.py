@@ -55,18 +55,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groupbias.errors import ParameterError
+from groupbias.data import RankingData
+from groupbias.errors import DataError, DataFormatError, ParameterError
 from groupbias.validation import is_integer
 
-from ._tables import (first_bad, numeric_column, read_table, record_line, require_files,
-                      resolve_path)
-from groupbias.errors import DataError, DataFormatError
-from groupbias.data import RankingData
+from ._tables import first_bad, numeric_column, read_table, record_line, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_TREC_FAIR"
 YEARS = (2019, 2020)
-SAMPLE_FILE = {2019: "fair-TREC-training-sample.json",
-               2020: "TREC-Fair-Ranking-training-sample.json"}
+SAMPLE_FILE = {
+    2019: "fair-TREC-training-sample.json",
+    2020: "TREC-Fair-Ranking-training-sample.json",
+}
 PAPERS = "corpus-subset-for-queries.papers.csv"
 PAPER_AUTHORS = "corpus-subset-for-queries.paper_authors.csv"
 AUTHORS = "corpus-subset-for-queries.authors.csv"
@@ -106,8 +106,9 @@ def _year_dir(root: Path, year: int) -> Path:
 _FEATURE_RE = re.compile(r"^feature_(\d+)$")
 
 
-def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "train", *,
-                       name: str | None = None) -> RankingData:
+def load_trec_fair_ppg(
+    root: str | os.PathLike | None, year: int, split: str = "train", *, name: str | None = None
+) -> RankingData:
     """Load ``ppg/{year}/{split}.csv`` (TREC Fair Ranking, preprocessed form).
 
     Queries are the ``session`` values, items the rows; ``labels = score`` (binary relevance,
@@ -123,8 +124,7 @@ def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "
     y = _check_year(year)
     if split not in ("train", "test"):
         raise ParameterError("split", "'train' or 'test'", split)
-    base = resolve_path(root, env=ENV_VAR, expected=[f"ppg/{y}/{split}.csv"],
-                        what="TREC Fair data")
+    base = resolve_path(root, env=ENV_VAR, expected=[f"ppg/{y}/{split}.csv"], what="TREC Fair data")
     rel = f"ppg/{y}/{split}.csv"
     for cand in (base / "ppg" / str(y), base / str(y), base):
         if (cand / f"{split}.csv").is_file():
@@ -138,9 +138,13 @@ def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "
     fcols = sorted((int(m.group(1)), c) for c in cols if (m := _FEATURE_RE.match(c)))
     if missing or not fcols:
         need = missing or ["feature_1"]
-        raise DataFormatError(path, 1, "missing column(s) " + ", ".join(need) + "; expected "
-                              "sensitive_attribute, session, score, feature_1..feature_K",
-                              field=need[0])
+        raise DataFormatError(
+            path,
+            1,
+            "missing column(s) " + ", ".join(need) + "; expected "
+            "sensitive_attribute, session, score, feature_1..feature_K",
+            field=need[0],
+        )
     df = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
     df.columns = cols
     if len(df) == 0:
@@ -149,15 +153,22 @@ def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "
     attr = df["sensitive_attribute"].fillna("").str.strip().str.upper()
     bad = first_bad(~attr.isin(["H", "L"]).to_numpy())
     if bad is not None:
-        raise DataFormatError(path, record_line(path, bad),
-                              f"value {df['sensitive_attribute'].iloc[bad]!r}; expected H or L",
-                              field="sensitive_attribute")
+        raise DataFormatError(
+            path,
+            record_line(path, bad),
+            f"value {df['sensitive_attribute'].iloc[bad]!r}; expected H or L",
+            field="sensitive_attribute",
+        )
     groups = (attr == "L").to_numpy(dtype=np.float64)
     session = numeric_column(df, "session", path)
     bad = first_bad(session != np.round(session))
     if bad is not None:
-        raise DataFormatError(path, record_line(path, bad), f"value {df['session'].iloc[bad]!r}"
-                              "; expected an integer session id", field="session")
+        raise DataFormatError(
+            path,
+            record_line(path, bad),
+            f"value {df['session'].iloc[bad]!r}; expected an integer session id",
+            field="session",
+        )
     session = session.astype(np.int64)
     labels = numeric_column(df, "score", path)
     bad = first_bad(labels < 0)
@@ -172,17 +183,28 @@ def load_trec_fair_ppg(root: str | os.PathLike | None, year: int, split: str = "
         rank = np.empty(uniq.size, dtype=np.int64)
         rank[np.argsort(first_pos, kind="stable")] = np.arange(uniq.size)
         order = np.argsort(rank[np.searchsorted(uniq, session)], kind="stable")
-        session, labels, feats, groups = (session[order], labels[order], feats[order],
-                                          groups[order])
+        session, labels, feats, groups = (
+            session[order],
+            labels[order],
+            feats[order],
+            groups[order],
+        )
         runs = np.flatnonzero(session[1:] != session[:-1]) + 1
     qptr = np.concatenate(([0], runs, [session.size])).astype(np.int64)
     data = RankingData(
-        features=feats, labels=labels, qptr=qptr, query_ids=session[qptr[:-1]],
-        feature_ids=np.array([k for k, _ in fcols], dtype=np.int64), groups=groups,
+        features=feats,
+        labels=labels,
+        qptr=qptr,
+        query_ids=session[qptr[:-1]],
+        feature_ids=np.array([k for k, _ in fcols], dtype=np.int64),
+        groups=groups,
         label_max=1.0 if labels.max() <= 1 else float(labels.max()),
         name=name or f"trec-fair-{y}/ppg/{split}",
-        meta={"source": str(path), "sessions_regrouped": bool(regrouped),
-              "sensitive_attribute": "authors' h-index group (affected = L)"},
+        meta={
+            "source": str(path),
+            "sessions_regrouped": bool(regrouped),
+            "sensitive_attribute": "authors' h-index group (affected = L)",
+        },
     )
     return data
 
@@ -210,8 +232,9 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                     raise DataFormatError(path, lineno, "missing key", field=key)
             qid = obj["qid"]
             if not (is_integer(qid) or isinstance(qid, str)):
-                raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string",
-                                      field="qid")
+                raise DataFormatError(
+                    path, lineno, f"qid {qid!r} is not an integer or string", field="qid"
+                )
             if qid in seen:
                 raise DataFormatError(path, lineno, f"qid {qid!r} appears twice", field="qid")
             seen.add(qid)
@@ -221,12 +244,17 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
             qorder.append(qid)
             for j, d in enumerate(documents):
                 if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
-                    raise DataFormatError(path, lineno, f"document {j} needs doc_id and "
-                                          "relevance", field="documents")
+                    raise DataFormatError(
+                        path, lineno, f"document {j} needs doc_id and relevance", field="documents"
+                    )
                 r = d["relevance"]
                 if isinstance(r, bool) or r not in (0, 1):
-                    raise DataFormatError(path, lineno, f"document {j}: relevance {r!r}, "
-                                          "expected 0 or 1", field="relevance")
+                    raise DataFormatError(
+                        path,
+                        lineno,
+                        f"document {j}: relevance {r!r}, expected 0 or 1",
+                        field="relevance",
+                    )
                 qids.append(qid)
                 docs.append(str(d["doc_id"]))
                 rels.append(float(r))
@@ -239,8 +267,13 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
     """Series author_id -> True (high h-index) / False (low); absent = unknown."""
     if year == 2020:
         path = ydir / AUTHORS
-        a = read_table(path, usecols=lambda c: c in ("corpus_author_id", "h_class"),
-                       dtype=str, keep_default_na=False, na_values=[""])
+        a = read_table(
+            path,
+            usecols=lambda c: c in ("corpus_author_id", "h_class"),
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+        )
         for col in ("corpus_author_id", "h_class"):
             if col not in a.columns:
                 raise DataFormatError(path, 1, "missing column", field=col)
@@ -248,8 +281,12 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         cls = a["h_class"].fillna("").str.strip().str.upper()
         bad = first_bad(~cls.isin(["H", "L", ""]).to_numpy())
         if bad is not None:
-            raise DataFormatError(path, record_line(path, bad), f"value {cls.iloc[bad]!r}; "
-                                  "expected H or L", field="h_class")
+            raise DataFormatError(
+                path,
+                record_line(path, bad),
+                f"value {cls.iloc[bad]!r}; expected H or L",
+                field="h_class",
+            )
         known = (cls != "").to_numpy()
         s = pd.Series((cls == "H").to_numpy()[known], index=ids[known])
     else:
@@ -264,9 +301,15 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
     return s[~s.index.duplicated(keep="first")]
 
 
-def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
-                         author_rule: str = "first", unknown: str = "drop",
-                         high_level: int = 4, name: str | None = None) -> RankingData:
+def load_trec_fair_track(
+    root: str | os.PathLike | None,
+    year: int,
+    *,
+    author_rule: str = "first",
+    unknown: str = "drop",
+    high_level: int = 4,
+    name: str | None = None,
+) -> RankingData:
     """Load the TREC Fair Ranking training sample with author h-index groups.
 
     Parameters
@@ -296,8 +339,11 @@ def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
         raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
     base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
     ydir = _year_dir(base, y)
-    require_files(ydir, files_for(y), hint="the TREC Fair Ranking training sample and corpus "
-                                            "subset of that year")
+    require_files(
+        ydir,
+        files_for(y),
+        hint="the TREC Fair Ranking training sample and corpus subset of that year",
+    )
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])
 
@@ -326,7 +372,7 @@ def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
     pos = numeric_column(pa, "position", apath)
     high = _author_high(ydir, y, high_level)
     aid_known = np.isfinite(aid)
-    status = np.full(aid.size, np.nan)                       # 1 = low, 0 = high, nan = unknown
+    status = np.full(aid.size, np.nan)  # 1 = low, 0 = high, nan = unknown
     hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
     found = hit.notna().to_numpy() & aid_known
     status[found] = np.where(hit.to_numpy()[found].astype(bool), 0.0, 1.0)
@@ -374,8 +420,10 @@ def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
     query_ids = np.asarray(qorder, dtype=object if isinstance(qorder[0], str) else np.int64)
     query_ids = query_ids[nonempty]
     if qptr[-1] == 0:
-        raise DataError(f"{ydir}: no document has an author with a known h-index group "
-                        f"(author_rule={author_rule!r}, unknown={unknown!r})")
+        raise DataError(
+            f"{ydir}: no document has an author with a known h-index group "
+            f"(author_rule={author_rule!r}, unknown={unknown!r})"
+        )
     qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
     n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
     n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
@@ -397,7 +445,15 @@ def load_trec_fair_track(root: str | os.PathLike | None, year: int, *,
         "missing_feature_values": missing_counts,
         "sensitive_attribute": "authors' h-index group (affected = low)",
     }
-    return RankingData(features=features, labels=labels, qptr=qptr, query_ids=query_ids,
-                       feature_ids=np.arange(1, len(TRACK_FEATURES) + 1),
-                       item_ids=docs.to_numpy(dtype=object)[keep], groups=g, label_max=1.0,
-                       name=name or f"trec-fair-{y}/track/train", meta=meta)
+    return RankingData(
+        features=features,
+        labels=labels,
+        qptr=qptr,
+        query_ids=query_ids,
+        feature_ids=np.arange(1, len(TRACK_FEATURES) + 1),
+        item_ids=docs.to_numpy(dtype=object)[keep],
+        groups=g,
+        label_max=1.0,
+        name=name or f"trec-fair-{y}/track/train",
+        meta=meta,
+    )

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._tables import resolve_path
-from groupbias.errors import MissingFilesError
 from groupbias.data import RankingData
+from groupbias.errors import MissingFilesError
+
+from ._tables import resolve_path
 from .svmlight import load_svmlight
 
 __all__ = ["load_yahoo", "yahoo_root", "SPLIT_FILES", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
@@ -27,13 +28,18 @@ LABEL_MAX = 4.0
 
 def yahoo_root(root: str | os.PathLike | None = None) -> Path:
     """``root``, else ``$GROUPBIAS_YAHOO``; raises :class:`MissingFilesError` if neither."""
-    return resolve_path(root, env=ENV_VAR, expected=list(SPLIT_FILES.values()),
-                        what="Yahoo! LTR Set 1 folder")
+    return resolve_path(
+        root, env=ENV_VAR, expected=list(SPLIT_FILES.values()), what="Yahoo! LTR Set 1 folder"
+    )
 
 
-def load_yahoo(root: str | os.PathLike | None = None, *, split: str = "train",
-               cache_dir: str | os.PathLike | None = None, cache: bool = True
-               ) -> RankingData:
+def load_yahoo(
+    root: str | os.PathLike | None = None,
+    *,
+    split: str = "train",
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+) -> RankingData:
     """Load one split of Yahoo! Set 1 as :class:`RankingData`.
 
     ``features`` float32 [n_items, 700] (column j = feature id j + 1), ``labels`` float64
@@ -49,9 +55,18 @@ def load_yahoo(root: str | os.PathLike | None = None, *, split: str = "train",
     d = yahoo_root(root)
     path = d / SPLIT_FILES[split]
     if not path.is_file():
-        raise MissingFilesError(d, [SPLIT_FILES[split]],
-                                hint="Yahoo! LTR Challenge Set 1 files are named "
-                                     + ", ".join(SPLIT_FILES.values()))
-    return load_svmlight(path, n_features=N_FEATURES, feature_id_base=1,
-                         label_max=LABEL_MAX, name=f"yahoo/set1/{split}",
-                         cache_dir=cache_dir, cache=cache, graded=True)
+        raise MissingFilesError(
+            d,
+            [SPLIT_FILES[split]],
+            hint="Yahoo! LTR Challenge Set 1 files are named " + ", ".join(SPLIT_FILES.values()),
+        )
+    return load_svmlight(
+        path,
+        n_features=N_FEATURES,
+        feature_id_base=1,
+        label_max=LABEL_MAX,
+        name=f"yahoo/set1/{split}",
+        cache_dir=cache_dir,
+        cache=cache,
+        graded=True,
+    )

@@ -35,10 +35,14 @@ def check_sizes(sizes) -> None:
 
 
 def check_estimator(setup: Setup) -> None:
-    if not dataclasses.is_dataclass(setup.estimator) or not hasattr(setup.estimator,
-                                                                     "cluster_size"):
-        raise ParameterError("estimator", "an estimator with a cluster_size (e.g. ks)",
-                             type(setup.estimator).__name__)
+    if not dataclasses.is_dataclass(setup.estimator) or not hasattr(
+        setup.estimator, "cluster_size"
+    ):
+        raise ParameterError(
+            "estimator",
+            "an estimator with a cluster_size (e.g. ks)",
+            type(setup.estimator).__name__,
+        )
 
 
 def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[dict]:
@@ -52,23 +56,39 @@ def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[d
     records = []
     for beta in bias.betas:
         for rep in range(exp.repetitions):
+
             def step(beta=beta, rep=rep):
-                sim = bias.simulate(data, beta=beta,
-                                    rng=rng_for(setup.seed, tag, entry.title, beta, rep))
+                sim = bias.simulate(
+                    data, beta=beta, rng=rng_for(setup.seed, tag, entry.title, beta, rep)
+                )
                 out = []
                 for k in sizes:
                     est = dataclasses.replace(setup.estimator, cluster_size=k)
-                    base = {**record_base(entry.title, "tabular", beta, bias, est),
-                            "repetition": rep}
+                    base = {
+                        **record_base(entry.title, "tabular", beta, bias, est),
+                        "repetition": rep,
+                    }
                     *_, recs = correct_and_evaluate(
-                        data, sim, estimator=est, base=base,
-                        rng=rng_for(setup.seed, tag, "est", beta, rep, k))
+                        data,
+                        sim,
+                        estimator=est,
+                        base=base,
+                        rng=rng_for(setup.seed, tag, "est", beta, rep, k),
+                    )
                     out += recs
                 return {"records": out}
-            records += rd.step(f"{tag}_beta{beta}_rep{rep}", step,
-                               key={"dataset": repr(entry.dataset),
-                                    "grouping": repr(entry.grouping), "sizes": sizes,
-                                    "beta": beta, "rep": rep})["records"]
+
+            records += rd.step(
+                f"{tag}_beta{beta}_rep{rep}",
+                step,
+                key={
+                    "dataset": repr(entry.dataset),
+                    "grouping": repr(entry.grouping),
+                    "sizes": sizes,
+                    "beta": beta,
+                    "rep": rep,
+                },
+            )["records"]
     return records
 
 
@@ -96,7 +116,10 @@ class AblationClusterSize:
         recs = metrics["records"]
         for beta in sorted({r["beta"] for r in recs}, reverse=True):
             sub = [r for r in recs if r["beta"] == beta]
-            out = plot_cluster_size(sub, Path(run_dir) / f"cluster_size_beta{beta:g}",
-                                    true_beta=beta,
-                                    title=f"{sub[0]['dataset']}, β = {beta:g}: cluster size")
+            out = plot_cluster_size(
+                sub,
+                Path(run_dir) / f"cluster_size_beta{beta:g}",
+                true_beta=beta,
+                title=f"{sub[0]['dataset']}, β = {beta:g}: cluster size",
+            )
             print(f"[groupbias] figure: {out['png']}")

@@ -52,12 +52,17 @@ class AblationClustering:
     def run(self, setup: Setup, rd) -> dict:
         records = []
         for std in self.beta_stds:
-            bias = dataclasses.replace(setup.bias, beta_std=float(std), variant="normal",
-                                       modes=None)
+            bias = dataclasses.replace(
+                setup.bias, beta_std=float(std), variant="normal", modes=None
+            )
             records += cluster_sweep(self, setup, rd, bias=bias, tag=f"sigma{float(std)}")
-        bias = dataclasses.replace(setup.bias, variant="two_mode", modes=tuple(self.modes),
-                                   betas=(sum(self.modes) / len(self.modes),),
-                                   beta_std=float(self.mode_std))
+        bias = dataclasses.replace(
+            setup.bias,
+            variant="two_mode",
+            modes=tuple(self.modes),
+            betas=(sum(self.modes) / len(self.modes),),
+            beta_std=float(self.mode_std),
+        )
         records += cluster_sweep(self, setup, rd, bias=bias, tag="two_mode")
         return {"records": records}
 
@@ -65,12 +70,18 @@ class AblationClustering:
         recs = metrics["records"]
         keys = sorted({(r["variant"], r["beta_std"], r["beta"]) for r in recs})
         for variant, std, beta in keys:
-            sub = [r for r in recs if (r["variant"], r["beta_std"], r["beta"]) ==
-                   (variant, std, beta)]
-            label = f"two modes {list(self.modes)}" if variant == "two_mode" else \
-                f"σβ = {std:g}, β = {beta:g}"
-            out = plot_cluster_size(sub, Path(run_dir) /
-                                    f"clustering_{variant}_std{std:g}_b{beta:g}",
-                                    true_beta=None if variant == "two_mode" else beta,
-                                    title=f"{sub[0]['dataset']}: {label}")
+            sub = [
+                r for r in recs if (r["variant"], r["beta_std"], r["beta"]) == (variant, std, beta)
+            ]
+            label = (
+                f"two modes {list(self.modes)}"
+                if variant == "two_mode"
+                else f"σβ = {std:g}, β = {beta:g}"
+            )
+            out = plot_cluster_size(
+                sub,
+                Path(run_dir) / f"clustering_{variant}_std{std:g}_b{beta:g}",
+                true_beta=None if variant == "two_mode" else beta,
+                title=f"{sub[0]['dataset']}: {label}",
+            )
             print(f"[groupbias] figure: {out['png']}")

@@ -42,8 +42,9 @@ def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
     """``experiment.datasets``: registered names, or mappings ``{dataset: <name>, title:
     <table name>, grouping: <a grouping config with _target_>}``."""
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
-        raise ParameterError(key, "a list of dataset names or {dataset, title, grouping} "
-                             "mappings", items)
+        raise ParameterError(
+            key, "a list of dataset names or {dataset, title, grouping} mappings", items
+        )
     out = []
     for i, item in enumerate(items):
         where = f"{key}[{i}]"
@@ -54,14 +55,16 @@ def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
             raise ParameterError(where, "a dataset name or a mapping", item)
         unknown = set(item) - {"dataset", "title", "grouping"}
         if unknown:
-            raise ParameterError(f"{where}.{sorted(unknown)[0]}", "keys dataset, title, "
-                                 "grouping", sorted(unknown)[0])
+            raise ParameterError(
+                f"{where}.{sorted(unknown)[0]}", "keys dataset, title, grouping", sorted(unknown)[0]
+            )
         try:
             spec = DatasetSpec(name=item.get("dataset"), title=item.get("title"))
         except ParameterError as exc:
             field = where if named else f"{where}.dataset"
-            raise ParameterError(field if exc.name == "name" else f"{where}.{exc.name}",
-                                 exc.expected, exc.given) from None
+            raise ParameterError(
+                field if exc.name == "name" else f"{where}.{exc.name}", exc.expected, exc.given
+            ) from None
         g = item.get("grouping")
         grouping = BuiltinGrouping() if g is None else build(g, f"{where}.grouping")
         out.append(Entry(spec, grouping, f"experiment.{where}"))
@@ -84,13 +87,15 @@ def load(entry: Entry, *, only=None) -> dict[str, RankingData]:
     except ParameterError as exc:
         if not exc.name.startswith("params.") or entry.key != "dataset":
             raise
-        raise ConfigError(f"dataset.{exc.name}", f"expected {exc.expected}, got "
-                          f"{exc.given!r}") from None
+        raise ConfigError(
+            f"dataset.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
+        ) from None
     return entry.grouping.apply(splits, entry.dataset.info)
 
 
-def available(items: Sequence[Entry], *, skip_missing: bool, skipped: list,
-              only=None) -> Iterator[tuple[Entry, dict[str, RankingData]]]:
+def available(
+    items: Sequence[Entry], *, skip_missing: bool, skipped: list, only=None
+) -> Iterator[tuple[Entry, dict[str, RankingData]]]:
     """``(entry, splits)`` for each entry whose data is present; with ``skip_missing`` the
     reasons for the absent ones go into ``skipped`` (and the log), else they raise."""
     for entry in items:
@@ -110,7 +115,7 @@ def rng_for(seed: int, *keys) -> np.random.Generator:
     """An independent generator for (seed, keys...): the same keys give the same stream in
     every process, so runs are reproducible and order-independent."""
     h = hashlib.sha256(repr(keys).encode()).digest()
-    words = [int.from_bytes(h[i:i + 4], "little") for i in range(0, 16, 4)]
+    words = [int.from_bytes(h[i : i + 4], "little") for i in range(0, 16, 4)]
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
 
 
@@ -118,14 +123,18 @@ def check_metrics(metrics, correlations) -> tuple[tuple, tuple]:
     """Validated ``metrics`` (names / mappings of the metric registry) and ``correlations``
     (pairs of their output keys)."""
     if isinstance(metrics, (str, Mapping)) or not isinstance(metrics, Sequence) or not metrics:
-        raise ParameterError("metrics", "a non-empty list of metric names, e.g. "
-                             "[ndcg@10, rho_dtr, delta_eel]", metrics)
+        raise ParameterError(
+            "metrics",
+            "a non-empty list of metric names, e.g. [ndcg@10, rho_dtr, delta_eel]",
+            metrics,
+        )
     try:
         validate_metrics(list(metrics))
         keys = metric_keys(list(metrics))
     except GroupBiasError as exc:
-        raise ParameterError("metrics", "names of groupbias.registry.METRICS", metrics,
-                             fix=str(exc)) from None
+        raise ParameterError(
+            "metrics", "names of groupbias.registry.METRICS", metrics, fix=str(exc)
+        ) from None
     if isinstance(correlations, (str, Mapping)) or not isinstance(correlations, Sequence):
         raise ParameterError("correlations", "a list of [metric, metric] pairs", correlations)
     for pair in correlations:

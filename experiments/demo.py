@@ -26,10 +26,12 @@ from .common import Entry, check_common, load, rng_for
 
 
 def _summary_line(title: str, name: str, s: dict) -> str:
-    return (f"[groupbias] {title}/{name}: {s['n_queries']} queries, {s['n_items']} items, "
-            f"{s['n_features']} features; affected share {s['affected_share']:.3f}, "
-            f"utility ratio (affected/non-affected) {s['utility_ratio']:.3f}, "
-            f"{s['queries_with_both_groups']} queries with both groups")
+    return (
+        f"[groupbias] {title}/{name}: {s['n_queries']} queries, {s['n_items']} items, "
+        f"{s['n_features']} features; affected share {s['affected_share']:.3f}, "
+        f"utility ratio (affected/non-affected) {s['utility_ratio']:.3f}, "
+        f"{s['queries_with_both_groups']} queries with both groups"
+    )
 
 
 @dataclass
@@ -53,15 +55,36 @@ class Demo:
             print(_summary_line(entry.title, name, s))
         records = []
         for beta in setup.bias.betas:
-            records += rd.step(f"tabular_beta{beta}", lambda beta=beta: {"records": run_tabular(
-                splits["train"], beta=beta, bias=setup.bias, estimator=setup.estimator,
-                rng=rng_for(setup.seed, "demo-tab", beta), dataset=entry.title).records}
+            records += rd.step(
+                f"tabular_beta{beta}",
+                lambda beta=beta: {
+                    "records": run_tabular(
+                        splits["train"],
+                        beta=beta,
+                        bias=setup.bias,
+                        estimator=setup.estimator,
+                        rng=rng_for(setup.seed, "demo-tab", beta),
+                        dataset=entry.title,
+                    ).records
+                },
             )["records"]
         beta = float(self.ltr_beta)
-        records += rd.step(f"ltr_beta{beta}", lambda: {"records": run_ltr(
-            splits, beta=beta, bias=setup.bias, estimator=setup.estimator,
-            recipe=setup.recipe, rng=rng_for(setup.seed, "demo-ltr", beta), seed=setup.seed,
-            out_dir=rd.path / "ltr", dataset=entry.title).records})["records"]
+        records += rd.step(
+            f"ltr_beta{beta}",
+            lambda: {
+                "records": run_ltr(
+                    splits,
+                    beta=beta,
+                    bias=setup.bias,
+                    estimator=setup.estimator,
+                    recipe=setup.recipe,
+                    rng=rng_for(setup.seed, "demo-ltr", beta),
+                    seed=setup.seed,
+                    out_dir=rd.path / "ltr",
+                    dataset=entry.title,
+                ).records
+            },
+        )["records"]
         return {"records": records, "summaries": summaries}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
@@ -70,17 +93,22 @@ class Demo:
         ltr = [r for r in recs if r["regime"] == "ltr"]
         run_dir = Path(run_dir)
         t1 = paper_table(tab, alpha=self.alpha)
-        t2 = paper_table([r for r in ltr if r["metric"] != "beta_hat"], include_full=True,
-                         alpha=self.alpha)
+        t2 = paper_table(
+            [r for r in ltr if r["metric"] != "beta_hat"], include_full=True, alpha=self.alpha
+        )
         save_table(t1, run_dir / "tabular")
         save_table(t2, run_dir / "ltr")
-        print("\nTabular regime (Table 1 layout; full information is the ideal: NDCG 1, ρ 1, "
-              "Δ 0)")
+        print("\nTabular regime (Table 1 layout; full information is the ideal: NDCG 1, ρ 1, Δ 0)")
         print(table_to_markdown(t1))
         print("LTR regime (Table 2 layout; test split)")
         print(table_to_markdown(t2))
         fig = plot_biased_vs_corrected(
-            [{**r, "dataset": f"{r['dataset']} ({r['regime']})"} for r in recs
-             if r["metric"] == "ndcg@10" and r["condition"] in ("biased", "corrected")],
-            run_dir / "demo_ndcg", title="NDCG@10 of biased and corrected labels")
+            [
+                {**r, "dataset": f"{r['dataset']} ({r['regime']})"}
+                for r in recs
+                if r["metric"] == "ndcg@10" and r["condition"] in ("biased", "corrected")
+            ],
+            run_dir / "demo_ndcg",
+            title="NDCG@10 of biased and corrected labels",
+        )
         print(f"[groupbias] tables and figure written to {run_dir} ({fig['png'].name})")

@@ -32,24 +32,37 @@ class Fig7:
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
-        for entry, splits in available(setups(self, setup), skip_missing=self.skip_missing,
-                                       skipped=skipped, only=(self.split,)):
+        for entry, splits in available(
+            setups(self, setup), skip_missing=self.skip_missing, skipped=skipped, only=(self.split,)
+        ):
             title = entry.title
             for beta in setup.bias.betas:
-                records += rd.step(f"{title}_beta{beta}", lambda beta=beta: {
-                    "records": run_tabular(splits[self.split], beta=beta, bias=setup.bias,
-                                           estimator=setup.estimator, dataset=title,
-                                           rng=rng_for(setup.seed, "fig7", title, beta)
-                                           ).records},
-                    key={"dataset": repr(entry.dataset), "grouping": repr(entry.grouping),
-                         "beta": beta})["records"]
+                records += rd.step(
+                    f"{title}_beta{beta}",
+                    lambda beta=beta, splits=splits, title=title: {
+                        "records": run_tabular(
+                            splits[self.split],
+                            beta=beta,
+                            bias=setup.bias,
+                            estimator=setup.estimator,
+                            dataset=title,
+                            rng=rng_for(setup.seed, "fig7", title, beta),
+                        ).records
+                    },
+                    key={
+                        "dataset": repr(entry.dataset),
+                        "grouping": repr(entry.grouping),
+                        "beta": beta,
+                    },
+                )["records"]
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         recs = [r for r in metrics["records"] if r["metric"] == "ndcg@10"]
         if recs:
-            out = plot_biased_vs_corrected(recs, Path(run_dir) / "fig7",
-                                           title="Biased vs corrected NDCG@10 (tabular)")
+            out = plot_biased_vs_corrected(
+                recs, Path(run_dir) / "fig7", title="Biased vs corrected NDCG@10 (tabular)"
+            )
             print(f"[groupbias] figure: {out['png']}")
         else:
             print("[groupbias] fig7: no dataset available;", *metrics.get("skipped", []))

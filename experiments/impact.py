@@ -35,8 +35,11 @@ def setups(exp, setup: Setup) -> list[Entry]:
         for s in paper_setups(name):
             spec = DatasetSpec(name=name)
             title = f"{spec.label} [{s['feature_id']}] ({s['threshold']})"
-            out.append(Entry(DatasetSpec(name=name, title=title), FeatureGrouping(**s),
-                             "experiment.setups"))
+            out.append(
+                Entry(
+                    DatasetSpec(name=name, title=title), FeatureGrouping(**s), "experiment.setups"
+                )
+            )
     return out
 
 
@@ -68,35 +71,59 @@ class Impact:
         self.entries = parse_entries(self.datasets)
 
     def _tabular(self, setup, splits, title, beta, bstd):
-        res = run_tabular(splits[self.split], beta=beta, bias=setup.bias,
-                          estimator=setup.estimator, beta_std=bstd, dataset=title,
-                          rng=rng_for(setup.seed, "impact", title, beta))
+        res = run_tabular(
+            splits[self.split],
+            beta=beta,
+            bias=setup.bias,
+            estimator=setup.estimator,
+            beta_std=bstd,
+            dataset=title,
+            rng=rng_for(setup.seed, "impact", title, beta),
+        )
         return {"records": [r for r in res.records if r["condition"] == "biased"]}
 
     def _ltr(self, setup, rd, splits, title, beta, bstd):
-        res = run_ltr(splits, beta=beta, bias=setup.bias, estimator=setup.estimator,
-                      recipe=setup.recipe, conditions=("biased",), beta_std=bstd,
-                      rng=rng_for(setup.seed, "impact-ltr", title, beta), seed=setup.seed,
-                      out_dir=rd.path / "models" / title / f"beta{beta}", dataset=title)
+        res = run_ltr(
+            splits,
+            beta=beta,
+            bias=setup.bias,
+            estimator=setup.estimator,
+            recipe=setup.recipe,
+            conditions=("biased",),
+            beta_std=bstd,
+            rng=rng_for(setup.seed, "impact-ltr", title, beta),
+            seed=setup.seed,
+            out_dir=rd.path / "models" / title / f"beta{beta}",
+            dataset=title,
+        )
         return {"records": [r for r in res.records if r["condition"] == "biased"]}
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
-        for entry, splits in available(setups(self, setup), skip_missing=self.skip_missing,
-                                       skipped=skipped):
+        for entry, splits in available(
+            setups(self, setup), skip_missing=self.skip_missing, skipped=skipped
+        ):
             title = entry.title
             key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
             for beta in setup.bias.betas:
                 # β = 1 is the full-information reference: no per-query noise either
                 bstd = 0.0 if beta == 1.0 else None
                 if "tabular" in self.regimes:
-                    records += rd.step(f"tab_{title}_beta{beta}", lambda b=beta, s=bstd:
-                                       self._tabular(setup, splits, title, b, s),
-                                       key={**key, "beta": beta})["records"]
+                    records += rd.step(
+                        f"tab_{title}_beta{beta}",
+                        lambda b=beta, s=bstd, sp=splits, t=title: self._tabular(
+                            setup, sp, t, b, s
+                        ),
+                        key={**key, "beta": beta},
+                    )["records"]
                 if "ltr" in self.regimes and "test" in splits:
-                    records += rd.step(f"ltr_{title}_beta{beta}", lambda b=beta, s=bstd:
-                                       self._ltr(setup, rd, splits, title, b, s),
-                                       key={**key, "beta": beta})["records"]
+                    records += rd.step(
+                        f"ltr_{title}_beta{beta}",
+                        lambda b=beta, s=bstd, sp=splits, t=title: self._ltr(
+                            setup, rd, sp, t, b, s
+                        ),
+                        key={**key, "beta": beta},
+                    )["records"]
         for r in records:  # β = 1 is the full-information case of the figures
             if r["beta"] == 1.0:
                 r["condition"] = "full"
@@ -107,6 +134,9 @@ class Impact:
         for regime in REGIMES:
             sub = [r for r in recs if r["regime"] == regime]
             if sub:
-                out = plot_degradation(sub, Path(run_dir) / f"impact_{regime}",
-                                       title=f"Impact of group bias ({regime} regime)")
+                out = plot_degradation(
+                    sub,
+                    Path(run_dir) / f"impact_{regime}",
+                    title=f"Impact of group bias ({regime} regime)",
+                )
                 print(f"[groupbias] figure: {out['png']}")

@@ -16,8 +16,15 @@ from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 from groupbias.setup import Setup
 
-from .common import (TABLE_METRICS, available, check_common, check_metrics, entries,
-                     parse_entries, rng_for)
+from .common import (
+    TABLE_METRICS,
+    available,
+    check_common,
+    check_metrics,
+    entries,
+    parse_entries,
+    rng_for,
+)
 
 
 @dataclass
@@ -43,21 +50,37 @@ class Table1:
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
-        for entry, data in available(entries(self.entries, setup), skip_missing=self.skip_missing,
-                                     skipped=skipped, only=(self.split,)):
+        for entry, data in available(
+            entries(self.entries, setup),
+            skip_missing=self.skip_missing,
+            skipped=skipped,
+            only=(self.split,),
+        ):
             split = data[self.split]
             for beta in setup.bias.betas:
+
                 def step(split=split, beta=beta, title=entry.title):
-                    res = run_tabular(split, beta=beta, bias=setup.bias,
-                                      estimator=setup.estimator,
-                                      rng=rng_for(setup.seed, "table1", title, beta),
-                                      dataset=title, metrics=self.metrics,
-                                      correlations=self.correlations)
+                    res = run_tabular(
+                        split,
+                        beta=beta,
+                        bias=setup.bias,
+                        estimator=setup.estimator,
+                        rng=rng_for(setup.seed, "table1", title, beta),
+                        dataset=title,
+                        metrics=self.metrics,
+                        correlations=self.correlations,
+                    )
                     return {"records": res.records}
-                records += rd.step(f"{entry.title}_beta{beta}", step,
-                                   key={"dataset": repr(entry.dataset),
-                                        "grouping": repr(entry.grouping),
-                                        "beta": beta})["records"]
+
+                records += rd.step(
+                    f"{entry.title}_beta{beta}",
+                    step,
+                    key={
+                        "dataset": repr(entry.dataset),
+                        "grouping": repr(entry.grouping),
+                        "beta": beta,
+                    },
+                )["records"]
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
@@ -67,8 +90,11 @@ class Table1:
             print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
             return
         table = paper_table(recs, metrics=cols, alpha=self.alpha)
-        paths = save_table(table, Path(run_dir) / "table1",
-                           caption="Amortized group bias correction, tabular regime")
+        paths = save_table(
+            table,
+            Path(run_dir) / "table1",
+            caption="Amortized group bias correction, tabular regime",
+        )
         print(table_to_markdown(table))
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")
 

@@ -4,6 +4,7 @@ full-information labels (once), and on biased and IPS-corrected labels for each 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,33 +14,68 @@ from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 from groupbias.setup import Setup
 
-from .common import (TABLE_METRICS, available, check_common, check_metrics, entries,
-                     parse_entries, rng_for)
+from .common import (
+    TABLE_METRICS,
+    available,
+    check_common,
+    check_metrics,
+    entries,
+    parse_entries,
+    rng_for,
+)
+
+
+def _ltr_step(
+    splits, setup: Setup, exp, rd, *, title: str, tag: str, beta: float, conditions: tuple
+) -> dict:
+    """One resumable step: rankers for ``conditions`` at ``beta`` on one dataset."""
+    sub = "full" if conditions == ("full",) else f"beta{beta}"
+    res = run_ltr(
+        splits,
+        beta=beta,
+        conditions=conditions,
+        bias=setup.bias,
+        estimator=setup.estimator,
+        recipe=setup.recipe,
+        seed=setup.seed,
+        dataset=title,
+        metrics=exp.metrics,
+        correlations=exp.correlations,
+        rng=rng_for(setup.seed, tag, title, sub if sub == "full" else beta),
+        out_dir=rd.path / "models" / title / sub,
+    )
+    return {
+        "records": [
+            r
+            for r in res.records
+            if r["condition"] in conditions
+            or r["condition"] == "estimate"
+            and conditions != ("full",)
+        ]
+    }
 
 
 def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     """Full / biased / corrected LTR records for every dataset entry and β (resumable)."""
-    records, skipped = [], []
-    for entry, splits in available(entries(exp.entries, setup), skip_missing=exp.skip_missing,
-                                   skipped=skipped):
+    records: list = []
+    skipped: list = []
+    for entry, splits in available(
+        entries(exp.entries, setup), skip_missing=exp.skip_missing, skipped=skipped
+    ):
         title = entry.title
         key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
-        common = dict(bias=setup.bias, estimator=setup.estimator, recipe=setup.recipe,
-                      seed=setup.seed, dataset=title, metrics=exp.metrics,
-                      correlations=exp.correlations)
-        first = setup.bias.betas[0]
-        records += rd.step(f"{tag}_{title}_full", lambda: {"records": [
-            r for r in run_ltr(splits, beta=first, conditions=("full",),
-                               rng=rng_for(setup.seed, tag, title, "full"),
-                               out_dir=rd.path / "models" / title / "full", **common).records
-            if r["condition"] == "full"]}, key=key)["records"]
+        step = functools.partial(_ltr_step, splits, setup, exp, rd, title=title, tag=tag)
+        records += rd.step(
+            f"{tag}_{title}_full",
+            functools.partial(step, beta=setup.bias.betas[0], conditions=("full",)),
+            key=key,
+        )["records"]
         for beta in setup.bias.betas:
-            records += rd.step(f"{tag}_{title}_beta{beta}", lambda beta=beta: {
-                "records": run_ltr(splits, beta=beta, conditions=("biased", "corrected"),
-                                   rng=rng_for(setup.seed, tag, title, beta),
-                                   out_dir=rd.path / "models" / title / f"beta{beta}",
-                                   **common).records},
-                key={**key, "beta": beta})["records"]
+            records += rd.step(
+                f"{tag}_{title}_beta{beta}",
+                functools.partial(step, beta=beta, conditions=("biased", "corrected")),
+                key={**key, "beta": beta},
+            )["records"]
     return records, skipped
 
 
@@ -72,6 +108,9 @@ class Table2:
             print("[groupbias] table2: no dataset available;", *metrics.get("skipped", []))
             return
         table = paper_table(recs, metrics=cols, include_full=True, alpha=self.alpha)
-        save_table(table, Path(run_dir) / "table2",
-                   caption="Amortized group bias correction, general LTR regime")
+        save_table(
+            table,
+            Path(run_dir) / "table2",
+            caption="Amortized group bias correction, general LTR regime",
+        )
         print(table_to_markdown(table))

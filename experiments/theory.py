@@ -14,29 +14,36 @@ library metrics of the biased scores are compared with the theory:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from groupbias import metrics as M
 from groupbias import theory as T
 from groupbias.io import write_text_atomic
-from groupbias.simulation import simulate_attractiveness
-
 from groupbias.setup import Setup
+from groupbias.simulation import simulate_attractiveness
 from groupbias.validation import integer
 
 from .common import check_common, rng_for
 
 
-def simulate_section4(rng: np.random.Generator, beta: float, n_queries: int, *, n_N: int,
-                      n_pos_N: int, n_A: int, n_pos_A: int):
+def simulate_section4(
+    rng: np.random.Generator,
+    beta: float,
+    n_queries: int,
+    *,
+    n_N: int,
+    n_pos_N: int,
+    n_A: int,
+    n_pos_A: int,
+):
     """Flat (attractiveness, relevance, groups, qptr) of the §4 construction."""
     size = n_N + n_A
-    one = np.r_[np.ones(n_pos_N), np.zeros(n_N - n_pos_N), np.ones(n_pos_A),
-                np.zeros(n_A - n_pos_A)]
+    one = np.r_[
+        np.ones(n_pos_N), np.zeros(n_N - n_pos_N), np.ones(n_pos_A), np.zeros(n_A - n_pos_A)
+    ]
     r = np.tile(one, n_queries)
     g = np.tile(np.r_[np.zeros(n_N), np.ones(n_A)], n_queries)
     u = np.where(r == 1, rng.uniform(0.5, 1.0, r.size), rng.uniform(0.0, 0.5, r.size))
@@ -51,8 +58,9 @@ def _simulated(a, r, g, qptr) -> dict:
         "nu": float(np.nanmean(T.nu(a, r, g, qptr=qptr, threshold=0.5))),
         "ndcg": M.ndcg(a, r, qptr=qptr, groups=g, gain="linear"),
         "rho_dtr": M.rho_dtr_tabular(perceived, r, qptr=qptr, groups=g),
-        "delta_eel": M.delta_eel_tabular(a, r, qptr=qptr, groups=g, thresholds=(0.5,),
-                                         distance="l1"),
+        "delta_eel": M.delta_eel_tabular(
+            a, r, qptr=qptr, groups=g, thresholds=(0.5,), distance="l1"
+        ),
     }
 
 
@@ -63,9 +71,18 @@ def _theory(beta: float, n: dict, fit) -> dict:
         "ndcg": float(T.expected_ndcg(nu_th, n["n_pos_N"], n["n_N"], n["n_pos_A"])),
         "rho_dtr": float(T.rho_dtr_theory(nu_th)),
         # Thm 4.2 is the signed change (of G_N's target); compare its magnitude
-        "delta_eel": abs(float(T.delta_eel_theory(nu_th, n["n_pos_N"], n["n_N"],
-                                                  n["n_pos_A"], alpha=fit.alpha,
-                                                  alpha_prime=fit.alpha_prime))),
+        "delta_eel": abs(
+            float(
+                T.delta_eel_theory(
+                    nu_th,
+                    n["n_pos_N"],
+                    n["n_N"],
+                    n["n_pos_A"],
+                    alpha=fit.alpha,
+                    alpha_prime=fit.alpha_prime,
+                )
+            )
+        ),
     }
 
 
@@ -95,14 +112,22 @@ class Theory:
         fit = T.fit_alpha(n["n_N"] + n["n_A"])
         records = []
         for beta in setup.bias.betas:
-            sim = _simulated(*simulate_section4(rng_for(setup.seed, "theory", beta), beta,
-                                                self.n_queries, **n))
+            sim = _simulated(
+                *simulate_section4(rng_for(setup.seed, "theory", beta), beta, self.n_queries, **n)
+            )
             th = _theory(beta, n, fit)
             for metric in sim:
                 for cond, value in (("simulation", sim[metric]), ("theory", th[metric])):
-                    records.append({"dataset": "§4 construction", "regime": "theory",
-                                    "beta": beta, "metric": metric, "condition": cond,
-                                    "value": float(value)})
+                    records.append(
+                        {
+                            "dataset": "§4 construction",
+                            "regime": "theory",
+                            "beta": beta,
+                            "metric": metric,
+                            "condition": cond,
+                            "value": float(value),
+                        }
+                    )
         return {"records": records, "alpha": fit.alpha, "alpha_prime": fit.alpha_prime}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
@@ -116,14 +141,18 @@ class Theory:
 
         df = pd.DataFrame(metrics["records"])
         wide = df.pivot_table(index="beta", columns=["metric", "condition"], values="value")
-        lines = ["| β | " + " | ".join(f"{m} ({c})" for m, c in wide.columns) + " |",
-                 "|---" * (len(wide.columns) + 1) + "|"]
+        lines = [
+            "| β | " + " | ".join(f"{m} ({c})" for m, c in wide.columns) + " |",
+            "|---" * (len(wide.columns) + 1) + "|",
+        ]
         for beta, row in wide.sort_index(ascending=False).iterrows():
             lines.append(f"| {beta:g} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
         table = "\n".join(lines) + "\n"
         write_text_atomic(Path(run_dir) / "theory.md", table)
-        print(f"α = {metrics['alpha']:.3f}, α' = {metrics['alpha_prime']:.3f} (n = "
-              f"{self.n_N + self.n_A})")
+        print(
+            f"α = {metrics['alpha']:.3f}, α' = {metrics['alpha_prime']:.3f} (n = "
+            f"{self.n_N + self.n_A})"
+        )
         print(table)
         fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
         for ax, metric in zip(axes, ("nu", "ndcg", "rho_dtr", "delta_eel")):
@@ -131,8 +160,14 @@ class Theory:
                 s = df[(df.metric == metric) & (df.condition == cond)].sort_values("beta")
                 ax.plot(s.beta, s.value, style, label=cond)
             ax.set_xlabel("β")
-            ax.set_title({"nu": "ν (Eq. 7)", "ndcg": "NDCG (Thm 4.1)", "rho_dtr": "ρ(DTR) (Thm 4.3)",
-                          "delta_eel": "Δ(EEL) ℓ1 vs |Thm 4.2|"}[metric])
+            ax.set_title(
+                {
+                    "nu": "ν (Eq. 7)",
+                    "ndcg": "NDCG (Thm 4.1)",
+                    "rho_dtr": "ρ(DTR) (Thm 4.3)",
+                    "delta_eel": "Δ(EEL) ℓ1 vs |Thm 4.2|",
+                }[metric]
+            )
             ax.legend(fontsize=8)
         fig.tight_layout()
         out = save_figure(fig, Path(run_dir) / "theory")

@@ -23,24 +23,64 @@ from . import fairness, metrics, registry, theory
 from .bias import GroupBias
 from .correction import correct_with_estimate, ips_correct
 from .data import QueryView, RankingData
-from .datasets import (BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset,
-                       register_dataset)
-from .errors import (ConfigError, DataError, DataFormatError, GroupBiasError, GroupingError,
-                     MissingFilesError, ParameterError)
+from .datasets import BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset, register_dataset
+from .errors import (
+    ConfigError,
+    DataError,
+    DataFormatError,
+    GroupBiasError,
+    GroupingError,
+    MissingFilesError,
+    ParameterError,
+)
 from .estimation import BetaEstimate, Estimator, KSEstimator, estimate_beta, ks_curves
 from .evaluate import evaluate, evaluate_per_query
-from .simulation import (Simulation, attractiveness_from_clicks, draw_query_beta,
-                         relevance_from_labels, simulate_attractiveness, simulate_clicks,
-                         simulate_group_bias)
+from .simulation import (
+    Simulation,
+    attractiveness_from_clicks,
+    draw_query_beta,
+    relevance_from_labels,
+    simulate_attractiveness,
+    simulate_clicks,
+    simulate_group_bias,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BetaEstimate", "BuiltinGrouping", "ConfigError", "DataError", "DataFormatError",
-    "DatasetInfo", "DatasetSpec", "Estimator", "GroupBias", "GroupBiasError", "GroupingError",
-    "KSEstimator", "MissingFilesError", "ParameterError", "QueryView", "RankingData",
-    "Simulation", "attractiveness_from_clicks", "correct_with_estimate", "draw_query_beta",
-    "estimate_beta", "evaluate", "evaluate_per_query", "fairness", "ips_correct", "ks_curves",
-    "load_dataset", "metrics", "register_dataset", "registry", "relevance_from_labels",
-    "simulate_attractiveness", "simulate_clicks", "simulate_group_bias", "theory",
+    "BetaEstimate",
+    "BuiltinGrouping",
+    "ConfigError",
+    "DataError",
+    "DataFormatError",
+    "DatasetInfo",
+    "DatasetSpec",
+    "Estimator",
+    "GroupBias",
+    "GroupBiasError",
+    "GroupingError",
+    "KSEstimator",
+    "MissingFilesError",
+    "ParameterError",
+    "QueryView",
+    "RankingData",
+    "Simulation",
+    "attractiveness_from_clicks",
+    "correct_with_estimate",
+    "draw_query_beta",
+    "estimate_beta",
+    "evaluate",
+    "evaluate_per_query",
+    "fairness",
+    "ips_correct",
+    "ks_curves",
+    "load_dataset",
+    "metrics",
+    "register_dataset",
+    "registry",
+    "relevance_from_labels",
+    "simulate_attractiveness",
+    "simulate_clicks",
+    "simulate_group_bias",
+    "theory",
 ]

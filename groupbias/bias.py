@@ -27,8 +27,9 @@ RELEVANCE = ("auto", "graded", "continuous")
 def _betas(name: str, values, *, allow_empty: bool = False) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise ParameterError(name, "a list of betas in (0, 1], e.g. [0.8, 0.6]", values)
-    out = tuple(real(name, b, low=0.0, high=1.0, low_open=True,
-                     what="betas in (0, 1]") for b in values)
+    out = tuple(
+        real(name, b, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]") for b in values
+    )
     if not out and not allow_empty:
         raise ParameterError(name, "a non-empty list of betas in (0, 1]", list(values))
     return out
@@ -67,31 +68,49 @@ class GroupBias:
         if self.modes is not None:
             object.__setattr__(self, "modes", _betas("modes", self.modes))
         if self.variant == "two_mode" and not self.modes:
-            raise ParameterError("modes", "the propensity means of variant two_mode, "
-                                 "e.g. [0.6, 0.8]", self.modes)
+            raise ParameterError(
+                "modes", "the propensity means of variant two_mode, e.g. [0.6, 0.8]", self.modes
+            )
         if self.variant == "normal" and self.modes is not None:
-            raise ParameterError("modes", "null with variant normal (modes are used by "
-                                 "variant two_mode only)", list(self.modes))
+            raise ParameterError(
+                "modes",
+                "null with variant normal (modes are used by variant two_mode only)",
+                list(self.modes),
+            )
         choice("relevance", self.relevance, RELEVANCE)
         choice("out_of_range", self.out_of_range, OUT_OF_RANGE)
 
-    def simulate(self, data: RankingData, *, beta: float, rng: np.random.Generator,
-                 label_max: float | None = None, beta_std: float | None = None
-                 ) -> Simulation:
+    def simulate(
+        self,
+        data: RankingData,
+        *,
+        beta: float,
+        rng: np.random.Generator,
+        label_max: float | None = None,
+        beta_std: float | None = None,
+    ) -> Simulation:
         """One biased data set for ``data`` (grouped) at ``beta``.
 
         ``label_max``: top of the label scale (default the data's); ``beta_std``: override
         the noise (e.g. 0 for the β = 1 reference of the impact figures).
         """
         if data.groups is None:
-            raise ParameterError("data.groups", "a grouped dataset (1 = affected, 0 = not)",
-                                 None, "apply a grouping first")
-        mode = "graded" if self.relevance == "auto" else self.relevance
-        kw = dict(beta_std=self.beta_std if beta_std is None else beta_std,
-                  beta_min=self.beta_min, relevance_mode=mode, label_max=label_max,
-                  out_of_range=self.out_of_range, rng=rng)
-        if self.variant == "two_mode":
-            return simulate_group_bias(data, beta_mean=None, variant="two_mode",
-                                       modes=tuple(self.modes or ()), **kw)
-        return simulate_group_bias(data, beta_mean=real("beta", beta, low=0.0, high=1.0,
-                                                        low_open=True), **kw)
+            raise ParameterError(
+                "data.groups",
+                "a grouped dataset (1 = affected, 0 = not)",
+                None,
+                "apply a grouping first",
+            )
+        two_mode = self.variant == "two_mode"
+        return simulate_group_bias(
+            data,
+            beta_mean=None if two_mode else real("beta", beta, low=0.0, high=1.0, low_open=True),
+            variant=self.variant,
+            modes=tuple(self.modes or ()) if two_mode else (0.6, 0.8),
+            beta_std=self.beta_std if beta_std is None else beta_std,
+            beta_min=self.beta_min,
+            relevance_mode="graded" if self.relevance == "auto" else self.relevance,
+            label_max=label_max,
+            out_of_range=self.out_of_range,
+            rng=rng,
+        )

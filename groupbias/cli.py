@@ -64,8 +64,12 @@ def data_from_command_line() -> bool:
     return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
 
 
-def run(cfg: DictConfig, run_dir: str | os.PathLike | None = None, *,
-        data_overridden: bool | None = None) -> dict:
+def run(
+    cfg: DictConfig,
+    run_dir: str | os.PathLike | None = None,
+    *,
+    data_overridden: bool | None = None,
+) -> dict:
     """Build every config group, then run the experiment (or load its complete result)."""
     if data_overridden is None:
         data_overridden = data_from_command_line()
@@ -73,8 +77,9 @@ def run(cfg: DictConfig, run_dir: str | os.PathLike | None = None, *,
     container = plain(cfg)
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)
-    metrics, skipped = run_once(out, container, lambda rd: experiment.run(setup, rd),
-                                seed=setup.seed)
+    metrics, skipped = run_once(
+        out, container, lambda rd: experiment.run(setup, rd), seed=setup.seed
+    )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
         print(f"[groupbias] already complete: {out} (delete metrics.json to re-run)")
@@ -91,9 +96,11 @@ def main() -> None:  # pragma: no cover - exercised through the console script
             run(cfg)
         except GroupBiasError as exc:
             print(f"groupbias: error: {exc}", file=sys.stderr)
-            print("groupbias: hint: see docs/ (configuration, datasets) or run "
-                  "`groupbias --help`; every key is listed with `groupbias --cfg job`",
-                  file=sys.stderr)
+            print(
+                "groupbias: hint: see docs/ (configuration, datasets) or run "
+                "`groupbias --help`; every key is listed with `groupbias --cfg job`",
+                file=sys.stderr,
+            )
             sys.exit(2)
 
     _app()

@@ -52,8 +52,9 @@ def _target(node: Mapping, key: str) -> Callable:
 
     name = node.get("_target_")
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{key}._target_", f"expected the dotted name of a class or function, "
-                          f"got {name!r}")
+        raise ConfigError(
+            f"{key}._target_", f"expected the dotted name of a class or function, got {name!r}"
+        )
     try:
         return get_object(name)
     except Exception as exc:  # ImportError, AttributeError, Hydra's wrapper
@@ -67,13 +68,19 @@ def _signature_check(fn: Callable, kwargs: Mapping, key: str, partial: bool) -> 
         return
     params = sig.parameters
     var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    named = [n for n, p in params.items()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+    named = [
+        n
+        for n, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"
+    ]
     if not var_kw:
         for k in kwargs:
             if k not in named:
-                raise ConfigError(f"{key}.{k}", "unknown key; expected one of "
-                                  + ", ".join(n for n in named if n not in ("params",)))
+                raise ConfigError(
+                    f"{key}.{k}",
+                    "unknown key; expected one of "
+                    + ", ".join(n for n in named if n not in ("params",)),
+                )
     if partial:
         return
     for n in named:
@@ -87,7 +94,7 @@ def _rekey(exc: BaseException, key: str, kwargs: Mapping) -> ConfigError | None:
     if isinstance(exc, ConfigError):
         inner = exc.key
         full = inner if inner.startswith(key + ".") else f"{key}.{inner}"
-        return ConfigError(full, str(exc)[len(inner) + 2:])
+        return ConfigError(full, str(exc)[len(inner) + 2 :])
     if isinstance(exc, ParameterError):
         name = exc.name
         full = name if name.startswith(key + ".") else f"{key}.{name}"
@@ -106,8 +113,7 @@ def _succeeds(fn: Callable, kwargs: Mapping, probe: Callable | None, partial: bo
     return True
 
 
-def _culprit(fn: Callable, kwargs: Mapping, probe: Callable | None,
-             partial: bool) -> str | None:
+def _culprit(fn: Callable, kwargs: Mapping, probe: Callable | None, partial: bool) -> str | None:
     """The key that makes ``fn`` (then ``probe``) fail: the first whose removal (its default
     then applies) makes the call succeed, else the first that fails on its own."""
     for k in kwargs:
@@ -142,8 +148,10 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
         raise ConfigError(key, f"expected a mapping with a _target_, got {cfg!r}")
     if "_target_" not in cfg and cfg:
         first = next(iter(cfg))
-        raise ConfigError(f"{key}.{first}", "unknown key: this option of the group takes no "
-                          "keys (or give a _target_)")
+        raise ConfigError(
+            f"{key}.{first}",
+            "unknown key: this option of the group takes no keys (or give a _target_)",
+        )
     fn = _target(cfg, key)
     kwargs = {k: v for k, v in cfg.items() if k not in HYDRA_KEYS}
     partial = bool(cfg.get("_partial_", False))
@@ -155,8 +163,11 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
             probe(obj)
         return obj
     except Exception as exc:
-        cause = exc.__cause__ if isinstance(exc, InstantiationException) and \
-            exc.__cause__ is not None else exc
+        cause = (
+            exc.__cause__
+            if isinstance(exc, InstantiationException) and exc.__cause__ is not None
+            else exc
+        )
         err = _rekey(cause, key, kwargs)
         if err is not None:
             raise err from None
@@ -168,8 +179,19 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
 # --------------------------------------------------------------------------- a whole run
 
 #: the config groups, in the order they are built
-GROUPS = ("dataset", "grouping", "bias", "estimator", "model", "loss", "optimizer",
-          "scheduler", "trainer", "batching", "experiment")
+GROUPS = (
+    "dataset",
+    "grouping",
+    "bias",
+    "estimator",
+    "model",
+    "loss",
+    "optimizer",
+    "scheduler",
+    "trainer",
+    "batching",
+    "experiment",
+)
 #: top-level keys beside the groups
 TOP_KEYS = ("seed", "progress", "paths", "plugins", "hydra")
 
@@ -199,7 +221,9 @@ def _probe_scheduler(factory) -> None:
 def _check_top(cfg: Mapping) -> tuple[int, bool]:
     for k in cfg:
         if k not in GROUPS and k not in TOP_KEYS:
-            raise ConfigError(str(k), "unknown key; expected one of " + ", ".join(GROUPS + TOP_KEYS))
+            raise ConfigError(
+                str(k), "unknown key; expected one of " + ", ".join(GROUPS + TOP_KEYS)
+            )
     seed = cfg.get("seed", 0)
     if not is_integer(seed) or seed < 0:
         raise ConfigError("seed", f"expected an integer >= 0, got {seed!r}")
@@ -225,8 +249,11 @@ def import_plugins(modules) -> None:
         try:
             importlib.import_module(str(name))
         except ImportError as exc:
-            raise ConfigError(f"plugins[{i}]", f"cannot import {name!r} ({exc})",
-                              hint="put the module on PYTHONPATH") from None
+            raise ConfigError(
+                f"plugins[{i}]",
+                f"cannot import {name!r} ({exc})",
+                hint="put the module on PYTHONPATH",
+            ) from None
 
 
 def _recipe(cfg: Mapping):
@@ -234,11 +261,13 @@ def _recipe(cfg: Mapping):
 
     sched = cfg.get("scheduler")
     return RankerRecipe(
-        model=build(cfg.get("model"), "model"), loss=build(cfg.get("loss"), "loss"),
+        model=build(cfg.get("model"), "model"),
+        loss=build(cfg.get("loss"), "loss"),
         optimizer=build(cfg.get("optimizer"), "optimizer", probe=_probe_optimizer),
         scheduler=None if not sched else build(sched, "scheduler", probe=_probe_scheduler),
         trainer=build(cfg.get("trainer"), "trainer"),
-        batching=build(cfg.get("batching"), "batching"))
+        batching=build(cfg.get("batching"), "batching"),
+    )
 
 
 def build_setup(cfg, *, data_from_command_line: bool = False):
@@ -254,12 +283,16 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
         raise ConfigError("<config>", "expected a mapping")
     seed, progress = _check_top(c)
     import_plugins(c.get("plugins") or [])
-    setup = Setup(seed=seed, progress=progress,
-                  dataset=build(c.get("dataset"), "dataset"),
-                  grouping=build(c.get("grouping"), "grouping"),
-                  bias=build(c.get("bias"), "bias"),
-                  estimator=build(c.get("estimator"), "estimator"),
-                  recipe=_recipe(c), data_from_command_line=data_from_command_line)
+    setup = Setup(
+        seed=seed,
+        progress=progress,
+        dataset=build(c.get("dataset"), "dataset"),
+        grouping=build(c.get("grouping"), "grouping"),
+        bias=build(c.get("bias"), "bias"),
+        estimator=build(c.get("estimator"), "estimator"),
+        recipe=_recipe(c),
+        data_from_command_line=data_from_command_line,
+    )
     experiment = build(c.get("experiment"), "experiment")
     check = getattr(experiment, "check", None)
     if check is not None:

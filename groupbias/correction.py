@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_qptr, vector
 from .segments import query_index
+from .validation import check_qptr, vector
 
 __all__ = ["ips_correct", "correct_with_estimate"]
 
@@ -38,15 +38,17 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
     The inputs are not modified; a new array is returned.
     """
     a = vector("attractiveness", attractiveness, low=0.0, what="finite non-negative scores")
-    g = vector("groups", groups, a.size, low=0.0, high=1.0,
-               what="memberships in [0, 1] (1 = affected)")
+    g = vector(
+        "groups", groups, a.size, low=0.0, high=1.0, what="memberships in [0, 1] (1 = affected)"
+    )
     q = check_qptr(qptr, a.size)
     b = vector("beta_hat_per_query", beta_hat_per_query, q.size - 1, finite=False)
     known = ~np.isnan(b)
     if np.any(known & ~((b > 0) & (b <= 1))):
         bad = b[known & ~((b > 0) & (b <= 1))]
-        raise ParameterError("beta_hat_per_query", "propensities in (0, 1] or NaN",
-                             f"value {bad[0]!r}")
+        raise ParameterError(
+            "beta_hat_per_query", "propensities in (0, 1] or NaN", f"value {bad[0]!r}"
+        )
     bq = np.where(known, b, 1.0)[query_index(q)]
     return a / (g * bq + (1.0 - g))
 
@@ -54,5 +56,6 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
 def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:
     """:func:`ips_correct` with ``estimate.beta_hat_per_query`` of a
     :class:`groupbias.estimation.BetaEstimate`."""
-    return ips_correct(attractiveness, groups, qptr=qptr,
-                       beta_hat_per_query=estimate.beta_hat_per_query)
+    return ips_correct(
+        attractiveness, groups, qptr=qptr, beta_hat_per_query=estimate.beta_hat_per_query
+    )

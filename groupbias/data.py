@@ -65,8 +65,10 @@ class RankingData:
     def __post_init__(self) -> None:
         feats = np.asarray(self.features)
         if feats.ndim != 2:
-            raise DataError(f"{self.name or 'RankingData'}: features must be 2-D "
-                            f"[n_items, n_features], got shape {feats.shape}")
+            raise DataError(
+                f"{self.name or 'RankingData'}: features must be 2-D "
+                f"[n_items, n_features], got shape {feats.shape}"
+            )
         if feats.dtype != np.float32:
             feats = feats.astype(np.float32)
         object.__setattr__(self, "features", feats)
@@ -76,40 +78,59 @@ class RankingData:
         object.__setattr__(self, "qptr", qptr)
         n = feats.shape[0]
         if labels.shape != (n,):
-            raise DataError(f"{self.name or 'RankingData'}: labels has shape {labels.shape}, "
-                            f"expected ({n},) to match features")
-        if qptr.ndim != 1 or qptr.size < 1 or qptr[0] != 0 or qptr[-1] != n \
-                or np.any(np.diff(qptr) < 0):
-            raise DataError(f"{self.name or 'RankingData'}: qptr must start at 0, be "
-                            f"non-decreasing and end at n_items={n}")
+            raise DataError(
+                f"{self.name or 'RankingData'}: labels has shape {labels.shape}, "
+                f"expected ({n},) to match features"
+            )
+        if (
+            qptr.ndim != 1
+            or qptr.size < 1
+            or qptr[0] != 0
+            or qptr[-1] != n
+            or np.any(np.diff(qptr) < 0)
+        ):
+            raise DataError(
+                f"{self.name or 'RankingData'}: qptr must start at 0, be "
+                f"non-decreasing and end at n_items={n}"
+            )
         qids = np.asarray(self.query_ids)
         if qids.shape != (qptr.size - 1,):
-            raise DataError(f"{self.name or 'RankingData'}: query_ids has {qids.size} entries "
-                            f"for {qptr.size - 1} queries")
+            raise DataError(
+                f"{self.name or 'RankingData'}: query_ids has {qids.size} entries "
+                f"for {qptr.size - 1} queries"
+            )
         object.__setattr__(self, "query_ids", qids)
         if self.feature_ids is None:
-            object.__setattr__(self, "feature_ids", np.arange(1, feats.shape[1] + 1,
-                                                              dtype=np.int64))
+            object.__setattr__(
+                self, "feature_ids", np.arange(1, feats.shape[1] + 1, dtype=np.int64)
+            )
         else:
             fids = np.asarray(self.feature_ids, dtype=np.int64)
             if fids.shape != (feats.shape[1],):
-                raise DataError(f"{self.name or 'RankingData'}: feature_ids has "
-                                f"{fids.size} entries for {feats.shape[1]} feature columns")
+                raise DataError(
+                    f"{self.name or 'RankingData'}: feature_ids has "
+                    f"{fids.size} entries for {feats.shape[1]} feature columns"
+                )
             object.__setattr__(self, "feature_ids", fids)
         if self.item_ids is not None:
             iids = np.asarray(self.item_ids)
             if iids.shape != (n,):
-                raise DataError(f"{self.name or 'RankingData'}: item_ids has shape "
-                                f"{iids.shape}, expected ({n},)")
+                raise DataError(
+                    f"{self.name or 'RankingData'}: item_ids has shape "
+                    f"{iids.shape}, expected ({n},)"
+                )
             object.__setattr__(self, "item_ids", iids)
         if self.groups is not None:
             g = np.asarray(self.groups, dtype=np.float64)
             if g.shape != (n,):
-                raise DataError(f"{self.name or 'RankingData'}: groups has shape {g.shape}, "
-                                f"expected ({n},)")
+                raise DataError(
+                    f"{self.name or 'RankingData'}: groups has shape {g.shape}, expected ({n},)"
+                )
             if np.any(~np.isfinite(g)) or np.any((g < 0) | (g > 1)):
-                raise DataError(f"{self.name or 'RankingData'}: groups must lie in [0, 1] "
-                                "(1 = affected, 0 = non-affected, fractions = probabilities)")
+                raise DataError(
+                    f"{self.name or 'RankingData'}: groups must lie in [0, 1] "
+                    "(1 = affected, 0 = non-affected, fractions = probabilities)"
+                )
             object.__setattr__(self, "groups", g)
 
     # ---- sizes -------------------------------------------------------------------------
@@ -142,29 +163,33 @@ class RankingData:
         i %= self.n_queries
         s, e = int(self.qptr[i]), int(self.qptr[i + 1])
         return QueryView(
-            self.query_ids[i], self.features[s:e], self.labels[s:e],
+            self.query_ids[i],
+            self.features[s:e],
+            self.labels[s:e],
             None if self.groups is None else self.groups[s:e],
             None if self.item_ids is None else self.item_ids[s:e],
         )
 
     def feature(self, feature_id: int) -> np.ndarray:
         """Column of the feature with dataset number ``feature_id`` (a view)."""
-        hit = np.flatnonzero(self.feature_ids == int(feature_id))
+        ids = np.asarray(self.feature_ids)
+        hit = np.flatnonzero(ids == int(feature_id))
         if hit.size == 0:
-            raise DataError(f"{self.name or 'RankingData'}: no feature with id {feature_id}; "
-                            f"ids range {int(self.feature_ids.min())}.."
-                            f"{int(self.feature_ids.max())}")
+            raise DataError(
+                f"{self.name or 'RankingData'}: no feature with id {feature_id}; "
+                f"ids range {int(ids.min())}..{int(ids.max())}"
+            )
         return self.features[:, int(hit[0])]
 
     # ---- derived data ------------------------------------------------------------------
-    def with_groups(self, groups: np.ndarray, **meta) -> "RankingData":
+    def with_groups(self, groups: np.ndarray, **meta) -> RankingData:
         """A copy (sharing arrays) with ``groups`` set; ``meta`` is merged into ``.meta``."""
         return replace(self, groups=groups, meta={**self.meta, **meta})
 
-    def with_labels(self, labels: np.ndarray) -> "RankingData":
+    def with_labels(self, labels: np.ndarray) -> RankingData:
         return replace(self, labels=labels)
 
-    def subset(self, query_indices: np.ndarray) -> "RankingData":
+    def subset(self, query_indices: np.ndarray) -> RankingData:
         """The queries ``query_indices`` (in that order), copied into a new flat layout."""
         qi = np.asarray(query_indices, dtype=np.int64)
         sizes = self.list_sizes[qi]
@@ -175,7 +200,9 @@ class RankingData:
         items = np.arange(qptr[-1], dtype=np.int64) + starts
         return replace(
             self,
-            features=self.features[items], labels=self.labels[items], qptr=qptr,
+            features=self.features[items],
+            labels=self.labels[items],
+            qptr=qptr,
             query_ids=self.query_ids[qi],
             item_ids=None if self.item_ids is None else self.item_ids[items],
             groups=None if self.groups is None else self.groups[items],
@@ -185,7 +212,9 @@ class RankingData:
         """Sizes, label histogram and (if grouped) group statistics, as plain Python values."""
         sizes = self.list_sizes
         out = {
-            "name": self.name, "n_queries": self.n_queries, "n_items": self.n_items,
+            "name": self.name,
+            "n_queries": self.n_queries,
+            "n_items": self.n_items,
             "n_features": self.n_features,
             "list_size_min": int(sizes.min()) if sizes.size else 0,
             "list_size_mean": float(sizes.mean()) if sizes.size else 0.0,
@@ -200,11 +229,13 @@ class RankingData:
             aff_share = float(g.mean())
             mu_a = float((g * self.labels).sum() / max(g.sum(), 1e-12))
             mu_n = float(((1 - g) * self.labels).sum() / max((1 - g).sum(), 1e-12))
-            out.update({
-                "affected_share": aff_share,
-                "mean_label_affected": mu_a,
-                "mean_label_non_affected": mu_n,
-                "utility_ratio": mu_a / mu_n if mu_n > 0 else float("inf"),
-                "queries_with_both_groups": int(np.sum((n_aff > 0) & (n_non > 0))),
-            })
+            out.update(
+                {
+                    "affected_share": aff_share,
+                    "mean_label_affected": mu_a,
+                    "mean_label_non_affected": mu_n,
+                    "utility_ratio": mu_a / mu_n if mu_n > 0 else float("inf"),
+                    "queries_with_both_groups": int(np.sum((n_aff > 0) & (n_non > 0))),
+                }
+            )
         return out

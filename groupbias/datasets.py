@@ -29,8 +29,14 @@ from .data import RankingData
 from .errors import GroupingError, MissingFilesError, ParameterError
 from .registry import DATASETS
 
-__all__ = ["DatasetInfo", "register_dataset", "DatasetSpec", "Grouping", "BuiltinGrouping",
-           "load_dataset"]
+__all__ = [
+    "DatasetInfo",
+    "register_dataset",
+    "DatasetSpec",
+    "Grouping",
+    "BuiltinGrouping",
+    "load_dataset",
+]
 
 
 @dataclass(frozen=True)
@@ -61,21 +67,24 @@ class DatasetInfo:
     def option_names(self) -> list[str]:
         """Loader options a config may set (beyond the registered ``params``)."""
         sig = inspect.signature(self.options)
-        return [n for n, p in sig.parameters.items() if n not in self.params
-                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        return [
+            n
+            for n, p in sig.parameters.items()
+            if n not in self.params and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
 
     def make_options(self, params: Mapping[str, object]):
         """The validated options object for ``params`` (errors name ``params.<option>``)."""
         allowed = self.option_names()
         for k in params:
             if k not in allowed:
-                raise ParameterError(f"params.{k}", "an option of the loader: "
-                                     + (", ".join(allowed) or "none"), k)
+                raise ParameterError(
+                    f"params.{k}", "an option of the loader: " + (", ".join(allowed) or "none"), k
+                )
         try:
             return self.options(**{**self.params, **params})
         except ParameterError as exc:
-            raise ParameterError(f"params.{exc.name}", exc.expected, exc.given,
-                                 exc.fix) from None
+            raise ParameterError(f"params.{exc.name}", exc.expected, exc.given, exc.fix) from None
 
 
 def register_dataset(info: DatasetInfo, *, replace: bool = False) -> DatasetInfo:
@@ -86,8 +95,9 @@ def register_dataset(info: DatasetInfo, *, replace: bool = False) -> DatasetInfo
 class Grouping(Protocol):
     """Sets ``groups`` (1 = affected) on every split of a dataset."""
 
-    def apply(self, splits: Mapping[str, RankingData], info: DatasetInfo
-              ) -> dict[str, RankingData]: ...
+    def apply(
+        self, splits: Mapping[str, RankingData], info: DatasetInfo
+    ) -> dict[str, RankingData]: ...
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,13 @@ class BuiltinGrouping:
     """The sensitive attribute that comes with the dataset (TREC h-index, IIT-JEE gender,
     MovieLens country / box office, the synthetic sensitive feature)."""
 
-    def apply(self, splits: Mapping[str, RankingData], info: DatasetInfo
-              ) -> dict[str, RankingData]:
+    def apply(self, splits: Mapping[str, RankingData], info: DatasetInfo) -> dict[str, RankingData]:
         if not info.builtin_groups:
-            raise GroupingError(f"dataset {info.name!r} has no built-in sensitive attribute; "
-                                "choose grouping=feature with grouping.feature_id=<id> "
-                                "(see data_loaders.grouping.candidate_report)")
+            raise GroupingError(
+                f"dataset {info.name!r} has no built-in sensitive attribute; "
+                "choose grouping=feature with grouping.feature_id=<id> "
+                "(see data_loaders.grouping.candidate_report)"
+            )
         missing = [k for k, d in splits.items() if d.groups is None]
         if missing:
             raise GroupingError(f"splits {missing} of {info.name!r} came without groups")
@@ -125,8 +136,9 @@ class DatasetSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or self.name not in DATASETS:
-            raise ParameterError("name", "a registered dataset: " + ", ".join(DATASETS.names()),
-                                 self.name)
+            raise ParameterError(
+                "name", "a registered dataset: " + ", ".join(DATASETS.names()), self.name
+            )
         info = DATASETS.get(self.name)
         if self.title is not None and not isinstance(self.title, str):
             raise ParameterError("title", "a string or null", self.title)
@@ -135,10 +147,13 @@ class DatasetSpec:
         if not isinstance(self.params, Mapping):
             raise ParameterError("params", "a mapping of loader keywords", self.params)
         info.make_options(self.params)
-        if self.splits is not None and (not isinstance(self.splits, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in self.splits.items())):
-            raise ParameterError("splits", "a mapping of our split names to the dataset's",
-                                 self.splits)
+        if self.splits is not None and (
+            not isinstance(self.splits, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.splits.items())
+        ):
+            raise ParameterError(
+                "splits", "a mapping of our split names to the dataset's", self.splits
+            )
 
     @property
     def info(self) -> DatasetInfo:
@@ -156,8 +171,7 @@ class DatasetSpec:
         splits = dict(self.splits if self.splits is not None else info.splits)
         unknown = [s for s in (only or ()) if s not in splits]
         if unknown:
-            raise ParameterError("split", f"one of {sorted(splits)} of {info.name!r}",
-                                 unknown[0])
+            raise ParameterError("split", f"one of {sorted(splits)} of {info.name!r}", unknown[0])
         out = {}
         for ours, theirs in splits.items():
             if only is not None and ours not in only:
@@ -168,14 +182,22 @@ class DatasetSpec:
                 if info.env_var is None:
                     raise
                 raise MissingFilesError(
-                    exc.directory, exc.expected,
+                    exc.directory,
+                    exc.expected,
                     hint=f"point {info.env_var} (or dataset.root=...) at your copy of "
-                         f"{info.title}; see docs/datasets.md") from exc
+                    f"{info.title}; see docs/datasets.md",
+                ) from exc
         return out
 
 
-def load_dataset(name: str, *, root: str | None = None, split: str | None = None,
-                 grouping: Grouping | None = None, **params):
+def load_dataset(
+    name: str,
+    *,
+    root: str | None = None,
+    split: str | None = None,
+    grouping: Grouping | None = None,
+    **params,
+):
     """Load a registered dataset: all its splits as ``{split: RankingData}``, or one split.
 
     ``grouping``: applied to every split (default: the dataset's built-in sensitive attribute

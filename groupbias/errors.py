@@ -9,8 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-__all__ = ["GroupBiasError", "ParameterError", "ConfigError", "DataError", "DataFormatError",
-           "MissingFilesError", "GroupingError"]
+__all__ = [
+    "GroupBiasError",
+    "ParameterError",
+    "ConfigError",
+    "DataError",
+    "DataFormatError",
+    "MissingFilesError",
+    "GroupingError",
+]
 
 
 class GroupBiasError(ValueError):
@@ -58,8 +65,14 @@ class DataFormatError(DataError):
         to one line (e.g. an empty file).
     """
 
-    def __init__(self, path: str | os.PathLike | None, line: int | None, message: str,
-                 *, field: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        line: int | None,
+        message: str,
+        *,
+        field: str | None = None,
+    ) -> None:
         self.path = None if path is None else str(path)
         self.line = line
         self.field = field
@@ -74,12 +87,14 @@ class DataFormatError(DataError):
 class MissingFilesError(DataError, FileNotFoundError):
     """Expected data files are absent; the message lists what was expected where."""
 
-    def __init__(self, directory: str | os.PathLike, expected: Iterable[str], *,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike, expected: Iterable[str], *, hint: str | None = None
+    ) -> None:
         self.directory = str(directory)
         self.expected = list(expected)
-        msg = (f"missing data file(s) in {self.directory!r}: expected "
-               + ", ".join(repr(e) for e in self.expected))
+        msg = f"missing data file(s) in {self.directory!r}: expected " + ", ".join(
+            repr(e) for e in self.expected
+        )
         if hint:
             msg += f". {hint}"
         super().__init__(msg)

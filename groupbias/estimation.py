@@ -68,19 +68,27 @@ import numpy as np
 
 from .errors import ParameterError
 from .registry import ESTIMATORS
-from .validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 from .segments import query_index
+from .validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 
-__all__ = ["BetaEstimate", "default_grid", "estimate_beta", "ks_statistic",
-           "ks_curves", "argmin_largest", "tie_break_jitter", "random_clusters",
-           "ZERO_POLICIES"]
+__all__ = [
+    "BetaEstimate",
+    "default_grid",
+    "estimate_beta",
+    "ks_statistic",
+    "ks_curves",
+    "argmin_largest",
+    "tie_break_jitter",
+    "random_clusters",
+    "ZERO_POLICIES",
+]
 
 ZERO_POLICIES = ("exclude", "include")
 JITTER_SCALES = ("grade", "gap")
-_REL = 1e-14            # bracket for the exact predicate fl(x / beta) <= y
+_REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
-_WORK = 8_000_000       # grid points per chunk x sample points (memory bound of one pass)
-_DENSE = 0.25           # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
+_WORK = 8_000_000  # grid points per chunk x sample points (memory bound of one pass)
+_DENSE = 0.25  # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
 _MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
 
 
@@ -107,8 +115,12 @@ def _check_grid(grid) -> np.ndarray:
     if not np.all(np.isfinite(g)) or g.min() <= 0 or g.max() > 1:
         raise ParameterError("grid", "values in (0, 1]", f"range [{g.min()!r}, {g.max()!r}]")
     if np.any(np.diff(g) <= 0):
-        raise ParameterError("grid", "strictly increasing values", "unsorted or repeated values",
-                             fix="pass np.unique(grid)")
+        raise ParameterError(
+            "grid",
+            "strictly increasing values",
+            "unsorted or repeated values",
+            fix="pass np.unique(grid)",
+        )
     return g
 
 
@@ -118,12 +130,14 @@ def _scores(name: str, values) -> np.ndarray:
         raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
     a = a.astype(np.float64, copy=False)
     if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
-        raise ParameterError(name, "finite non-negative scores",
-                             "NaN, infinite or negative entries")
+        raise ParameterError(
+            name, "finite non-negative scores", "NaN, infinite or negative entries"
+        )
     return a
 
 
 # --------------------------------------------------------------------------- KS statistic
+
 
 def ks_statistic(a, b) -> float:
     """Two-sample Kolmogorov–Smirnov statistic ``sup_x |F_a(x) - F_b(x)|``.
@@ -140,8 +154,10 @@ def ks_statistic(a, b) -> float:
         if not np.all(np.isfinite(v)):
             raise ParameterError(name, "finite values", "NaN or infinite entries")
     pooled = np.concatenate([x, y])
-    d = (np.searchsorted(x, pooled, side="right") / x.size
-         - np.searchsorted(y, pooled, side="right") / y.size)
+    d = (
+        np.searchsorted(x, pooled, side="right") / x.size
+        - np.searchsorted(y, pooled, side="right") / y.size
+    )
     return float(np.max(np.abs(d)))
 
 
@@ -192,8 +208,9 @@ def _count_le(sample: _Sample, cluster: np.ndarray, values: np.ndarray) -> np.nd
     return pos - sample.start[cluster]
 
 
-def _count_scaled_le(sample: _Sample, cluster: np.ndarray, y: np.ndarray,
-                     beta: np.ndarray) -> np.ndarray:
+def _count_scaled_le(
+    sample: _Sample, cluster: np.ndarray, y: np.ndarray, beta: np.ndarray
+) -> np.ndarray:
     """``#{x in the cluster : fl(x / beta) <= y}`` with the division done as in
     ``A_A / beta`` (so counts agree with a brute force on the divided sample)."""
     v = sample.v
@@ -209,10 +226,8 @@ def _count_scaled_le(sample: _Sample, cluster: np.ndarray, y: np.ndarray,
         p = yb * bb
         # |fl(x / beta) - x / beta| and |fl(y * beta) - y * beta| are below a relative
         # 2**-52 for normal numbers and an absolute 1e-300 for subnormal ones
-        lo = np.searchsorted(sample.key, sample.probe(cb, p * (1 - _REL) - _ABS),
-                             side="right")
-        hi = np.searchsorted(sample.key, sample.probe(cb, p * (1 + _REL) + _ABS),
-                             side="right")
+        lo = np.searchsorted(sample.key, sample.probe(cb, p * (1 - _REL) - _ABS), side="right")
+        hi = np.searchsorted(sample.key, sample.probe(cb, p * (1 + _REL) + _ABS), side="right")
         while np.any(lo < hi):
             mid = (lo + hi) // 2
             midc = np.minimum(mid, v.size - 1)
@@ -223,8 +238,7 @@ def _count_scaled_le(sample: _Sample, cluster: np.ndarray, y: np.ndarray,
     return pos - lo_c
 
 
-def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray,
-              xs: _Sample, ys: _Sample):
+def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray, xs: _Sample, ys: _Sample):
     """CDF values (F_A of A_A / beta, F_N of A_N) at sample points ``idx`` of family ``fam``
     (0: affected, 1: non-affected) for grid indices ``g``."""
     beta = grid[g]
@@ -239,8 +253,9 @@ def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray,
     return c, f1, f2
 
 
-def _end_points(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
-                best: np.ndarray) -> list:
+def _end_points(
+    grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray, best: np.ndarray
+) -> list:
     """Evaluate the first and last sample point of every (grid point, active cluster) run of
     both samples into ``best``; returns the runs ``(g, a, b, f1a, f2a, f1b, f2b)`` per
     sample."""
@@ -280,15 +295,23 @@ def _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n) -> tuple:
     seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
     pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
     if total:
-        pair[last[:-1]] = False                     # no pair across parents
+        pair[last[:-1]] = False  # no pair across parents
     left = np.flatnonzero(pair)
     right = left + 1
-    return (seq_g[left], seq_i[left], seq_i[right], seq_f1[left], seq_f2[left],
-            seq_f1[right], seq_f2[right])
+    return (
+        seq_g[left],
+        seq_i[left],
+        seq_i[right],
+        seq_f1[left],
+        seq_f2[left],
+        seq_f1[right],
+        seq_f2[right],
+    )
 
 
-def _split_runs(fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: _Sample,
-                ys: _Sample, split: int) -> tuple:
+def _split_runs(
+    fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: _Sample, ys: _Sample, split: int
+) -> tuple:
     """One pass over the runs of sample ``fam``: drop the runs whose bound cannot beat
     ``best``, evaluate ``split - 1`` new points inside the others. Returns ``(child runs,
     flat (grid, cluster) index of the new values, new values, runs handled)``."""
@@ -303,8 +326,8 @@ def _split_runs(fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: 
     g, a, b = g[keep], a[keep], b[keep]
     f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
     length = b - a
-    step = -(-length // split)                      # ceil
-    n_new = -(-length // step) - 1                  # points a + k*step < b, k >= 1
+    step = -(-length // split)  # ceil
+    n_new = -(-length // step) - 1  # points a + k*step < b, k >= 1
     tot = int(n_new.sum())
     rep = np.repeat(np.arange(a.size), n_new)
     first = np.zeros(a.size, dtype=np.int64)
@@ -317,8 +340,9 @@ def _split_runs(fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: 
     return children, gi * n_c + c_new, np.abs(f1n - f2n), tot + a.size
 
 
-def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
-              split: int) -> tuple[np.ndarray, int]:
+def _ks_chunk(
+    grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray, split: int
+) -> tuple[np.ndarray, int]:
     """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and
     the largest number of runs handled in one pass."""
     n_grid = grid.size
@@ -327,18 +351,17 @@ def _ks_chunk(grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray,
     blocks = _end_points(grid, xs, ys, active, best)
     peak = 0
     while True:
-        new_blocks = []
-        pending = []
+        new_blocks: list = []
+        pending: list = []
         for fam, block in enumerate(blocks):
             if block[1].size == 0:
                 new_blocks.append(None)
                 continue
-            children, where, vals, handled = _split_runs(fam, block, best, grid, xs, ys,
-                                                         split)
+            children, where, vals, handled = _split_runs(fam, block, best, grid, xs, ys, split)
             peak = max(peak, handled)
             pending.append((where, vals))
             new_blocks.append(children)
-        for where, vals in pending:            # after both samples: both read the same best
+        for where, vals in pending:  # after both samples: both read the same best
             np.maximum.at(best, where, vals)
         blocks = [nb if nb is not None else blk for nb, blk in zip(new_blocks, blocks)]
         if all(blk[1].size == 0 for blk in blocks):
@@ -376,8 +399,7 @@ def _first_true(pred, start: np.ndarray, n_grid: int) -> np.ndarray:
     return t
 
 
-def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray,
-              out: np.ndarray) -> None:
+def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
     """Exact KS curves of the (small) clusters ``sel`` through all affected/non-affected
     pairs: the order of ``x / beta`` and ``y`` flips once along the grid, at an index found
     by a search on the grid, so the CDF values at every sample point and grid point follow
@@ -391,23 +413,23 @@ def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray,
     for cl in np.split(sel, cuts):
         m = xs.size[cl]
         n = ys.size[cl]
-        xi = _ranges(xs.start[cl], m)                        # affected points, cluster order
+        xi = _ranges(xs.start[cl], m)  # affected points, cluster order
         yi = _ranges(ys.start[cl], n)
         xrow = np.zeros(cl.size, dtype=np.int64)
         np.cumsum(m[:-1], out=xrow[1:])
         yrow = np.zeros(cl.size, dtype=np.int64)
         np.cumsum(n[:-1], out=yrow[1:])
-        local = np.repeat(np.arange(cl.size, dtype=np.int64), m)   # cluster (local) of xi
+        local = np.repeat(np.arange(cl.size, dtype=np.int64), m)  # cluster (local) of xi
         n_of_x = n[local]
         px = np.repeat(np.arange(xi.size, dtype=np.int64), n_of_x)  # row of the x point
-        py = _ranges(yrow[local], n_of_x)                            # row of the y point
+        py = _ranges(yrow[local], n_of_x)  # row of the y point
         xv = xs.v[xi][px]
         yv = ys.v[yi][py]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = np.where(xv == 0, 0.0, xv / yv)
         guess = np.searchsorted(grid, r, side="left")
-        le = _first_true(lambda gi: xv / grid[gi] <= yv, guess, n_grid)
-        lt = _first_true(lambda gi: xv / grid[gi] < yv, guess, n_grid)
+        le = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] <= yv, guess, n_grid)
+        lt = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] < yv, guess, n_grid)
         w = n_grid + 1
         # F_A(y_j) count at beta_g: #{i : le_ij <= g}
         cnt1 = np.bincount(py * w + le, minlength=yi.size * w).reshape(yi.size, w)
@@ -419,13 +441,21 @@ def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray,
         # [n_grid, points] layout: the per-cluster maximum runs along contiguous rows
         d_y = np.abs(cnt1.T / m[ly] - ys.rank[yi] / n[ly])
         d_x = np.abs(xs.rank[xi] / m[local] - cnt2.T / n[local])
-        out[cl] = np.maximum(np.maximum.reduceat(d_x, xrow, axis=1),
-                             np.maximum.reduceat(d_y, yrow, axis=1)).T
+        out[cl] = np.maximum(
+            np.maximum.reduceat(d_x, xrow, axis=1), np.maximum.reduceat(d_y, yrow, axis=1)
+        ).T
 
 
-def _ks_matrix(x: np.ndarray, cx: np.ndarray, y: np.ndarray, cy: np.ndarray,
-               n_clusters: int, grid: np.ndarray, split: int, method: str = "auto"
-               ) -> np.ndarray:
+def _ks_matrix(
+    x: np.ndarray,
+    cx: np.ndarray,
+    y: np.ndarray,
+    cy: np.ndarray,
+    n_clusters: int,
+    grid: np.ndarray,
+    split: int,
+    method: str = "auto",
+) -> np.ndarray:
     xs = _Sample(x, cx, n_clusters)
     ys = _Sample(y, cy, n_clusters)
     both = (xs.size > 0) & (ys.size > 0)
@@ -446,18 +476,26 @@ def _ks_matrix(x: np.ndarray, cx: np.ndarray, y: np.ndarray, cy: np.ndarray,
     chunk = max(1, min(grid.size, _WORK // max(n_points, 1)))
     s = 0
     while s < grid.size:
-        part = grid[s:s + chunk]
+        part = grid[s : s + chunk]
         curves, peak = _ks_chunk(part, xs, ys, active, split)
-        out[active, s:s + part.size] = curves.T[active]
+        out[active, s : s + part.size] = curves.T[active]
         s += part.size
         per_point = max(peak / part.size, 1.0)
         chunk = max(1, min(grid.size, int(_WORK // per_point)))
     return out
 
 
-def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
-              non_affected_cluster=None, n_clusters: int | None = None,
-              split: int = 16, method: str = "auto") -> np.ndarray:
+def ks_curves(
+    affected,
+    non_affected,
+    *,
+    grid=None,
+    affected_cluster=None,
+    non_affected_cluster=None,
+    n_clusters: int | None = None,
+    split: int = 16,
+    method: str = "auto",
+) -> np.ndarray:
     """KS statistic ``KS(A_A / beta, A_N)`` for every grid point and cluster (Eq. 14).
 
     Parameters
@@ -487,12 +525,12 @@ def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
     if method not in ("auto", "pairs", "bound"):
         raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
     if (affected_cluster is None) != (non_affected_cluster is None):
-        raise ParameterError("affected_cluster", "given together with non_affected_cluster",
-                             "only one of them")
+        raise ParameterError(
+            "affected_cluster", "given together with non_affected_cluster", "only one of them"
+        )
     if affected_cluster is None:
         if n_clusters not in (None, 1):
-            raise ParameterError("n_clusters", "1 (or None) without cluster indices",
-                                 n_clusters)
+            raise ParameterError("n_clusters", "1 (or None) without cluster indices", n_clusters)
         cx = np.zeros(x.size, dtype=np.int64)
         cy = np.zeros(y.size, dtype=np.int64)
         n_c = 1
@@ -503,30 +541,35 @@ def ks_curves(affected, non_affected, *, grid=None, affected_cluster=None,
         if n_clusters is None:
             n_c = max(top, 1)
         else:
-            if not is_integer(n_clusters) \
-                    or n_clusters < max(top, 1):
+            if not is_integer(n_clusters) or n_clusters < max(top, 1):
                 raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
             n_c = int(n_clusters)
     if method == "pairs":
         pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
         if pairs.size and pairs.max() > _MAX_PAIRS:
-            raise ParameterError("method", f"'bound' or 'auto' for clusters with more than "
-                                 f"{_MAX_PAIRS} affected x non-affected pairs",
-                                 "pairs", fix=f"largest cluster has {int(pairs.max())} pairs")
+            raise ParameterError(
+                "method",
+                f"'bound' or 'auto' for clusters with more than "
+                f"{_MAX_PAIRS} affected x non-affected pairs",
+                "pairs",
+                fix=f"largest cluster has {int(pairs.max())} pairs",
+            )
     return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
 
 
 def _cluster_index(name: str, values, n: int) -> np.ndarray:
     a = np.asarray(values)
     if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
-        raise ParameterError(name, f"integer cluster indices of length {n}",
-                             f"shape {a.shape}, dtype {a.dtype}")
+        raise ParameterError(
+            name, f"integer cluster indices of length {n}", f"shape {a.shape}, dtype {a.dtype}"
+        )
     if a.size and a.min() < 0:
         raise ParameterError(name, "non-negative cluster indices", int(a.min()))
     return a.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------- jitter, clusters
+
 
 def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -> np.ndarray:
     """Order-preserving tie-breaking noise (§6.1).
@@ -543,8 +586,9 @@ def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -
     return _jitter(v, generator(rng), float(jitter))
 
 
-def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float,
-            scale: float | None = None) -> np.ndarray:
+def _jitter(
+    v: np.ndarray, rng: np.random.Generator, jitter: float, scale: float | None = None
+) -> np.ndarray:
     if jitter == 0 or v.size == 0:
         return v.copy()
     if scale is not None:
@@ -557,7 +601,7 @@ def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float,
     steps = np.diff(srt)
     gap = float(np.min(steps, where=steps > 0, initial=np.inf))
     first_pos = int(np.searchsorted(srt, 0.0, side="right"))
-    if first_pos < srt.size:                   # distance of the smallest positive value to 0
+    if first_pos < srt.size:  # distance of the smallest positive value to 0
         gap = min(gap, float(srt[first_pos]))
     if not np.isfinite(gap):
         return v.copy()
@@ -569,8 +613,7 @@ def _jitter(v: np.ndarray, rng: np.random.Generator, jitter: float,
     return v + u
 
 
-def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator
-                    ) -> np.ndarray:
+def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
     """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
     into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
     cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
@@ -583,6 +626,7 @@ def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generat
 
 
 # --------------------------------------------------------------------------- estimator
+
 
 @dataclass(frozen=True, eq=False)
 class BetaEstimate:
@@ -650,9 +694,9 @@ def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
 class _Inputs:
     """Validated inputs of :func:`estimate_beta`."""
 
-    scores: np.ndarray          # float64 [n_items]
-    affected: np.ndarray        # bool [n_items]
-    qptr: np.ndarray            # int64 [n_queries + 1]
+    scores: np.ndarray  # float64 [n_items]
+    affected: np.ndarray  # bool [n_items]
+    qptr: np.ndarray  # int64 [n_queries + 1]
     grid: np.ndarray
     zero_policy: str
     jitter: float
@@ -664,25 +708,43 @@ def _affected(groups, n: int, group_threshold) -> np.ndarray:
     """Bool [n]: items of the affected group (fractions split at ``group_threshold``)."""
     gr = np.asarray(groups)
     if gr.shape != (n,) or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
-        raise ParameterError("groups", f"a numeric array of length {n}",
-                             f"shape {gr.shape}, dtype {gr.dtype}")
+        raise ParameterError(
+            "groups", f"a numeric array of length {n}", f"shape {gr.shape}, dtype {gr.dtype}"
+        )
     gr = gr.astype(np.float64, copy=False)
     binary = bool(np.all((gr == 0) | (gr == 1)))
     if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
-        raise ParameterError("groups", "memberships in [0, 1] (1 = affected)",
-                             "values outside [0, 1] or NaN")
+        raise ParameterError(
+            "groups", "memberships in [0, 1] (1 = affected)", "values outside [0, 1] or NaN"
+        )
     if group_threshold is None:
         if not binary:
-            raise ParameterError("groups", "binary memberships (0 or 1)",
-                                 "fractional memberships",
-                                 fix="pass group_threshold=0.5 to split them")
+            raise ParameterError(
+                "groups",
+                "binary memberships (0 or 1)",
+                "fractional memberships",
+                fix="pass group_threshold=0.5 to split them",
+            )
         return gr == 1
     t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
     return gr >= t
 
 
-def _validated(attractiveness, groups, qptr, *, rng, clusters, cluster_size, grid,
-               zero_policy, jitter, grade_spacing, group_threshold, split) -> _Inputs:
+def _validated(
+    attractiveness,
+    groups,
+    qptr,
+    *,
+    rng,
+    clusters,
+    cluster_size,
+    grid,
+    zero_policy,
+    jitter,
+    grade_spacing,
+    group_threshold,
+    split,
+) -> _Inputs:
     """Every parameter of :func:`estimate_beta` checked, before any random draw."""
     a = _scores("attractiveness", attractiveness)
     q = check_qptr(qptr, a.size)
@@ -691,21 +753,40 @@ def _validated(attractiveness, groups, qptr, *, rng, clusters, cluster_size, gri
     affected = _affected(groups, a.size, group_threshold)
     choice("zero_policy", zero_policy, ZERO_POLICIES)
     g = _check_grid(grid)
-    real("jitter", jitter, low=0.0, high=1.0, high_open=True,
-         what="a fraction in [0, 1) of half the spacing")
+    real(
+        "jitter",
+        jitter,
+        low=0.0,
+        high=1.0,
+        high_open=True,
+        what="a fraction in [0, 1) of half the spacing",
+    )
     if grade_spacing is not None:
-        real("grade_spacing", grade_spacing, low=0.0, high=1.0, low_open=True,
-             what="None or a grade spacing in (0, 1]")
+        real(
+            "grade_spacing",
+            grade_spacing,
+            low=0.0,
+            high=1.0,
+            low_open=True,
+            what="None or a grade spacing in (0, 1]",
+        )
     integer("split", split, low=2)
     if clusters is not None and cluster_size is not None:
-        raise ParameterError("clusters", "either clusters or cluster_size, not both",
-                             "both given")
+        raise ParameterError("clusters", "either clusters or cluster_size, not both", "both given")
     if cluster_size is not None:
         integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
     if jitter != 0 or cluster_size is not None:
         generator(rng, used_for="the jitter and the random clusters")
-    return _Inputs(a, affected, q, g, zero_policy, float(jitter),
-                   None if grade_spacing is None else float(grade_spacing), int(split))
+    return _Inputs(
+        a,
+        affected,
+        q,
+        g,
+        zero_policy,
+        float(jitter),
+        None if grade_spacing is None else float(grade_spacing),
+        int(split),
+    )
 
 
 def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -714,8 +795,9 @@ def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndar
     if clusters is not None:
         lab = np.asarray(clusters)
         if lab.shape != (n_q,):
-            raise ParameterError("clusters", f"one label per query (length {n_q})",
-                                 f"shape {lab.shape}")
+            raise ParameterError(
+                "clusters", f"one label per query (length {n_q})", f"shape {lab.shape}"
+            )
         labels, cq = np.unique(lab, return_inverse=True)
         return cq.astype(np.int64).reshape(-1), labels
     if cluster_size is not None:
@@ -724,15 +806,16 @@ def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndar
     return np.zeros(n_q, dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
-def _search(inp: _Inputs, cq: np.ndarray, labels: np.ndarray,
-            rng: np.random.Generator | None) -> BetaEstimate:
+def _search(
+    inp: _Inputs, cq: np.ndarray, labels: np.ndarray, rng: np.random.Generator | None
+) -> BetaEstimate:
     """Jitter the scores used, split them by group and cluster, and minimize Eq. (14)."""
     n_c = int(labels.size)
     used = None if inp.zero_policy == "include" else inp.scores > 0
     vals = inp.scores if used is None else inp.scores[used]
     aff = inp.affected if used is None else inp.affected[used]
     if inp.jitter != 0:
-        vals = _jitter(vals, rng, inp.jitter, inp.grade_spacing)
+        vals = _jitter(vals, generator(rng), inp.jitter, inp.grade_spacing)
     x, y = vals[aff], vals[~aff]
     if n_c == 1:
         cx, cy = np.zeros(x.size, dtype=np.int64), np.zeros(y.size, dtype=np.int64)
@@ -744,18 +827,32 @@ def _search(inp: _Inputs, cq: np.ndarray, labels: np.ndarray,
     curves = _ks_matrix(x, cx, y, cy, n_c, inp.grid, inp.split)
     beta_hat = argmin_largest(curves, inp.grid)
     return BetaEstimate(
-        beta_hat=beta_hat, cluster_of_query=cq, beta_hat_per_query=beta_hat[cq],
-        grid=inp.grid, ks_curve=curves,
+        beta_hat=beta_hat,
+        cluster_of_query=cq,
+        beta_hat_per_query=beta_hat[cq],
+        grid=inp.grid,
+        ks_curve=curves,
         n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
         n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
-        cluster_labels=labels)
+        cluster_labels=labels,
+    )
 
 
-def estimate_beta(attractiveness, groups, *, qptr, rng: np.random.Generator | None = None,
-                  clusters=None, cluster_size: int | None = None, grid=None,
-                  zero_policy: str = "exclude", jitter: float = 0.5,
-                  grade_spacing: float | None = None,
-                  group_threshold: float | None = None, split: int = 16) -> BetaEstimate:
+def estimate_beta(
+    attractiveness,
+    groups,
+    *,
+    qptr,
+    rng: np.random.Generator | None = None,
+    clusters=None,
+    cluster_size: int | None = None,
+    grid=None,
+    zero_policy: str = "exclude",
+    jitter: float = 0.5,
+    grade_spacing: float | None = None,
+    group_threshold: float | None = None,
+    split: int = 16,
+) -> BetaEstimate:
     """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
 
     Parameters
@@ -783,15 +880,26 @@ def estimate_beta(attractiveness, groups, *, qptr, rng: np.random.Generator | No
     the module docstring for all conventions. Every parameter is validated before any random
     number is drawn.
     """
-    inp = _validated(attractiveness, groups, qptr, rng=rng, clusters=clusters,
-                     cluster_size=cluster_size, grid=grid, zero_policy=zero_policy,
-                     jitter=jitter, grade_spacing=grade_spacing,
-                     group_threshold=group_threshold, split=split)
+    inp = _validated(
+        attractiveness,
+        groups,
+        qptr,
+        rng=rng,
+        clusters=clusters,
+        cluster_size=cluster_size,
+        grid=grid,
+        zero_policy=zero_policy,
+        jitter=jitter,
+        grade_spacing=grade_spacing,
+        group_threshold=group_threshold,
+        split=split,
+    )
     cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
     return _search(inp, cq, labels, rng)
 
 
 # --------------------------------------------------------------------------- estimators
+
 
 class Estimator(Protocol):
     """A β estimator (:data:`groupbias.registry.ESTIMATORS`): from observed attractiveness,
@@ -801,9 +909,16 @@ class Estimator(Protocol):
     ``grade_spacing``: the spacing of the relevance grades when the caller knows it (for
     tie-breaking noise on the grade scale), else None."""
 
-    def estimate(self, attractiveness, groups, *, qptr, clusters=None,
-                 rng: np.random.Generator | None = None,
-                 grade_spacing: float | None = None) -> BetaEstimate: ...
+    def estimate(
+        self,
+        attractiveness,
+        groups,
+        *,
+        qptr,
+        clusters=None,
+        rng: np.random.Generator | None = None,
+        grade_spacing: float | None = None,
+    ) -> BetaEstimate: ...
 
 
 def split_threshold(groups) -> float | None:
@@ -834,24 +949,47 @@ class KSEstimator:
 
     def __post_init__(self) -> None:
         if self.cluster_size is not None:
-            integer("cluster_size", self.cluster_size, low=1,
-                    what="null (one global cluster) or an integer >= 1")
+            integer(
+                "cluster_size",
+                self.cluster_size,
+                low=1,
+                what="null (one global cluster) or an integer >= 1",
+            )
         try:
             default_grid(self.grid_step)
         except ParameterError as exc:
             raise ParameterError("grid_step", exc.expected, exc.given) from None
         choice("zero_policy", self.zero_policy, ZERO_POLICIES)
-        real("jitter", self.jitter, low=0.0, high=1.0, high_open=True,
-             what="a fraction in [0, 1) (0 = no tie-breaking noise)")
+        real(
+            "jitter",
+            self.jitter,
+            low=0.0,
+            high=1.0,
+            high_open=True,
+            what="a fraction in [0, 1) (0 = no tie-breaking noise)",
+        )
         choice("jitter_scale", self.jitter_scale, JITTER_SCALES)
 
-    def estimate(self, attractiveness, groups, *, qptr, clusters=None,
-                 rng: np.random.Generator | None = None,
-                 grade_spacing: float | None = None) -> BetaEstimate:
+    def estimate(
+        self,
+        attractiveness,
+        groups,
+        *,
+        qptr,
+        clusters=None,
+        rng: np.random.Generator | None = None,
+        grade_spacing: float | None = None,
+    ) -> BetaEstimate:
         return estimate_beta(
-            attractiveness, groups, qptr=qptr, rng=rng, clusters=clusters,
+            attractiveness,
+            groups,
+            qptr=qptr,
+            rng=rng,
+            clusters=clusters,
             cluster_size=None if clusters is not None else self.cluster_size,
-            grid=default_grid(self.grid_step), zero_policy=self.zero_policy,
+            grid=default_grid(self.grid_step),
+            zero_policy=self.zero_policy,
             jitter=self.jitter,
             grade_spacing=grade_spacing if self.jitter_scale == "grade" else None,
-            group_threshold=split_threshold(groups))
+            group_threshold=split_threshold(groups),
+        )

@@ -14,16 +14,27 @@ import numpy as np
 from .data import RankingData
 from .errors import ParameterError
 from .kernels import nanmean
-from .pipelines.evaluation import (DEFAULT_METRICS, EvalSpec, eel_thresholds, ranking_metrics,
-                                   tabular_metrics)
+from .pipelines.evaluation import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    eel_thresholds,
+    ranking_metrics,
+    tabular_metrics,
+)
 from .simulation import relevance_from_labels
 from .validation import choice
 
 __all__ = ["evaluate", "evaluate_per_query"]
 
 
-def evaluate_per_query(scores, data: RankingData, *, metrics: Sequence = DEFAULT_METRICS,
-                       regime: str = "ltr", relevance=None) -> dict[str, np.ndarray]:
+def evaluate_per_query(
+    scores,
+    data: RankingData,
+    *,
+    metrics: Sequence = DEFAULT_METRICS,
+    regime: str = "ltr",
+    relevance=None,
+) -> dict[str, np.ndarray]:
     """``{metric key: float64 [n_queries]}`` (NaN where a query is skipped).
 
     ``data`` must be grouped (``data.groups``); ``relevance``: the true P(R) per item
@@ -33,20 +44,34 @@ def evaluate_per_query(scores, data: RankingData, *, metrics: Sequence = DEFAULT
     """
     choice("regime", regime, ("ltr", "tabular"))
     if data.groups is None:
-        raise ParameterError("data.groups", "a grouped dataset", None,
-                             fix="apply a grouping (e.g. gb.load_dataset(..., grouping=...))")
+        raise ParameterError(
+            "data.groups",
+            "a grouped dataset",
+            None,
+            fix="apply a grouping (e.g. gb.load_dataset(..., grouping=...))",
+        )
     if relevance is None:
         relevance = relevance_from_labels(data.labels, label_max=data.label_max)
-    spec = EvalSpec(labels=data.labels, relevance=np.asarray(relevance, dtype=np.float64),
-                    groups=data.groups, qptr=data.qptr,
-                    thresholds=eel_thresholds(data.labels, data.label_max),
-                    metrics=tuple(metrics))
+    spec = EvalSpec(
+        labels=data.labels,
+        relevance=np.asarray(relevance, dtype=np.float64),
+        groups=data.groups,
+        qptr=data.qptr,
+        thresholds=eel_thresholds(data.labels, data.label_max),
+        metrics=tuple(metrics),
+    )
     fn = ranking_metrics if regime == "ltr" else tabular_metrics
     return fn(np.asarray(scores, dtype=np.float64), spec)
 
 
-def evaluate(scores, data: RankingData, *, metrics: Sequence = DEFAULT_METRICS,
-             regime: str = "ltr", relevance=None) -> dict[str, float]:
+def evaluate(
+    scores,
+    data: RankingData,
+    *,
+    metrics: Sequence = DEFAULT_METRICS,
+    regime: str = "ltr",
+    relevance=None,
+) -> dict[str, float]:
     """``{metric key: mean over the queries where it is defined}``; see
     :func:`evaluate_per_query`. Example::
 
@@ -55,6 +80,7 @@ def evaluate(scores, data: RankingData, *, metrics: Sequence = DEFAULT_METRICS,
         test = gb.load_dataset("trec2020", split="test")
         gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
     """
-    per_query = evaluate_per_query(scores, data, metrics=metrics, regime=regime,
-                                   relevance=relevance)
+    per_query = evaluate_per_query(
+        scores, data, metrics=metrics, regime=regime, relevance=relevance
+    )
     return {k: nanmean(v) for k, v in per_query.items()}

@@ -24,7 +24,6 @@ AWRF's group exposure. Our affected-group vector ``groups`` becomes the 2-column
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -32,22 +31,48 @@ import numpy as np
 from scipy import stats as _sps
 
 from .errors import ParameterError
-from .validation import check_k, check_qptr, choice, is_integer, real
-from .kernels import (block_mean, item_exposure, max_list_size, nanmean, order_desc, sorted_ranks,
-                      tie_average_exposure)
+from .kernels import (
+    block_mean,
+    item_exposure,
+    max_list_size,
+    nanmean,
+    order_desc,
+    sorted_ranks,
+    tie_average_exposure,
+)
 from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
 from .segments import query_index, segment_sum
 from .stats import per_query_values
+from .validation import check_k, check_qptr, choice, is_integer, real
 
 __all__ = [
-    "awrf", "awrf_per_query", "awrf_distance", "awrf_distance_per_query",
-    "ndcg_awrf", "ndcg_awrf_per_query",
-    "rbdf_per_query", "ted", "ted_per_query", "texfair", "texfair_per_query",
-    "neutrality", "fairr_per_query", "nfairr", "nfairr_per_query",
-    "class_exposure_per_query", "cwex", "cwex_per_query",
-    "delta_exposure", "delta_exposure_per_query",
-    "rank_bias", "rank_bias_per_query", "arab", "arab_per_query",
-    "per_query_correlation", "fairness_metrics_per_query", "FAIRNESS_METRICS",
+    "awrf",
+    "awrf_per_query",
+    "awrf_distance",
+    "awrf_distance_per_query",
+    "ndcg_awrf",
+    "ndcg_awrf_per_query",
+    "rbdf_per_query",
+    "ted",
+    "ted_per_query",
+    "texfair",
+    "texfair_per_query",
+    "neutrality",
+    "fairr_per_query",
+    "nfairr",
+    "nfairr_per_query",
+    "class_exposure_per_query",
+    "cwex",
+    "cwex_per_query",
+    "delta_exposure",
+    "delta_exposure_per_query",
+    "rank_bias",
+    "rank_bias_per_query",
+    "arab",
+    "arab_per_query",
+    "per_query_correlation",
+    "fairness_metrics_per_query",
+    "FAIRNESS_METRICS",
 ]
 
 TARGETS = ("uniform", "corpus", "relevant")
@@ -62,26 +87,40 @@ _ROW_SUM_TOL = 1e-9
 
 # --------------------------------------------------------------------------- validation
 
+
 def _membership(membership, n: int | None, name: str = "membership") -> np.ndarray:
     m = np.asarray(membership)
     if m.ndim == 1:
-        raise ParameterError(name, "a 2-D array [n_items, n_groups]", "a 1-D array",
-                             fix="turn an affected-group vector into [affected, "
-                                 "non-affected] columns with "
-                                 "groupbias.membership.membership_from_groups(groups)")
+        raise ParameterError(
+            name,
+            "a 2-D array [n_items, n_groups]",
+            "a 1-D array",
+            fix="turn an affected-group vector into [affected, "
+            "non-affected] columns with "
+            "groupbias.membership.membership_from_groups(groups)",
+        )
     if m.ndim != 2 or not (np.issubdtype(m.dtype, np.number) or m.dtype == bool):
-        raise ParameterError(name, "a 2-D numeric array [n_items, n_groups]",
-                             f"shape {m.shape}, dtype {m.dtype}")
+        raise ParameterError(
+            name, "a 2-D numeric array [n_items, n_groups]", f"shape {m.shape}, dtype {m.dtype}"
+        )
     if n is not None and m.shape[0] != n:
         raise ParameterError(name, f"{n} rows (one per item)", f"{m.shape[0]} rows")
     if m.shape[1] < 2:
-        raise ParameterError(name, "at least 2 group columns", f"{m.shape[1]} column(s)",
-                             fix="with a single group every ranking is trivially fair; add "
-                                 "the other group(s), e.g. with membership_from_groups")
+        raise ParameterError(
+            name,
+            "at least 2 group columns",
+            f"{m.shape[1]} column(s)",
+            fix="with a single group every ranking is trivially fair; add "
+            "the other group(s), e.g. with membership_from_groups",
+        )
     m = m.astype(np.float64, copy=False)
     if not np.all(np.isfinite(m)):
-        raise ParameterError(name, "finite values", "NaN or infinite entries",
-                             fix="use a row of zeros for an item with no known group")
+        raise ParameterError(
+            name,
+            "finite values",
+            "NaN or infinite entries",
+            fix="use a row of zeros for an item with no known group",
+        )
     if m.size and m.min() < 0:
         raise ParameterError(name, "non-negative associations", f"minimum {m.min()!r}")
     return m
@@ -100,10 +139,19 @@ def _distribution(name: str, value, n_groups: int, choices=TARGETS) -> np.ndarra
         a = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         a = np.array([np.nan])
-    if a.ndim != 1 or a.size != n_groups or not np.all(np.isfinite(a)) or a.min() < 0 \
-            or a.sum() <= 0:
-        raise ParameterError(name, f"one of {', '.join(map(repr, choices))} or "
-                             f"{n_groups} non-negative weights with a positive sum", value)
+    if (
+        a.ndim != 1
+        or a.size != n_groups
+        or not np.all(np.isfinite(a))
+        or a.min() < 0
+        or a.sum() <= 0
+    ):
+        raise ParameterError(
+            name,
+            f"one of {', '.join(map(repr, choices))} or "
+            f"{n_groups} non-negative weights with a positive sum",
+            value,
+        )
     return a / a.sum()
 
 
@@ -115,8 +163,7 @@ def _row_sum(m: np.ndarray) -> np.ndarray:
     return out
 
 
-def _column_sums(weights: np.ndarray, m: np.ndarray, q: np.ndarray, qidx: np.ndarray
-                 ) -> np.ndarray:
+def _column_sums(weights: np.ndarray, m: np.ndarray, q: np.ndarray, qidx: np.ndarray) -> np.ndarray:
     """``out[q, g] = sum_{i in q} weights_i * m[i, g]`` (float64 [n_queries, n_groups]).
 
     Only items with a non-zero weight are visited (with a cutoff k most items of long
@@ -148,8 +195,12 @@ def _targets(target, m: np.ndarray, labels, q: np.ndarray, qidx: np.ndarray) -> 
         return np.full((nq, n_groups), 1.0 / n_groups)
     if target == "relevant":
         if labels is None:
-            raise ParameterError("labels", "relevance labels (target='relevant' is the "
-                                 "group share among the relevant items, label > 0)", None)
+            raise ParameterError(
+                "labels",
+                "relevance labels (target='relevant' is the "
+                "group share among the relevant items, label > 0)",
+                None,
+            )
         rel = np.flatnonzero(labels > 0)
         m, qidx = m[rel], qidx[rel]
     sums = _column_sums(np.ones(m.shape[0]), _row_shares(m), q, qidx)
@@ -165,6 +216,7 @@ def _labels(labels, n: int):
 
 
 # --------------------------------------------------------------------------- rank weights
+
 
 def _weight_table(max_len: int, k: int | None, weights, patience: float) -> np.ndarray:
     r = np.arange(1, max_len + 1, dtype=np.float64)
@@ -195,13 +247,17 @@ def _check_weights(weights, patience):
     except (TypeError, ValueError):
         w = np.array([np.nan])
     if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or w.min() < 0:
-        raise ParameterError("weights", "one of " + ", ".join(map(repr, WEIGHTS)) +
-                             " or a 1-D array of non-negative per-rank weights", weights)
+        raise ParameterError(
+            "weights",
+            "one of "
+            + ", ".join(map(repr, WEIGHTS))
+            + " or a 1-D array of non-negative per-rank weights",
+            weights,
+        )
     return w, patience
 
 
-def _slot_apply(s: np.ndarray, q: np.ndarray, qidx: np.ndarray, ties: str, slot_fn
-                ) -> np.ndarray:
+def _slot_apply(s: np.ndarray, q: np.ndarray, qidx: np.ndarray, ties: str, slot_fn) -> np.ndarray:
     """Per-item weights of the ranking by ``s`` (descending): ``slot_fn(ranks)`` gives the
     weight of every slot of the within-query sorted order (ranks 1-based, slot ``j`` in
     query ``qidx[j]``); with ``ties="average"`` tied items share their block's mean."""
@@ -230,6 +286,7 @@ def _finish(values: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- AWRF
 
+
 def _kl2(p: np.ndarray, t: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         terms = np.where(p > 0, p * np.log2(p / t), 0.0)
@@ -245,12 +302,24 @@ def _distribution_distance(p: np.ndarray, t: np.ndarray, distance: str) -> np.nd
     return np.clip(0.5 * _kl2(p, mid) + 0.5 * _kl2(t, mid), 0.0, 1.0)
 
 
-def _awrf_distance(scores, qptr, membership, labels, k, target, distance, weights,
-                   patience, ties, on_no_representative):
+def _awrf_distance(
+    scores,
+    qptr,
+    membership,
+    labels,
+    k,
+    target,
+    distance,
+    weights,
+    patience,
+    ties,
+    on_no_representative,
+):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     distance = choice("distance", distance, AWRF_DISTANCES)
-    on_no_representative = choice("on_no_representative", on_no_representative,
-                                   ON_NO_REPRESENTATIVE)
+    on_no_representative = choice(
+        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
+    )
     weights, patience = _check_weights(weights, patience)
     lab = _labels(labels, s.size)
     t = _targets(target, m, lab, q, qidx)
@@ -266,10 +335,20 @@ def _awrf_distance(scores, qptr, membership, labels, k, target, distance, weight
     return _finish(d, q)
 
 
-def awrf_distance_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
-                            target="uniform", distance: str = "js", weights="log",
-                            patience: float = 0.5, ties: str = "average",
-                            on_no_representative: str = "skip") -> np.ndarray:
+def awrf_distance_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    ties: str = "average",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
     """AWRF distance Δ(nE, Ê) of every query (Sapiezynski et al. 2019; seed Eq. 4–6).
 
     ``E_g = sum_{r <= k} v_r a_{d_r, g}`` is the attention-weighted exposure the ranking by
@@ -292,19 +371,51 @@ def awrf_distance_per_query(scores, *, qptr, membership, labels=None, k: int | N
     of zeros): ``on_no_representative="skip"`` (default, NaN) or ``"fair"`` (0). Queries
     with an undefined target are NaN. Returns float64 [n_queries].
     """
-    return _awrf_distance(scores, qptr, membership, labels, k, target, distance, weights,
-                          patience, ties, on_no_representative)
+    return _awrf_distance(
+        scores,
+        qptr,
+        membership,
+        labels,
+        k,
+        target,
+        distance,
+        weights,
+        patience,
+        ties,
+        on_no_representative,
+    )
 
 
-def awrf_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
-                   target="uniform", distance: str = "js", weights="log",
-                   patience: float = 0.5, ties: str = "average",
-                   on_no_representative: str = "skip") -> np.ndarray:
+def awrf_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    ties: str = "average",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
     """AWRF in the TREC Fair 2022 orientation, ``1 − Δ(nE, Ê)`` (1 = the exposure matches
     the target); options as in :func:`awrf_distance_per_query`. With the default JS
     distance the value is in [0, 1]; with ``"l1"`` in [−1, 1]."""
-    return 1.0 - _awrf_distance(scores, qptr, membership, labels, k, target, distance,
-                                weights, patience, ties, on_no_representative)
+    return 1.0 - _awrf_distance(
+        scores,
+        qptr,
+        membership,
+        labels,
+        k,
+        target,
+        distance,
+        weights,
+        patience,
+        ties,
+        on_no_representative,
+    )
 
 
 def awrf_distance(scores, **kwargs) -> float:
@@ -317,23 +428,44 @@ def awrf(scores, **kwargs) -> float:
     return nanmean(awrf_per_query(scores, **kwargs))
 
 
-def ndcg_awrf_per_query(scores, labels, *, qptr, membership, k: int | None = None,
-                        target="relevant", distance: str = "js", weights="log",
-                        patience: float = 0.5, gain: str = "exp2", ties: str = "average",
-                        on_no_relevant: str = "skip", on_no_representative: str = "skip"
-                        ) -> np.ndarray:
+def ndcg_awrf_per_query(
+    scores,
+    labels,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    target="relevant",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    gain: str = "exp2",
+    ties: str = "average",
+    on_no_relevant: str = "skip",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
     """nDCG@k × AWRF@k of every query (the combined score of Chen & Fang, FAIR-QR, TREC Fair 2022).
 
     NDCG from :func:`groupbias.metrics.ndcg_per_query` (``gain``, ``ties``,
     ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
     share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is NaN."""
     ties = choice("ties", ties, EXPOSURE_TIES)
-    nd = ndcg_per_query(scores, labels, qptr=qptr, k=k, gain=gain, ties=ties,
-                        on_no_relevant=on_no_relevant)
-    aw = awrf_per_query(scores, qptr=qptr, membership=membership, labels=labels, k=k,
-                        target=target, distance=distance, weights=weights,
-                        patience=patience, ties=ties,
-                        on_no_representative=on_no_representative)
+    nd = ndcg_per_query(
+        scores, labels, qptr=qptr, k=k, gain=gain, ties=ties, on_no_relevant=on_no_relevant
+    )
+    aw = awrf_per_query(
+        scores,
+        qptr=qptr,
+        membership=membership,
+        labels=labels,
+        k=k,
+        target=target,
+        distance=distance,
+        weights=weights,
+        patience=patience,
+        ties=ties,
+        on_no_representative=on_no_representative,
+    )
     return nd * aw
 
 
@@ -344,6 +476,7 @@ def ndcg_awrf(scores, labels, **kwargs) -> float:
 
 # --------------------------------------------------------------------------- TED / TExFAIR
 
+
 def _rbdf(w, m, q, qidx):
     total = segment_sum(w, q, qidx)
     nz = np.flatnonzero(w)
@@ -352,8 +485,9 @@ def _rbdf(w, m, q, qidx):
         return np.bincount(qidx[nz], weights=w[nz] * rep, minlength=q.size - 1) / total
 
 
-def rbdf_per_query(scores, *, qptr, membership, k: int | None = None,
-                   ties: str = "average") -> np.ndarray:
+def rbdf_per_query(
+    scores, *, qptr, membership, k: int | None = None, ties: str = "average"
+) -> np.ndarray:
     """Rank-biased discounting factor (Abolghasemi et al. 2024, Eq. 11) of every query:
 
         RBDF = sum_{r <= k} 1[d_r in S_R] / log2(1 + r)  /  sum_{r <= k} 1 / log2(1 + r)
@@ -366,8 +500,9 @@ def rbdf_per_query(scores, *, qptr, membership, k: int | None = None,
 
 def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative):
     s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    on_no_representative = choice("on_no_representative", on_no_representative,
-                                   ON_NO_REPRESENTATIVE)
+    on_no_representative = choice(
+        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
+    )
     if not isinstance(rbdf, bool):
         raise ParameterError("rbdf", "True or False", rbdf)
     t = _targets(target, m, _labels(labels, s.size), q, qidx)
@@ -385,9 +520,18 @@ def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_represen
     return _finish(ted, q), max_ted
 
 
-def ted_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
-                  target="uniform", rbdf: bool = True, ties: str = "average",
-                  on_no_representative: str = "fair") -> np.ndarray:
+def ted_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    rbdf: bool = True,
+    ties: str = "average",
+    on_no_representative: str = "fair",
+) -> np.ndarray:
     """Term exposure-based divergence TED@k of every query (Abolghasemi et al. 2024, Eq. 7–12).
 
     With position bias ``v_r = 1 / log2(1 + r)`` (0 beyond ``k``), the group
@@ -408,21 +552,31 @@ def ted_per_query(scores, *, qptr, membership, labels=None, k: int | None = None
     Eq. 12 as RBDF → 0 (non-representative items count as unbiased); ``"skip"`` gives NaN.
     Returns float64 [n_queries].
     """
-    return _ted(scores, qptr, membership, labels, k, target, rbdf, ties,
-                on_no_representative)[0]
+    return _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative)[0]
 
 
-def texfair_per_query(scores, *, qptr, membership, labels=None, k: int | None = None,
-                      target="uniform", rbdf: bool = True, ties: str = "average",
-                      on_no_representative: str = "fair") -> np.ndarray:
-    """TExFAIR@k = max(TED) − TED@k of every query (Abolghasemi et al. 2024, Eq. 13), higher = fairer.
+def texfair_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    rbdf: bool = True,
+    ties: str = "average",
+    on_no_representative: str = "fair",
+) -> np.ndarray:
+    """TExFAIR@k = max(TED) − TED@k of every query (Abolghasemi et al. 2024, Eq. 13),
+    higher = fairer.
 
     ``max(TED) = 2 (1 − min_i p̂_i)``, attained when all exposure goes to the group with the
     smallest target share and every item is representative; with two groups and the
     uniform target ``max(TED) = 1`` and TExFAIR = 1 − TED ∈ [0, 1]. Options as in
     :func:`ted_per_query`. Returns float64 [n_queries]."""
-    ted, max_ted = _ted(scores, qptr, membership, labels, k, target, rbdf, ties,
-                        on_no_representative)
+    ted, max_ted = _ted(
+        scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative
+    )
     return max_ted - ted
 
 
@@ -438,8 +592,10 @@ def texfair(scores, **kwargs) -> float:
 
 # --------------------------------------------------------------------------- NFaiRR
 
+
 def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
-    """Document neutrality ω(d) (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 1), float64 [n_items].
+    """Document neutrality ω(d) (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 1),
+    float64 [n_items].
 
     With ``M_g`` the item's ``membership`` row and ``J`` the balanced proportions
     (``target="uniform"``: ``J_g = 1 / n_groups``; or a vector of weights, normalized):
@@ -473,23 +629,42 @@ def _fairr(scores, qptr, membership, k, tau, target, ties):
     return s, q, qidx, k, omega, segment_sum(omega * item_exposure(s, q, qidx, k, ties), q, qidx)
 
 
-def fairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: float = 0.0,
-                    target="uniform", ties: str = "average") -> np.ndarray:
-    """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query (Abolghasemi et al. 2024, Eq. 2),
+def fairr_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    tau: float = 0.0,
+    target="uniform",
+    ties: str = "average",
+) -> np.ndarray:
+    """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query
+    (Abolghasemi et al. 2024, Eq. 2),
     ω from :func:`neutrality`. Returns float64 [n_queries] (NaN for empty queries)."""
     _, q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     return _finish(fairr, q)
 
 
-def nfairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: float = 0.0,
-                     target="uniform", background: str = "candidates",
-                     ties: str = "average") -> np.ndarray:
-    """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 3).
+def nfairr_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    tau: float = 0.0,
+    target="uniform",
+    background: str = "candidates",
+    ties: str = "average",
+) -> np.ndarray:
+    """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; Abolghasemi et al.
+    2024, Eq. 3).
 
     IFaiRR is the FaiRR of the best ordering of the background set ``S`` (its items sorted
     by ω, descending, ``sum_{r <= min(k, |S|)} ω_(r) / log2(1 + r)``):
 
-    * ``background="candidates"`` (default; Mousavian et al. 2025): ``S`` = the query's own candidate
+    * ``background="candidates"`` (default; Mousavian et al. 2025): ``S`` = the query's own
+      candidate
       items, so NFaiRR ∈ [0, 1] (for ω ≥ 0) and 1 means no reordering of the candidates is
       more neutral at the top;
     * ``"collection"`` (Abolghasemi et al. 2024): ``S`` = every item passed (all queries), the same
@@ -504,8 +679,11 @@ def nfairr_per_query(scores, *, qptr, membership, k: int | None = None, tau: flo
         ideal = segment_sum(omega * tie_average_exposure(omega, q, qidx, k), q, qidx)
     else:
         if k is None:
-            raise ParameterError("k", "a cutoff (background='collection' ranks the top k of "
-                                 "the whole collection)", None)
+            raise ParameterError(
+                "k",
+                "a cutoff (background='collection' ranks the top k of the whole collection)",
+                None,
+            )
         top = np.sort(omega)[::-1][:k]
         ideal = np.full(q.size - 1, float(np.sum(top / np.log2(2.0 + np.arange(top.size)))))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -519,6 +697,7 @@ def nfairr(scores, **kwargs) -> float:
 
 
 # --------------------------------------------------------------------------- CWEx
+
 
 def _classes(m: np.ndarray, assignment: str) -> np.ndarray:
     """Class probabilities [n_items, n_groups + 1]; the last column is the neutral class."""
@@ -540,11 +719,14 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
     if assignment == "expected" and m.size:
         top = _row_sum(m).max()
         if top > 1.0 + _ROW_SUM_TOL:
-            raise ParameterError("membership", "rows summing to at most 1 for "
-                                 "assignment='expected' (group probabilities; the rest is "
-                                 "the neutral class)", f"a row sum of {top!r}",
-                                 fix="normalize the rows, or use assignment='hard' for "
-                                     "counts")
+            raise ParameterError(
+                "membership",
+                "rows summing to at most 1 for "
+                "assignment='expected' (group probabilities; the rest is "
+                "the neutral class)",
+                f"a row sum of {top!r}",
+                fix="normalize the rows, or use assignment='hard' for counts",
+            )
     e = item_exposure(s, q, qidx, k, ties)
     total = segment_sum(e, q, qidx)
     nz = np.flatnonzero(e)
@@ -554,9 +736,15 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
     return out
 
 
-def class_exposure_per_query(scores, *, qptr, membership, k: int | None = None,
-                             assignment: str = "expected", ties: str = "average"
-                             ) -> np.ndarray:
+def class_exposure_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
     """Normalized class exposure of every query (Mousavian et al. 2025, Eq. 2–4), float64
     [n_queries, n_groups + 1]: column ``g`` is ``Exposure_g = sum_{r <= k, d_r in g} p(r) /
     sum_{r <= min(k, n)} p(r)`` with ``p(r) = 1 / log2(1 + r)``; the last column is the
@@ -580,18 +768,33 @@ def _gap(x: np.ndarray) -> np.ndarray:
     return groups.max(axis=1) - groups.min(axis=1)
 
 
-def delta_exposure_per_query(scores, *, qptr, membership, k: int | None = None,
-                             assignment: str = "expected", ties: str = "average"
-                             ) -> np.ndarray:
-    """ΔExposure of every query (Mousavian et al. 2025): ``max_g Exposure_g − min_g Exposure_g`` over
+def delta_exposure_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
+    """ΔExposure of every query (Mousavian et al. 2025): ``max_g Exposure_g − min_g
+    Exposure_g`` over
     the groups (the neutral class excluded), i.e. ``|Exposure_A − Exposure_B|`` for two
     groups and the gap between the most and the least exposed group for more. In [0, 1],
     lower = fairer. Classes and exposure as in :func:`class_exposure_per_query`."""
     return _gap(_class_exposure(scores, qptr, membership, k, assignment, ties))
 
 
-def cwex_per_query(scores, *, qptr, membership, alpha: float = 0.5, k: int | None = None,
-                   assignment: str = "expected", ties: str = "average") -> np.ndarray:
+def cwex_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    alpha: float = 0.5,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
     """Class-wise weighted exposure CWEx(α) of every query (Mousavian et al. 2025, Eq. 1):
 
         CWEx = α · Exposure_neutral − (1 − α) · ΔExposure
@@ -615,12 +818,11 @@ def cwex(scores, **kwargs) -> float:
 
 # --------------------------------------------------------------------------- RaB / ARaB
 
+
 def _pair(pair, n_groups: int) -> tuple[int, int]:
-    ok = (isinstance(pair, (tuple, list)) and len(pair) == 2
-          and all(is_integer(x) for x in pair))
+    ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and all(is_integer(x) for x in pair)
     if not ok or not all(0 <= int(x) < n_groups for x in pair) or pair[0] == pair[1]:
-        raise ParameterError("pair", f"two distinct group columns in 0..{n_groups - 1}",
-                             pair)
+        raise ParameterError("pair", f"two distinct group columns in 0..{n_groups - 1}", pair)
     return int(pair[0]), int(pair[1])
 
 
@@ -650,9 +852,16 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
     return _finish(segment_sum(w * (mag[:, 0] - mag[:, 1]), q, qidx), q)
 
 
-def rank_bias_per_query(scores, *, qptr, membership, k: int | None = None,
-                        magnitude: str = "tf", pair=(0, 1), ties: str = "average"
-                        ) -> np.ndarray:
+def rank_bias_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    magnitude: str = "tf",
+    pair=(0, 1),
+    ties: str = "average",
+) -> np.ndarray:
     """Rank bias RaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         RaB^g@k = (1 / T) sum_{r <= T} mag^g(d_r),    T = min(k, n)
@@ -667,8 +876,16 @@ def rank_bias_per_query(scores, *, qptr, membership, k: int | None = None,
     return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=False)
 
 
-def arab_per_query(scores, *, qptr, membership, k: int | None = None,
-                   magnitude: str = "tf", pair=(0, 1), ties: str = "average") -> np.ndarray:
+def arab_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    magnitude: str = "tf",
+    pair=(0, 1),
+    ties: str = "average",
+) -> np.ndarray:
     """Average rank bias ARaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         ARaB@k = (1 / T) sum_{x=1}^{T} RaB@x = sum_{r <= T} (H_T − H_{r−1}) / T · Δmag(d_r)
@@ -703,13 +920,15 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
     a = per_query_values("metric_a", metric_a)
     b = per_query_values("metric_b", metric_b)
     if a.size != b.size:
-        raise ParameterError("metric_b", f"length {a.size} (one value per query, as "
-                             "metric_a)", f"length {b.size}")
+        raise ParameterError(
+            "metric_b", f"length {a.size} (one value per query, as metric_a)", f"length {b.size}"
+        )
     ok = ~(np.isnan(a) | np.isnan(b))
     n = int(ok.sum())
     if n < 2:
-        raise ParameterError("metric_a", "at least 2 queries where both metrics are "
-                             "defined", f"{n} such queries")
+        raise ParameterError(
+            "metric_a", "at least 2 queries where both metrics are defined", f"{n} such queries"
+        )
     x, y = a[ok], b[ok]
     if np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan"), float("nan"), n
@@ -720,6 +939,7 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
 
 
 # --------------------------------------------------------------------------- evaluator hook
+
 
 def _m_awrf(scores, labels, **kw):
     return awrf_per_query(scores, labels=labels, **kw)
@@ -746,6 +966,7 @@ def _m_texfair(scores, labels, **kw):
 def _unlabeled(fn):
     def call(scores, labels, **kw):
         return fn(scores, **kw)
+
     return call
 
 
@@ -767,10 +988,15 @@ FAIRNESS_METRICS = {
 (used by :func:`fairness_metrics_per_query`)."""
 
 
-def fairness_metrics_per_query(scores, labels=None, *, qptr, membership,
-                               k: int | None = None,
-                               metrics: Sequence = ("awrf", "texfair", "nfairr", "cwex",
-                                                    "arab")) -> dict[str, np.ndarray]:
+def fairness_metrics_per_query(
+    scores,
+    labels=None,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    metrics: Sequence = ("awrf", "texfair", "nfairr", "cwex", "arab"),
+) -> dict[str, np.ndarray]:
     """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``.
 
     Each entry of ``metrics`` is a name from :data:`FAIRNESS_METRICS` or a mapping ``{"name": ...,
@@ -778,8 +1004,9 @@ def fairness_metrics_per_query(scores, labels=None, *, qptr, membership,
     keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``). ``labels``
     are needed by ``ndcg_awrf`` and by ``target="relevant"``."""
     if isinstance(metrics, (str, Mapping)) or not isinstance(metrics, Sequence):
-        raise ParameterError("metrics", "a sequence of metric names or {'name': ...} "
-                             "mappings", metrics)
+        raise ParameterError(
+            "metrics", "a sequence of metric names or {'name': ...} mappings", metrics
+        )
     out: dict[str, np.ndarray] = {}
     for spec in metrics:
         if isinstance(spec, str):
@@ -792,8 +1019,10 @@ def fairness_metrics_per_query(scores, labels=None, *, qptr, membership,
         if name not in FAIRNESS_METRICS:
             raise ParameterError("metrics", "names from " + ", ".join(FAIRNESS_METRICS), name)
         if key in out:
-            raise ParameterError("metrics", "distinct output keys", key,
-                                 fix="give repeated metrics a 'key'")
-        out[key] = FAIRNESS_METRICS[name](scores, labels, qptr=qptr, membership=membership, k=k,
-                                 **options)
+            raise ParameterError(
+                "metrics", "distinct output keys", key, fix="give repeated metrics a 'key'"
+            )
+        out[key] = FAIRNESS_METRICS[name](
+            scores, labels, qptr=qptr, membership=membership, k=k, **options
+        )
     return out

@@ -84,5 +84,5 @@ def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
         if v.dtype == object:
             raise TypeError(f"array {k!r} has dtype object; refusing to store pickled data")
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
     return write_bytes_atomic(path, buf.getvalue())

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["discount_table", "sorted_ranks", "max_list_size", "group_by_query", "order_desc",
-           "block_mean", "tie_average_exposure", "item_exposure", "nanmean"]
+__all__ = [
+    "discount_table",
+    "sorted_ranks",
+    "max_list_size",
+    "group_by_query",
+    "order_desc",
+    "block_mean",
+    "tie_average_exposure",
+    "item_exposure",
+    "nanmean",
+]
 
 
 def discount_table(max_len: int, k: int | None) -> np.ndarray:
@@ -61,8 +70,7 @@ def order_desc(key: np.ndarray, qidx: np.ndarray, *, stable: bool) -> np.ndarray
     return group_by_query(order, qidx)
 
 
-def block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray,
-                qidx: np.ndarray) -> np.ndarray:
+def block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray, qidx: np.ndarray) -> np.ndarray:
     """Replace every value by the mean over its block of equal consecutive keys within a
     query (arrays in within-query sorted order)."""
     n = values_sorted.size
@@ -96,8 +104,9 @@ def _small_codes(key: np.ndarray):
     return codes, int(hi - lo) + 1
 
 
-def tie_average_exposure(key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
-                          k: int | None) -> np.ndarray:
+def tie_average_exposure(
+    key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None
+) -> np.ndarray:
     """Per-item exposure of the ranking by ``key`` (descending) with every tie block
     sharing the mean exposure of its ranks: ``eps_i = (C(a + c) - C(a)) / c`` where ``a``
     items of the query rank above the block, ``c`` is the block size and ``C`` the prefix
@@ -123,8 +132,9 @@ def tie_average_exposure(key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray,
     return out
 
 
-def item_exposure(scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None,
-              ties: str) -> np.ndarray:
+def item_exposure(
+    scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None, ties: str
+) -> np.ndarray:
     """Per-item exposure of the ranking by ``scores`` with ``ties`` "average" or
     "stable"."""
     if ties == "average":

@@ -25,12 +25,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import DataFormatError, MissingFilesError
+from .errors import DataFormatError, MissingFilesError, ParameterError
 
-from .errors import ParameterError
-
-__all__ = ["tokenize", "membership_from_groups", "load_term_list", "load_term_lists",
-           "TermMembership", "term_membership"]
+__all__ = [
+    "tokenize",
+    "membership_from_groups",
+    "load_term_list",
+    "load_term_lists",
+    "TermMembership",
+    "term_membership",
+]
 
 _TOKEN = re.compile(r"\w+")
 
@@ -48,12 +52,18 @@ def membership_from_groups(groups) -> np.ndarray:
     non-affected, a fraction = probability of being affected)."""
     g = np.asarray(groups)
     if g.ndim != 1 or not (np.issubdtype(g.dtype, np.number) or g.dtype == bool):
-        raise ParameterError("groups", "a 1-D numeric array of affected-group memberships",
-                             f"shape {g.shape}, dtype {g.dtype}")
+        raise ParameterError(
+            "groups",
+            "a 1-D numeric array of affected-group memberships",
+            f"shape {g.shape}, dtype {g.dtype}",
+        )
     g = g.astype(np.float64)
     if not np.all(np.isfinite(g)) or (g.size and (g.min() < 0 or g.max() > 1)):
-        raise ParameterError("groups", "finite values in [0, 1] (1 = affected, 0 = "
-                             "non-affected)", "values outside [0, 1] or NaN")
+        raise ParameterError(
+            "groups",
+            "finite values in [0, 1] (1 = affected, 0 = non-affected)",
+            "values outside [0, 1] or NaN",
+        )
     return np.stack([g, 1.0 - g], axis=1)
 
 
@@ -74,8 +84,9 @@ def load_term_list(path: str | os.PathLike) -> tuple[str, ...]:
     one file per group), a multi-token term, or a file with no term."""
     p = Path(path)
     if not p.is_file():
-        raise MissingFilesError(p.parent, [p.name],
-                                hint="a term list: a text file with one term per line")
+        raise MissingFilesError(
+            p.parent, [p.name], hint="a term list: a text file with one term per line"
+        )
     terms: list[str] = []
     seen: set[str] = set()
     for lineno, raw in enumerate(p.read_bytes().splitlines(), start=1):
@@ -89,20 +100,29 @@ def load_term_list(path: str | os.PathLike) -> tuple[str, ...]:
         if not line or line.startswith("#"):
             continue
         if "," in line or "\t" in line:
-            raise DataFormatError(p, lineno, f"expected one term per line, got {line!r}; a "
-                                  "'term,group' table must be split into one file per "
-                                  "group")
+            raise DataFormatError(
+                p,
+                lineno,
+                f"expected one term per line, got {line!r}; a "
+                "'term,group' table must be split into one file per "
+                "group",
+            )
         key = _check_term(line)
         if key is None:
-            raise DataFormatError(p, lineno, f"{line!r} is not a single word token "
-                                  f"(tokens: {tokenize(line)}); terms are matched against "
-                                  "the word tokens of the text")
+            raise DataFormatError(
+                p,
+                lineno,
+                f"{line!r} is not a single word token "
+                f"(tokens: {tokenize(line)}); terms are matched against "
+                "the word tokens of the text",
+            )
         if key not in seen:
             seen.add(key)
             terms.append(key)
     if not terms:
-        raise DataFormatError(p, None, "no terms (the file is empty or has only blank and "
-                              "comment lines)")
+        raise DataFormatError(
+            p, None, "no terms (the file is empty or has only blank and comment lines)"
+        )
     return tuple(terms)
 
 
@@ -110,8 +130,7 @@ def load_term_lists(paths: Mapping[str, str | os.PathLike]) -> dict[str, tuple[s
     """``{group name: terms}`` from ``{group name: term-list file}`` (see
     :func:`load_term_list`); the order of the groups is the order of ``paths``."""
     if not isinstance(paths, Mapping) or not paths:
-        raise ParameterError("paths", "a non-empty mapping {group name: term-list file}",
-                             paths)
+        raise ParameterError("paths", "a non-empty mapping {group name: term-list file}", paths)
     return {str(name): load_term_list(path) for name, path in paths.items()}
 
 
@@ -144,8 +163,7 @@ class TermMembership:
         """``M^G(d) / |d|`` = ``sum_{t in V_G} p_o(t | d)``: the per-item share of group terms
         whose rank-weighted sum is TExFAIR's term exposure (Abolghasemi et al. 2024, Eq. 8–9)."""
         lengths = self.lengths[:, None].astype(np.float64)
-        return np.divide(self.counts, lengths, out=np.zeros_like(self.counts),
-                         where=lengths > 0)
+        return np.divide(self.counts, lengths, out=np.zeros_like(self.counts), where=lengths > 0)
 
     @property
     def representative(self) -> np.ndarray:
@@ -154,10 +172,12 @@ class TermMembership:
 
 
 def _texts(texts) -> list[str]:
-    if isinstance(texts, (str, bytes)) or not isinstance(texts, (Sequence, np.ndarray,
-                                                                 pd.Series)):
-        raise ParameterError("texts", "a sequence of item texts (str, or None / NaN for a "
-                             "missing text)", type(texts).__name__)
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, (Sequence, np.ndarray, pd.Series)):
+        raise ParameterError(
+            "texts",
+            "a sequence of item texts (str, or None / NaN for a missing text)",
+            type(texts).__name__,
+        )
     out = []
     for i, t in enumerate(texts):
         if t is None or (isinstance(t, float) and math.isnan(t)):
@@ -165,20 +185,23 @@ def _texts(texts) -> list[str]:
         elif isinstance(t, str):
             out.append(t)
         else:
-            raise ParameterError(f"texts[{i}]", "a str, or None / NaN for a missing text",
-                                 type(t).__name__)
+            raise ParameterError(
+                f"texts[{i}]", "a str, or None / NaN for a missing text", type(t).__name__
+            )
     return out
 
 
 def _term_lists(term_lists) -> dict[str, tuple[str, ...]]:
     if not isinstance(term_lists, Mapping) or not term_lists:
-        raise ParameterError("term_lists", "a non-empty mapping {group name: terms}",
-                             type(term_lists).__name__)
+        raise ParameterError(
+            "term_lists", "a non-empty mapping {group name: terms}", type(term_lists).__name__
+        )
     out = {}
     for name, terms in term_lists.items():
         if isinstance(terms, str) or not isinstance(terms, Iterable):
-            raise ParameterError(f"term_lists[{name!r}]", "an iterable of terms",
-                                 type(terms).__name__)
+            raise ParameterError(
+                f"term_lists[{name!r}]", "an iterable of terms", type(terms).__name__
+            )
         keys = []
         for t in terms:
             key = _check_term(t) if isinstance(t, str) else None
@@ -216,6 +239,5 @@ def term_membership(texts, term_lists: Mapping[str, Iterable[str]]) -> TermMembe
     for g, terms in enumerate(lists.values()):
         hit = vocab.isin(terms)
         if codes.size:
-            counts[:, g] = np.bincount(doc, weights=hit[codes].astype(np.float64),
-                                       minlength=n)
+            counts[:, g] = np.bincount(doc, weights=hit[codes].astype(np.float64), minlength=n)
     return TermMembership(group_names=tuple(lists), counts=counts, lengths=lengths)

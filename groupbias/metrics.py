@@ -25,24 +25,36 @@ Shared conventions (see ``docs/metrics.md`` for the full statement):
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_k, check_qptr, choice, integer, is_integer, vector
-from .kernels import (block_mean, discount_table, item_exposure, max_list_size, nanmean, order_desc,
-                      sorted_ranks, tie_average_exposure)
+from .kernels import (
+    discount_table,
+    item_exposure,
+    max_list_size,
+    nanmean,
+    sorted_ranks,
+    tie_average_exposure,
+)
 from .segments import query_index, segment_sum, sort_within
+from .validation import check_k, check_qptr, choice, is_integer, vector
 
 __all__ = [
-    "position_exposure", "expected_exposure", "target_exposure", "group_exposure",
+    "position_exposure",
+    "expected_exposure",
+    "target_exposure",
+    "group_exposure",
     "discretize",
-    "ndcg", "ndcg_per_query",
-    "rho_dtr_tabular", "rho_dtr_tabular_per_query",
-    "rho_dtr_ranking", "rho_dtr_ranking_per_query",
-    "delta_eel_tabular", "delta_eel_tabular_per_query",
-    "delta_eel_ranking", "delta_eel_ranking_per_query",
+    "ndcg",
+    "ndcg_per_query",
+    "rho_dtr_tabular",
+    "rho_dtr_tabular_per_query",
+    "rho_dtr_ranking",
+    "rho_dtr_ranking_per_query",
+    "delta_eel_tabular",
+    "delta_eel_tabular_per_query",
+    "delta_eel_ranking",
+    "delta_eel_ranking_per_query",
 ]
 
 GAINS = ("exp2", "linear")
@@ -59,35 +71,60 @@ DISTANCES = ("l2", "l1", "sq_l2")
 
 # --------------------------------------------------------------------------- validation
 
-def item_vector(name: str, values, n: int | None, *, nonnegative: bool = False,
-                 unit: bool = False) -> np.ndarray:
+
+def item_vector(
+    name: str, values, n: int | None, *, nonnegative: bool = False, unit: bool = False
+) -> np.ndarray:
     """A per-item metric input: finite, optionally non-negative or in [0, 1]."""
     if unit:
-        return vector(name, values, n, low=0.0, high=1.0,
-                      what="values in [0, 1] (1 = affected, 0 = non-affected)")
-    return vector(name, values, n, low=0.0 if nonnegative else None,
-                  what="non-negative values" if nonnegative else None,
-                  fix="drop or impute them before computing metrics")
+        return vector(
+            name,
+            values,
+            n,
+            low=0.0,
+            high=1.0,
+            what="values in [0, 1] (1 = affected, 0 = non-affected)",
+        )
+    return vector(
+        name,
+        values,
+        n,
+        low=0.0 if nonnegative else None,
+        what="non-negative values" if nonnegative else None,
+        fix="drop or impute them before computing metrics",
+    )
 
 
-def _inputs(first_name: str, first, second_name: str | None, second, qptr, groups,
-            *, need_groups: bool, second_nonnegative: bool = True,
-            first_nonnegative: bool = False):
+def _inputs(
+    first_name: str,
+    first,
+    second_name: str | None,
+    second,
+    qptr,
+    groups,
+    *,
+    need_groups: bool,
+    second_nonnegative: bool = True,
+    first_nonnegative: bool = False,
+):
     x = item_vector(first_name, first, None, nonnegative=first_nonnegative)
     n = x.size
-    y = None if second_name is None else item_vector(second_name, second, n,
-                                                 nonnegative=second_nonnegative)
+    y = (
+        None
+        if second_name is None
+        else item_vector(second_name, second, n, nonnegative=second_nonnegative)
+    )
     q = check_qptr(qptr, n)
     g = None
     if groups is not None:
         g = item_vector("groups", groups, n, unit=True)
     elif need_groups:
-        raise ParameterError("groups", "an array of affected-group memberships in [0, 1]",
-                             None)
+        raise ParameterError("groups", "an array of affected-group memberships in [0, 1]", None)
     return x, y, q, g
 
 
 # --------------------------------------------------------------------------- exposure
+
 
 def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
     """Exposure of 1-based ``ranks`` under the logarithmic (DCG) browsing model.
@@ -105,8 +142,7 @@ def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
     return out
 
 
-def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "average"
-                      ) -> np.ndarray:
+def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "average") -> np.ndarray:
     """Exposure of every item when each query is ranked by ``scores`` (descending).
 
     ``eps_i = e(rank_i) = 1 / log2(1 + rank_i)`` (0 for ``rank_i > k``). With
@@ -140,8 +176,9 @@ def _group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.nd
 def group_exposure(exposure, groups, *, qptr) -> np.ndarray:
     """Per-query group exposure ``[E_A, E_N]``: float64 [n_queries, 2] with
     ``E_A = sum_i g_i eps_i`` and ``E_N = sum_i (1 - g_i) eps_i``."""
-    e, _, q, g = _inputs("exposure", exposure, None, None, qptr, groups, need_groups=True,
-                         first_nonnegative=True)
+    e, _, q, g = _inputs(
+        "exposure", exposure, None, None, qptr, groups, need_groups=True, first_nonnegative=True
+    )
     ea, en = _group_sums(e, g, q, query_index(q))
     return np.stack([ea, en], axis=1)
 
@@ -162,8 +199,12 @@ def discretize(scores, *, thresholds=None, levels: int | None = None) -> np.ndar
 
 def _thresholds(thresholds, levels) -> np.ndarray:
     if thresholds is not None and levels is not None:
-        raise ParameterError("levels", "None when thresholds are given", levels,
-                             fix="pass either thresholds or levels, not both")
+        raise ParameterError(
+            "levels",
+            "None when thresholds are given",
+            levels,
+            fix="pass either thresholds or levels, not both",
+        )
     if levels is not None:
         if not is_integer(levels) or levels < 2:
             raise ParameterError("levels", "an integer >= 2", levels)
@@ -175,16 +216,27 @@ def _thresholds(thresholds, levels) -> np.ndarray:
     except (TypeError, ValueError):
         t = np.array([np.nan])
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-        raise ParameterError("thresholds", "a non-empty, strictly increasing sequence of "
-                             "finite numbers", thresholds)
+        raise ParameterError(
+            "thresholds", "a non-empty, strictly increasing sequence of finite numbers", thresholds
+        )
     return t
 
 
 # --------------------------------------------------------------------------- NDCG
 
-def ndcg_per_query(scores, labels, *, qptr, groups=None, group: str = "all",
-                   k: int | None = None, gain: str = "exp2", ties: str = "average",
-                   on_no_relevant: str = "skip") -> np.ndarray:
+
+def ndcg_per_query(
+    scores,
+    labels,
+    *,
+    qptr,
+    groups=None,
+    group: str = "all",
+    k: int | None = None,
+    gain: str = "exp2",
+    ties: str = "average",
+    on_no_relevant: str = "skip",
+) -> np.ndarray:
     """NDCG@k of every query (§4.1, §6.2 Fig. 2/5), float64 [n_queries].
 
     ``DCG@k = sum_{r=1}^{min(k, n)} w_(r) gain(l_(r)) / log2(1 + r)`` over the ranking by
@@ -202,8 +254,9 @@ def ndcg_per_query(scores, labels, *, qptr, groups=None, group: str = "all",
     * ``on_no_relevant``: a query with ``IDCG = 0`` is ``"skip"`` (NaN, excluded from the
       mean; default), ``"zero"`` (0) or ``"one"`` (1). Empty queries are always NaN.
     """
-    s, lab, q, g = _inputs("scores", scores, "labels", labels, qptr, groups,
-                           need_groups=group != "all")
+    s, lab, q, g = _inputs(
+        "scores", scores, "labels", labels, qptr, groups, need_groups=group != "all"
+    )
     group = choice("group", group, GROUPS)
     gain = choice("gain", gain, GAINS)
     ties = choice("ties", ties, TIES)
@@ -242,15 +295,37 @@ def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
     return out
 
 
-def ndcg(scores, labels, *, qptr, groups=None, group: str = "all", k: int | None = None,
-         gain: str = "exp2", ties: str = "average", on_no_relevant: str = "skip") -> float:
+def ndcg(
+    scores,
+    labels,
+    *,
+    qptr,
+    groups=None,
+    group: str = "all",
+    k: int | None = None,
+    gain: str = "exp2",
+    ties: str = "average",
+    on_no_relevant: str = "skip",
+) -> float:
     """Mean NDCG@k over the queries that are not skipped (see :func:`ndcg_per_query`);
     NaN when every query is skipped."""
-    return nanmean(ndcg_per_query(scores, labels, qptr=qptr, groups=groups, group=group, k=k,
-                                gain=gain, ties=ties, on_no_relevant=on_no_relevant))
+    return nanmean(
+        ndcg_per_query(
+            scores,
+            labels,
+            qptr=qptr,
+            groups=groups,
+            group=group,
+            k=k,
+            gain=gain,
+            ties=ties,
+            on_no_relevant=on_no_relevant,
+        )
+    )
 
 
 # --------------------------------------------------------------------------- DTR
+
 
 def _rho(xa, xn, ya, yn, on_zero_utility: str) -> np.ndarray:
     """``rho = min(r, 1/r)``, ``r = (X_A / X_N) / (Y_A / Y_N)``, elementwise.
@@ -280,18 +355,28 @@ def _aggregate_rho(xa, xn, ya, yn, aggregate, on_zero_utility) -> float:
     return float(_rho(xa.sum(), xn.sum(), ya.sum(), yn.sum(), on_zero_utility))
 
 
-def _dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups):
-    x, y, q, g = _inputs("estimated_utility", estimated_utility, "true_relevance",
-                         true_relevance, qptr, groups, need_groups=True,
-                         first_nonnegative=True)
+def _dtr_tabular_sums(
+    estimated_utility, true_relevance, qptr, groups
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    x, y, q, g = _inputs(
+        "estimated_utility",
+        estimated_utility,
+        "true_relevance",
+        true_relevance,
+        qptr,
+        groups,
+        need_groups=True,
+        first_nonnegative=True,
+    )
     qidx = query_index(q)
     xa, xn = _group_sums(x, g, q, qidx)
     ya, yn = _group_sums(y, g, q, qidx)
     return xa, xn, ya, yn
 
 
-def rho_dtr_tabular_per_query(estimated_utility, true_relevance, *, qptr, groups,
-                              on_zero_utility: str = "extend") -> np.ndarray:
+def rho_dtr_tabular_per_query(
+    estimated_utility, true_relevance, *, qptr, groups, on_zero_utility: str = "extend"
+) -> np.ndarray:
     """ρ(DTR) of the DTR target exposure in the tabular regime (§4.2.2), per query.
 
     DTR (Singh & Joachims 2018) targets group exposure proportional to group utility,
@@ -308,24 +393,38 @@ def rho_dtr_tabular_per_query(estimated_utility, true_relevance, *, qptr, groups
     Both inputs float [n_items], non-negative; returns float64 [n_queries].
     """
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
-                on_zero_utility)
+    return _rho(
+        *_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups), on_zero_utility
+    )
 
 
-def rho_dtr_tabular(estimated_utility, true_relevance, *, qptr, groups,
-                    aggregate: str = "per_query", on_zero_utility: str = "extend") -> float:
+def rho_dtr_tabular(
+    estimated_utility,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    aggregate: str = "per_query",
+    on_zero_utility: str = "extend",
+) -> float:
     """ρ(DTR), tabular regime: ``aggregate="per_query"`` (default) is the mean of
     :func:`rho_dtr_tabular_per_query` over non-NaN queries; ``"amortized"`` sums ``Ũ_g``
     and ``U_g`` over all queries first and returns ρ of the sums."""
     aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _aggregate_rho(*_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
-                          aggregate, on_zero_utility)
+    return _aggregate_rho(
+        *_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
+        aggregate,
+        on_zero_utility,
+    )
 
 
-def _dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties):
-    s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
-                         need_groups=True)
+def _dtr_ranking_sums(
+    scores, true_relevance, qptr, groups, k, ties
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    s, y, q, g = _inputs(
+        "scores", scores, "true_relevance", true_relevance, qptr, groups, need_groups=True
+    )
     k = check_k(k)
     ties = choice("ties", ties, EXPOSURE_TIES)
     qidx = query_index(q)
@@ -335,9 +434,16 @@ def _dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties):
     return xa, xn, ya, yn
 
 
-def rho_dtr_ranking_per_query(scores, true_relevance, *, qptr, groups, k: int | None = None,
-                              ties: str = "average", on_zero_utility: str = "extend"
-                              ) -> np.ndarray:
+def rho_dtr_ranking_per_query(
+    scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    k: int | None = None,
+    ties: str = "average",
+    on_zero_utility: str = "extend",
+) -> np.ndarray:
     """ρ(DTR) of a model's ranking (general LTR regime, §6.2–6.3), per query.
 
         r = (E_A / U_A) / (E_N / U_N),    ρ = min(r, 1 / r) ∈ [0, 1],
@@ -350,22 +456,33 @@ def rho_dtr_ranking_per_query(scores, true_relevance, *, qptr, groups, k: int | 
     utility gets ρ = 0 when it receives exposure. Returns float64 [n_queries].
     """
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
-                on_zero_utility)
+    return _rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties), on_zero_utility)
 
 
-def rho_dtr_ranking(scores, true_relevance, *, qptr, groups, k: int | None = None,
-                    ties: str = "average", aggregate: str = "per_query",
-                    on_zero_utility: str = "extend") -> float:
+def rho_dtr_ranking(
+    scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    k: int | None = None,
+    ties: str = "average",
+    aggregate: str = "per_query",
+    on_zero_utility: str = "extend",
+) -> float:
     """ρ(DTR) of a ranking: mean over queries (``"per_query"``, default) or ρ of the
     exposure and utility sums over all queries (``"amortized"``)."""
     aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _aggregate_rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
-                          aggregate, on_zero_utility)
+    return _aggregate_rho(
+        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
+        aggregate,
+        on_zero_utility,
+    )
 
 
 # --------------------------------------------------------------------------- EEL
+
 
 def _distance(da: np.ndarray, dn: np.ndarray, distance: str) -> np.ndarray:
     if distance == "l2":
@@ -388,11 +505,19 @@ def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.searchsorted(t, values, side="right").astype(np.float64)
 
 
-def delta_eel_tabular_per_query(estimated_scores, true_relevance, *, qptr, groups,
-                                thresholds=None, levels: int | None = None,
-                                discretize_true: bool = True, k: int | None = None,
-                                distance: str = "l2", on_single_group: str = "count"
-                                ) -> np.ndarray:
+def delta_eel_tabular_per_query(
+    estimated_scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    thresholds=None,
+    levels: int | None = None,
+    discretize_true: bool = True,
+    k: int | None = None,
+    distance: str = "l2",
+    on_single_group: str = "count",
+) -> np.ndarray:
     """Δ(EEL) between the EEL group target exposure from estimated and from true scores
     (tabular regime, §4.2.1), per query.
 
@@ -410,9 +535,16 @@ def delta_eel_tabular_per_query(estimated_scores, true_relevance, *, qptr, group
     in one group has Δ = 0; ``on_single_group="skip"`` makes it NaN instead. Returns float64
     [n_queries] (unnormalized exposure units).
     """
-    x, y, q, g = _inputs("estimated_scores", estimated_scores, "true_relevance",
-                         true_relevance, qptr, groups, need_groups=True,
-                         second_nonnegative=False)
+    x, y, q, g = _inputs(
+        "estimated_scores",
+        estimated_scores,
+        "true_relevance",
+        true_relevance,
+        qptr,
+        groups,
+        need_groups=True,
+        second_nonnegative=False,
+    )
     k = check_k(k)
     distance = choice("distance", distance, DISTANCES)
     on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
@@ -432,24 +564,54 @@ def _aggregate_eel(values: np.ndarray, aggregate: str) -> float:
     return float(values[ok].sum()) if ok.any() else float("nan")
 
 
-def delta_eel_tabular(estimated_scores, true_relevance, *, qptr, groups, thresholds=None,
-                      levels: int | None = None, discretize_true: bool = True,
-                      k: int | None = None, distance: str = "l2",
-                      on_single_group: str = "count", aggregate: str = "mean") -> float:
+def delta_eel_tabular(
+    estimated_scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    thresholds=None,
+    levels: int | None = None,
+    discretize_true: bool = True,
+    k: int | None = None,
+    distance: str = "l2",
+    on_single_group: str = "count",
+    aggregate: str = "mean",
+) -> float:
     """Δ(EEL), tabular regime: the mean (default) or sum over non-NaN queries of
     :func:`delta_eel_tabular_per_query`."""
     aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
-    return _aggregate_eel(delta_eel_tabular_per_query(
-        estimated_scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
-        levels=levels, discretize_true=discretize_true, k=k, distance=distance,
-        on_single_group=on_single_group), aggregate)
+    return _aggregate_eel(
+        delta_eel_tabular_per_query(
+            estimated_scores,
+            true_relevance,
+            qptr=qptr,
+            groups=groups,
+            thresholds=thresholds,
+            levels=levels,
+            discretize_true=discretize_true,
+            k=k,
+            distance=distance,
+            on_single_group=on_single_group,
+        ),
+        aggregate,
+    )
 
 
-def delta_eel_ranking_per_query(scores, true_relevance, *, qptr, groups, thresholds=None,
-                                levels: int | None = None, discretize_true: bool = True,
-                                k: int | None = None, ties: str = "average",
-                                distance: str = "l2", on_single_group: str = "count"
-                                ) -> np.ndarray:
+def delta_eel_ranking_per_query(
+    scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    thresholds=None,
+    levels: int | None = None,
+    discretize_true: bool = True,
+    k: int | None = None,
+    ties: str = "average",
+    distance: str = "l2",
+    on_single_group: str = "count",
+) -> np.ndarray:
     """Δ(EEL) of a model's ranking (general LTR regime, §6.2–6.3), per query.
 
     The group exposure of the deterministic ranking by ``scores``
@@ -458,8 +620,16 @@ def delta_eel_ranking_per_query(scores, true_relevance, *, qptr, groups, thresho
     :func:`delta_eel_tabular_per_query`), with the same cutoff ``k``, distance and
     single-group handling. Returns float64 [n_queries].
     """
-    s, y, q, g = _inputs("scores", scores, "true_relevance", true_relevance, qptr, groups,
-                         need_groups=True, second_nonnegative=False)
+    s, y, q, g = _inputs(
+        "scores",
+        scores,
+        "true_relevance",
+        true_relevance,
+        qptr,
+        groups,
+        need_groups=True,
+        second_nonnegative=False,
+    )
     k = check_k(k)
     ties = choice("ties", ties, EXPOSURE_TIES)
     distance = choice("distance", distance, DISTANCES)
@@ -473,14 +643,37 @@ def delta_eel_ranking_per_query(scores, true_relevance, *, qptr, groups, thresho
     return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
 
 
-def delta_eel_ranking(scores, true_relevance, *, qptr, groups, thresholds=None,
-                      levels: int | None = None, discretize_true: bool = True,
-                      k: int | None = None, ties: str = "average", distance: str = "l2",
-                      on_single_group: str = "count", aggregate: str = "mean") -> float:
+def delta_eel_ranking(
+    scores,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    thresholds=None,
+    levels: int | None = None,
+    discretize_true: bool = True,
+    k: int | None = None,
+    ties: str = "average",
+    distance: str = "l2",
+    on_single_group: str = "count",
+    aggregate: str = "mean",
+) -> float:
     """Δ(EEL) of a ranking: the mean (default) or sum over non-NaN queries of
     :func:`delta_eel_ranking_per_query`."""
     aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
-    return _aggregate_eel(delta_eel_ranking_per_query(
-        scores, true_relevance, qptr=qptr, groups=groups, thresholds=thresholds,
-        levels=levels, discretize_true=discretize_true, k=k, ties=ties, distance=distance,
-        on_single_group=on_single_group), aggregate)
+    return _aggregate_eel(
+        delta_eel_ranking_per_query(
+            scores,
+            true_relevance,
+            qptr=qptr,
+            groups=groups,
+            thresholds=thresholds,
+            levels=levels,
+            discretize_true=discretize_true,
+            k=k,
+            ties=ties,
+            distance=distance,
+            on_single_group=on_single_group,
+        ),
+        aggregate,
+    )

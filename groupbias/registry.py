@@ -50,8 +50,12 @@ class Registry(Generic[T]):
 
         def add(o: T) -> T:
             if name in self._items and not replace and self._items[name] is not o:
-                raise ParameterError(f"{self.kind} name", "a name not registered yet", name,
-                                     fix="pass replace=True to override it")
+                raise ParameterError(
+                    f"{self.kind} name",
+                    "a name not registered yet",
+                    name,
+                    fix="pass replace=True to override it",
+                )
             self._items[name] = o
             return o
 
@@ -61,6 +65,8 @@ class Registry(Generic[T]):
         if self._loaded:
             return
         self._loaded = True
+        if self._group is None:
+            return
         for ep in metadata.entry_points(group=self._group):
             ep.load()
 
@@ -70,8 +76,11 @@ class Registry(Generic[T]):
             self._load_plugins()
         if name not in self._items:
             known = ", ".join(sorted(self._items))
-            raise ParameterError(self.kind, f"one of {known}" if known else
-                                 "a registered name (none registered)", name)
+            raise ParameterError(
+                self.kind,
+                f"one of {known}" if known else "a registered name (none registered)",
+                name,
+            )
         return self._items[name]
 
     def names(self) -> list[str]:

@@ -8,7 +8,8 @@ Layout of one run directory::
     metrics.json    the run's result records, written last: its presence marks completion
 
 A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same
-fingerprint (of the result-relevant configuration and the package version). Re-running a sweep skips complete runs, and a run killed half-way re-uses the
+fingerprint (of the result-relevant configuration and the package version). Re-running a
+sweep skips complete runs, and a run killed half-way re-uses the
 sub-steps it had finished, so nothing is computed twice and nothing is half-written.
 """
 
@@ -40,7 +41,7 @@ def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEY
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 class RunDir:
@@ -72,15 +73,25 @@ class RunDir:
 
     def start(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(self.path / "config.yaml",
-                          yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True))
+        write_text_atomic(
+            self.path / "config.yaml", yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True)
+        )
         self._meta("running")
 
     def _meta(self, status: str, **extra) -> None:
-        write_json_atomic(self.path / "meta.json", {
-            "status": status, "fingerprint": self.fingerprint, "seed": self.seed,
-            "groupbias_version": __version__, "python": platform.python_version(),
-            "host": platform.node(), "time": _now(), **extra})
+        write_json_atomic(
+            self.path / "meta.json",
+            {
+                "status": status,
+                "fingerprint": self.fingerprint,
+                "seed": self.seed,
+                "groupbias_version": __version__,
+                "python": platform.python_version(),
+                "host": platform.node(),
+                "time": _now(),
+                **extra,
+            },
+        )
 
     def step(self, name: str, fn: Callable[[], dict], *, key: Mapping | None = None) -> dict:
         """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
@@ -108,8 +119,13 @@ class RunDir:
         return read_json(self.metrics_path)
 
 
-def run_once(path: str | os.PathLike, cfg: Mapping, fn: Callable[["RunDir"], Mapping], *,
-             seed: int | None = None) -> tuple[dict, bool]:
+def run_once(
+    path: str | os.PathLike,
+    cfg: Mapping,
+    fn: Callable[[RunDir], Mapping],
+    *,
+    seed: int | None = None,
+) -> tuple[dict, bool]:
     """Run ``fn(run_dir)`` unless the run is already complete.
 
     Returns ``(metrics, skipped)``.

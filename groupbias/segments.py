@@ -21,14 +21,12 @@ def query_index(qptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
 
 
-def segment_sum(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray | None = None
-                ) -> np.ndarray:
+def segment_sum(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray | None = None) -> np.ndarray:
     """Per-query sum of ``values`` (float64 [n_queries]); 0 for empty queries."""
     qptr = np.asarray(qptr, dtype=np.int64)
     if qidx is None:
         qidx = query_index(qptr)
-    return np.bincount(qidx, weights=np.asarray(values, dtype=np.float64),
-                       minlength=qptr.size - 1)
+    return np.bincount(qidx, weights=np.asarray(values, dtype=np.float64), minlength=qptr.size - 1)
 
 
 def segment_max(values: np.ndarray, qptr: np.ndarray, empty: float = -np.inf) -> np.ndarray:
@@ -38,14 +36,19 @@ def segment_max(values: np.ndarray, qptr: np.ndarray, empty: float = -np.inf) ->
     out = np.full(qptr.size - 1, empty, dtype=np.float64)
     nonempty = qptr[1:] > qptr[:-1]
     if values.size:
-        red = np.maximum.reduceat(values, qptr[:-1][nonempty]) if nonempty.any() else []
-        out[nonempty] = red
+        if nonempty.any():
+            out[nonempty] = np.maximum.reduceat(values, qptr[:-1][nonempty])
     return out
 
 
-def sort_within(scores: np.ndarray, qptr: np.ndarray, *, descending: bool = True,
-                tiebreak: np.ndarray | None = None, qidx: np.ndarray | None = None
-                ) -> np.ndarray:
+def sort_within(
+    scores: np.ndarray,
+    qptr: np.ndarray,
+    *,
+    descending: bool = True,
+    tiebreak: np.ndarray | None = None,
+    qidx: np.ndarray | None = None,
+) -> np.ndarray:
     """Item order that sorts each query's items by score, queries kept in place.
 
     Returns int64 [n_items] indices ``order`` such that ``scores[order]`` is sorted within
@@ -61,8 +64,13 @@ def sort_within(scores: np.ndarray, qptr: np.ndarray, *, descending: bool = True
     return np.lexsort((np.asarray(tiebreak), key, qidx))
 
 
-def ranks_within(scores: np.ndarray, qptr: np.ndarray, *, descending: bool = True,
-                 tiebreak: np.ndarray | None = None) -> np.ndarray:
+def ranks_within(
+    scores: np.ndarray,
+    qptr: np.ndarray,
+    *,
+    descending: bool = True,
+    tiebreak: np.ndarray | None = None,
+) -> np.ndarray:
     """1-based rank of every item within its query (int64 [n_items]), ties broken as in
     :func:`sort_within`."""
     qptr = np.asarray(qptr, dtype=np.int64)

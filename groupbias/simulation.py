@@ -30,20 +30,27 @@ All functions work on flat arrays with query offsets ``qptr`` and take an explic
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_qptr, choice, generator, integer, is_integer, real, vector
 from .segments import query_index, ranks_within
+from .validation import check_qptr, choice, generator, is_integer, real, vector
 
 __all__ = [
-    "RELEVANCE_MODES", "OUT_OF_RANGE", "VARIANTS",
-    "relevance_from_labels", "draw_query_beta", "draw_two_mode_beta",
-    "simulate_attractiveness", "Simulation", "simulate_group_bias",
-    "examination_probability", "simulate_clicks", "attractiveness_from_clicks",
+    "RELEVANCE_MODES",
+    "OUT_OF_RANGE",
+    "VARIANTS",
+    "relevance_from_labels",
+    "draw_query_beta",
+    "draw_two_mode_beta",
+    "simulate_attractiveness",
+    "Simulation",
+    "simulate_group_bias",
+    "examination_probability",
+    "simulate_clicks",
+    "attractiveness_from_clicks",
 ]
 
 RELEVANCE_MODES = ("graded", "continuous")
@@ -55,8 +62,10 @@ VARIANTS = ("normal", "two_mode", "clusters")
 
 # --------------------------------------------------------------------------- relevance
 
-def relevance_from_labels(labels, *, label_max: float | None = None,
-                          mode: str = "graded") -> np.ndarray:
+
+def relevance_from_labels(
+    labels, *, label_max: float | None = None, mode: str = "graded"
+) -> np.ndarray:
     """Relevance probabilities ``P(R | q, d)`` (float64 [n_items]) from labels.
 
     ``mode="graded"``: ``P(R) = label / label_max`` for non-negative graded labels;
@@ -68,9 +77,12 @@ def relevance_from_labels(labels, *, label_max: float | None = None,
     lab = vector("labels", labels)
     if mode == "continuous":
         if lab.size and (lab.min() < 0 or lab.max() > 1):
-            raise ParameterError("labels", "continuous relevance scores in [0, 1]",
-                                 f"range [{lab.min()!r}, {lab.max()!r}]",
-                                 fix="use mode='graded' with label_max, or rescale")
+            raise ParameterError(
+                "labels",
+                "continuous relevance scores in [0, 1]",
+                f"range [{lab.min()!r}, {lab.max()!r}]",
+                fix="use mode='graded' with label_max, or rescale",
+            )
         return lab.copy()
     if lab.size and lab.min() < 0:
         raise ParameterError("labels", "non-negative graded labels", f"minimum {lab.min()!r}")
@@ -87,41 +99,58 @@ def relevance_from_labels(labels, *, label_max: float | None = None,
 
 # --------------------------------------------------------------------------- propensities
 
+
 def _check_beta_params(beta_mean, beta_std, beta_min, out_of_range):
     bmin = real("beta_min", beta_min, low=0, high=1, low_open=True)
     try:
         means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
     except (TypeError, ValueError):
         raise ParameterError("beta_mean", "propensity mean(s) in (0, 1]", beta_mean) from None
-    if isinstance(beta_mean, bool) or means.ndim != 1 or means.size == 0 \
-            or not np.all(np.isfinite(means)) or means.min() <= 0 or means.max() > 1:
+    if (
+        isinstance(beta_mean, bool)
+        or means.ndim != 1
+        or means.size == 0
+        or not np.all(np.isfinite(means))
+        or means.min() <= 0
+        or means.max() > 1
+    ):
         raise ParameterError("beta_mean", "propensity mean(s) in (0, 1]", beta_mean)
     if means.min() < bmin:
-        raise ParameterError("beta_mean", f"mean(s) >= beta_min={bmin}", beta_mean,
-                             fix="lower beta_min")
+        raise ParameterError(
+            "beta_mean", f"mean(s) >= beta_min={bmin}", beta_mean, fix="lower beta_min"
+        )
     std = real("beta_std", beta_std, low=0, what="a standard deviation >= 0")
     choice("out_of_range", out_of_range, OUT_OF_RANGE)
     return means, std, bmin
 
 
-def _draw(loc: np.ndarray, std: float, bmin: float, out_of_range: str,
-          rng: np.random.Generator) -> np.ndarray:
+def _draw(
+    loc: np.ndarray, std: float, bmin: float, out_of_range: str, rng: np.random.Generator
+) -> np.ndarray:
     if std == 0:
         return loc.copy()
     if out_of_range == "clip":
         return np.clip(rng.normal(loc, std), bmin, 1.0)
     # exact truncated normal on [bmin, 1] by inverse CDF
     from scipy.special import ndtr, ndtri
+
     lo = ndtr((bmin - loc) / std)
     hi = ndtr((1.0 - loc) / std)
     u = rng.uniform(size=loc.size)
     out = loc + std * ndtri(lo + u * (hi - lo))
-    return np.clip(out, bmin, 1.0)             # guards the last ulp of the inverse CDF
+    return np.clip(out, bmin, 1.0)  # guards the last ulp of the inverse CDF
 
 
-def draw_query_beta(n_queries: int, *, beta_mean, beta_std: float,
-                    rng: np.random.Generator, beta_min: float = 0.01,
-                    out_of_range: str = "clip", cluster_of_query=None) -> np.ndarray:
+def draw_query_beta(
+    n_queries: int,
+    *,
+    beta_mean,
+    beta_std: float,
+    rng: np.random.Generator,
+    beta_min: float = 0.01,
+    out_of_range: str = "clip",
+    cluster_of_query=None,
+) -> np.ndarray:
     """Per-query group propensities ``beta_q ~ N(mean_q, beta_std)`` (float64 [n_queries]).
 
     ``mean_q = beta_mean`` (a number in (0, 1]) or, with ``cluster_of_query`` (int
@@ -130,32 +159,45 @@ def draw_query_beta(n_queries: int, *, beta_mean, beta_std: float,
     (``out_of_range="clip"``, default; puts an atom at the bounds) or drawn from the normal
     truncated to it (``"resample"``). ``beta_std = 0`` returns the means.
     """
-    if not is_integer(n_queries) \
-            or n_queries < 0:
+    if not is_integer(n_queries) or n_queries < 0:
         raise ParameterError("n_queries", "an integer >= 0", n_queries)
     means, std, bmin = _check_beta_params(beta_mean, beta_std, beta_min, out_of_range)
     rng = generator(rng)
     if cluster_of_query is None:
         if means.size != 1:
-            raise ParameterError("beta_mean", "one number (or pass cluster_of_query with one "
-                                 "mean per cluster)", beta_mean)
+            raise ParameterError(
+                "beta_mean",
+                "one number (or pass cluster_of_query with one mean per cluster)",
+                beta_mean,
+            )
         loc = np.full(int(n_queries), means[0])
     else:
         c = np.asarray(cluster_of_query)
         if c.shape != (int(n_queries),) or not np.issubdtype(c.dtype, np.integer):
-            raise ParameterError("cluster_of_query", f"integer cluster indices of length "
-                                 f"{n_queries}", f"shape {c.shape}, dtype {c.dtype}")
+            raise ParameterError(
+                "cluster_of_query",
+                f"integer cluster indices of length {n_queries}",
+                f"shape {c.shape}, dtype {c.dtype}",
+            )
         if c.size and (c.min() < 0 or c.max() >= means.size):
-            raise ParameterError("cluster_of_query", f"indices in [0, {means.size - 1}] "
-                                 f"(one beta_mean per cluster)",
-                                 f"range [{c.min()}, {c.max()}]")
+            raise ParameterError(
+                "cluster_of_query",
+                f"indices in [0, {means.size - 1}] (one beta_mean per cluster)",
+                f"range [{c.min()}, {c.max()}]",
+            )
         loc = means[c]
     return _draw(loc, std, bmin, out_of_range, rng)
 
 
-def draw_two_mode_beta(n_queries: int, *, modes=(0.6, 0.8), beta_std: float,
-                       rng: np.random.Generator, beta_min: float = 0.01,
-                       out_of_range: str = "clip") -> tuple[np.ndarray, np.ndarray]:
+def draw_two_mode_beta(
+    n_queries: int,
+    *,
+    modes=(0.6, 0.8),
+    beta_std: float,
+    rng: np.random.Generator,
+    beta_min: float = 0.01,
+    out_of_range: str = "clip",
+) -> tuple[np.ndarray, np.ndarray]:
     """Mixture of propensity modes (§6.4.2): every query picks one of ``modes`` with equal
     probability, then ``beta_q ~ N(mode, beta_std)`` handled as in :func:`draw_query_beta`.
 
@@ -166,18 +208,24 @@ def draw_two_mode_beta(n_queries: int, *, modes=(0.6, 0.8), beta_std: float,
     if m.ndim != 1 or m.size < 1:
         raise ParameterError("modes", "a non-empty sequence of propensity means", modes)
     rng = generator(rng)
-    if not is_integer(n_queries) \
-            or n_queries < 0:
+    if not is_integer(n_queries) or n_queries < 0:
         raise ParameterError("n_queries", "an integer >= 0", n_queries)
     _check_beta_params(m, beta_std, beta_min, out_of_range)
     mode = rng.integers(0, m.size, size=int(n_queries)).astype(np.int64)
-    beta = draw_query_beta(int(n_queries), beta_mean=m, beta_std=beta_std, rng=rng,
-                           beta_min=beta_min, out_of_range=out_of_range,
-                           cluster_of_query=mode)
+    beta = draw_query_beta(
+        int(n_queries),
+        beta_mean=m,
+        beta_std=beta_std,
+        rng=rng,
+        beta_min=beta_min,
+        out_of_range=out_of_range,
+        cluster_of_query=mode,
+    )
     return beta, mode
 
 
 # --------------------------------------------------------------------------- attractiveness
+
 
 def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarray:
     """Attractiveness under group bias, Eq. (2) (float64 [n_items], a new array).
@@ -192,8 +240,9 @@ def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarra
     q = check_qptr(qptr, rel.size)
     b = vector("beta_query", beta_query, q.size - 1)
     if b.size and (b.min() <= 0 or b.max() > 1):
-        raise ParameterError("beta_query", "propensities in (0, 1]",
-                             f"range [{b.min()!r}, {b.max()!r}]")
+        raise ParameterError(
+            "beta_query", "propensities in (0, 1]", f"range [{b.min()!r}, {b.max()!r}]"
+        )
     bq = b[query_index(q)]
     return rel * (g * bq + (1.0 - g))
 
@@ -219,11 +268,20 @@ class Simulation:
     beta_means: np.ndarray
 
 
-def simulate_group_bias(data, *, rng: np.random.Generator, beta_mean=None,
-                        beta_std: float = 0.1, variant: str = "normal", modes=(0.6, 0.8),
-                        cluster_of_query=None, beta_min: float = 0.01,
-                        out_of_range: str = "clip", relevance_mode: str = "graded",
-                        label_max: float | None = None) -> Simulation:
+def simulate_group_bias(
+    data,
+    *,
+    rng: np.random.Generator,
+    beta_mean=None,
+    beta_std: float = 0.1,
+    variant: str = "normal",
+    modes=(0.6, 0.8),
+    cluster_of_query=None,
+    beta_min: float = 0.01,
+    out_of_range: str = "clip",
+    relevance_mode: str = "graded",
+    label_max: float | None = None,
+) -> Simulation:
     """Simulate group-biased attractiveness for a :class:`RankingData` with groups (§6.1).
 
     ``variant="normal"``: ``beta_q ~ N(beta_mean, beta_std)``; ``"two_mode"``: mixture of
@@ -244,36 +302,63 @@ def simulate_group_bias(data, *, rng: np.random.Generator, beta_mean=None,
     n_q = int(data.qptr.size - 1)
     if variant == "two_mode":
         if beta_mean is not None:
-            raise ParameterError("beta_mean", "None with variant='two_mode' (the modes set "
-                                 "the means)", beta_mean)
-        beta, mode = draw_two_mode_beta(n_q, modes=modes, beta_std=beta_std, rng=rng,
-                                        beta_min=beta_min, out_of_range=out_of_range)
+            raise ParameterError(
+                "beta_mean", "None with variant='two_mode' (the modes set the means)", beta_mean
+            )
+        beta, mode = draw_two_mode_beta(
+            n_q,
+            modes=modes,
+            beta_std=beta_std,
+            rng=rng,
+            beta_min=beta_min,
+            out_of_range=out_of_range,
+        )
         means = np.asarray(modes, dtype=np.float64).reshape(-1)
     elif variant == "clusters":
         if cluster_of_query is None or beta_mean is None:
-            raise ParameterError("cluster_of_query", "cluster indices and per-cluster "
-                                 "beta_mean with variant='clusters'", cluster_of_query)
+            raise ParameterError(
+                "cluster_of_query",
+                "cluster indices and per-cluster beta_mean with variant='clusters'",
+                cluster_of_query,
+            )
         means = np.asarray(beta_mean, dtype=np.float64).reshape(-1)
-        beta = draw_query_beta(n_q, beta_mean=means, beta_std=beta_std, rng=rng,
-                               beta_min=beta_min, out_of_range=out_of_range,
-                               cluster_of_query=cluster_of_query)
+        beta = draw_query_beta(
+            n_q,
+            beta_mean=means,
+            beta_std=beta_std,
+            rng=rng,
+            beta_min=beta_min,
+            out_of_range=out_of_range,
+            cluster_of_query=cluster_of_query,
+        )
         mode = np.asarray(cluster_of_query).astype(np.int64)
     else:
         if beta_mean is None:
             raise ParameterError("beta_mean", "a propensity mean in (0, 1]", None)
         if cluster_of_query is not None:
-            raise ParameterError("cluster_of_query", "None with variant='normal' (use "
-                                 "variant='clusters')", "cluster indices")
-        beta = draw_query_beta(n_q, beta_mean=beta_mean, beta_std=beta_std, rng=rng,
-                               beta_min=beta_min, out_of_range=out_of_range)
+            raise ParameterError(
+                "cluster_of_query",
+                "None with variant='normal' (use variant='clusters')",
+                "cluster indices",
+            )
+        beta = draw_query_beta(
+            n_q,
+            beta_mean=beta_mean,
+            beta_std=beta_std,
+            rng=rng,
+            beta_min=beta_min,
+            out_of_range=out_of_range,
+        )
         mode = None
         means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
     att = simulate_attractiveness(rel, groups, qptr=data.qptr, beta_query=beta)
-    return Simulation(relevance=rel, attractiveness=att, beta_query=beta,
-                      mode_of_query=mode, beta_means=means)
+    return Simulation(
+        relevance=rel, attractiveness=att, beta_query=beta, mode_of_query=mode, beta_means=means
+    )
 
 
 # --------------------------------------------------------------------------- clicks
+
 
 def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
     """Position-based examination ``P(E | rank) = rank ** -eta`` (float64, same shape)."""
@@ -284,9 +369,15 @@ def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
     return np.power(r.astype(np.float64), -e)
 
 
-def simulate_clicks(attractiveness, *, qptr, ranking_scores, n_sessions: int,
-                    rng: np.random.Generator, eta: float = 1.0
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def simulate_clicks(
+    attractiveness,
+    *,
+    qptr,
+    ranking_scores,
+    n_sessions: int,
+    rng: np.random.Generator,
+    eta: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Clicks of ``n_sessions`` sessions per query under a position-based model.
 
     Every session shows each query's items sorted by ``ranking_scores`` (descending; ties by
@@ -301,8 +392,7 @@ def simulate_clicks(attractiveness, *, qptr, ranking_scores, n_sessions: int,
     a = vector("attractiveness", attractiveness, low=0.0, high=1.0)
     q = check_qptr(qptr, a.size)
     s = vector("ranking_scores", ranking_scores, a.size)
-    if not is_integer(n_sessions) \
-            or n_sessions < 1:
+    if not is_integer(n_sessions) or n_sessions < 1:
         raise ParameterError("n_sessions", "an integer >= 1", n_sessions)
     rng = generator(rng)
     ranks = ranks_within(s, q, descending=True)

@@ -7,13 +7,12 @@ biased result with ``p < 0.001``; the test pairs the two conditions query by que
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from scipy import stats as _sps
 
 from .errors import ParameterError
-from .validation import choice, is_real, real
+from .validation import choice, is_real
 
 __all__ = ["paired_test", "per_query_values", "significance_marker"]
 
@@ -25,16 +24,18 @@ def per_query_values(name: str, values) -> np.ndarray:
     """Per-query metric values: a 1-D float64 array, NaN allowed (a skipped query)."""
     a = np.asarray(values)
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array of per-query values",
-                             f"shape {a.shape}, dtype {a.dtype}")
+        raise ParameterError(
+            name, "a 1-D numeric array of per-query values", f"shape {a.shape}, dtype {a.dtype}"
+        )
     a = a.astype(np.float64, copy=False)
     if np.any(np.isinf(a)):
         raise ParameterError(name, "finite values or NaN (skipped query)", "infinite entries")
     return a
 
 
-def paired_test(a_per_query, b_per_query, *, test: str = "ttest",
-                alternative: str = "two-sided") -> tuple[float, float, int]:
+def paired_test(
+    a_per_query, b_per_query, *, test: str = "ttest", alternative: str = "two-sided"
+) -> tuple[float, float, int]:
     """Paired test of ``a`` against ``b`` over queries; returns ``(statistic, p_value, n)``.
 
     Pairs where either value is NaN (a skipped query) are dropped; ``n`` is the number of
@@ -50,14 +51,16 @@ def paired_test(a_per_query, b_per_query, *, test: str = "ttest",
     a = per_query_values("a_per_query", a_per_query)
     b = per_query_values("b_per_query", b_per_query)
     if a.shape != b.shape:
-        raise ParameterError("b_per_query", f"the same length as a_per_query ({a.size})",
-                             f"length {b.size}")
+        raise ParameterError(
+            "b_per_query", f"the same length as a_per_query ({a.size})", f"length {b.size}"
+        )
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
     n = int(a.size)
     if n < 2:
-        raise ParameterError("a_per_query", "at least 2 queries with values in both a and b",
-                             f"{n} usable pair(s)")
+        raise ParameterError(
+            "a_per_query", "at least 2 queries with values in both a and b", f"{n} usable pair(s)"
+        )
     d = a - b
     if np.all(d == 0):
         return 0.0, 1.0, n

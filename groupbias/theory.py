@@ -22,23 +22,32 @@ Model assumptions of §4 (shared by every function here)
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_k, check_qptr, is_integer
 from .segments import query_index
+from .validation import check_k, check_qptr, is_integer
 
 __all__ = [
-    "expected_nu", "nu", "expected_dcg", "expected_ndcg", "ideal_dcg", "NdcgFit",
-    "ndcg_linear_fit", "delta_eel_theory", "rho_dtr_theory", "AlphaFit", "fit_alpha",
-    "PAPER_ALPHA", "PAPER_ALPHA_PRIME",
+    "expected_nu",
+    "nu",
+    "expected_dcg",
+    "expected_ndcg",
+    "ideal_dcg",
+    "NdcgFit",
+    "ndcg_linear_fit",
+    "delta_eel_theory",
+    "rho_dtr_theory",
+    "AlphaFit",
+    "fit_alpha",
+    "PAPER_ALPHA",
+    "PAPER_ALPHA_PRIME",
 ]
 
-PAPER_ALPHA = -0.146          # Eq. (11), n = 20 (§4.2.1)
-PAPER_ALPHA_PRIME = -0.022    # Eq. (12), n = 20
+PAPER_ALPHA = -0.146  # Eq. (11), n = 20 (§4.2.1)
+PAPER_ALPHA_PRIME = -0.022  # Eq. (12), n = 20
 
 
 def _discount(i: np.ndarray) -> np.ndarray:
@@ -52,8 +61,6 @@ def _count(name: str, value) -> np.ndarray:
     return a
 
 
-
-
 def _unit(name: str, value) -> np.ndarray:
     a = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
@@ -62,6 +69,7 @@ def _unit(name: str, value) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- nu
+
 
 def expected_nu(beta):
     """``E[nu] = max(2 - 1/beta, 0)`` for uniformly distributed scores (§4.1).
@@ -75,8 +83,7 @@ def expected_nu(beta):
     return float(out) if out.ndim == 0 else out
 
 
-def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = None
-       ) -> np.ndarray:
+def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = None) -> np.ndarray:
     """Empirical ``nu`` of every query, Eq. (7) (float64 [n_queries]).
 
     ``nu_q = |{d in G_A : r_d = 1, a_d > a*}| / |{d in G_A : r_d = 1}|`` with
@@ -87,8 +94,7 @@ def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = Non
     """
     a = np.asarray(attractiveness, dtype=np.float64)
     if a.ndim != 1 or not np.all(np.isfinite(a)):
-        raise ParameterError("attractiveness", "a 1-D array of finite scores",
-                             f"shape {a.shape}")
+        raise ParameterError("attractiveness", "a 1-D array of finite scores", f"shape {a.shape}")
     r = np.asarray(relevance, dtype=np.float64)
     g = np.asarray(groups, dtype=np.float64)
     for name, v in (("relevance", r), ("groups", g)):
@@ -112,8 +118,9 @@ def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = Non
         a_star = np.full(n_q, t)
     sel = rel & aff
     total = np.bincount(qi[sel], minlength=n_q)
-    above = np.bincount(qi[sel], weights=(a[sel] > a_star[qi[sel]]).astype(np.float64),
-                        minlength=n_q)
+    above = np.bincount(
+        qi[sel], weights=(a[sel] > a_star[qi[sel]]).astype(np.float64), minlength=n_q
+    )
     out = np.full(n_q, np.nan)
     ok = (total > 0) & np.isfinite(a_star)
     out[ok] = above[ok] / total[ok]
@@ -122,14 +129,15 @@ def nu(attractiveness, relevance, groups, *, qptr, threshold: float | None = Non
 
 # --------------------------------------------------------------------------- NDCG (Thm 4.1)
 
+
 def _expected_gains(nu_, n_pos_N, n_N, n_pos_A, n_pos_max):
     """Expected gain at positions 1..n_pos_max, broadcast over the parameters (last axis)."""
-    p = n_pos_N + nu_ * n_pos_A                      # positions surely relevant
-    last = n_N + n_pos_A                             # last position a relevant item can take
+    p = n_pos_N + nu_ * n_pos_A  # positions surely relevant
+    last = n_N + n_pos_A  # last position a relevant item can take
     rest = (1.0 - nu_) * n_pos_A
     denom = n_N - n_pos_N + rest
     with np.errstate(invalid="ignore", divide="ignore"):
-        xi = np.where(denom > 0, rest / np.where(denom > 0, denom, 1.0), 0.0)   # Eq. (9)
+        xi = np.where(denom > 0, rest / np.where(denom > 0, denom, 1.0), 0.0)  # Eq. (9)
     i = np.arange(1, n_pos_max + 1, dtype=np.float64)
     p_, last_, xi_ = (np.asarray(v)[..., None] for v in (p, last, xi))
     sure = np.clip(p_ - (i - 1.0), 0.0, 1.0)
@@ -183,8 +191,9 @@ def expected_ndcg(nu_, n_pos_N, n_N, n_pos_A, *, k: int | None = None):
     dcg = expected_dcg(nu_, n_pos_N, n_N, n_pos_A, k=k)
     idcg = ideal_dcg(np.asarray(n_pos_N) + np.asarray(n_pos_A), k=k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(np.asarray(idcg) > 0, dcg / np.where(np.asarray(idcg) > 0, idcg, 1.0),
-                       np.nan)
+        out = np.where(
+            np.asarray(idcg) > 0, dcg / np.where(np.asarray(idcg) > 0, idcg, 1.0), np.nan
+        )
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -196,19 +205,18 @@ class NdcgFit(NamedTuple):
     max_relative_error: float
 
 
-def ndcg_linear_fit(n_pos_N: int, n_N: int, n_pos_A: int, *, k: int | None = None,
-                    n_points: int = 101) -> NdcgFit:
+def ndcg_linear_fit(
+    n_pos_N: int, n_N: int, n_pos_A: int, *, k: int | None = None, n_points: int = 101
+) -> NdcgFit:
     """Linear approximation of :func:`expected_ndcg` in ``nu`` (Thm 4.1): least squares over
     ``n_points`` equally spaced ``nu`` in [0, 1]; ``max_relative_error`` is
     ``max |fit - E[NDCG]| / E[NDCG]`` over those points."""
-    if not is_integer(n_points) \
-            or n_points < 2:
+    if not is_integer(n_points) or n_points < 2:
         raise ParameterError("n_points", "an integer >= 2", n_points)
     v = np.linspace(0.0, 1.0, int(n_points))
     y = expected_ndcg(v, n_pos_N, n_N, n_pos_A, k=k)
     if np.any(np.isnan(y)):
-        raise ParameterError("n_pos_N", "at least one relevant item (n_N^+ + n_A^+ >= 1)",
-                             n_pos_N)
+        raise ParameterError("n_pos_N", "at least one relevant item (n_N^+ + n_A^+ >= 1)", n_pos_N)
     slope, intercept = np.polyfit(v, y, 1)
     rel = np.abs(slope * v + intercept - y) / y
     return NdcgFit(float(slope), float(intercept), float(rel.max()))
@@ -216,8 +224,16 @@ def ndcg_linear_fit(n_pos_N: int, n_N: int, n_pos_A: int, *, k: int | None = Non
 
 # --------------------------------------------------------------------------- EEL (Thm 4.2)
 
-def delta_eel_theory(nu_, n_pos_N, n_N, n_pos_A, *, alpha: float = PAPER_ALPHA,
-                     alpha_prime: float = PAPER_ALPHA_PRIME):
+
+def delta_eel_theory(
+    nu_,
+    n_pos_N,
+    n_N,
+    n_pos_A,
+    *,
+    alpha: float = PAPER_ALPHA,
+    alpha_prime: float = PAPER_ALPHA_PRIME,
+):
     """Change of the EEL target exposure under group bias, Thm 4.2:
 
         Delta(EEL) = 2 (alpha n_N^+ + alpha' (n_N - n_N^+)) log2((n_N^+ + n_A^+)
@@ -271,8 +287,8 @@ def fit_alpha(n: int) -> AlphaFit:
     d = _discount(i)
     cum = np.cumsum(d)
     m = np.arange(1, n, dtype=np.float64)
-    top = cum[:n - 1] / m                                  # mean of ranks 1..m
-    rest = (cum[-1] - cum[:n - 1]) / (n - m)               # mean of ranks m+1..n
+    top = cum[: n - 1] / m  # mean of ranks 1..m
+    rest = (cum[-1] - cum[: n - 1]) / (n - m)  # mean of ranks m+1..n
     x = np.log2(m)
     a, c = np.polyfit(x, top, 1)
     ap, cp = np.polyfit(x, rest, 1)
@@ -282,6 +298,7 @@ def fit_alpha(n: int) -> AlphaFit:
 
 
 # --------------------------------------------------------------------------- DTR (Thm 4.3)
+
 
 def rho_dtr_theory(nu_):
     """ρ(DTR) under group bias, Thm 4.3: ``rho = nu``.

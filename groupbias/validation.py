@@ -15,8 +15,17 @@ import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["is_integer", "is_real", "integer", "real", "choice", "vector", "generator",
-           "check_qptr", "check_k"]
+__all__ = [
+    "is_integer",
+    "is_real",
+    "integer",
+    "real",
+    "choice",
+    "vector",
+    "generator",
+    "check_qptr",
+    "check_k",
+]
 
 
 def is_integer(value) -> bool:
@@ -41,24 +50,41 @@ def _inside(v: float, low, high, low_open: bool, high_open: bool) -> bool:
     return not (high is not None and (v > high or (high_open and v == high)))
 
 
-def real(name: str, value, *, low=None, high=None, low_open: bool = False,
-         high_open: bool = False, what: str | None = None, fix: str | None = None) -> float:
+def real(
+    name: str,
+    value,
+    *,
+    low=None,
+    high=None,
+    low_open: bool = False,
+    high_open: bool = False,
+    what: str | None = None,
+    fix: str | None = None,
+) -> float:
     """A finite real number in the given interval, as ``float``."""
-    ok = is_real(value) and bool(np.isfinite(float(value))) and \
-        _inside(float(value), low, high, low_open, high_open)
+    ok = (
+        is_real(value)
+        and bool(np.isfinite(float(value)))
+        and _inside(float(value), low, high, low_open, high_open)
+    )
     if not ok:
-        raise ParameterError(name, what or f"a number in {_interval(low, high, low_open, high_open)}",
-                             value, fix)
+        raise ParameterError(
+            name, what or f"a number in {_interval(low, high, low_open, high_open)}", value, fix
+        )
     return float(value)
 
 
-def integer(name: str, value, *, low=None, high=None, what: str | None = None,
-            fix: str | None = None) -> int:
+def integer(
+    name: str, value, *, low=None, high=None, what: str | None = None, fix: str | None = None
+) -> int:
     """An integer (not ``bool``) in ``[low, high]``, as ``int``."""
     if not is_integer(value) or not _inside(int(value), low, high, False, False):
         if what is None:
-            what = "an integer" if low is None and high is None else \
-                f"an integer in {_interval(low, high, False, False)}"
+            what = (
+                "an integer"
+                if low is None and high is None
+                else f"an integer in {_interval(low, high, False, False)}"
+            )
         raise ParameterError(name, what, value, fix)
     return int(value)
 
@@ -70,22 +96,38 @@ def choice(name: str, value, allowed: Sequence[str]) -> str:
     return value
 
 
-def vector(name: str, values, n: int | None = None, *, low=None, high=None,
-           finite: bool = True, what: str | None = None, fix: str | None = None) -> np.ndarray:
+def vector(
+    name: str,
+    values,
+    n: int | None = None,
+    *,
+    low=None,
+    high=None,
+    finite: bool = True,
+    what: str | None = None,
+    fix: str | None = None,
+) -> np.ndarray:
     """A 1-D numeric array (bool allowed) as float64, optionally of length ``n``, finite and
     inside ``[low, high]``. No copy when the input is already float64."""
     a = np.asarray(values)
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
     if n is not None and a.size != n:
-        raise ParameterError(name, f"length {n} (one value per item)"
-                             if what is None else f"length {n}", f"length {a.size}")
+        raise ParameterError(
+            name,
+            f"length {n} (one value per item)" if what is None else f"length {n}",
+            f"length {a.size}",
+        )
     a = a.astype(np.float64, copy=False)
     if finite and a.size and not np.all(np.isfinite(a)):
         raise ParameterError(name, "finite values", "NaN or infinite entries", fix)
     if a.size and ((low is not None and a.min() < low) or (high is not None and a.max() > high)):
-        raise ParameterError(name, what or f"values in {_interval(low, high, False, False)}",
-                             f"range [{a.min()!r}, {a.max()!r}]", fix)
+        raise ParameterError(
+            name,
+            what or f"values in {_interval(low, high, False, False)}",
+            f"range [{a.min()!r}, {a.max()!r}]",
+            fix,
+        )
     return a
 
 
@@ -93,8 +135,9 @@ def generator(rng, *, name: str = "rng", used_for: str | None = None) -> np.rand
     """A ``numpy.random.Generator`` (no global seeding anywhere in groupbias)."""
     if not isinstance(rng, np.random.Generator):
         what = "a numpy.random.Generator" + (f" (used for {used_for})" if used_for else "")
-        raise ParameterError(name, what, type(rng).__name__,
-                             fix="pass rng=np.random.default_rng(seed)")
+        raise ParameterError(
+            name, what, type(rng).__name__, fix="pass rng=np.random.default_rng(seed)"
+        )
     return rng
 
 
@@ -103,12 +146,16 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
     n_items``) as int64."""
     q = np.asarray(qptr)
     if q.ndim != 1 or q.size < 1 or not np.issubdtype(q.dtype, np.integer):
-        raise ParameterError(name, "1-D integer offsets of length n_queries + 1",
-                             f"array of shape {q.shape} and dtype {q.dtype}")
+        raise ParameterError(
+            name,
+            "1-D integer offsets of length n_queries + 1",
+            f"array of shape {q.shape} and dtype {q.dtype}",
+        )
     q = q.astype(np.int64, copy=False)
     if q[0] != 0 or q[-1] != n_items or np.any(np.diff(q) < 0):
-        raise ParameterError(name, f"non-decreasing offsets from 0 to n_items={n_items}",
-                             f"[{q[0]} .. {q[-1]}]")
+        raise ParameterError(
+            name, f"non-decreasing offsets from 0 to n_items={n_items}", f"[{q[0]} .. {q[-1]}]"
+        )
     return q
 
 

@@ -25,8 +25,10 @@ def trec_fair_root() -> Path | None:
 def trec_root() -> Path:
     root = trec_fair_root()
     if root is None:
-        pytest.skip("TREC Fair data not found: set GROUPBIAS_TREC_FAIR or place it at "
-                    "../shared/data/trec-fair")
+        pytest.skip(
+            "TREC Fair data not found: set GROUPBIAS_TREC_FAIR or place it at "
+            "../shared/data/trec-fair"
+        )
     return root
 
 

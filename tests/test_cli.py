@@ -20,8 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
 TINY_SYNTH = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
-TINY_TRAIN = ["trainer.max_epochs=2", "trainer.enable_progress_bar=false",
-              "model.fc_model.sizes=[16]", "model.transformer.d_ff=16"]
+TINY_TRAIN = [
+    "trainer.max_epochs=2",
+    "trainer.enable_progress_bar=false",
+    "model.fc_model.sizes=[16]",
+    "model.transformer.d_ff=16",
+]
 
 
 def _compose(overrides):
@@ -41,11 +45,15 @@ def test_every_experiment_config_composes_and_builds(experiment):
 
 
 def _groupbias(args, env_extra=None, cwd=None, timeout=600):
-    env = {**os.environ, "GROUPBIAS_TREC_FAIR": str(REPO.parent / "shared" / "data" /
-                                                    "trec-fair"), **(env_extra or {})}
+    env = {
+        **os.environ,
+        "GROUPBIAS_TREC_FAIR": str(REPO.parent / "shared" / "data" / "trec-fair"),
+        **(env_extra or {}),
+    }
     exe = Path(sys.executable).with_name("groupbias")
-    return subprocess.run([str(exe), *args], cwd=cwd or REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(exe), *args], cwd=cwd or REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_demo_runs_writes_and_resumes(tmp_path, capsys, monkeypatch):
@@ -54,14 +62,26 @@ def test_demo_runs_writes_and_resumes(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "Tabular regime" in out and "LTR regime" in out
     rd = tmp_path / "demo"
-    for f in ("config.yaml", "meta.json", "metrics.json", "tabular.md", "ltr.tex",
-              "demo_ndcg.png", "demo_ndcg.pdf"):
+    for f in (
+        "config.yaml",
+        "meta.json",
+        "metrics.json",
+        "tabular.md",
+        "ltr.tex",
+        "demo_ndcg.png",
+        "demo_ndcg.pdf",
+    ):
         assert (rd / f).exists(), f
     meta = json.loads((rd / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["seed"] == 0
     conds = {(r["regime"], r["condition"]) for r in metrics["records"]}
-    assert {("tabular", "biased"), ("tabular", "corrected"), ("ltr", "full"),
-            ("ltr", "biased"), ("ltr", "corrected")} <= conds
+    assert {
+        ("tabular", "biased"),
+        ("tabular", "corrected"),
+        ("ltr", "full"),
+        ("ltr", "biased"),
+        ("ltr", "corrected"),
+    } <= conds
     # a second run of the same config loads the results instead of recomputing
     import experiments.demo as demo
 
@@ -74,8 +94,13 @@ def test_demo_runs_writes_and_resumes(tmp_path, capsys, monkeypatch):
 @pytest.mark.realdata
 def test_table1_on_real_trec(trec_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
-    cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}",
-                    "experiment.datasets=[trec2019,trec2020,iitjee]"])
+    cfg = _compose(
+        [
+            "experiment=table1",
+            f"paths.runs={tmp_path}",
+            "experiment.datasets=[trec2019,trec2020,iitjee]",
+        ]
+    )
     monkeypatch.setenv("GROUPBIAS_IITJEE", str(tmp_path / "absent.csv"))
     metrics = run(cfg)
     md = (tmp_path / "table1" / "table1.md").read_text()
@@ -83,16 +108,26 @@ def test_table1_on_real_trec(trec_root, tmp_path, monkeypatch, capsys):
     assert [r.split("|")[1].strip() for r in rows] == ["TREC 2019", "TREC 2020"]
     assert "β = 0.8 / β̂" in md and "β = 0.6 / β̂" in md
     assert any("IIT-JEE" in s and "skipped" in s for s in metrics["skipped"])
-    est = {(r["dataset"], r["beta"]): r["value"] for r in metrics["records"]
-           if r["metric"] == "beta_hat"}
+    est = {
+        (r["dataset"], r["beta"]): r["value"]
+        for r in metrics["records"]
+        if r["metric"] == "beta_hat"
+    }
     assert len(est) == 4 and all(abs(v - b) <= 0.05 for (_, b), v in est.items())
 
 
 @pytest.mark.slow
 def test_sweep_through_submitit_local_launcher_resumes_and_reports(tmp_path):
-    args = ["-m", "launcher=submitit_local", "experiment=ablation_cluster_size",
-            f"paths.runs={tmp_path}", "estimator.cluster_size=1,20",
-            "experiment.repetitions=2", "bias.betas=[0.7]", *TINY_SYNTH]
+    args = [
+        "-m",
+        "launcher=submitit_local",
+        "experiment=ablation_cluster_size",
+        f"paths.runs={tmp_path}",
+        "estimator.cluster_size=1,20",
+        "experiment.repetitions=2",
+        "bias.betas=[0.7]",
+        *TINY_SYNTH,
+    ]
     first = _groupbias(args)
     assert first.returncode == 0, first.stderr[-3000:]
     root = tmp_path / "ablation_cluster_size"
@@ -124,41 +159,60 @@ def test_report_without_runs_fails_clearly(tmp_path, capsys):
 
 
 def test_theory_experiment_agrees_with_simulation(tmp_path):
-    cfg = _compose(["experiment=theory", f"paths.runs={tmp_path}",
-                    "experiment.n_queries=1500", "bias.betas=[0.9,0.7,0.6]"])
+    cfg = _compose(
+        [
+            "experiment=theory",
+            f"paths.runs={tmp_path}",
+            "experiment.n_queries=1500",
+            "bias.betas=[0.9,0.7,0.6]",
+        ]
+    )
     recs = run(cfg)["records"]
     val = {(r["metric"], r["condition"], r["beta"]): r["value"] for r in recs}
     for beta in (0.9, 0.7, 0.6):
         # E[nu] = 2 - 1/beta and rho(DTR) = nu: Monte-Carlo error of 1500 x 5 items
         assert val[("nu", "simulation", beta)] == pytest.approx(2 - 1 / beta, abs=0.02)
         assert val[("rho_dtr", "simulation", beta)] == pytest.approx(
-            val[("nu", "theory", beta)], abs=0.02)
+            val[("nu", "theory", beta)], abs=0.02
+        )
         # Thm 4.1: NDCG within 2 %; Thm 4.2: |Delta(EEL)| within 15 %
         assert val[("ndcg", "simulation", beta)] == pytest.approx(
-            val[("ndcg", "theory", beta)], rel=0.02)
+            val[("ndcg", "theory", beta)], rel=0.02
+        )
         assert val[("delta_eel", "simulation", beta)] == pytest.approx(
-            val[("delta_eel", "theory", beta)], rel=0.15)
+            val[("delta_eel", "theory", beta)], rel=0.15
+        )
     assert (tmp_path / "theory" / "theory.png").exists()
 
 
 SMOKE = {
     "table1": ["experiment.datasets=[synthetic]"],
     "table2": ["experiment.datasets=[synthetic]", "bias.betas=[0.7]", *TINY_TRAIN],
-    "impact": ["experiment.setups=listed", "experiment.datasets=[synthetic]",
-               "bias.betas=[1.0,0.8,0.6]", *TINY_TRAIN],
+    "impact": [
+        "experiment.setups=listed",
+        "experiment.datasets=[synthetic]",
+        "bias.betas=[1.0,0.8,0.6]",
+        *TINY_TRAIN,
+    ],
     "fig7": ["experiment.setups=listed", "experiment.datasets=[synthetic]"],
-    "ablation_cluster_size": ["experiment.repetitions=1",
-                              "experiment.cluster_sizes=[1,10,500,1000]"],
-    "ablation_clustering": ["experiment.repetitions=1", "experiment.cluster_sizes=[1,40]",
-                            "experiment.beta_stds=[0.3]"],
+    "ablation_cluster_size": [
+        "experiment.repetitions=1",
+        "experiment.cluster_sizes=[1,10,500,1000]",
+    ],
+    "ablation_clustering": [
+        "experiment.repetitions=1",
+        "experiment.cluster_sizes=[1,40]",
+        "experiment.beta_stds=[0.3]",
+    ],
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("experiment", sorted(SMOKE))
 def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
-    cfg = _compose([f"experiment={experiment}", f"paths.runs={tmp_path}", *TINY_SYNTH,
-                    *SMOKE[experiment]])
+    cfg = _compose(
+        [f"experiment={experiment}", f"paths.runs={tmp_path}", *TINY_SYNTH, *SMOKE[experiment]]
+    )
     metrics = run(cfg)
     recs = metrics["records"]
     assert recs and all(r["value"] is None or isinstance(r["value"], float) for r in recs)
@@ -168,18 +222,28 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
     assert ".png" in produced or ".md" in produced
     if experiment == "impact":
         conds = {(r["regime"], r["condition"]) for r in recs}
-        assert {("tabular", "full"), ("tabular", "biased"), ("ltr", "full"),
-                ("ltr", "biased")} <= conds
+        assert {
+            ("tabular", "full"),
+            ("tabular", "biased"),
+            ("ltr", "full"),
+            ("ltr", "biased"),
+        } <= conds
         # beta = 1 is the unbiased reference: tabular scores are the true relevance
-        full = {r["metric"]: r["value"] for r in recs
-                if r["regime"] == "tabular" and r["condition"] == "full"}
+        full = {
+            r["metric"]: r["value"]
+            for r in recs
+            if r["regime"] == "tabular" and r["condition"] == "full"
+        }
         assert full["ndcg@10"] == 1.0 and full["rho_dtr"] == 1.0
         assert full["delta_eel"] == 0.0
         assert (rd / "impact_tabular.png").exists() and (rd / "impact_ltr.png").exists()
     if experiment == "ablation_cluster_size":  # sizes above #queries collapse into one
         n_train = cfg.dataset.params.n_queries * 0.6
-        assert sorted({r["cluster_size"] for r in recs if r["condition"] == "corrected"}) \
-            == [1, 10, round(n_train)]
+        assert sorted({r["cluster_size"] for r in recs if r["condition"] == "corrected"}) == [
+            1,
+            10,
+            round(n_train),
+        ]
     if experiment == "ablation_clustering":
         assert {r["variant"] for r in recs} == {"normal", "two_mode"}
 
@@ -189,11 +253,17 @@ def test_every_experiment_has_a_smoke_run():
 
 
 def test_tables_include_related_work_metrics_by_config(tmp_path):
-    cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
-                    "experiment.datasets=[synthetic]",
-                    "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,texfair,"
-                    "{name:cwex,alpha:0.2,key:cwex@0.2},arab]",
-                    "experiment.correlations=[[awrf,texfair]]"])
+    cfg = _compose(
+        [
+            "experiment=table1",
+            f"paths.runs={tmp_path}",
+            *TINY_SYNTH,
+            "experiment.datasets=[synthetic]",
+            "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,texfair,"
+            "{name:cwex,alpha:0.2,key:cwex@0.2},arab]",
+            "experiment.correlations=[[awrf,texfair]]",
+        ]
+    )
     recs = run(cfg)["records"]
     corr = [r for r in recs if r["metric"] == "pearson(awrf,texfair)"]
     assert {r["condition"] for r in corr} == {"biased", "corrected"}
@@ -207,9 +277,17 @@ def test_tables_include_related_work_metrics_by_config(tmp_path):
 
 
 def test_table2_with_related_work_metrics(tmp_path):
-    cfg = _compose(["experiment=table2", f"paths.runs={tmp_path}", *TINY_SYNTH, *TINY_TRAIN,
-                    "experiment.datasets=[synthetic]", "bias.betas=[0.7]",
-                    "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,nfairr]"])
+    cfg = _compose(
+        [
+            "experiment=table2",
+            f"paths.runs={tmp_path}",
+            *TINY_SYNTH,
+            *TINY_TRAIN,
+            "experiment.datasets=[synthetic]",
+            "bias.betas=[0.7]",
+            "experiment.metrics=[ndcg@10,rho_dtr,delta_eel,awrf,nfairr]",
+        ]
+    )
     recs = run(cfg)["records"]
     aw = [r for r in recs if r["metric"] == "awrf"]
     assert {r["condition"] for r in aw} == {"full", "biased", "corrected"}
@@ -218,22 +296,32 @@ def test_table2_with_related_work_metrics(tmp_path):
     assert nf and all(r["value"] is None for r in nf)
 
 
-@pytest.mark.parametrize("override, key", [
-    ("estimator.cluster_size=2.7", "estimator.cluster_size"),
-    ("estimator.cluster_size=0", "estimator.cluster_size"),
-    ("estimator.jitter=1.5", "estimator.jitter"),
-    ("loss.weighting=bogus", "loss.weighting"),
-    ("trainer.max_epochs=0", "trainer.max_epochs"),
-    ("optimizer.lr=-1", "optimizer.lr"),
-    ("bias.betas=0.8", "bias.betas"),
-    ("bias.betas=[1.5]", "bias.betas"),
-    ("estimator.jitter_scale=coarse", "estimator.jitter_scale"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("estimator.cluster_size=2.7", "estimator.cluster_size"),
+        ("estimator.cluster_size=0", "estimator.cluster_size"),
+        ("estimator.jitter=1.5", "estimator.jitter"),
+        ("loss.weighting=bogus", "loss.weighting"),
+        ("trainer.max_epochs=0", "trainer.max_epochs"),
+        ("optimizer.lr=-1", "optimizer.lr"),
+        ("bias.betas=0.8", "bias.betas"),
+        ("bias.betas=[1.5]", "bias.betas"),
+        ("estimator.jitter_scale=coarse", "estimator.jitter_scale"),
+    ],
+)
 def test_bad_config_values_name_the_key(override, key, tmp_path):
     from groupbias.errors import ConfigError
 
-    cfg = _compose(["experiment=table1", f"paths.runs={tmp_path}", *TINY_SYNTH,
-                    "experiment.datasets=[synthetic]", override])
+    cfg = _compose(
+        [
+            "experiment=table1",
+            f"paths.runs={tmp_path}",
+            *TINY_SYNTH,
+            "experiment.datasets=[synthetic]",
+            override,
+        ]
+    )
     with pytest.raises(ConfigError) as info:
         run(cfg)
     assert info.value.key == key
@@ -249,8 +337,14 @@ def test_cli_reports_a_bad_key_in_one_line_with_exit_code_2(tmp_path):
 
 
 def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
-    res = _groupbias(["experiment=table1", "dataset=synthetic", "dataset.params.n_queries=60",
-                      f"paths.runs={tmp_path}"])
+    res = _groupbias(
+        [
+            "experiment=table1",
+            "dataset=synthetic",
+            "dataset.params.n_queries=60",
+            f"paths.runs={tmp_path}",
+        ]
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (md,) = list((tmp_path / "table1").rglob("table1.md"))
     rows = [line.split("|")[1].strip() for line in md.read_text().splitlines()[2:]]
@@ -258,9 +352,16 @@ def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
 
 
 def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
-    res = _groupbias(["experiment=table1", "dataset=mslr", "grouping=feature",
-                      "grouping.feature_id=127", f"paths.runs={tmp_path}",
-                      "experiment.skip_missing=false"],
-                     env_extra={"GROUPBIAS_MSLR": str(tmp_path / "nowhere")})
+    res = _groupbias(
+        [
+            "experiment=table1",
+            "dataset=mslr",
+            "grouping=feature",
+            "grouping.feature_id=127",
+            f"paths.runs={tmp_path}",
+            "experiment.skip_missing=false",
+        ],
+        env_extra={"GROUPBIAS_MSLR": str(tmp_path / "nowhere")},
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "GROUPBIAS_MSLR" in res.stderr and "Fold1/train.txt" in res.stderr

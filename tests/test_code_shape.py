@@ -25,10 +25,18 @@ def test_core_never_imports_the_loaders_or_experiments():
     bad = []
     for path, tree in _modules("groupbias"):
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            bad += [f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names
-                    if n.split(".")[0] in ("data_loaders", "experiments")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            bad += [
+                f"{path.relative_to(REPO)}:{node.lineno} {n}"
+                for n in names
+                if n.split(".")[0] in ("data_loaders", "experiments")
+            ]
     assert not bad
 
 
@@ -37,40 +45,50 @@ def test_no_module_imports_private_names_of_another():
     for path, tree in _modules(*PACKAGES, "tests", "benchmarks"):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module != "__future__":
-                bad += [f"{path.relative_to(REPO)}:{node.lineno} {a.name}" for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")]
+                bad += [
+                    f"{path.relative_to(REPO)}:{node.lineno} {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not bad
 
 
 def test_one_exception_root():
     import groupbias.errors as E
 
-    roots = {cls for name, cls in vars(E).items()
-             if isinstance(cls, type) and issubclass(cls, Exception)
-             and cls.__module__ == E.__name__ and not issubclass(cls, E.GroupBiasError)}
+    roots = {
+        cls
+        for name, cls in vars(E).items()
+        if isinstance(cls, type)
+        and issubclass(cls, Exception)
+        and cls.__module__ == E.__name__
+        and not issubclass(cls, E.GroupBiasError)
+    }
     assert not roots
     for path, tree in _modules(*PACKAGES):
         if path.name == "errors.py":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and any(
-                    getattr(b, "id", getattr(b, "attr", "")) in ("Exception", "ValueError")
-                    for b in node.bases):
+                getattr(b, "id", getattr(b, "attr", "")) in ("Exception", "ValueError")
+                for b in node.bases
+            ):
                 # private control-flow signals inside one module are fine; errors users see
                 # derive from GroupBiasError
                 assert node.name.startswith("_"), f"{path.name}: {node.name}"
 
 
 def test_validation_helpers_are_written_once():
-    helper = re.compile(r"^\s*def _(vector|choice|real|number|check_positive|generator)\(",
-                        re.M)
+    helper = re.compile(r"^\s*def _(vector|choice|real|number|check_positive|generator)\(", re.M)
     idiom = re.compile(r"isinstance\(\w+, bool\) or not isinstance\(\w+, (numbers|int|\()")
     bad = []
     for pkg in PACKAGES:
         for path in (REPO / pkg).rglob("*.py"):
             text = path.read_text()
-            bad += [f"{path.relative_to(REPO)}: {m.group(0).strip()}"
-                    for m in [*helper.finditer(text), *idiom.finditer(text)]]
+            bad += [
+                f"{path.relative_to(REPO)}: {m.group(0).strip()}"
+                for m in [*helper.finditer(text), *idiom.finditer(text)]
+            ]
     assert not bad
 
 
@@ -83,7 +101,7 @@ def test_no_long_function_without_a_reason():
                 continue
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             n = node.end_lineno - first + 1
-            around = " ".join(lines[max(first - 4, 0):node.lineno])
+            around = " ".join(lines[max(first - 4, 0) : node.lineno])
             if n > MAX_LINES and not REASON.search(around):
                 long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({n} lines)")
     assert not long, "\n".join(long)

@@ -105,10 +105,14 @@ def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, opti
 
 def test_unknown_top_level_key_and_bad_seed():
     cfg = _compose()
-    for key, value, blamed in (("trainr", {}, "trainr"), ("seed", -1, "seed"),
-                               ("seed", "x", "seed"), ("progress", "yes", "progress"),
-                               ("plugins", ["no_such_module_xyz"], "plugins[0]"),
-                               ("plugins", "my_module", "plugins")):
+    for key, value, blamed in (
+        ("trainr", {}, "trainr"),
+        ("seed", -1, "seed"),
+        ("seed", "x", "seed"),
+        ("progress", "yes", "progress"),
+        ("plugins", ["no_such_module_xyz"], "plugins[0]"),
+        ("plugins", "my_module", "plugins"),
+    ):
         bad = {**cfg, key: value}
         with pytest.raises(ConfigError) as info:
             build_setup(bad)
@@ -117,10 +121,18 @@ def test_unknown_top_level_key_and_bad_seed():
 
 @pytest.mark.parametrize("option", _options("loss"))
 def test_trained_loss_is_the_configured_one(option, tmp_path):
-    overrides = [f"loss={option}", "experiment=demo", f"paths.runs={tmp_path}",
-                 "dataset.params.n_queries=40", "dataset.params.list_size=[4,12]",
-                 "trainer.max_epochs=1", "model.fc_model.sizes=[8]", "model.transformer.d_ff=8",
-                 "model.transformer.h=1", "bias.betas=[0.8]"]
+    overrides = [
+        f"loss={option}",
+        "experiment=demo",
+        f"paths.runs={tmp_path}",
+        "dataset.params.n_queries=40",
+        "dataset.params.list_size=[4,12]",
+        "trainer.max_epochs=1",
+        "model.fc_model.sizes=[8]",
+        "model.transformer.d_ff=8",
+        "model.transformer.h=1",
+        "bias.betas=[0.8]",
+    ]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
     run(cfg)
@@ -128,8 +140,9 @@ def test_trained_loss_is_the_configured_one(option, tmp_path):
 
     resolved = yaml.safe_load((tmp_path / "demo" / "config.yaml").read_text())["loss"]
     for cond in ("full", "biased", "corrected"):
-        used = json.loads((tmp_path / "demo" / "ltr" / cond / "ranker" / "ranker.json")
-                          .read_text())["recipe"]["loss"]
+        used = json.loads(
+            (tmp_path / "demo" / "ltr" / cond / "ranker" / "ranker.json").read_text()
+        )["recipe"]["loss"]
         assert used["class"] == resolved["_target_"].rsplit(".", 1)[1]
         for k, v in resolved.items():
             if k != "_target_":

@@ -16,10 +16,12 @@ def test_hand_example():
     g = np.array([1.0, 0.0, 0.5, 1.0])
     qptr = np.array([0, 3, 4])
     out = ips_correct(a, g, qptr=qptr, beta_hat_per_query=np.array([0.8, 0.5]))
-    expected = [0.4 / 0.8,                  # affected
-                0.5,                        # non-affected unchanged
-                0.3 / (0.5 * 0.8 + 0.5),    # probability 1/2: 0.3 / 0.9
-                0.6 / 0.5]
+    expected = [
+        0.4 / 0.8,  # affected
+        0.5,  # non-affected unchanged
+        0.3 / (0.5 * 0.8 + 0.5),  # probability 1/2: 0.3 / 0.9
+        0.6 / 0.5,
+    ]
     np.testing.assert_allclose(out, expected)
 
 
@@ -37,31 +39,48 @@ def test_nan_estimate_leaves_query_unchanged_and_inputs_intact():
 @pytest.mark.parametrize("beta", [0.0, -0.2, 1.5, np.inf])
 def test_rejects_impossible_estimates(beta):
     with pytest.raises(ParameterError, match="beta_hat_per_query"):
-        ips_correct(np.array([0.4]), np.array([1.0]), qptr=np.array([0, 1]),
-                    beta_hat_per_query=np.array([beta]))
+        ips_correct(
+            np.array([0.4]),
+            np.array([1.0]),
+            qptr=np.array([0, 1]),
+            beta_hat_per_query=np.array([beta]),
+        )
 
 
 def test_validation():
     with pytest.raises(ParameterError, match="groups"):
-        ips_correct(np.array([0.4]), np.array([2.0]), qptr=np.array([0, 1]),
-                    beta_hat_per_query=np.array([0.5]))
+        ips_correct(
+            np.array([0.4]),
+            np.array([2.0]),
+            qptr=np.array([0, 1]),
+            beta_hat_per_query=np.array([0.5]),
+        )
     with pytest.raises(ParameterError, match="beta_hat_per_query"):
-        ips_correct(np.array([0.4]), np.array([1.0]), qptr=np.array([0, 1]),
-                    beta_hat_per_query=np.array([0.5, 0.5]))
+        ips_correct(
+            np.array([0.4]),
+            np.array([1.0]),
+            qptr=np.array([0, 1]),
+            beta_hat_per_query=np.array([0.5, 0.5]),
+        )
     with pytest.raises(ParameterError, match="attractiveness"):
-        ips_correct(np.array([-0.4]), np.array([1.0]), qptr=np.array([0, 1]),
-                    beta_hat_per_query=np.array([0.5]))
+        ips_correct(
+            np.array([-0.4]),
+            np.array([1.0]),
+            qptr=np.array([0, 1]),
+            beta_hat_per_query=np.array([0.5]),
+        )
 
 
 def test_true_beta_inverts_the_simulation(rng):
     n_q, size = 30, 7
     qptr = np.arange(0, n_q * size + 1, size)
     rel = rng.random(n_q * size)
-    g = rng.random(n_q * size)            # membership probabilities, the expectation model
+    g = rng.random(n_q * size)  # membership probabilities, the expectation model
     beta = rng.uniform(0.3, 1.0, n_q)
     a = simulate_attractiveness(rel, g, qptr=qptr, beta_query=beta)
-    np.testing.assert_allclose(ips_correct(a, g, qptr=qptr, beta_hat_per_query=beta), rel,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        ips_correct(a, g, qptr=qptr, beta_hat_per_query=beta), rel, rtol=1e-12
+    )
 
 
 def test_estimate_then_correct_restores_group_balance(rng):

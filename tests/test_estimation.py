@@ -9,14 +9,22 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from groupbias.errors import ParameterError
-from groupbias.estimation import (BetaEstimate, argmin_largest, default_grid, estimate_beta,
-                                  ks_curves, ks_statistic, random_clusters, tie_break_jitter)
+from groupbias.estimation import (
+    BetaEstimate,
+    argmin_largest,
+    default_grid,
+    estimate_beta,
+    ks_curves,
+    ks_statistic,
+    random_clusters,
+    tie_break_jitter,
+)
 
 
 def brute_curves(x, cx, y, cy, n_clusters, grid):
     """Independent reference: scipy's two-sample KS on A_A / beta for every grid point."""
     out = np.full((n_clusters, grid.size), np.nan)
-    with np.errstate(divide="ignore"):       # scipy's p-value of one-point samples
+    with np.errstate(divide="ignore"):  # scipy's p-value of one-point samples
         for c in range(n_clusters):
             xa, ya = x[cx == c], y[cy == c]
             if xa.size and ya.size:
@@ -37,6 +45,7 @@ def first_min_largest(curves, grid):
 
 
 # --------------------------------------------------------------------------- ks_statistic
+
 
 def test_ks_statistic_hand_value():
     # F_a jumps 1/2 at 1 and 2; F_b jumps 1/3 at 2, 3, 4: at x = 1, |1/2 - 0| = 1/2,
@@ -69,20 +78,29 @@ def test_ks_statistic_rejects_empty():
 
 # --------------------------------------------------------------------------- exact KS curves
 
+
 @pytest.mark.parametrize("method", ["auto", "pairs", "bound"])
 def test_ks_curves_equal_brute_force_with_ties_and_clusters(rng, method):
     grid = default_grid(0.05)
     for trial in range(12):
         n_c = int(rng.integers(1, 5))
         m, n = int(rng.integers(0, 60)), int(rng.integers(1, 60))
-        if trial % 2:     # heavy ties: grades and grades times a few betas
+        if trial % 2:  # heavy ties: grades and grades times a few betas
             x = rng.integers(0, 5, m) / 4 * rng.choice([0.5, 0.8, 1.0], m)
             y = rng.integers(0, 5, n) / 4
         else:
             x, y = rng.random(m) * 0.7, rng.random(n)
         cx, cy = rng.integers(0, n_c, m), rng.integers(0, n_c, n)
-        got = ks_curves(x, y, grid=grid, affected_cluster=cx, non_affected_cluster=cy,
-                        n_clusters=n_c, method=method, split=int(rng.integers(2, 6)))
+        got = ks_curves(
+            x,
+            y,
+            grid=grid,
+            affected_cluster=cx,
+            non_affected_cluster=cy,
+            n_clusters=n_c,
+            method=method,
+            split=int(rng.integers(2, 6)),
+        )
         ref = brute_curves(x, cx, y, cy, n_c, grid)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         ok = ~np.isnan(ref)
@@ -99,18 +117,31 @@ def test_branch_and_bound_on_large_samples_equals_brute_force(rng):
     cy = np.r_[np.zeros(5000, int), np.ones(1100, int)]
     ref = brute_curves(x, cx, y, cy, 2, grid)
     for split in (2, 16):
-        got = ks_curves(x, y, grid=grid, affected_cluster=cx, non_affected_cluster=cy,
-                        method="bound", split=split)
+        got = ks_curves(
+            x,
+            y,
+            grid=grid,
+            affected_cluster=cx,
+            non_affected_cluster=cy,
+            method="bound",
+            split=split,
+        )
         assert np.max(np.abs(got - ref)) <= 1e-12
 
 
 @settings(max_examples=40, deadline=None)
-@given(x=st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.8, 1.0]) |
-                  st.floats(0, 1), min_size=1, max_size=25),
-       y=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(0, 1),
-                  min_size=1, max_size=25),
-       grid_idx=st.sets(st.integers(1, 100), min_size=1, max_size=8),
-       method=st.sampled_from(["pairs", "bound"]))
+@given(
+    x=st.lists(
+        st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.8, 1.0]) | st.floats(0, 1),
+        min_size=1,
+        max_size=25,
+    ),
+    y=st.lists(
+        st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(0, 1), min_size=1, max_size=25
+    ),
+    grid_idx=st.sets(st.integers(1, 100), min_size=1, max_size=8),
+    method=st.sampled_from(["pairs", "bound"]),
+)
 def test_ks_curves_property_equals_scipy(x, y, grid_idx, method):
     x, y = np.array(x), np.array(y)
     grid = np.array(sorted(grid_idx)) / 100
@@ -131,29 +162,31 @@ def test_ks_curves_validation():
         ks_curves(np.ones(3), np.ones(3), method="fast")
     with pytest.raises(ParameterError, match="affected_cluster"):
         ks_curves(np.ones(3), np.ones(3), affected_cluster=np.zeros(3, int))
-    with pytest.raises(ParameterError, match="method"):             # 8000 x 8000 pairs
+    with pytest.raises(ParameterError, match="method"):  # 8000 x 8000 pairs
         ks_curves(np.ones(8000), np.ones(8000), method="pairs")
 
 
 def test_default_grid_is_exact_hundredths():
     g = default_grid()
     assert g.size == 100 and g[0] == 0.01 and g[-1] == 1.0
-    np.testing.assert_array_equal(g, np.array([float(f"0.{i:02d}") if i < 100 else 1.0
-                                               for i in range(1, 101)]))
+    np.testing.assert_array_equal(
+        g, np.array([float(f"0.{i:02d}") if i < 100 else 1.0 for i in range(1, 101)])
+    )
     with pytest.raises(ParameterError, match="step"):
         default_grid(0.03)
 
 
 # --------------------------------------------------------------------------- jitter
 
+
 def test_jitter_preserves_order_and_breaks_ties(rng):
     v = np.repeat([0.0, 0.25, 0.5, 0.75, 1.0], 200)
     out = tie_break_jitter(v, rng=rng, jitter=0.9)
-    assert np.unique(out).size == v.size                        # every tie broken
-    assert out.min() >= 0                                       # zeros stay non-negative
-    assert np.max(np.abs(out - v)) < 0.25 / 2                   # below half the gap
+    assert np.unique(out).size == v.size  # every tie broken
+    assert out.min() >= 0  # zeros stay non-negative
+    assert np.max(np.abs(out - v)) < 0.25 / 2  # below half the gap
     order = np.argsort(out, kind="stable")
-    assert np.all(np.diff(v[order]) >= 0)                       # grades never swap
+    assert np.all(np.diff(v[order]) >= 0)  # grades never swap
     assert not np.shares_memory(out, v)
     np.testing.assert_array_equal(tie_break_jitter(v, rng=rng, jitter=0), v)
 
@@ -167,8 +200,10 @@ def test_jitter_validation(rng):
 
 # --------------------------------------------------------------------------- estimator
 
-def make_biased(rng, n_queries=400, size=20, beta=0.7, beta_std=0.0, zero_frac=0.0,
-                affected_frac=0.4):
+
+def make_biased(
+    rng, n_queries=400, size=20, beta=0.7, beta_std=0.0, zero_frac=0.0, affected_frac=0.4
+):
     qptr = np.arange(0, n_queries * size + 1, size)
     n = n_queries * size
     groups = (rng.random(n) < affected_frac).astype(float)
@@ -209,8 +244,9 @@ def test_estimator_curve_equals_brute_force_on_jittered_scores():
     pos = a > 0
     v = tie_break_jitter(a[pos], rng=np.random.default_rng(7), jitter=0.5)
     aff = g[pos] == 1
-    ref = brute_curves(v[aff], np.zeros(aff.sum(), int), v[~aff],
-                       np.zeros((~aff).sum(), int), 1, est.grid)
+    ref = brute_curves(
+        v[aff], np.zeros(aff.sum(), int), v[~aff], np.zeros((~aff).sum(), int), 1, est.grid
+    )
     assert np.max(np.abs(est.ks_curve - ref)) <= 1e-12
     assert est.beta_hat[0] == first_min_largest(ref, est.grid)[0]
 
@@ -271,8 +307,9 @@ def test_failed_cluster_gives_nan_and_is_counted(rng):
 
 def test_flat_curve_ties_go_to_largest_beta():
     # 0.001 / beta <= 0.1 < 1 for every grid beta: KS = 1 everywhere
-    est = estimate_beta(np.array([0.001, 1.0]), np.array([1.0, 0.0]), qptr=np.array([0, 2]),
-                        jitter=0)
+    est = estimate_beta(
+        np.array([0.001, 1.0]), np.array([1.0, 0.0]), qptr=np.array([0, 2]), jitter=0
+    )
     assert np.all(est.ks_curve == 1.0)
     assert est.beta_hat[0] == 1.0
 
@@ -336,8 +373,9 @@ def test_grade_scale_jitter_smooths_small_clusters():
     beta_q = np.clip(rng.normal(0.7, 0.1, n_q), 0.01, 1)
     a = r * np.where(g == 1, np.repeat(beta_q, size), 1.0)
     gap = estimate_beta(a, g, qptr=qptr, cluster_size=1, rng=np.random.default_rng(1))
-    grade = estimate_beta(a, g, qptr=qptr, cluster_size=1, rng=np.random.default_rng(1),
-                          grade_spacing=1.0)
+    grade = estimate_beta(
+        a, g, qptr=qptr, cluster_size=1, rng=np.random.default_rng(1), grade_spacing=1.0
+    )
     ok = np.isfinite(gap.beta_hat) & np.isfinite(grade.beta_hat)
     assert np.mean(gap.beta_hat[ok] == 1.0) > 0.9
     assert np.mean(grade.beta_hat[ok] == 1.0) < 0.5
@@ -348,6 +386,7 @@ def test_grade_scale_jitter_smooths_small_clusters():
 
 
 # --------------------------------------------------------------------------- the interface
+
 
 def _toy(rng, n_q=200, size=8, beta=0.7):
     qptr = np.arange(0, n_q * size + 1, size)
@@ -363,14 +402,16 @@ def test_ks_estimator_is_registered_and_equals_estimate_beta():
     assert ESTIMATORS.get("ks") is KSEstimator
     a, g, qptr = _toy(np.random.default_rng(0))
     est = KSEstimator(cluster_size=20, jitter_scale="grade").estimate(
-        a, g, qptr=qptr, rng=np.random.default_rng(3), grade_spacing=0.25)
-    ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(3), cluster_size=20,
-                        grade_spacing=0.25)
+        a, g, qptr=qptr, rng=np.random.default_rng(3), grade_spacing=0.25
+    )
+    ref = estimate_beta(
+        a, g, qptr=qptr, rng=np.random.default_rng(3), cluster_size=20, grade_spacing=0.25
+    )
     np.testing.assert_array_equal(est.beta_hat, ref.beta_hat)
     # "gap" ignores the grade spacing the caller passes
-    gap = KSEstimator(jitter_scale="gap").estimate(a, g, qptr=qptr,
-                                                     rng=np.random.default_rng(3),
-                                                     grade_spacing=0.25)
+    gap = KSEstimator(jitter_scale="gap").estimate(
+        a, g, qptr=qptr, rng=np.random.default_rng(3), grade_spacing=0.25
+    )
     ref = estimate_beta(a, g, qptr=qptr, rng=np.random.default_rng(3))
     np.testing.assert_array_equal(gap.beta_hat, ref.beta_hat)
     assert abs(gap.beta_hat_mean - 0.7) <= 0.02
@@ -386,9 +427,19 @@ def test_ks_estimator_splits_fractional_groups_at_one_half():
     np.testing.assert_array_equal(est.beta_hat, ref.beta_hat)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("cluster_size", 0), ("cluster_size", 2.5), ("grid_step", 0.3), ("grid_step", "x"),
-    ("zero_policy", "drop"), ("jitter", 1.0), ("jitter", True), ("jitter_scale", "fine")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("cluster_size", 0),
+        ("cluster_size", 2.5),
+        ("grid_step", 0.3),
+        ("grid_step", "x"),
+        ("zero_policy", "drop"),
+        ("jitter", 1.0),
+        ("jitter", True),
+        ("jitter_scale", "fine"),
+    ],
+)
 def test_ks_estimator_names_the_bad_field(field, value):
     from groupbias.estimation import KSEstimator
 

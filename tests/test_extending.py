@@ -22,7 +22,7 @@ def test_extending_doc_runs(tmp_path, monkeypatch):
     for lang, code in BLOCKS:
         marker = [ln for ln in code.splitlines()[:2] if ln.startswith("# file: ")]
         if marker:  # (a yaml package header, when present, must stay the first line)
-            target = tmp_path / marker[0][len("# file: "):].strip()
+            target = tmp_path / marker[0][len("# file: ") :].strip()
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(code)
         elif lang == "python":
@@ -34,8 +34,9 @@ def test_extending_doc_runs(tmp_path, monkeypatch):
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "GROUPBIAS_RUNS": str(tmp_path / "runs")}
     args = command.split()[1:]  # drop "PYTHONPATH=." (set in env above)
     exe = Path(sys.executable).with_name(args[0])
-    res = subprocess.run([str(exe), *args[1:]], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [str(exe), *args[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "beta=0.8 corrected: NDCG@10" in res.stdout
     (metrics,) = list((tmp_path / "runs" / "beta_sweep").rglob("metrics.json"))

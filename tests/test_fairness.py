@@ -23,11 +23,11 @@ from groupbias.membership import membership_from_groups, term_membership
 
 L2 = math.log2
 V1, V2, V3, V4 = (1.0 / L2(1 + r) for r in (1, 2, 3, 4))  # 1, 0.63093, 0.5, 0.43068
-T4 = V1 + V2 + V3 + V4                                      # 2.5616063...
+T4 = V1 + V2 + V3 + V4  # 2.5616063...
 
-FEM = [1.0, 0.0]       # an item entirely of group 0 ("female" in seed 000's Fig. 1)
-MAL = [0.0, 1.0]       # entirely group 1 ("male")
-NONE = [0.0, 0.0]      # no group association (non-representative / neutral)
+FEM = [1.0, 0.0]  # an item entirely of group 0 ("female" in seed 000's Fig. 1)
+MAL = [0.0, 1.0]  # entirely group 1 ("male")
+NONE = [0.0, 0.0]  # no group association (non-representative / neutral)
 DESC4 = np.array([4.0, 3.0, 2.0, 1.0])  # scores that rank items in input order
 
 
@@ -45,6 +45,7 @@ def h_js(p, t):  # Jensen-Shannon divergence, base 2, written out
 
 # ----------------------------------------------------------------------------- seed 000, Fig. 1
 
+
 def test_seed000_motivating_case_nfairr_cannot_tell_texfair_can():
     # Fig. 1: left list male, female, female, male; right list male x4. Every item is
     # entirely one group, so omega = 1 - (|1 - .5| + |0 - .5|) = 0 for all of them.
@@ -53,7 +54,7 @@ def test_seed000_motivating_case_nfairr_cannot_tell_texfair_can():
     s = np.concatenate([DESC4, DESC4])
     q = np.array([0, 4, 8])
     fairr = F.fairr_per_query(s, qptr=q, membership=m, k=4)
-    np.testing.assert_allclose(fairr, [0.0, 0.0])            # FaiRR identical: 0 and 0
+    np.testing.assert_allclose(fairr, [0.0, 0.0])  # FaiRR identical: 0 and 0
     # IFaiRR over the candidates is 0 as well: NFaiRR undefined for both lists
     assert np.isnan(F.nfairr_per_query(s, qptr=q, membership=m, k=4)).all()
     # with a neutral document elsewhere in the collection, NFaiRR = 0 / 1 = 0 for both
@@ -64,35 +65,38 @@ def test_seed000_motivating_case_nfairr_cannot_tell_texfair_can():
     np.testing.assert_allclose(nf[:2], [0.0, 0.0])
     # TExFAIR (uniform target, all items representative so RBDF = 1):
     # left: E_f = v2 + v3, E_m = v1 + v4; TED = |p_f - 1/2| + |p_m - 1/2| = |E_m - E_f| / E
-    ted_left = abs((V1 + V4) - (V2 + V3)) / T4                # 0.1170155...
+    ted_left = abs((V1 + V4) - (V2 + V3)) / T4  # 0.1170155...
     tex = F.texfair_per_query(s, qptr=q, membership=m, k=4)
-    np.testing.assert_allclose(tex, [1.0 - ted_left, 0.0])    # right list: p_m = 1, TED = 1
+    np.testing.assert_allclose(tex, [1.0 - ted_left, 0.0])  # right list: p_m = 1, TED = 1
     assert tex[0] > tex[1]
 
 
 # ----------------------------------------------------------------------------- AWRF
 
+
 def test_awrf_hand_values_js_l1_kl():
     s, q, m = one_query([MAL, FEM, FEM, MAL])
-    pf = (V2 + V3) / T4                                       # 0.4414876...
+    pf = (V2 + V3) / T4  # 0.4414876...
     p = [pf, 1 - pf]
     js = h_js(p, [0.5, 0.5])
     np.testing.assert_allclose(F.awrf_distance_per_query(s, qptr=q, membership=m), [js])
     np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m), [1 - js])
     l1 = abs(pf - 0.5) + abs(1 - pf - 0.5)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="l1"), [l1])
+        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="l1"), [l1]
+    )
     kl = pf * L2(pf / 0.5) + (1 - pf) * L2((1 - pf) / 0.5)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="kl"), [kl])
+        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="kl"), [kl]
+    )
     # KL is infinite when the target gives a group 0 that the ranking exposes
     d = F.awrf_distance_per_query(s, qptr=q, membership=m, distance="kl", target=[1, 0])
     assert np.isinf(d[0])
     # k = 2: only ranks 1 (male) and 2 (female): p_f = v2 / (1 + v2)
     pf2 = V2 / (V1 + V2)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, k=2, distance="l1"),
-        [2 * abs(pf2 - 0.5)])
+        F.awrf_distance_per_query(s, qptr=q, membership=m, k=2, distance="l1"), [2 * abs(pf2 - 0.5)]
+    )
 
 
 def test_awrf_targets_and_weights():
@@ -101,54 +105,70 @@ def test_awrf_targets_and_weights():
     labels = np.array([1.0, 0.0, 0.0, 2.0])
     pf = (V1 + V2 + V3) / T4
     # corpus share (3/4, 1/4); L1 = |pf - 3/4| + |(1 - pf) - 1/4| = 2 |pf - 3/4|
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, target="corpus", distance="l1"), [2 * abs(pf - 0.75)])
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(s, qptr=q, membership=m, target="corpus", distance="l1"),
+        [2 * abs(pf - 0.75)],
+    )
     # relevant share: one f and one m relevant -> (1/2, 1/2)
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, labels=labels, target="relevant", distance="l1"),
-        [2 * abs(pf - 0.5)])
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(
+            s, qptr=q, membership=m, labels=labels, target="relevant", distance="l1"
+        ),
+        [2 * abs(pf - 0.5)],
+    )
     # a global target vector (normalized): (1, 3) -> (1/4, 3/4)
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, target=[1, 3], distance="l1"), [2 * abs(pf - 0.25)])
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(s, qptr=q, membership=m, target=[1, 3], distance="l1"),
+        [2 * abs(pf - 0.25)],
+    )
     # geometric weights 1, .5, .25, .125: p_f = 1.75 / 1.875
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, weights="geometric", patience=0.5, distance="l1"),
-        [2 * abs(1.75 / 1.875 - 0.5)])
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(
+            s, qptr=q, membership=m, weights="geometric", patience=0.5, distance="l1"
+        ),
+        [2 * abs(1.75 / 1.875 - 0.5)],
+    )
     # uniform weights: p_f = 3/4;  custom per-rank weights (2, 0, 0, 1): p_f = 2/3
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, weights="uniform", distance="l1"), [0.5])
-    np.testing.assert_allclose(F.awrf_distance_per_query(
-        s, qptr=q, membership=m, weights=[2.0, 0.0, 0.0, 1.0], distance="l1"),
-        [2 * abs(2 / 3 - 0.5)])
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(s, qptr=q, membership=m, weights="uniform", distance="l1"), [0.5]
+    )
+    np.testing.assert_allclose(
+        F.awrf_distance_per_query(
+            s, qptr=q, membership=m, weights=[2.0, 0.0, 0.0, 1.0], distance="l1"
+        ),
+        [2 * abs(2 / 3 - 0.5)],
+    )
     # no relevant item -> target undefined -> NaN
-    assert np.isnan(F.awrf_per_query(s, qptr=q, membership=m, labels=np.zeros(4),
-                                     target="relevant"))[0]
+    assert np.isnan(
+        F.awrf_per_query(s, qptr=q, membership=m, labels=np.zeros(4), target="relevant")
+    )[0]
 
 
 def test_awrf_degenerate_queries():
     # one group only in the list: p = (1, 0) against (1/2, 1/2), midpoint (3/4, 1/4):
     # JS = 1/2 log2(4/3) + 1/2 (1/2 log2(2/3) + 1/2 log2(2)) = 0.3112781
     s, q, m = one_query([FEM, FEM, FEM])
-    js = h_js([1.0, 0.0], [0.5, 0.5])                         # 0.3112781...
+    js = h_js([1.0, 0.0], [0.5, 0.5])  # 0.3112781...
     assert js == pytest.approx(0.5 * L2(4 / 3) + 0.5 * (0.5 * L2(2 / 3) + 0.5 * L2(2)))
     np.testing.assert_allclose(F.awrf_distance_per_query(s, qptr=q, membership=m), [js])
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, distance="l1"),
-                               [0.0])                          # 1 - (1/2 + 1/2)
+    np.testing.assert_allclose(
+        F.awrf_per_query(s, qptr=q, membership=m, distance="l1"), [0.0]
+    )  # 1 - (1/2 + 1/2)
     # target = corpus share (1, 0): a one-group list matches it exactly
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, target="corpus"),
-                               [1.0])
+    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, target="corpus"), [1.0])
     # no representative item in the top k: skip (default) or fair
     s, q, m = one_query([NONE, NONE, FEM])
     assert np.isnan(F.awrf_per_query(s, qptr=q, membership=m, k=2)[0])
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, k=2,
-                                                on_no_representative="fair"), [1.0])
+    np.testing.assert_allclose(
+        F.awrf_per_query(s, qptr=q, membership=m, k=2, on_no_representative="fair"), [1.0]
+    )
     # k longer than the list equals no cutoff
     s, q, m = one_query([MAL, FEM, FEM, MAL])
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, k=50),
-                               F.awrf_per_query(s, qptr=q, membership=m))
+    np.testing.assert_allclose(
+        F.awrf_per_query(s, qptr=q, membership=m, k=50), F.awrf_per_query(s, qptr=q, membership=m)
+    )
     # empty queries are NaN
-    out = F.awrf_per_query(DESC4[:2], qptr=np.array([0, 0, 2, 2]),
-                           membership=np.array([FEM, MAL]))
+    out = F.awrf_per_query(DESC4[:2], qptr=np.array([0, 0, 2, 2]), membership=np.array([FEM, MAL]))
     assert np.isnan(out[0]) and np.isnan(out[2]) and out[1] > 0
 
 
@@ -157,8 +177,7 @@ def test_ndcg_awrf_is_product():
     labels = np.array([1.0, 0.0, 0.0, 2.0])
     nd = M.ndcg_per_query(s, labels, qptr=q, k=3)
     aw = F.awrf_per_query(s, qptr=q, membership=m, labels=labels, k=3, target="relevant")
-    np.testing.assert_allclose(
-        F.ndcg_awrf_per_query(s, labels, qptr=q, membership=m, k=3), nd * aw)
+    np.testing.assert_allclose(F.ndcg_awrf_per_query(s, labels, qptr=q, membership=m, k=3), nd * aw)
     # hand: DCG@3 = (2^1 - 1) * 1 = 1; IDCG@3 = 3 + 1 * v2; AWRF: p_f = 1 at k=3 vs (1/2, 1/2)
     expected = 1.0 / (3.0 + V2) * (1.0 - h_js([1.0, 0.0], [0.5, 0.5]))
     np.testing.assert_allclose(F.ndcg_awrf(s, labels, qptr=q, membership=m, k=3), expected)
@@ -166,55 +185,58 @@ def test_ndcg_awrf_is_product():
 
 # ----------------------------------------------------------------------------- TED / RBDF
 
+
 def test_ted_rbdf_hand_values():
     # rank order f, none, m, none (k = None): E_f = 1, E_m = v3 = .5 -> p = (2/3, 1/3)
     s, q, m = one_query([FEM, NONE, MAL, NONE])
-    bias = abs(2 / 3 - 0.5) + abs(1 / 3 - 0.5)               # = 1/3
-    rbdf = (V1 + V3) / T4                                     # representative ranks 1, 3
+    bias = abs(2 / 3 - 0.5) + abs(1 / 3 - 0.5)  # = 1/3
+    rbdf = (V1 + V3) / T4  # representative ranks 1, 3
     np.testing.assert_allclose(F.rbdf_per_query(s, qptr=q, membership=m), [rbdf])
     np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m), [bias * rbdf])
     np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, rbdf=False), [bias])
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m),
-                               [1.0 - bias * rbdf])
+    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [1.0 - bias * rbdf])
     # k = 2: only f and none: p = (1, 0), bias = 1, RBDF = 1 / (1 + v2)
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, k=2),
-                               [1.0 / (V1 + V2)])
+    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, k=2), [1.0 / (V1 + V2)])
     # k longer than the list equals no cutoff
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, k=9),
-                               F.ted_per_query(s, qptr=q, membership=m))
+    np.testing.assert_allclose(
+        F.ted_per_query(s, qptr=q, membership=m, k=9), F.ted_per_query(s, qptr=q, membership=m)
+    )
 
 
 def test_ted_term_exposure_weights_by_frequency():
     # seed 000 §6: one female term in a long document at rank 1 does not balance many male
     # terms at rank 2. Term shares M/|d|: d1 = 1/10 female, d2 = 4/8 male.
-    tm = term_membership(["she " + "x " * 9, "he his he him x x x x"],
-                         {"f": ["she", "her"], "m": ["he", "his", "him"]})
+    tm = term_membership(
+        ["she " + "x " * 9, "he his he him x x x x"],
+        {"f": ["she", "her"], "m": ["he", "his", "him"]},
+    )
     np.testing.assert_allclose(tm.term_exposure, [[0.1, 0.0], [0.0, 0.5]])
     s, q = DESC4[:2], np.array([0, 2])
-    te_f, te_m = 0.1 * V1, 0.5 * V2                           # Eq. 8: tf / |d| / log2(1 + r)
+    te_f, te_m = 0.1 * V1, 0.5 * V2  # Eq. 8: tf / |d| / log2(1 + r)
     pf = te_f / (te_f + te_m)
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=tm.term_exposure),
-                               [2 * abs(pf - 0.5)])
+    np.testing.assert_allclose(
+        F.ted_per_query(s, qptr=q, membership=tm.term_exposure), [2 * abs(pf - 0.5)]
+    )
     # with document-level shares the two documents nearly balance (only rank weights differ)
     pf_doc = V1 / (V1 + V2)
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=tm.membership),
-                               [2 * abs(pf_doc - 0.5)])
+    np.testing.assert_allclose(
+        F.ted_per_query(s, qptr=q, membership=tm.membership), [2 * abs(pf_doc - 0.5)]
+    )
 
 
 def test_ted_no_representative_and_more_groups():
     s, q, m = one_query([NONE, NONE, NONE])
     np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m), [0.0])
     np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [1.0])
-    assert np.isnan(F.ted_per_query(s, qptr=q, membership=m,
-                                    on_no_representative="skip"))[0]
+    assert np.isnan(F.ted_per_query(s, qptr=q, membership=m, on_no_representative="skip"))[0]
     np.testing.assert_allclose(F.rbdf_per_query(s, qptr=q, membership=m), [0.0])
     # three groups, target (1/2, 1/4, 1/4): max TED = 2 (1 - 1/4) = 1.5; a list entirely
     # of group 2 has p = (0, 0, 1): TED = 1/2 + 1/4 + 3/4 = 1.5, TExFAIR = 0
     s, q, m = one_query([[0, 0, 1], [0, 0, 1]])
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, target=[2, 1, 1]),
-                               [1.5])
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m,
-                                                   target=[2, 1, 1]), [0.0])
+    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, target=[2, 1, 1]), [1.5])
+    np.testing.assert_allclose(
+        F.texfair_per_query(s, qptr=q, membership=m, target=[2, 1, 1]), [0.0]
+    )
     # the same list under the uniform 3-group target: TED = 1/3 + 1/3 + 2/3 = 4/3 = max
     np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [0.0])
     # a perfectly balanced list reaches TExFAIR = max: exposure v1 : v2 : v3 split evenly
@@ -224,6 +246,7 @@ def test_ted_no_representative_and_more_groups():
 
 
 # ----------------------------------------------------------------------------- NFaiRR
+
 
 def test_neutrality_and_nfairr_hand_values():
     # counts: d1 (2, 2) -> omega 1; d2 (3, 1) -> 1 - (.25 + .25) = .5; d3 (0, 0) -> 1;
@@ -235,17 +258,18 @@ def test_neutrality_and_nfairr_hand_values():
     s = np.array([2.0, 4.0, 1.0, 3.0])
     q = np.array([0, 4])
     fairr = 0.5 * V1 + 0.0 * V2 + 1.0 * V3 + 1.0 * V4
-    ideal = 1.0 * V1 + 1.0 * V2 + 0.5 * V3 + 0.0 * V4        # omega sorted (1, 1, .5, 0)
+    ideal = 1.0 * V1 + 1.0 * V2 + 0.5 * V3 + 0.0 * V4  # omega sorted (1, 1, .5, 0)
     np.testing.assert_allclose(F.fairr_per_query(s, qptr=q, membership=counts), [fairr])
-    np.testing.assert_allclose(F.nfairr_per_query(s, qptr=q, membership=counts),
-                               [fairr / ideal])
+    np.testing.assert_allclose(F.nfairr_per_query(s, qptr=q, membership=counts), [fairr / ideal])
     # k = 2: FaiRR = .5; IFaiRR = 1 + v2
-    np.testing.assert_allclose(F.nfairr_per_query(s, qptr=q, membership=counts, k=2),
-                               [0.5 / (V1 + V2)])
+    np.testing.assert_allclose(
+        F.nfairr_per_query(s, qptr=q, membership=counts, k=2), [0.5 / (V1 + V2)]
+    )
     # tau = 1: omega in rank order (.5, 1, 1, 1); ideal (1, 1, 1, .5)
     np.testing.assert_allclose(
         F.nfairr_per_query(s, qptr=q, membership=counts, tau=1),
-        [(0.5 + V2 + V3 + V4) / (V1 + V2 + V3 + 0.5 * V4)])
+        [(0.5 + V2 + V3 + V4) / (V1 + V2 + V3 + 0.5 * V4)],
+    )
     # non-uniform balance J = (3/4, 1/4): d2 becomes perfectly neutral, d1 1 - (1/4 + 1/4)
     np.testing.assert_allclose(F.neutrality(counts, target=[3, 1]), [0.5, 1.0, 1.0, 0.5])
     # three groups: an item entirely one group has omega = 1 - (2/3 + 1/3 + 1/3) = -1/3
@@ -260,12 +284,14 @@ def test_nfairr_background_collection():
     # k = 2: IFaiRR(collection) = 1 + v2 for both queries
     np.testing.assert_allclose(
         F.nfairr_per_query(s, qptr=q, membership=counts, k=2, background="collection"),
-        [0.5 / (V1 + V2), 1.0])
+        [0.5 / (V1 + V2), 1.0],
+    )
     with pytest.raises(ParameterError, match="k"):
         F.nfairr_per_query(s, qptr=q, membership=counts, background="collection")
 
 
 # ----------------------------------------------------------------------------- CWEx
+
 
 def test_cwex_hand_values():
     # rank order neutral, f, m, f
@@ -276,11 +302,15 @@ def test_cwex_hand_values():
     gap = abs(ex_f - ex_m)
     np.testing.assert_allclose(F.delta_exposure_per_query(s, qptr=q, membership=m), [gap])
     for alpha in (0.2, 0.5, 0.7):
-        np.testing.assert_allclose(F.cwex_per_query(s, qptr=q, membership=m, alpha=alpha),
-                                   [alpha * ex_n - (1 - alpha) * gap])
+        np.testing.assert_allclose(
+            F.cwex_per_query(s, qptr=q, membership=m, alpha=alpha),
+            [alpha * ex_n - (1 - alpha) * gap],
+        )
     # k = 2: Exposure_max = 1 + v2; neutral 1/(1+v2), f v2/(1+v2), m 0
-    np.testing.assert_allclose(F.cwex_per_query(s, qptr=q, membership=m, k=2, alpha=0.5),
-                               [0.5 * V1 / (V1 + V2) - 0.5 * V2 / (V1 + V2)])
+    np.testing.assert_allclose(
+        F.cwex_per_query(s, qptr=q, membership=m, k=2, alpha=0.5),
+        [0.5 * V1 / (V1 + V2) - 0.5 * V2 / (V1 + V2)],
+    )
 
 
 def test_cwex_assignments_and_more_groups():
@@ -288,23 +318,27 @@ def test_cwex_assignments_and_more_groups():
     s, q, m = one_query([[0.5, 0.5], FEM])
     tot = V1 + V2
     # expected: f 0.5 + v2, m 0.5, neutral 0
-    np.testing.assert_allclose(F.class_exposure_per_query(s, qptr=q, membership=m),
-                               [[(0.5 + V2) / tot, 0.5 / tot, 0.0]])
+    np.testing.assert_allclose(
+        F.class_exposure_per_query(s, qptr=q, membership=m), [[(0.5 + V2) / tot, 0.5 / tot, 0.0]]
+    )
     # hard: the mixed item is neutral
     np.testing.assert_allclose(
         F.class_exposure_per_query(s, qptr=q, membership=m, assignment="hard"),
-        [[V2 / tot, 0.0, 1.0 / tot]])
+        [[V2 / tot, 0.0, 1.0 / tot]],
+    )
     # counts need assignment="hard"
     with pytest.raises(ParameterError, match="assignment='hard'"):
         F.cwex_per_query(s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]))
-    c = F.class_exposure_per_query(s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]),
-                                   assignment="hard")
+    c = F.class_exposure_per_query(
+        s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]), assignment="hard"
+    )
     np.testing.assert_allclose(c, [[0.0, V2 / tot, 1.0 / tot]])
     # three groups: ΔExposure is the largest gap; ranks g0, g1, g2 -> (1, v2, v3) / T3
     s, q, m = one_query([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
     t3 = V1 + V2 + V3
-    np.testing.assert_allclose(F.delta_exposure_per_query(s, qptr=q, membership=m),
-                               [(V1 - V3) / t3])
+    np.testing.assert_allclose(
+        F.delta_exposure_per_query(s, qptr=q, membership=m), [(V1 - V3) / t3]
+    )
     # one-group list: gap = 1, no neutral: CWEx = -(1 - alpha) = alpha - 1 (lower bound)
     s, q, m = one_query([FEM, FEM])
     np.testing.assert_allclose(F.cwex_per_query(s, qptr=q, membership=m, alpha=0.2), [-0.8])
@@ -315,6 +349,7 @@ def test_cwex_assignments_and_more_groups():
 
 # ----------------------------------------------------------------------------- RaB / ARaB
 
+
 def test_arab_reference_notebook_example():
     # the reference notebook's own test list: (female, male) term counts at ranks 1..10
     fem = [0, 3, 0, 0, 0, 0, 0, 0, 0, 0]
@@ -324,33 +359,39 @@ def test_arab_reference_notebook_example():
     q = np.array([0, 10])
     # RaB@10 = mean(f - m) = (3 - 5 - 2) / 10 = -0.4
     np.testing.assert_allclose(
-        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"), [-0.4])
+        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"), [-0.4]
+    )
     # ARaB@10: RaB@x for x = 1..10 is 0, 3/2, 3/3, 3/4, 3/5, 3/6, 3/7, -2/8, -2/9, -4/10
     rab_x = [0, 3 / 2, 1, 3 / 4, 3 / 5, 3 / 6, 3 / 7, -2 / 8, -2 / 9, -4 / 10]
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"),
-        [sum(rab_x) / 10])
+        F.arab_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"), [sum(rab_x) / 10]
+    )
     # the reference reports male - female: pair (1, 0) flips the sign
     np.testing.assert_allclose(
         F.arab_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc", pair=(1, 0)),
-        [-sum(rab_x) / 10])
+        [-sum(rab_x) / 10],
+    )
     # TF: ln(1 + count): RaB@10 = (ln 4 - ln 6 - ln 3) / 10
     np.testing.assert_allclose(
         F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="tf"),
-        [(math.log(4) - math.log(6) - math.log(3)) / 10])
+        [(math.log(4) - math.log(6) - math.log(3)) / 10],
+    )
     # Boolean: RaB@10 = (1 - 1 - 1) / 10; ARaB@3 = (0 + 1/2 + 1/3) / 3
     np.testing.assert_allclose(
-        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="bool"), [-0.1])
+        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="bool"), [-0.1]
+    )
     np.testing.assert_allclose(
         F.arab_per_query(s, qptr=q, membership=counts, k=3, magnitude="bool"),
-        [(0 + 1 / 2 + 1 / 3) / 3])
+        [(0 + 1 / 2 + 1 / 3) / 3],
+    )
     # k longer than the list: T = n = 10
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=40, magnitude="tc"),
-        [sum(rab_x) / 10])
+        F.arab_per_query(s, qptr=q, membership=counts, k=40, magnitude="tc"), [sum(rab_x) / 10]
+    )
 
 
 # ----------------------------------------------------------------------------- ties
+
 
 def test_tie_average_is_mean_over_tie_permutations_for_linear_metrics():
     # scores with a tie block of three at the top; the metrics linear in the rank weights
@@ -363,8 +404,7 @@ def test_tie_average_is_mean_over_tie_permutations_for_linear_metrics():
     share = counts / np.maximum(counts.sum(1, keepdims=True), 1)
     metrics = {
         "fairr": lambda s: F.fairr_per_query(s, qptr=q, membership=counts, k=3),
-        "class_exposure": lambda s: F.class_exposure_per_query(s, qptr=q, membership=share,
-                                                               k=2)[0],
+        "class_exposure": lambda s: F.class_exposure_per_query(s, qptr=q, membership=share, k=2)[0],
         "arab": lambda s: F.arab_per_query(s, qptr=q, membership=counts, k=4),
         "rab": lambda s: F.rank_bias_per_query(s, qptr=q, membership=counts, k=2),
     }
@@ -372,16 +412,16 @@ def test_tie_average_is_mean_over_tie_permutations_for_linear_metrics():
         vals = []
         for perm in itertools.permutations([0, 1, 2]):
             s = scores.copy()
-            s[list(perm)] = [5.3, 5.2, 5.1]                  # one strict order of the tie
+            s[list(perm)] = [5.3, 5.2, 5.1]  # one strict order of the tie
             vals.append(fn(s))
-        np.testing.assert_allclose(fn(scores), np.mean(vals, axis=0), atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(fn(scores), np.mean(vals, axis=0), atol=1e-12, err_msg=name)
 
 
 # ----------------------------------------------------------------------------- reference loop
 
+
 def ref_ranked(s, rows, k):
-    order = sorted(range(len(s)), key=lambda i: -s[i])       # stable: ties by position
+    order = sorted(range(len(s)), key=lambda i: -s[i])  # stable: ties by position
     top = order if k is None else order[:k]
     return [rows[i] for i in top], [1.0 / L2(1 + r) for r in range(1, len(top) + 1)]
 
@@ -468,7 +508,7 @@ def ref_arab(s, rows, k, magnitude, pair):
     f = {"tc": lambda x: x, "tf": lambda x: math.log(1 + x), "bool": lambda x: float(x > 0)}
     bias = [f[magnitude](rows[i][pair[0]]) - f[magnitude](rows[i][pair[1]]) for i in order]
     t = len(bias) if k is None else k
-    rab = lambda x: float(np.mean(bias[:x]))                 # noqa: E731
+    rab = lambda x: float(np.mean(bias[:x]))  # noqa: E731
     arab = float(np.mean([rab(x) for x in range(1, t + 1) if len(bias) >= x]))
     return rab(t), arab
 
@@ -479,7 +519,7 @@ def random_case(rng, n_queries=50, max_len=14, n_groups=3):
     n = int(qptr[-1])
     scores = rng.random(n)
     raw = rng.random((n, n_groups)) * (rng.random((n, n_groups)) < 0.5)
-    raw[rng.random(n) < 0.2] = 0.0                            # some non-representative rows
+    raw[rng.random(n) < 0.2] = 0.0  # some non-representative rows
     labels = rng.integers(0, 3, size=n).astype(float)
     return scores, qptr, raw, labels
 
@@ -500,47 +540,78 @@ def test_vectorized_matches_per_query_reference(rng, k):
     s, q, raw, labels = random_case(rng)
     share = raw / np.where(raw.sum(1, keepdims=True) > 0, raw.sum(1, keepdims=True), 1)
     rows = share.tolist()
-    empty = lambda a, b: a == b                               # noqa: E731
+    empty = lambda a, b: a == b  # noqa: E731
 
     def ref(fn):
         return per_query(q, lambda a, b: math.nan if empty(a, b) else fn(a, b))
 
     for target in ("uniform", "corpus", "relevant", [1, 2, 3]):
         for distance in ("js", "l1", "kl"):
-            check(F.awrf_distance_per_query(s, qptr=q, membership=share, labels=labels, k=k,
-                                            target=target, distance=distance),
-                  ref(lambda a, b: ref_awrf_distance(s[a:b], rows[a:b], labels[a:b], k,
-                                                     target, distance)))
+            check(
+                F.awrf_distance_per_query(
+                    s,
+                    qptr=q,
+                    membership=share,
+                    labels=labels,
+                    k=k,
+                    target=target,
+                    distance=distance,
+                ),
+                ref(
+                    lambda a, b: ref_awrf_distance(
+                        s[a:b], rows[a:b], labels[a:b], k, target, distance
+                    )
+                ),
+            )
         for rbdf in (True, False):
-            check(F.ted_per_query(s, qptr=q, membership=raw, labels=labels, k=k,
-                                  target=target, rbdf=rbdf),
-                  ref(lambda a, b: ref_ted(s[a:b], raw.tolist()[a:b], labels[a:b], k,
-                                           target, rbdf)[0]))
-            check(F.texfair_per_query(s, qptr=q, membership=share, labels=labels, k=k,
-                                      target=target, rbdf=rbdf),
-                  ref(lambda a, b: (lambda r: r[1] - r[0])(
-                      ref_ted(s[a:b], rows[a:b], labels[a:b], k, target, rbdf))))
-    check(F.nfairr_per_query(s, qptr=q, membership=raw, k=k),
-          ref(lambda a, b: ref_nfairr(s[a:b], raw.tolist()[a:b], k)))
+            check(
+                F.ted_per_query(
+                    s, qptr=q, membership=raw, labels=labels, k=k, target=target, rbdf=rbdf
+                ),
+                ref(
+                    lambda a, b: ref_ted(s[a:b], raw.tolist()[a:b], labels[a:b], k, target, rbdf)[0]
+                ),
+            )
+            check(
+                F.texfair_per_query(
+                    s, qptr=q, membership=share, labels=labels, k=k, target=target, rbdf=rbdf
+                ),
+                ref(
+                    lambda a, b: (lambda r: r[1] - r[0])(
+                        ref_ted(s[a:b], rows[a:b], labels[a:b], k, target, rbdf)
+                    )
+                ),
+            )
+    check(
+        F.nfairr_per_query(s, qptr=q, membership=raw, k=k),
+        ref(lambda a, b: ref_nfairr(s[a:b], raw.tolist()[a:b], k)),
+    )
     for alpha in (0.2, 0.7):
-        check(F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=alpha),
-              ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, alpha, "expected")[0]))
-        check(F.cwex_per_query(s, qptr=q, membership=raw, k=k, alpha=alpha,
-                               assignment="hard"),
-              ref(lambda a, b: ref_cwex(s[a:b], raw.tolist()[a:b], k, alpha, "hard")[0]))
-    check(F.delta_exposure_per_query(s, qptr=q, membership=share, k=k),
-          ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, 0.5, "expected")[1]))
+        check(
+            F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=alpha),
+            ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, alpha, "expected")[0]),
+        )
+        check(
+            F.cwex_per_query(s, qptr=q, membership=raw, k=k, alpha=alpha, assignment="hard"),
+            ref(lambda a, b: ref_cwex(s[a:b], raw.tolist()[a:b], k, alpha, "hard")[0]),
+        )
+    check(
+        F.delta_exposure_per_query(s, qptr=q, membership=share, k=k),
+        ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, 0.5, "expected")[1]),
+    )
     counts = np.floor(raw * 6)
     for magnitude in ("tc", "tf", "bool"):
         for pair in ((0, 1), (2, 0)):
-            check(F.rank_bias_per_query(s, qptr=q, membership=counts, k=k,
-                                        magnitude=magnitude, pair=pair),
-                  ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude,
-                                            pair)[0]))
-            check(F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude=magnitude,
-                                   pair=pair),
-                  ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude,
-                                            pair)[1]))
+            check(
+                F.rank_bias_per_query(
+                    s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair
+                ),
+                ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude, pair)[0]),
+            )
+            check(
+                F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair),
+                ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude, pair)[1]),
+            )
 
 
 def test_bounds_on_random_two_group_data(rng):
@@ -571,8 +642,10 @@ def test_membership_from_groups_feeds_the_metrics(rng):
     s, q, _, labels = random_case(rng, n_queries=30, n_groups=2)
     groups = (rng.random(s.size) < 0.3).astype(float)
     m = membership_from_groups(groups)
-    check(F.ted_per_query(s, qptr=q, membership=m, k=10),
-          F.awrf_distance_per_query(s, qptr=q, membership=m, k=10, distance="l1"))
+    check(
+        F.ted_per_query(s, qptr=q, membership=m, k=10),
+        F.awrf_distance_per_query(s, qptr=q, membership=m, k=10, distance="l1"),
+    )
     rb = F.rbdf_per_query(s, qptr=q, membership=m, k=10)
     assert np.allclose(rb[~np.isnan(rb)], 1.0)
     # crisp groups: no item is neutral, every omega is 0 -> NFaiRR undefined everywhere
@@ -593,36 +666,50 @@ def test_inputs_are_not_modified(rng):
 
 # ----------------------------------------------------------------------------- validation
 
-@pytest.mark.parametrize("call, match", [
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, 0]), "membership_from_groups"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, :1]), "at least 2 group"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=-m), "non-negative"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:2]), "rows"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m * np.nan), "finite"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="world"), "target"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target=[1, 2, 3]), "target"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="relevant"), "labels"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, distance="l2"), "distance"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights="rbp"), "weights"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights=[-1.0]), "weights"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights="geometric",
-                                      patience=0), "patience"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, k=0), "k"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, ties="random"), "ties"),
-    (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m,
-                                      on_no_representative="zero"), "on_no_representative"),
-    (lambda s, q, m: F.ted_per_query(s, qptr=q, membership=m, rbdf=1), "rbdf"),
-    (lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, tau=-1), "tau"),
-    (lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, background="web"),
-     "background"),
-    (lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, alpha=1.5), "alpha"),
-    (lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, assignment="soft"),
-     "assignment"),
-    (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 0)), "pair"),
-    (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 2)), "pair"),
-    (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, magnitude="log"), "magnitude"),
-    (lambda s, q, m: F.arab_per_query(s, qptr=np.array([0, 2]), membership=m), "qptr"),
-])
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, 0]), "membership_from_groups"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, :1]), "at least 2 group"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=-m), "non-negative"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:2]), "rows"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m * np.nan), "finite"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="world"), "target"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target=[1, 2, 3]), "target"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="relevant"), "labels"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, distance="l2"), "distance"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights="rbp"), "weights"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights=[-1.0]), "weights"),
+        (
+            lambda s, q, m: F.awrf_per_query(
+                s, qptr=q, membership=m, weights="geometric", patience=0
+            ),
+            "patience",
+        ),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, k=0), "k"),
+        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, ties="random"), "ties"),
+        (
+            lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, on_no_representative="zero"),
+            "on_no_representative",
+        ),
+        (lambda s, q, m: F.ted_per_query(s, qptr=q, membership=m, rbdf=1), "rbdf"),
+        (lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, tau=-1), "tau"),
+        (
+            lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, background="web"),
+            "background",
+        ),
+        (lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, alpha=1.5), "alpha"),
+        (
+            lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, assignment="soft"),
+            "assignment",
+        ),
+        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 0)), "pair"),
+        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 2)), "pair"),
+        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, magnitude="log"), "magnitude"),
+        (lambda s, q, m: F.arab_per_query(s, qptr=np.array([0, 2]), membership=m), "qptr"),
+    ],
+)
 def test_bad_parameters_raise(call, match):
     s = DESC4.copy()
     q = np.array([0, 4])
@@ -632,6 +719,7 @@ def test_bad_parameters_raise(call, match):
 
 
 # ----------------------------------------------------------------------------- correlation
+
 
 def test_per_query_correlation():
     a = np.array([1.0, 2.0, 3.0, np.nan])
@@ -654,15 +742,25 @@ def test_per_query_correlation():
 
 # ----------------------------------------------------------------------------- evaluator hook
 
+
 def test_fairness_metrics_per_query_bundle(rng):
     s, q, raw, labels = random_case(rng, n_queries=20, n_groups=2)
     share = raw / np.where(raw.sum(1, keepdims=True) > 0, raw.sum(1, keepdims=True), 1)
     out = F.fairness_metrics_per_query(
-        s, labels, qptr=q, membership=share, k=5,
-        metrics=["awrf", "texfair", "ndcg_awrf",
-                 {"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"},
-                 {"name": "cwex", "alpha": 0.7, "key": "cwex@0.7"},
-                 {"name": "arab", "magnitude": "bool"}])
+        s,
+        labels,
+        qptr=q,
+        membership=share,
+        k=5,
+        metrics=[
+            "awrf",
+            "texfair",
+            "ndcg_awrf",
+            {"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"},
+            {"name": "cwex", "alpha": 0.7, "key": "cwex@0.7"},
+            {"name": "arab", "magnitude": "bool"},
+        ],
+    )
     assert list(out) == ["awrf", "texfair", "ndcg_awrf", "cwex@0.2", "cwex@0.7", "arab"]
     check(out["cwex@0.2"], F.cwex_per_query(s, qptr=q, membership=share, k=5, alpha=0.2))
     check(out["ndcg_awrf"], F.ndcg_awrf_per_query(s, labels, qptr=q, membership=share, k=5))
@@ -677,28 +775,37 @@ def test_fairness_metrics_per_query_bundle(rng):
 
 # ----------------------------------------------------------------------------- real data
 
+
 @pytest.mark.realdata
 def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
     from data_loaders.trec_fair import load_trec_fair_track
     from groupbias.membership import load_term_lists
 
     data = load_trec_fair_track(trec_root, 2020)
-    papers = pd.read_csv(trec_root / "2020" / "corpus-subset-for-queries.papers.csv",
-                         usecols=["paper_sha", "paper_title"], dtype=str,
-                         keep_default_na=False)
+    papers = pd.read_csv(
+        trec_root / "2020" / "corpus-subset-for-queries.papers.csv",
+        usecols=["paper_sha", "paper_title"],
+        dtype=str,
+        keep_default_na=False,
+    )
     title = dict(zip(papers["paper_sha"].str.strip(), papers["paper_title"]))
     texts = [title.get(str(i)) for i in data.item_ids]
     (tmp_path / "life.txt").write_text(
         "# life-science terms\ncancer\npatients\nclinical\ndisease\ncell\ncells\n"
-        "treatment\nhealth\nprotein\ngene\ntumor\nbrain\n", encoding="utf-8")
+        "treatment\nhealth\nprotein\ngene\ntumor\nbrain\n",
+        encoding="utf-8",
+    )
     (tmp_path / "computing.txt").write_text(
         "learning\nnetwork\nnetworks\ndata\nalgorithm\nneural\nmodel\nmodels\ndeep\n"
-        "system\nsystems\ngraph\ncomputing\n", encoding="utf-8")
-    lists = load_term_lists({"life": tmp_path / "life.txt",
-                             "computing": tmp_path / "computing.txt"})
+        "system\nsystems\ngraph\ncomputing\n",
+        encoding="utf-8",
+    )
+    lists = load_term_lists(
+        {"life": tmp_path / "life.txt", "computing": tmp_path / "computing.txt"}
+    )
     tm = term_membership(texts, lists)
     rep = tm.representative
-    assert 0.05 < rep.mean() < 0.95                           # both kinds of titles occur
+    assert 0.05 < rep.mean() < 0.95  # both kinds of titles occur
     assert tm.counts[:, 0].sum() > 0 and tm.counts[:, 1].sum() > 0
 
     s = data.features[:, 0].astype(float) + rng.random(data.labels.size)  # citations
@@ -712,12 +819,20 @@ def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
         return per_query(q, fn)
 
     tex = F.texfair_per_query(s, qptr=q, membership=term_exp, k=k)
-    check(tex, ref(lambda a, b: (lambda r: r[1] - r[0])(
-        ref_ted(s[a:b], rows_t[a:b], lab[a:b], k, "uniform", True))))
+    check(
+        tex,
+        ref(
+            lambda a, b: (lambda r: r[1] - r[0])(
+                ref_ted(s[a:b], rows_t[a:b], lab[a:b], k, "uniform", True)
+            )
+        ),
+    )
     assert np.nanmin(tex) >= 0 and np.nanmax(tex) <= 1
     aw = F.awrf_per_query(s, qptr=q, membership=share, labels=lab, k=k, target="relevant")
-    check(aw, ref(lambda a, b: 1 - ref_awrf_distance(s[a:b], rows_s[a:b], lab[a:b], k,
-                                                     "relevant", "js")))
+    check(
+        aw,
+        ref(lambda a, b: 1 - ref_awrf_distance(s[a:b], rows_s[a:b], lab[a:b], k, "relevant", "js")),
+    )
     assert np.nanmin(aw) >= 0 and np.nanmax(aw) <= 1
     nf = F.nfairr_per_query(s, qptr=q, membership=counts, k=k)
     check(nf, ref(lambda a, b: ref_nfairr(s[a:b], rows_c[a:b], k)))

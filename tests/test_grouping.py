@@ -5,29 +5,49 @@ import pandas as pd
 import pytest
 
 from data_loaders import grouping
-from groupbias.errors import GroupingError
-from data_loaders.grouping import (PAPER_SENSITIVE_FEATURES, candidate_report,
-                                   feature_threshold, group_by_attribute, group_by_feature,
-                                   paper_setups, plot_candidates)
-from groupbias.data import RankingData
+from data_loaders.grouping import (
+    PAPER_SENSITIVE_FEATURES,
+    candidate_report,
+    feature_threshold,
+    group_by_attribute,
+    group_by_feature,
+    paper_setups,
+    plot_candidates,
+)
 from data_loaders.synthetic import make_synthetic
-from groupbias.errors import ParameterError
+from groupbias.data import RankingData
+from groupbias.errors import GroupingError, ParameterError
 
 # Three queries (sizes 4, 2, 2). Feature ids are the dataset's own numbers (10, 20, 30).
 #   feature 10: [0, 0, 4, 4 | 0, 4 | 0, 4]      mean 2, std 2
 #   feature 20: [0, 10, 10, 10 | 0, 10 | 0, 10] mean 50/8, one zero per query
 #   feature 30: [0, 10, 10, 10 | 10, 10 | 0, 10] query 2 has no zero
 LABELS = [1, 0, 2, 1, 3, 0, 2, 2]
-X = np.array([[0, 0, 0], [0, 10, 10], [4, 10, 10], [4, 10, 10],
-              [0, 0, 10], [4, 10, 10],
-              [0, 0, 0], [4, 10, 10]], dtype=np.float32)
+X = np.array(
+    [
+        [0, 0, 0],
+        [0, 10, 10],
+        [4, 10, 10],
+        [4, 10, 10],
+        [0, 0, 10],
+        [4, 10, 10],
+        [0, 0, 0],
+        [4, 10, 10],
+    ],
+    dtype=np.float32,
+)
 
 
 @pytest.fixture
 def tiny():
-    return RankingData(features=X, labels=np.array(LABELS, dtype=float),
-                       qptr=np.array([0, 4, 6, 8]), query_ids=np.array([1, 2, 3]),
-                       feature_ids=np.array([10, 20, 30]), name="tiny")
+    return RankingData(
+        features=X,
+        labels=np.array(LABELS, dtype=float),
+        qptr=np.array([0, 4, 6, 8]),
+        query_ids=np.array([1, 2, 3]),
+        feature_ids=np.array([10, 20, 30]),
+        name="tiny",
+    )
 
 
 def test_report_hand_values(tiny):
@@ -41,10 +61,11 @@ def test_report_hand_values(tiny):
     # at the mean (2): affected = items 0,1,4,6 (labels 1,0,3,2), every query has both sides
     assert r.loc[10, "coverage_mean"] == 1.0
     assert r.loc[10, "population_ratio_mean"] == pytest.approx(4 / 4)
-    assert r.loc[10, "utility_ratio_mean"] == pytest.approx(((1 + 0 + 3 + 2) / 4)
-                                                            / ((2 + 1 + 0 + 2) / 4))
+    assert r.loc[10, "utility_ratio_mean"] == pytest.approx(
+        ((1 + 0 + 3 + 2) / 4) / ((2 + 1 + 0 + 2) / 4)
+    )
     # feature 20: mean 6.25, var = (3 * 6.25**2 + 5 * 3.75**2) / 8, threshold 6.25 - std
-    std20 = math.sqrt((3 * 6.25 ** 2 + 5 * 3.75 ** 2) / 8)
+    std20 = math.sqrt((3 * 6.25**2 + 5 * 3.75**2) / 8)
     assert r.loc[20, "std"] == pytest.approx(std20)
     assert r.loc[20, "threshold_mean_std"] == pytest.approx(6.25 - std20)
     assert r.loc[20, "coverage_mean_std"] == 1.0 and r.loc[20, "is_candidate"]
@@ -62,7 +83,7 @@ def test_report_hand_values(tiny):
 def test_report_coverage_parameter_and_subset(tiny):
     r = candidate_report(tiny, coverage=0.5, features=[30, 10])
     assert list(r["feature_id"]) == [30, 10]
-    assert list(r["is_candidate"]) == [True, False]   # 2/3 > 0.5, 0 < 0.5
+    assert list(r["is_candidate"]) == [True, False]  # 2/3 > 0.5, 0 < 0.5
     with pytest.raises(GroupingError, match="unknown feature id 7"):
         candidate_report(tiny, features=[7])
     with pytest.raises(ParameterError, match="coverage"):
@@ -80,13 +101,12 @@ def _brute_report(data, side="below"):
             aff = x < t if side == "below" else x > t
             both = 0
             for q in range(data.n_queries):
-                a = aff[data.qptr[q]:data.qptr[q + 1]]
+                a = aff[data.qptr[q] : data.qptr[q + 1]]
                 both += bool(a.any() and (~a).any())
             row[f"coverage_{key}"] = both / data.n_queries
             row[f"population_ratio_{key}"] = aff.sum() / (~aff).sum()
             with np.errstate(divide="ignore"):
-                row[f"utility_ratio_{key}"] = (data.labels[aff].mean()
-                                               / data.labels[~aff].mean())
+                row[f"utility_ratio_{key}"] = data.labels[aff].mean() / data.labels[~aff].mean()
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -98,8 +118,9 @@ def test_report_matches_brute_force(side, monkeypatch):
     got = candidate_report(data, affected=side)
     exp = _brute_report(data, side)
     for col in exp.columns:
-        np.testing.assert_allclose(got[col].to_numpy(dtype=float),
-                                   exp[col].to_numpy(dtype=float), rtol=1e-9)
+        np.testing.assert_allclose(
+            got[col].to_numpy(dtype=float), exp[col].to_numpy(dtype=float), rtol=1e-9
+        )
 
 
 def test_group_by_feature(tiny):
@@ -107,7 +128,8 @@ def test_group_by_feature(tiny):
     g = group_by_feature(tiny, 20, threshold="mean-std")
     np.testing.assert_array_equal(g.groups, [1, 0, 0, 0, 1, 0, 1, 0])
     assert g.meta["grouping"]["threshold_value"] == pytest.approx(
-        6.25 - math.sqrt((3 * 6.25 ** 2 + 5 * 3.75 ** 2) / 8))
+        6.25 - math.sqrt((3 * 6.25**2 + 5 * 3.75**2) / 8)
+    )
     assert tiny.groups is None and np.array_equal(tiny.features, before)
     up = group_by_feature(tiny, 10, threshold=3.0, affected="above")
     np.testing.assert_array_equal(up.groups, [0, 0, 1, 1, 0, 1, 0, 1])
@@ -121,7 +143,7 @@ def test_group_by_feature_errors(tiny):
     with pytest.raises(GroupingError, match="unknown feature id 11.*ids 10..30"):
         group_by_feature(tiny, 11)
     with pytest.raises(GroupingError, match="puts no items below"):
-        group_by_feature(tiny, 10, threshold="mean-std")      # threshold 0, min is 0
+        group_by_feature(tiny, 10, threshold="mean-std")  # threshold 0, min is 0
     with pytest.raises(GroupingError, match="puts all items"):
         group_by_feature(tiny, 10, threshold=100.0)
     with pytest.raises(ParameterError, match="threshold"):
@@ -159,14 +181,15 @@ def test_synthetic_sensitive_feature_is_found(tmp_path):
     share = data.groups.mean()
     assert r.loc[sid, "population_ratio_mean"] == pytest.approx(share / (1 - share))
     assert r.loc[sid, "utility_ratio_mean"] == pytest.approx(
-        data.labels[data.groups == 1].mean() / data.labels[data.groups == 0].mean())
+        data.labels[data.groups == 1].mean() / data.labels[data.groups == 0].mean()
+    )
     out = plot_candidates(r.reset_index(), tmp_path / "fig4")
     assert out.suffix == ".png"
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_candidates_errors(tiny, tmp_path):
-    r = candidate_report(tiny, coverage=1.0)       # coverage must exceed 1: no candidate
+    r = candidate_report(tiny, coverage=1.0)  # coverage must exceed 1: no candidate
     with pytest.raises(GroupingError, match="among the candidates"):
         plot_candidates(r, tmp_path / "x.png")
     with pytest.raises(ParameterError, match="report"):

@@ -1,28 +1,40 @@
 import numpy as np
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.iitjee import load_iitjee
+from groupbias.errors import DataFormatError, MissingFilesError
 
 HEADER = "REGST_NO,NAME,category,sub_category,GENDER,PIN_RES,PARENT_NAM,math,phys,chem,mark"
-NAMES = ["Anjali Sharma", "Ravi Kumar", "Suresh Iyer", "Meena Das", "Kavita Rao",
-         "Arjun Nair", "Priya Singh", "Vikram Joshi", "Lata Menon", "Rahul Gupta",
-         "Deepa Pillai", "Amit Verma", "Sunita Reddy"]
+NAMES = [
+    "Anjali Sharma",
+    "Ravi Kumar",
+    "Suresh Iyer",
+    "Meena Das",
+    "Kavita Rao",
+    "Arjun Nair",
+    "Priya Singh",
+    "Vikram Joshi",
+    "Lata Menon",
+    "Rahul Gupta",
+    "Deepa Pillai",
+    "Amit Verma",
+    "Sunita Reddy",
+]
 PARENTS = [f"Parent Of {n}" for n in NAMES]
 # (regst, category, gender, pin, math, phys, chem, mark); marks span 0..100
 ROWS = [
-    ("1001", "GE", "F", "110001", 40, 30, 10, 80),    # GE|110001 kept: F .8, M .2, M .5
+    ("1001", "GE", "F", "110001", 40, 30, 10, 80),  # GE|110001 kept: F .8, M .2, M .5
     ("1002", "GE", "M", "110001", 10, 5, 5, 20),
     ("1003", "GE", "M", "110001", 20, 20, 10, 50),
-    ("1004", "GE", "F", "110002", 30, 20, 10, 60),    # GE|110002 dropped: women only
+    ("1004", "GE", "F", "110002", 30, 20, 10, 60),  # GE|110002 dropped: women only
     ("1005", "GE", "F", "110002", 20, 10, 10, 40),
     ("1006", "OBC", "M", "110001", 60, 20, 20, 100),  # OBC|110001 kept: gender " f "
     ("1007", "OBC", " f ", "110001", 0, 0, 0, 0),
-    ("1008", "OBC", "M", "110002", 20, 20, 10, 50),   # OBC|110002 dropped: .5 and .5
+    ("1008", "OBC", "M", "110002", 20, 20, 10, 50),  # OBC|110002 dropped: .5 and .5
     ("1009", "OBC", "F", "110002", 20, 20, 10, 50),
-    ("1010", "SC", "F", "560001", 30, 30, 10, 70),    # SC|560001 dropped: none < .5
+    ("1010", "SC", "F", "560001", 30, 30, 10, 70),  # SC|560001 dropped: none < .5
     ("1011", "SC", "M", "560001", 30, 30, 30, 90),
-    ("1012", "GE", "X", "110001", 10, 10, 10, 30),    # unknown gender: dropped, counted
+    ("1012", "GE", "X", "110001", 10, 10, 10, 30),  # unknown gender: dropped, counted
     ("1013", "ST", "Female", "012345", 5, 5, 0, 10),  # ST|012345 kept (PIN keeps its 0)
 ]
 ROWS.append(("1014", "ST", "male", "012345", 40, 40, 15, 95))
@@ -52,15 +64,21 @@ def test_filtering_groups_labels(tmp_path):
     np.testing.assert_allclose(data.features[0], [40 / 60, 30 / 40, 10 / 30, 0.8], rtol=1e-6)
     m = data.meta
     assert m["dropped_unknown_gender"] == 1 and m["unknown_gender_codes"] == {"X": 1}
-    assert m["queries_before_filter"] == 6        # GE|1, GE|2, OBC|1, OBC|2, SC, ST
+    assert m["queries_before_filter"] == 6  # GE|1, GE|2, OBC|1, OBC|2, SC, ST
     assert m["rows_read"] == 14
     assert m["n_female"] == 3 and m["n_male"] == 4
 
 
 def test_no_personal_names_anywhere(tmp_path):
     data = load_iitjee(write_csv(tmp_path / "jee.csv"))
-    blob = " ".join([repr(data.meta), " ".join(map(str, data.item_ids)),
-                     " ".join(map(str, data.query_ids)), data.name])
+    blob = " ".join(
+        [
+            repr(data.meta),
+            " ".join(map(str, data.item_ids)),
+            " ".join(map(str, data.query_ids)),
+            data.name,
+        ]
+    )
     for name in NAMES + PARENTS:
         assert name not in blob
         assert name.split()[0] not in blob
@@ -87,7 +105,7 @@ def test_bad_mark_is_reported_with_line_and_field(tmp_path):
     p = write_csv(tmp_path / "jee.csv", rows)
     with pytest.raises(DataFormatError) as exc:
         load_iitjee(p)
-    assert exc.value.line == 5 and exc.value.field == "mark"     # header + 4th record
+    assert exc.value.line == 5 and exc.value.field == "mark"  # header + 4th record
     assert "abs" in str(exc.value)
     data = load_iitjee(p, bad_rows="drop")
     assert data.meta["dropped_bad_rows"] == 1

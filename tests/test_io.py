@@ -8,9 +8,10 @@ from groupbias import io
 
 
 def test_json_roundtrip_and_nonfinite(tmp_path):
-    p = io.write_json_atomic(tmp_path / "a" / "m.json",
-                             {"x": np.float32(0.5), "n": np.int64(3), "bad": float("nan"),
-                              "arr": np.arange(3)})
+    p = io.write_json_atomic(
+        tmp_path / "a" / "m.json",
+        {"x": np.float32(0.5), "n": np.int64(3), "bad": float("nan"), "arr": np.arange(3)},
+    )
     assert io.read_json(p) == {"x": 0.5, "n": 3, "bad": None, "arr": [0, 1, 2]}
     assert [f for f in os.listdir(tmp_path / "a")] == ["m.json"]  # no temp file left
 

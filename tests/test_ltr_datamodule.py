@@ -6,8 +6,13 @@ import torch
 
 from groupbias.data import RankingData
 from groupbias.errors import ParameterError
-from groupbias.ltr.datamodule import (EpochBatchSampler, EvalBatches, RankingDataModule,
-                                      as_flat_lists, plan_epoch)
+from groupbias.ltr.datamodule import (
+    EpochBatchSampler,
+    EvalBatches,
+    RankingDataModule,
+    as_flat_lists,
+    plan_epoch,
+)
 
 
 def _data(rng, sizes, f=4):
@@ -82,8 +87,7 @@ def test_slate_sampling_is_uniform(rng):
     counts = np.zeros(10)
     n_epochs = 3000
     for e in range(n_epochs):
-        plan = plan_epoch(qptr, batch_size=1, slate_length=3,
-                          rng=np.random.default_rng([0, e]))
+        plan = plan_epoch(qptr, batch_size=1, slate_length=3, rng=np.random.default_rng([0, e]))
         counts[plan.items] += 1
         assert plan.items.size == 3 and np.all(np.diff(plan.items) > 0)
     # binomial sd = sqrt(3000 * .3 * .7) ~ 25; allow 5 sd
@@ -115,8 +119,9 @@ def test_train_labels_replace_data_labels_and_are_validated(rng):
     corrected = data.labels / 0.01  # IPS-corrected labels far above the top grade
     dm = RankingDataModule(data, train_labels=corrected, batch_size=2, normalize=None)
     b = _epoch(dm, 0)[0]
-    np.testing.assert_allclose(b["labels"][b["mask"]].numpy(),
-                               corrected[b["items"].numpy()].astype(np.float32))
+    np.testing.assert_allclose(
+        b["labels"][b["mask"]].numpy(), corrected[b["items"].numpy()].astype(np.float32)
+    )
     for bad in (-data.labels - 1, np.full(data.n_items, np.nan), data.labels[:-1]):
         with pytest.raises(ParameterError, match="train labels"):
             RankingDataModule(data, train_labels=bad)

@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.lightgbm import load_lightgbm, read_query_file
 from data_loaders.mslr import load_mslr
 from data_loaders.yahoo import load_yahoo
-from groupbias.errors import ParameterError
+from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
 
 
 # ---- Yahoo! -----------------------------------------------------------------------------------
@@ -20,12 +19,10 @@ def _yahoo_lines(rng, n_queries, first_qid):
     lines, dense = [], []
     for q in range(first_qid, first_qid + n_queries):
         for _ in range(rng.integers(2, 6)):
-            ids = np.sort(rng.choice(np.arange(1, 701), size=rng.integers(5, 40),
-                                     replace=False))
+            ids = np.sort(rng.choice(np.arange(1, 701), size=rng.integers(5, 40), replace=False))
             vals = np.round(rng.random(ids.size), 5)
             grade = int(rng.integers(0, 5))
-            lines.append(f"{grade} qid:{q} " + " ".join(
-                f"{i}:{v:.5g}" for i, v in zip(ids, vals)))
+            lines.append(f"{grade} qid:{q} " + " ".join(f"{i}:{v:.5g}" for i, v in zip(ids, vals)))
             row = np.zeros(700, np.float32)
             row[ids - 1] = [float(f"{v:.5g}") for v in vals]
             dense.append((grade, q, row))
@@ -104,12 +101,21 @@ def _mslr_file(path: Path, rng, n_queries, first_qid):
     rows, grades, qids, lines = [], [], [], []
     for q in range(first_qid, first_qid + n_queries):
         for _ in range(rng.integers(1, 6)):
-            v = np.where(rng.random(136) < 0.5, rng.integers(0, 200, 136),
-                         np.round(rng.normal(0, 20, 136), 6))
+            v = np.where(
+                rng.random(136) < 0.5,
+                rng.integers(0, 200, 136),
+                np.round(rng.normal(0, 20, 136), 6),
+            )
             g = int(rng.integers(0, 5))
-            lines.append(f"{g} qid:{q} " + " ".join(
-                f"{j + 1}:{x:.6f}".rstrip("0").rstrip(".") if x != int(x)
-                else f"{j + 1}:{int(x)}" for j, x in enumerate(v)))
+            lines.append(
+                f"{g} qid:{q} "
+                + " ".join(
+                    f"{j + 1}:{x:.6f}".rstrip("0").rstrip(".")
+                    if x != int(x)
+                    else f"{j + 1}:{int(x)}"
+                    for j, x in enumerate(v)
+                )
+            )
             rows.append(v.astype(np.float32))
             grades.append(g)
             qids.append(q)
@@ -123,8 +129,9 @@ def test_mslr_folds_and_splits(tmp_path, rng):
     truth = {}
     for fold in (1, 2):
         for k, split in enumerate(("train", "vali", "test")):
-            truth[fold, split] = _mslr_file(root / f"Fold{fold}" / f"{split}.txt", rng, 3,
-                                            1 + 10 * k)
+            truth[fold, split] = _mslr_file(
+                root / f"Fold{fold}" / f"{split}.txt", rng, 3, 1 + 10 * k
+            )
     for (fold, split), (X, y, q) in truth.items():
         data = load_mslr(root, fold=fold, split=split, cache_dir=tmp_path / "c")
         np.testing.assert_array_equal(data.features, X)
@@ -173,15 +180,15 @@ def test_lightgbm_data_and_query_file(tmp_path):
     d = load_lightgbm(data, cache_dir=tmp_path / "c")
     np.testing.assert_array_equal(d.qptr, [0, 2, 5])
     np.testing.assert_array_equal(d.query_ids, [0, 1])
-    np.testing.assert_array_equal(d.feature_ids, [0, 1, 2])      # zero-based ids
-    np.testing.assert_array_equal(d.features, [[1.5, 0, 3], [0, 2, 0], [4, 0, 0],
-                                               [0, 0, 1], [0, 1, 2]])
+    np.testing.assert_array_equal(d.feature_ids, [0, 1, 2])  # zero-based ids
+    np.testing.assert_array_equal(
+        d.features, [[1.5, 0, 3], [0, 2, 0], [4, 0, 0], [0, 0, 1], [0, 1, 2]]
+    )
     np.testing.assert_array_equal(d.labels, [0, 1, 2, 0, 1])
     assert load_lightgbm(data, cache_dir=tmp_path / "c").meta["cache"] == "hit"
     # the query file is part of the cache key
     (tmp_path / "rank.train.query").write_text("1\n4\n")
-    np.testing.assert_array_equal(load_lightgbm(data, cache_dir=tmp_path / "c").qptr,
-                                  [0, 1, 5])
+    np.testing.assert_array_equal(load_lightgbm(data, cache_dir=tmp_path / "c").qptr, [0, 1, 5])
 
 
 def test_lightgbm_qid_ignored_base_one_and_query_path(tmp_path):
@@ -226,11 +233,16 @@ def test_registry_uses_these_loaders(yahoo_dir, tmp_path, rng):
     from groupbias.datasets import DatasetSpec
 
     d, truth = yahoo_dir
-    out = DatasetSpec(name="yahoo", root=str(d), params={"cache": False},
-                      splits={"train": "train", "test": "test"}).load()
+    out = DatasetSpec(
+        name="yahoo",
+        root=str(d),
+        params={"cache": False},
+        splits={"train": "train", "test": "test"},
+    ).load()
     assert out["test"].n_items == len(truth["test"])
     root = tmp_path / "mslr"
     _mslr_file(root / "Fold2" / "vali.txt", rng, 2, 1)
-    out = DatasetSpec(name="mslr", root=str(root), params={"fold": 2, "cache": False}
-                      ).load(only=("valid",))
+    out = DatasetSpec(name="mslr", root=str(root), params={"fold": 2, "cache": False}).load(
+        only=("valid",)
+    )
     assert out["valid"].n_features == 136

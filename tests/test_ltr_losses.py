@@ -35,9 +35,11 @@ MAXDCG = 3 + 1 / LOG2_3
 
 def test_lambdarank_three_items_by_hand():
     # w_ij = |G_i - G_j| * |1/log2(1 + r_i) - 1/log2(1 + r_j)|
-    expected = ((3 / MAXDCG) * (1 - 1 / LOG2_3) * sp2(-0.5)        # items 1 (r 2), 0 (r 1)
-                + (1 / MAXDCG) * (1 - 1 / 2) * sp2(-1.5)           # items 2 (r 3), 0 (r 1)
-                + (2 / MAXDCG) * (1 / LOG2_3 - 1 / 2) * sp2(1.0))  # items 1 (r 2), 2 (r 3)
+    expected = (
+        (3 / MAXDCG) * (1 - 1 / LOG2_3) * sp2(-0.5)  # items 1 (r 2), 0 (r 1)
+        + (1 / MAXDCG) * (1 - 1 / 2) * sp2(-1.5)  # items 2 (r 3), 0 (r 1)
+        + (2 / MAXDCG) * (1 / LOG2_3 - 1 / 2) * sp2(1.0)
+    )  # items 1 (r 2), 2 (r 3)
     got = lambda_loss(t(S3), t(Y3), torch.tensor(M3), weighting="lambdaRank")
     assert got.item() == pytest.approx(expected, rel=1e-12)
 
@@ -45,9 +47,11 @@ def test_lambdarank_three_items_by_hand():
 def test_ndcgloss2_and_plusplus_three_items_by_hand():
     # delta_t = 1/log2(1 + t) - 1/log2(2 + t), t = |r_i - r_j|
     d1, d2 = 1 - 1 / LOG2_3, 1 / LOG2_3 - 1 / 2
-    ndcg2 = ((3 / MAXDCG) * d1 * sp2(-0.5)      # |2 - 1| = 1
-             + (1 / MAXDCG) * d2 * sp2(-1.5)    # |3 - 1| = 2
-             + (2 / MAXDCG) * d1 * sp2(1.0))    # |2 - 3| = 1
+    ndcg2 = (
+        (3 / MAXDCG) * d1 * sp2(-0.5)  # |2 - 1| = 1
+        + (1 / MAXDCG) * d2 * sp2(-1.5)  # |3 - 1| = 2
+        + (2 / MAXDCG) * d1 * sp2(1.0)
+    )  # |2 - 3| = 1
     got = lambda_loss(t(S3), t(Y3), torch.tensor(M3), weighting="ndcgLoss2")
     assert got.item() == pytest.approx(ndcg2, rel=1e-12)
     lr = lambda_loss(t(S3), t(Y3), torch.tensor(M3), weighting="lambdaRank").item()
@@ -63,8 +67,11 @@ def test_ranknet_sigma_and_linear_gain_by_hand():
     assert got.item() == pytest.approx(sp2(-1.0) + sp2(-3.0) + sp2(2.0), rel=1e-12)
     # linear gains g = y = [0, 2, 1]: maxDCG = 2 + 1/log2(3)
     m = 2 + 1 / LOG2_3
-    expected = ((2 / m) * (1 - 1 / LOG2_3) * sp2(-0.5) + (1 / m) * 0.5 * sp2(-1.5)
-                + (1 / m) * (1 / LOG2_3 - 0.5) * sp2(1.0))
+    expected = (
+        (2 / m) * (1 - 1 / LOG2_3) * sp2(-0.5)
+        + (1 / m) * 0.5 * sp2(-1.5)
+        + (1 / m) * (1 / LOG2_3 - 0.5) * sp2(1.0)
+    )
     got = lambda_loss(t(S3), t(Y3), torch.tensor(M3), weighting="lambdaRank", gain="linear")
     assert got.item() == pytest.approx(expected, rel=1e-12)
 
@@ -83,7 +90,7 @@ def brute_force(s, y, *, weighting, k=None, sigma=1.0, mu=10.0, gain="exp2"):
     rank = [0] * n
     for r, i in enumerate(order):
         rank[i] = r + 1
-    g = [(2.0 ** v - 1) if gain == "exp2" else v for v in y]
+    g = [(2.0**v - 1) if gain == "exp2" else v for v in y]
     ideal = sorted(g, reverse=True)[: (n if k is None else k)]
     maxdcg = max(sum(v / math.log2(r + 2) for r, v in enumerate(ideal)), 1e-10)
     G = [v / maxdcg for v in g]
@@ -100,8 +107,12 @@ def brute_force(s, y, *, weighting, k=None, sigma=1.0, mu=10.0, gain="exp2"):
             tt = abs(rank[i] - rank[j])
             lam = dg * abs(disc(rank[i]) - disc(rank[j]))
             nd2 = dg * (1 / math.log2(1 + tt) - 1 / math.log2(2 + tt))
-            w = {"lambdaRank": lam, "ndcgLoss2": nd2, "ndcgLoss2PP": mu * nd2 + lam,
-                 "rankNet": 1.0}[weighting]
+            w = {
+                "lambdaRank": lam,
+                "ndcgLoss2": nd2,
+                "ndcgLoss2PP": mu * nd2 + lam,
+                "rankNet": 1.0,
+            }[weighting]
             x = sigma * (s[i] - s[j])
             total += w * (max(-x, 0) + math.log1p(math.exp(-abs(x)))) / math.log(2)
     return total
@@ -115,10 +126,13 @@ def test_matches_brute_force_on_random_padded_lists(rng, weighting, k):
     s = rng.normal(size=(5, width))
     y = rng.integers(0, 4, size=(5, width)).astype(float)
     mask = np.arange(width)[None] < np.array(lengths)[:, None]
-    per_list = lambda_loss(t(s), t(y), torch.tensor(mask), weighting=weighting, k=k,
-                           sigma=1.5, reduction="none")
-    refs = [brute_force(list(s[b, :n]), list(y[b, :n]), weighting=weighting, k=k, sigma=1.5)
-            for b, n in enumerate(lengths)]
+    per_list = lambda_loss(
+        t(s), t(y), torch.tensor(mask), weighting=weighting, k=k, sigma=1.5, reduction="none"
+    )
+    refs = [
+        brute_force(list(s[b, :n]), list(y[b, :n]), weighting=weighting, k=k, sigma=1.5)
+        for b, n in enumerate(lengths)
+    ]
     np.testing.assert_allclose(per_list.numpy(), refs, rtol=1e-10, atol=1e-12)
     has_pair = [len(set(y[b, :n])) > 1 for b, n in enumerate(lengths)]
     mean = lambda_loss(t(s), t(y), torch.tensor(mask), weighting=weighting, k=k, sigma=1.5)
@@ -127,7 +141,7 @@ def test_matches_brute_force_on_random_padded_lists(rng, weighting, k):
 
 def test_mean_reduction_skips_lists_without_pairs():
     s = t([[1.0, 0.5, -0.5], [0.3, 0.1, 0.0]])
-    y = t([[0.0, 2.0, 1.0], [1.0, 1.0, 1.0]])   # second list: all labels equal
+    y = t([[0.0, 2.0, 1.0], [1.0, 1.0, 1.0]])  # second list: all labels equal
     m = torch.ones(2, 3, dtype=torch.bool)
     one = lambda_loss(s[:1], y[:1], m[:1]).item()
     assert lambda_loss(s, y, m).item() == pytest.approx(one, rel=1e-12)
@@ -149,7 +163,7 @@ def test_padding_changes_neither_loss_nor_gradients(rng):
     # 4 more padded slots per list holding inf / nan scores and huge labels
     pad_s = np.concatenate([s, np.full((3, 4), np.inf)], axis=1)
     pad_s[:, -1] = np.nan
-    pad_s[mask.sum(1) < 5, 4] = -np.inf   # padded slots inside the original width too
+    pad_s[mask.sum(1) < 5, 4] = -np.inf  # padded slots inside the original width too
     pad_y = np.concatenate([y, np.full((3, 4), 1e6)], axis=1)
     pad_mask = np.concatenate([mask, np.zeros((3, 4), dtype=bool)], axis=1)
     wide_s = torch.tensor(pad_s, requires_grad=True)
@@ -157,8 +171,9 @@ def test_padding_changes_neither_loss_nor_gradients(rng):
     wide.backward()
     assert wide.item() == pytest.approx(base.item(), rel=1e-12)
     assert torch.isfinite(wide_s.grad).all()
-    torch.testing.assert_close(wide_s.grad[:, :5][torch.tensor(mask)],
-                               base_s.grad[torch.tensor(mask)])
+    torch.testing.assert_close(
+        wide_s.grad[:, :5][torch.tensor(mask)], base_s.grad[torch.tensor(mask)]
+    )
     assert torch.all(wide_s.grad[~torch.tensor(pad_mask)] == 0)
 
 
@@ -166,16 +181,20 @@ def test_large_corrected_labels_stay_finite_and_exact():
     # IPS-corrected labels up to 4 / 0.01 = 400: 2^400 overflows float32
     y = [400.0, 0.0, 399.0, 3.0]
     s = [0.1, 0.9, -0.3, 0.2]
-    ref = brute_force(s, y, weighting="ndcgLoss2PP")   # Python floats hold 2^400
+    ref = brute_force(s, y, weighting="ndcgLoss2PP")  # Python floats hold 2^400
     scores = torch.tensor([s], dtype=torch.float32, requires_grad=True)
-    got = lambda_loss(scores, torch.tensor([y], dtype=torch.float32),
-                      torch.ones(1, 4, dtype=torch.bool), weighting="ndcgLoss2PP")
+    got = lambda_loss(
+        scores,
+        torch.tensor([y], dtype=torch.float32),
+        torch.ones(1, 4, dtype=torch.bool),
+        weighting="ndcgLoss2PP",
+    )
     got.backward()
     assert math.isfinite(got.item()) and torch.isfinite(scores.grad).all()
     assert got.item() == pytest.approx(ref, rel=1e-5)
     # gains are 2^y - 1 up to a common factor per list
     g = list_gains(t([y]), torch.ones(1, 4, dtype=torch.bool)).numpy()[0]
-    assert g[2] / g[0] == pytest.approx(0.5, rel=1e-12)    # 2^399 / 2^400
+    assert g[2] / g[0] == pytest.approx(0.5, rel=1e-12)  # 2^399 / 2^400
     g_small = list_gains(t([[3.0, 0.5, 0.0]]), torch.ones(1, 3, dtype=torch.bool))
     np.testing.assert_allclose(g_small.numpy()[0], [7.0, math.sqrt(2) - 1, 0.0], rtol=1e-12)
 
@@ -207,14 +226,14 @@ def _allrank_lambda_loss():
     torchvision, which the file itself does not need."""
     allrank = pytest.importorskip("allrank")
     path = f"{allrank.__path__[0]}/models/losses/lambdaLoss.py"
-    saved = {k: sys.modules.get(k) for k in ("allrank.data.dataset_loading",
-                                             "allrank.models.losses")}
+    saved = {
+        k: sys.modules.get(k) for k in ("allrank.data.dataset_loading", "allrank.models.losses")
+    }
     loading = types.ModuleType("allrank.data.dataset_loading")
     loading.PADDED_Y_VALUE = -1
     losses = types.ModuleType("allrank.models.losses")
     losses.DEFAULT_EPS = 1e-10
-    sys.modules.update({"allrank.data.dataset_loading": loading,
-                        "allrank.models.losses": losses})
+    sys.modules.update({"allrank.data.dataset_loading": loading, "allrank.models.losses": losses})
     try:
         spec = importlib.util.spec_from_file_location("_allrank_lambda_loss", path)
         mod = importlib.util.module_from_spec(spec)
@@ -228,8 +247,9 @@ def _allrank_lambda_loss():
     return mod.lambdaLoss
 
 
-@pytest.mark.parametrize("scheme", ["lambdaRank_scheme", "ndcgLoss2_scheme",
-                                    "ndcgLoss2PP_scheme", "rankNet_scheme"])
+@pytest.mark.parametrize(
+    "scheme", ["lambdaRank_scheme", "ndcgLoss2_scheme", "ndcgLoss2PP_scheme", "rankNet_scheme"]
+)
 def test_sum_reduction_matches_allrank(rng, scheme):
     allrank_loss = _allrank_lambda_loss()
     lengths = np.array([9, 5, 3, 1, 9, 7])
@@ -247,7 +267,7 @@ def brute_ndcg(s, y, k):
     order = sorted(range(len(s)), key=lambda i: (-s[i], i))[:k]
     dcg = sum((2 ** y[i] - 1) / math.log2(r + 2) for r, i in enumerate(order))
     ideal = sorted(y, reverse=True)[:k]
-    idcg = sum((2 ** v - 1) / math.log2(r + 2) for r, v in enumerate(ideal))
+    idcg = sum((2**v - 1) / math.log2(r + 2) for r, v in enumerate(ideal))
     return dcg / idcg if idcg > 0 else None
 
 
@@ -256,7 +276,7 @@ def test_padded_ndcg_matches_brute_force(rng):
     s = rng.normal(size=(5, 12))
     s[0, 3] = s[0, 7]  # a tie: the earlier slot ranks first
     y = rng.integers(0, 3, size=(5, 12)).astype(float)
-    y[2, :5] = 0       # no relevant item: not valid
+    y[2, :5] = 0  # no relevant item: not valid
     mask = np.arange(12)[None] < np.array(lengths)[:, None]
     ndcg, valid = padded_ndcg(t(s), t(y), torch.tensor(mask), k=4)
     for b, n in enumerate(lengths):
@@ -270,6 +290,7 @@ def test_padded_ndcg_matches_brute_force(rng):
 
 # --------------------------------------------------------------------------- LambdaLoss object
 
+
 def _brute_force(scores, labels, n, scheme, *, k=None, sigma=1.0, mu=10.0):
     """One list, plain Python over pairs, from the formulas of the module docstring."""
     import math
@@ -277,7 +298,7 @@ def _brute_force(scores, labels, n, scheme, *, k=None, sigma=1.0, mu=10.0):
     s, y = list(map(float, scores[:n])), list(map(float, labels[:n]))
     order = sorted(range(n), key=lambda i: (-s[i], i))
     rank = {i: r + 1 for r, i in enumerate(order)}
-    gains = [2 ** v - 1 for v in y]
+    gains = [2**v - 1 for v in y]
     ideal = sorted(gains, reverse=True)[: (k or n)]
     max_dcg = sum(g / math.log2(1 + r) for r, g in enumerate(ideal, start=1))
     G = [g / max_dcg for g in gains]
@@ -295,8 +316,12 @@ def _brute_force(scores, labels, n, scheme, *, k=None, sigma=1.0, mu=10.0):
                 continue
             lam = abs(G[i] - G[j]) * abs(d(rank[i]) - d(rank[j]))
             nd2 = delta(abs(rank[i] - rank[j])) * abs(G[i] - G[j])
-            w = {"lambdaRank": lam, "ndcgLoss2": nd2, "ndcgLoss2PP": mu * nd2 + lam,
-                 "rankNet": 1.0}[scheme]
+            w = {
+                "lambdaRank": lam,
+                "ndcgLoss2": nd2,
+                "ndcgLoss2PP": mu * nd2 + lam,
+                "rankNet": 1.0,
+            }[scheme]
             total += w * math.log2(1 + math.exp(-sigma * (s[i] - s[j])))
     return total
 
@@ -313,14 +338,26 @@ def test_lambda_loss_object_equals_brute_force_per_pair(scheme, k):
     mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
     loss = LambdaLoss(weighting=scheme, k=k, sigma=1.5, mu=3.0, reduction="none")
     got = loss(scores, labels, mask)
-    want = [_brute_force(scores[b], labels[b], n, scheme, k=k, sigma=1.5, mu=3.0)
-            for b, n in enumerate(lengths)]
+    want = [
+        _brute_force(scores[b], labels[b], n, scheme, k=k, sigma=1.5, mu=3.0)
+        for b, n in enumerate(lengths)
+    ]
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-9)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("weighting", "listNet"), ("weighting", "lambdaRank_scheme"), ("k", 0), ("sigma", 0),
-    ("mu", -1), ("gain", "exp"), ("eps", 0), ("reduction", "max")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("weighting", "listNet"),
+        ("weighting", "lambdaRank_scheme"),
+        ("k", 0),
+        ("sigma", 0),
+        ("mu", -1),
+        ("gain", "exp"),
+        ("eps", 0),
+        ("reduction", "max"),
+    ],
+)
 def test_lambda_loss_object_names_the_bad_field(field, value):
     from groupbias.ltr.losses import LambdaLoss
 

@@ -17,10 +17,12 @@ N_FEATURES = 12
 
 def _cfg(pe=None, fc=True, transformer=True):
     return {
-        "fc_model": {"sizes": [32, 16], "input_norm": True, "activation": "ReLU",
-                     "dropout": 0.1} if fc else None,
-        "transformer": {"N": 2, "d_ff": 24, "h": 4, "positional_encoding": pe,
-                        "dropout": 0.1} if transformer else None,
+        "fc_model": {"sizes": [32, 16], "input_norm": True, "activation": "ReLU", "dropout": 0.1}
+        if fc
+        else None,
+        "transformer": {"N": 2, "d_ff": 24, "h": 4, "positional_encoding": pe, "dropout": 0.1}
+        if transformer
+        else None,
         "post_model": {"output_activation": "Tanh", "d_output": 2},
     }
 
@@ -60,9 +62,17 @@ _FIXED = {"strategy": "fixed", "max_indices": 10}
 _LEARNED = {"strategy": "learned", "max_indices": 10}
 
 
-@pytest.mark.parametrize("pe, fc, transformer", [
-    (None, True, True), (_FIXED, True, True), (_LEARNED, True, True),
-    (None, False, True), (_FIXED, False, True), (None, True, False)])
+@pytest.mark.parametrize(
+    "pe, fc, transformer",
+    [
+        (None, True, True),
+        (_FIXED, True, True),
+        (_LEARNED, True, True),
+        (None, False, True),
+        (_FIXED, False, True),
+        (None, True, False),
+    ],
+)
 def test_parity_with_allrank(pe, fc, transformer):
     n_features = N_FEATURES if fc else 8  # without the fc block d_model = n_features
     cfg = _cfg(pe, fc=fc, transformer=transformer)
@@ -77,7 +87,7 @@ def test_parity_with_allrank(pe, fc, transformer):
     # padded row is 0/0, and its NaN values would leak through the masked attention (0 * nan)
     x, mask, pos = _batch(0, [12, 7, 1, 3, 12], 12, n_features, zero_padding=False)
     with torch.no_grad():
-        ref = ar.score(x, ~mask, pos)        # allRank's mask: True = padded
+        ref = ar.score(x, ~mask, pos)  # allRank's mask: True = padded
         got = ours(x, mask, pos)
     # default epsilons: the two layer-norm formulas differ by ~1e-6 / std
     torch.testing.assert_close(got[mask], ref[mask], atol=1e-4, rtol=1e-4)
@@ -92,11 +102,11 @@ def test_parity_with_allrank(pe, fc, transformer):
 
 def test_allrank_mslr_example_config_is_reused_as_is():
     # the model section of allRank's MSLR-WEB30K example config
-    cfg = {"fc_model": {"sizes": [144], "input_norm": False, "activation": None,
-                        "dropout": 0.0},
-           "transformer": {"N": 2, "d_ff": 384, "h": 1, "positional_encoding": None,
-                           "dropout": 0.1},
-           "post_model": {"output_activation": "Sigmoid", "d_output": 1}}
+    cfg = {
+        "fc_model": {"sizes": [144], "input_norm": False, "activation": None, "dropout": 0.0},
+        "transformer": {"N": 2, "d_ff": 384, "h": 1, "positional_encoding": None, "dropout": 0.1},
+        "post_model": {"output_activation": "Sigmoid", "d_output": 1},
+    }
     frozen = copy.deepcopy(cfg)
     scorer = make_scorer(cfg, n_features=136)
     assert cfg == frozen  # not mutated
@@ -146,8 +156,11 @@ def test_batch_input_norm_uses_real_items_only():
 
 
 def test_no_input_block_and_no_encoder():
-    cfg = {"fc_model": None, "transformer": None,
-           "post_model": {"output_activation": None, "d_output": 1}}
+    cfg = {
+        "fc_model": None,
+        "transformer": None,
+        "post_model": {"output_activation": None, "d_output": 1},
+    }
     scorer = make_scorer(cfg, n_features=3)
     w = scorer.output.linear.weight.detach()[0]
     b = scorer.output.linear.bias.detach()[0]
@@ -157,22 +170,51 @@ def test_no_input_block_and_no_encoder():
     torch.testing.assert_close(scorer(x, mask)[0], x[0] @ w + b)
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"transformer": {"N": 1, "d_ff": 8, "h": 3, "positional_encoding": None,
-                      "dropout": 0.0}}, "transformer.h"),
-    ({"fc_model": {"sizes": [8], "input_norm": False, "activation": "Relu", "dropout": 0}},
-     "fc_model.activation"),
-    ({"fc_model": {"sizes": [8], "input_norm": "group", "activation": None, "dropout": 0}},
-     "input_norm"),
-    ({"transformer": {"N": 1, "d_ff": 8, "h": 1, "dropout": 0.0,
-                      "positional_encoding": {"strategy": "rotary", "max_indices": 5}}},
-     "strategy"),
-    ({"encoder": {}}, "model_cfg"),
-    ({"fc_model": {"sizes": [8], "layers": 2}}, "fc_model"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (
+            {
+                "transformer": {
+                    "N": 1,
+                    "d_ff": 8,
+                    "h": 3,
+                    "positional_encoding": None,
+                    "dropout": 0.0,
+                }
+            },
+            "transformer.h",
+        ),
+        (
+            {"fc_model": {"sizes": [8], "input_norm": False, "activation": "Relu", "dropout": 0}},
+            "fc_model.activation",
+        ),
+        (
+            {"fc_model": {"sizes": [8], "input_norm": "group", "activation": None, "dropout": 0}},
+            "input_norm",
+        ),
+        (
+            {
+                "transformer": {
+                    "N": 1,
+                    "d_ff": 8,
+                    "h": 1,
+                    "dropout": 0.0,
+                    "positional_encoding": {"strategy": "rotary", "max_indices": 5},
+                }
+            },
+            "strategy",
+        ),
+        ({"encoder": {}}, "model_cfg"),
+        ({"fc_model": {"sizes": [8], "layers": 2}}, "fc_model"),
+    ],
+)
 def test_config_errors_name_the_field(bad, field):
-    cfg = {"fc_model": {"sizes": [8], "input_norm": False, "activation": None, "dropout": 0.0},
-           "transformer": None, "post_model": {"output_activation": None, "d_output": 1}}
+    cfg = {
+        "fc_model": {"sizes": [8], "input_norm": False, "activation": None, "dropout": 0.0},
+        "transformer": None,
+        "post_model": {"output_activation": None, "d_output": 1},
+    }
     cfg.update(bad)
     with pytest.raises(ParameterError, match=field):
         make_scorer(cfg, n_features=4)

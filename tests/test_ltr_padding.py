@@ -28,8 +28,9 @@ def test_round_trip_all_queries(rng):
     # padding carries zeros, no sentinel
     assert torch.all(pb.features[~pb.mask] == 0) and torch.all(pb.labels[~pb.mask] == 0)
     # positions restart at 0 in every query
-    np.testing.assert_array_equal(from_padded(pb.positions, pb.mask).numpy(),
-                                  [0, 1, 2, 0, 1, 2, 3, 4, 0, 0, 1])
+    np.testing.assert_array_equal(
+        from_padded(pb.positions, pb.mask).numpy(), [0, 1, 2, 0, 1, 2, 3, 4, 0, 0, 1]
+    )
 
 
 def test_subset_of_queries_in_given_order(rng):
@@ -38,8 +39,9 @@ def test_subset_of_queries_in_given_order(rng):
     assert pb.features.shape == (2, 6, 3)
     expected_items = [7, 8, 0, 1, 2]  # query 2 = items 7..8, query 0 = items 0..2
     np.testing.assert_array_equal(pb.items.numpy(), expected_items)
-    np.testing.assert_array_equal(from_padded(pb.features.numpy(), pb.mask.numpy()),
-                                  x[expected_items])
+    np.testing.assert_array_equal(
+        from_padded(pb.features.numpy(), pb.mask.numpy()), x[expected_items]
+    )
     # row 0 (query 2) has 2 real slots
     assert pb.mask[0].tolist() == [True, True, False, False, False, False]
 
@@ -76,20 +78,21 @@ def test_padding_errors(rng):
 
 def test_zscore_matches_per_query_formula(rng):
     x, _, qptr = _flat(rng, [4, 1, 0, 6], f=4)
-    x[4:, 2] = 7.5         # constant within the single-item and the last query
-    x[qptr[3]:, 3] = -1.0  # constant within the last query
+    x[4:, 2] = 7.5  # constant within the single-item and the last query
+    x[qptr[3] :, 3] = -1.0  # constant within the last query
     z = zscore_within_queries(x, qptr=qptr)
     assert z.dtype == np.float32 and z.shape == x.shape
     for i in range(4):  # independent per-query reference
-        seg = x[qptr[i]:qptr[i + 1]].astype(np.float64)
+        seg = x[qptr[i] : qptr[i + 1]].astype(np.float64)
         if not len(seg):
             continue
         sd = seg.std(axis=0)
-        ref = np.where(seg.max(0) == seg.min(0), 0.0,
-                       (seg - seg.mean(0)) / np.where(sd > 0, sd, 1.0))
-        np.testing.assert_allclose(z[qptr[i]:qptr[i + 1]], ref, atol=1e-6)
-    assert np.all(z[4] == 0)          # single-item query: all features constant
-    assert np.all(z[qptr[3]:, 2:] == 0)
+        ref = np.where(
+            seg.max(0) == seg.min(0), 0.0, (seg - seg.mean(0)) / np.where(sd > 0, sd, 1.0)
+        )
+        np.testing.assert_allclose(z[qptr[i] : qptr[i + 1]], ref, atol=1e-6)
+    assert np.all(z[4] == 0)  # single-item query: all features constant
+    assert np.all(z[qptr[3] :, 2:] == 0)
     # within each query: mean 0, std 1 for the varying features
     seg = z[:4, :2].astype(np.float64)
     np.testing.assert_allclose(seg.mean(0), 0, atol=1e-6)

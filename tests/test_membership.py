@@ -12,10 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError
-from groupbias.errors import ParameterError
-from groupbias.membership import (TermMembership, load_term_list, load_term_lists,
-                                  membership_from_groups, term_membership, tokenize)
+from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.membership import (
+    TermMembership,
+    load_term_list,
+    load_term_lists,
+    membership_from_groups,
+    term_membership,
+    tokenize,
+)
 
 
 def test_tokenize():
@@ -36,8 +41,9 @@ def test_membership_from_groups():
 
 def test_load_term_list_normalizes(tmp_path):
     p = tmp_path / "female.txt"
-    p.write_bytes("\ufeffShe\n\n# pronouns and nouns\nher\n  Woman  \nshe\nMÄDCHEN\n"
-                  .encode("utf-8"))
+    p.write_bytes(
+        "\ufeffShe\n\n# pronouns and nouns\nher\n  Woman  \nshe\nMÄDCHEN\n".encode("utf-8")
+    )
     assert load_term_list(p) == ("she", "her", "woman", "mädchen")
     lists = load_term_lists({"f": p, "m": _write(tmp_path / "m.txt", "he\nhim\n")})
     assert list(lists) == ["f", "m"] and lists["m"] == ("he", "him")
@@ -48,14 +54,17 @@ def _write(path, text):
     return path
 
 
-@pytest.mark.parametrize("content, line, match", [
-    ("he\nhim,m\n", 2, "one term per line"),
-    ("he\nson\tm\n", 2, "one term per line"),
-    ("he\n\nhealth care\n", 3, "not a single word token"),
-    ("he\nco-author\n", 2, "not a single word token"),
-    ("# only a comment\n\n", None, "no terms"),
-    ("", None, "no terms"),
-])
+@pytest.mark.parametrize(
+    "content, line, match",
+    [
+        ("he\nhim,m\n", 2, "one term per line"),
+        ("he\nson\tm\n", 2, "one term per line"),
+        ("he\n\nhealth care\n", 3, "not a single word token"),
+        ("he\nco-author\n", 2, "not a single word token"),
+        ("# only a comment\n\n", None, "no terms"),
+        ("", None, "no terms"),
+    ],
+)
 def test_load_term_list_errors_name_file_and_line(tmp_path, content, line, match):
     p = _write(tmp_path / "terms.txt", content)
     with pytest.raises(DataFormatError, match=match) as info:
@@ -79,25 +88,27 @@ def test_load_term_list_bad_bytes_and_missing_file(tmp_path):
 
 
 def test_term_membership_counts_by_hand():
-    texts = ["She told her son: he is late.",      # f: she, her (2); m: son, he (2)
-             "He and HE",                           # m: 2
-             None,                                  # missing text
-             float("nan"),                          # missing text (pandas)
-             "nothing to see",                      # no group term
-             "parent parents"]                      # 'parent' listed for both groups
+    texts = [
+        "She told her son: he is late.",  # f: she, her (2); m: son, he (2)
+        "He and HE",  # m: 2
+        None,  # missing text
+        float("nan"),  # missing text (pandas)
+        "nothing to see",  # no group term
+        "parent parents",
+    ]  # 'parent' listed for both groups
     lists = {"f": ["she", "her", "parent"], "m": ["he", "son", "parent"]}
     tm = term_membership(texts, lists)
     assert isinstance(tm, TermMembership) and tm.group_names == ("f", "m")
-    np.testing.assert_array_equal(tm.counts, [[2, 2], [0, 2], [0, 0], [0, 0], [0, 0],
-                                              [1, 1]])
+    np.testing.assert_array_equal(tm.counts, [[2, 2], [0, 2], [0, 0], [0, 0], [0, 0], [1, 1]])
     np.testing.assert_array_equal(tm.lengths, [7, 3, 0, 0, 3, 2])
-    np.testing.assert_allclose(tm.membership, [[0.5, 0.5], [0, 1], [0, 0], [0, 0], [0, 0],
-                                               [0.5, 0.5]])
+    np.testing.assert_allclose(
+        tm.membership, [[0.5, 0.5], [0, 1], [0, 0], [0, 0], [0, 0], [0.5, 0.5]]
+    )
     # term exposure M / |d|: 2/7, 2/3, 1/2
-    np.testing.assert_allclose(tm.term_exposure, [[2 / 7, 2 / 7], [0, 2 / 3], [0, 0],
-                                                  [0, 0], [0, 0], [0.5, 0.5]])
-    np.testing.assert_array_equal(tm.representative, [True, True, False, False, False,
-                                                      True])
+    np.testing.assert_allclose(
+        tm.term_exposure, [[2 / 7, 2 / 7], [0, 2 / 3], [0, 0], [0, 0], [0, 0], [0.5, 0.5]]
+    )
+    np.testing.assert_array_equal(tm.representative, [True, True, False, False, False, True])
     # a pandas Series of texts and an empty collection work too
     tm2 = term_membership(pd.Series(texts, dtype=object), lists)
     np.testing.assert_array_equal(tm2.counts, tm.counts)
@@ -105,14 +116,17 @@ def test_term_membership_counts_by_hand():
     assert empty.counts.shape == (0, 2) and empty.lengths.shape == (0,)
 
 
-@pytest.mark.parametrize("texts, lists, match", [
-    ("one string", {"f": ["she"]}, "texts"),
-    (["ok", 3], {"f": ["she"]}, r"texts\[1\]"),
-    (["ok"], {}, "term_lists"),
-    (["ok"], {"f": "she"}, "term_lists"),
-    (["ok"], {"f": []}, "at least one term"),
-    (["ok"], {"f": ["health care"]}, "single word"),
-])
+@pytest.mark.parametrize(
+    "texts, lists, match",
+    [
+        ("one string", {"f": ["she"]}, "texts"),
+        (["ok", 3], {"f": ["she"]}, r"texts\[1\]"),
+        (["ok"], {}, "term_lists"),
+        (["ok"], {"f": "she"}, "term_lists"),
+        (["ok"], {"f": []}, "at least one term"),
+        (["ok"], {"f": ["health care"]}, "single word"),
+    ],
+)
 def test_term_membership_bad_input(texts, lists, match):
     with pytest.raises(ParameterError, match=match):
         term_membership(texts, lists)
@@ -120,13 +134,19 @@ def test_term_membership_bad_input(texts, lists, match):
 
 @pytest.mark.realdata
 def test_term_counts_on_trec_fair_titles_match_counter_loop(trec_root):
-    papers = pd.read_csv(trec_root / "2020" / "corpus-subset-for-queries.papers.csv",
-                         usecols=["paper_title"], dtype=str, keep_default_na=False)
+    papers = pd.read_csv(
+        trec_root / "2020" / "corpus-subset-for-queries.papers.csv",
+        usecols=["paper_title"],
+        dtype=str,
+        keep_default_na=False,
+    )
     titles = papers["paper_title"].tolist()[:3000]
-    lists = {"life": ["cancer", "patients", "clinical", "disease", "cell", "cells"],
-             "computing": ["learning", "network", "networks", "data", "algorithm"]}
+    lists = {
+        "life": ["cancer", "patients", "clinical", "disease", "cell", "cells"],
+        "computing": ["learning", "network", "networks", "data", "algorithm"],
+    }
     tm = term_membership(titles, lists)
-    for i, t in enumerate(titles):                           # independent per-title count
+    for i, t in enumerate(titles):  # independent per-title count
         c = collections.Counter(re.findall(r"\w+", t.lower()))
         assert tm.lengths[i] == sum(c.values())
         for g, terms in enumerate(lists.values()):

@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from groupbias.kernels import order_desc
 from groupbias import metrics as M
 from groupbias.errors import ParameterError
+from groupbias.kernels import order_desc
 
 L2 = math.log2
 
@@ -35,14 +35,16 @@ def random_data(rng, n_queries=40, max_len=12, ties=False, with_empty=True):
 
 # ----------------------------------------------------------------------------- reference
 
+
 def ref_dcg(gains_in_rank_order, k):
-    return sum(g * disc(r) for r, g in enumerate(gains_in_rank_order, start=1)
-               if k is None or r <= k)
+    return sum(
+        g * disc(r) for r, g in enumerate(gains_in_rank_order, start=1) if k is None or r <= k
+    )
 
 
 def ref_ndcg_query(s, lab, w, k, gain, ties):
     """Per-query NDCG by brute force over the tie-respecting permutations."""
-    gains = (2.0 ** lab - 1.0 if gain == "exp2" else lab.astype(float)) * w
+    gains = (2.0**lab - 1.0 if gain == "exp2" else lab.astype(float)) * w
     n = len(s)
     ideal = ref_dcg(sorted(gains, reverse=True), k)
     if ideal == 0:
@@ -50,8 +52,11 @@ def ref_ndcg_query(s, lab, w, k, gain, ties):
     if ties == "stable":
         order = sorted(range(n), key=lambda i: (-s[i], i))
         return ref_dcg([gains[i] for i in order], k) / ideal
-    dcgs = [ref_dcg([gains[i] for i in p], k) for p in itertools.permutations(range(n))
-            if all(s[p[j]] >= s[p[j + 1]] for j in range(n - 1))]
+    dcgs = [
+        ref_dcg([gains[i] for i in p], k)
+        for p in itertools.permutations(range(n))
+        if all(s[p[j]] >= s[p[j + 1]] for j in range(n - 1))
+    ]
     return (np.mean(dcgs) if ties == "average" else min(dcgs)) / ideal
 
 
@@ -70,6 +75,7 @@ def ref_expected_exposure(key, k):
 
 
 # ----------------------------------------------------------------------------- NDCG
+
 
 def test_ndcg_hand_computed_exp2_and_linear():
     # ranking by score: d2 (label 0), d3 (label 1), d1 (label 2)
@@ -104,13 +110,15 @@ def test_ndcg_group_hand_computed():
     # probabilistic membership weights the gains: g = 0.5 everywhere halves every gain,
     # which cancels in the ratio
     half = np.full(4, 0.5)
-    assert M.ndcg(s, lab, qptr=q, groups=half, group="affected") == \
-        pytest.approx(M.ndcg(s, lab, qptr=q))
+    assert M.ndcg(s, lab, qptr=q, groups=half, group="affected") == pytest.approx(
+        M.ndcg(s, lab, qptr=q)
+    )
 
 
 def _ir_measures_ndcg(scores, labels, qptr, k, gain, weight=None):
     ir_measures = pytest.importorskip("ir_measures")
     from ir_measures import nDCG
+
     qrels, run = [], []
     for qi in range(qptr.size - 1):
         for i in range(qptr[qi], qptr[qi + 1]):
@@ -120,7 +128,7 @@ def _ir_measures_ndcg(scores, labels, qptr, k, gain, weight=None):
     if gain == "linear":
         measure = nDCG if k is None else nDCG @ k
     else:  # exp2 through an explicit gain map (pytrec_eval's default gain is linear)
-        gains = {lv: 2 ** lv - 1 for lv in range(5)}
+        gains = {lv: 2**lv - 1 for lv in range(5)}
         measure = nDCG(gains=gains) if k is None else nDCG(gains=gains) @ k
     out = np.full(qptr.size - 1, np.nan)
     for m in ir_measures.pytrec_eval.iter_calc([measure], qrels, run):
@@ -134,8 +142,10 @@ def test_ndcg_matches_ir_measures(rng, k, gain):
     s, lab, q, g = random_data(rng, n_queries=60, max_len=15, with_empty=False)
     ours = M.ndcg_per_query(s, lab, qptr=q, k=k, gain=gain)
     theirs = _ir_measures_ndcg(s, lab, q, k, gain)
-    has_rel = np.bincount(np.repeat(np.arange(q.size - 1), np.diff(q)), weights=lab,
-                          minlength=q.size - 1) > 0
+    has_rel = (
+        np.bincount(np.repeat(np.arange(q.size - 1), np.diff(q)), weights=lab, minlength=q.size - 1)
+        > 0
+    )
     assert has_rel.sum() > 40
     np.testing.assert_allclose(ours[has_rel], theirs[has_rel], rtol=0, atol=1e-12)
     assert np.all(np.isnan(ours[~has_rel]))  # default: skip queries without relevant items
@@ -152,8 +162,7 @@ def test_ndcg_matches_ir_measures(rng, k, gain):
 def test_ndcg_ties_brute_force(rng, ties, k):
     s, lab, q, g = random_data(rng, n_queries=25, max_len=6, ties=True)
     ours = M.ndcg_per_query(s, lab, qptr=q, k=k, ties=ties)
-    ours_n = M.ndcg_per_query(s, lab, qptr=q, groups=g, group="non_affected", k=k,
-                              ties=ties)
+    ours_n = M.ndcg_per_query(s, lab, qptr=q, groups=g, group="non_affected", k=k, ties=ties)
     for qi in range(q.size - 1):
         sl = slice(q[qi], q[qi + 1])
         ref = ref_ndcg_query(s[sl], lab[sl], np.ones(q[qi + 1] - q[qi]), k, "exp2", ties)
@@ -182,10 +191,12 @@ def test_ndcg_no_relevant_policies_and_empty_queries():
     q = np.array([0, 2, 2, 4])  # query 1 is empty; query 0 has no relevant item
     # query 2: ranking (label 1, label 0) is ideal
     np.testing.assert_array_equal(M.ndcg_per_query(s, lab, qptr=q), [np.nan, np.nan, 1.0])
-    np.testing.assert_array_equal(M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="zero"),
-                                  [0.0, np.nan, 1.0])
-    np.testing.assert_array_equal(M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="one"),
-                                  [1.0, np.nan, 1.0])
+    np.testing.assert_array_equal(
+        M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="zero"), [0.0, np.nan, 1.0]
+    )
+    np.testing.assert_array_equal(
+        M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="one"), [1.0, np.nan, 1.0]
+    )
     assert M.ndcg(s, lab, qptr=q, on_no_relevant="zero") == 0.5  # (0 + 1) / 2
     assert M.ndcg(s, lab, qptr=q) == 1.0
     assert math.isnan(M.ndcg(s, np.zeros(4), qptr=q))  # every query skipped
@@ -197,13 +208,14 @@ def test_ndcg_invariants(rng):
     ok = ~np.isnan(base)
     assert np.all((base[ok] >= 0) & (base[ok] <= 1 + 1e-12))
     # strictly increasing transform of the scores changes nothing
-    np.testing.assert_allclose(M.ndcg_per_query(np.exp(3 * s) - 7, lab, qptr=q, k=5), base,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        M.ndcg_per_query(np.exp(3 * s) - 7, lab, qptr=q, k=5), base, atol=1e-12
+    )
     # ties="average" does not depend on the item order within a query
-    perm = np.concatenate([q[i] + rng.permutation(q[i + 1] - q[i])
-                           for i in range(q.size - 1)]).astype(np.int64)
-    np.testing.assert_allclose(M.ndcg_per_query(s[perm], lab[perm], qptr=q, k=5), base,
-                               atol=1e-12)
+    perm = np.concatenate(
+        [q[i] + rng.permutation(q[i + 1] - q[i]) for i in range(q.size - 1)]
+    ).astype(np.int64)
+    np.testing.assert_allclose(M.ndcg_per_query(s[perm], lab[perm], qptr=q, k=5), base, atol=1e-12)
     # scoring by the labels is ideal
     np.testing.assert_allclose(M.ndcg_per_query(lab, lab, qptr=q)[ok], 1.0, atol=1e-12)
     # group NDCGs are in [0, 1] as well
@@ -213,6 +225,7 @@ def test_ndcg_invariants(rng):
 
 
 # ----------------------------------------------------------------------------- exposure
+
 
 @pytest.mark.parametrize("k", [None, 1, 3])
 def test_expected_exposure_brute_force(rng, k):
@@ -237,23 +250,24 @@ def test_exposure_paths_agree(rng):
         for qi in range(q.size - 1):
             sl = slice(q[qi], q[qi + 1])
             if q[qi + 1] > q[qi]:
-                np.testing.assert_allclose(counted[sl], ref_expected_exposure(s[sl], k),
-                                           atol=1e-12)
+                np.testing.assert_allclose(counted[sl], ref_expected_exposure(s[sl], k), atol=1e-12)
 
 
 @pytest.mark.parametrize("n_queries", [7, 70_000])
 def test_order_matches_segments_sort_within(rng, n_queries):
     from groupbias.segments import query_index, sort_within
+
     sizes = rng.integers(0, 4, size=n_queries)
     q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     s = rng.integers(0, 3, size=int(q[-1])) / 2.0  # many ties
     qidx = query_index(q)
     np.testing.assert_array_equal(order_desc(s, qidx, stable=True), sort_within(s, q))
     # stable ties: ranks follow the original position among tied items
-    np.testing.assert_allclose(M.expected_exposure(s, qptr=q, ties="stable")[:50],
-                               M.position_exposure(
-                                   np.argsort(sort_within(s, q))[:50] + 1
-                                   - q[qidx[:50]]), atol=0)
+    np.testing.assert_allclose(
+        M.expected_exposure(s, qptr=q, ties="stable")[:50],
+        M.position_exposure(np.argsort(sort_within(s, q))[:50] + 1 - q[qidx[:50]]),
+        atol=0,
+    )
 
 
 def test_exposure_hand_case_and_total():
@@ -264,13 +278,15 @@ def test_exposure_hand_case_and_total():
     lo = (1 / L2(5) + 1 / L2(6)) / 2
     np.testing.assert_allclose(M.target_exposure(grades, qptr=q), [lo, hi, lo, hi, hi])
     # stable ties: original position breaks ties
-    np.testing.assert_allclose(M.expected_exposure(grades, qptr=q, ties="stable"),
-                               [disc(4), disc(1), disc(5), disc(2), disc(3)])
+    np.testing.assert_allclose(
+        M.expected_exposure(grades, qptr=q, ties="stable"),
+        [disc(4), disc(1), disc(5), disc(2), disc(3)],
+    )
     # tie averaging preserves the total exposure
     assert M.target_exposure(grades, qptr=q).sum() == pytest.approx(
-        sum(disc(r) for r in range(1, 6)))
-    np.testing.assert_allclose(M.position_exposure(np.array([1, 2, 3]), k=2),
-                               [1.0, 1 / L2(3), 0.0])
+        sum(disc(r) for r in range(1, 6))
+    )
+    np.testing.assert_allclose(M.position_exposure(np.array([1, 2, 3]), k=2), [1.0, 1 / L2(3), 0.0])
 
 
 def test_group_exposure():
@@ -278,15 +294,13 @@ def test_group_exposure():
     g = np.array([1.0, 0.0, 0.5, 0.0])
     q = np.array([0, 3, 4])
     # query 0: E_A = 1 + 0.125, E_N = 0.5 + 0.125; query 1: E_A = 0, E_N = 2
-    np.testing.assert_allclose(M.group_exposure(e, g, qptr=q),
-                               [[1.125, 0.625], [0.0, 2.0]])
+    np.testing.assert_allclose(M.group_exposure(e, g, qptr=q), [[1.125, 0.625], [0.0, 2.0]])
 
 
 def test_discretize():
     s = np.array([0.0, 0.49, 0.5, 0.51, 1.0])
     np.testing.assert_array_equal(M.discretize(s), [0, 0, 1, 1, 1])
-    np.testing.assert_array_equal(M.discretize(s, thresholds=(0.25, 0.5, 0.75)),
-                                  [0, 1, 2, 2, 3])
+    np.testing.assert_array_equal(M.discretize(s, thresholds=(0.25, 0.5, 0.75)), [0, 1, 2, 2, 3])
     # levels=4 -> thresholds 0.25, 0.5, 0.75
     np.testing.assert_array_equal(M.discretize(s, levels=4), [0, 1, 2, 2, 3])
     np.testing.assert_array_equal(M.discretize(s, levels=2), M.discretize(s))
@@ -302,6 +316,7 @@ def test_discretize():
 
 # ----------------------------------------------------------------------------- DTR
 
+
 def test_rho_dtr_tabular_hand_cases():
     q = np.array([0, 4, 8])
     g = np.array([1, 1, 0, 0, 1, 0, 0, 0], dtype=float)
@@ -309,17 +324,18 @@ def test_rho_dtr_tabular_hand_cases():
     # query 0: affected attractiveness scaled by beta = 0.8 -> r = (0.8/2)/(1/2) = 0.8
     # query 1: affected over-estimated by 1.25 -> r = 1.25, rho = 1/1.25 = 0.8
     est = np.array([0.8, 0.0, 1.0, 1.0, 0.75, 0.3, 0.3, 0.0])
-    np.testing.assert_allclose(M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g),
-                               [0.8, 0.8])
+    np.testing.assert_allclose(M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g), [0.8, 0.8])
     assert M.rho_dtr_tabular(est, true, qptr=q, groups=g) == pytest.approx(0.8)
     # amortized: U_A = 1 + 0.6, U_N = 2 + 0.6, Ũ_A = 0.8 + 0.75, Ũ_N = 2.6
     r = ((0.8 + 0.75) / 2.6) / (1.6 / 2.6)
-    assert M.rho_dtr_tabular(est, true, qptr=q, groups=g, aggregate="amortized") == \
-        pytest.approx(min(r, 1 / r))
+    assert M.rho_dtr_tabular(est, true, qptr=q, groups=g, aggregate="amortized") == pytest.approx(
+        min(r, 1 / r)
+    )
     # exact estimate -> 1; scaling each input by a constant changes nothing
     np.testing.assert_allclose(M.rho_dtr_tabular_per_query(true, true, qptr=q, groups=g), 1)
     np.testing.assert_allclose(
-        M.rho_dtr_tabular_per_query(3 * est, 0.5 * true, qptr=q, groups=g), [0.8, 0.8])
+        M.rho_dtr_tabular_per_query(3 * est, 0.5 * true, qptr=q, groups=g), [0.8, 0.8]
+    )
 
 
 def test_rho_dtr_tabular_per_query_beta_noise_reproduces_table1_scale(rng):
@@ -343,16 +359,20 @@ def test_rho_dtr_degenerate_queries():
     true = np.array([1.0, 0.5, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0])
     est = np.array([0.9, 0.5, 0.0, 1.0, 0.2, 1.0, 0.3, 0.0])
     np.testing.assert_array_equal(
-        M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g),
-        [1.0, 1.0, 0.0, np.nan, np.nan])
+        M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g), [1.0, 1.0, 0.0, np.nan, np.nan]
+    )
     np.testing.assert_array_equal(
         M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g, on_zero_utility="skip"),
-        [np.nan] * 5)
+        [np.nan] * 5,
+    )
     assert M.rho_dtr_tabular(est, true, qptr=q, groups=g) == pytest.approx(2 / 3)
     # no estimated utility at all while the truth has some -> NaN
     np.testing.assert_array_equal(
-        M.rho_dtr_tabular_per_query(np.zeros(2), np.array([1.0, 1.0]), qptr=np.array([0, 2]),
-                                    groups=np.array([1.0, 0.0])), [np.nan])
+        M.rho_dtr_tabular_per_query(
+            np.zeros(2), np.array([1.0, 1.0]), qptr=np.array([0, 2]), groups=np.array([1.0, 0.0])
+        ),
+        [np.nan],
+    )
 
 
 def test_rho_dtr_ranking_hand_case():
@@ -361,9 +381,9 @@ def test_rho_dtr_ranking_hand_case():
     g = np.array([1.0, 1.0, 0.0, 0.0])
     true = np.array([1.0, 1.0, 2.0, 0.0])
     q = np.array([0, 4])
-    ea = 1 + 1 / 2                  # ranks 1 and 3
-    en = 1 / L2(3) + 1 / L2(5)      # ranks 2 and 4
-    r = (ea / 2.0) / (en / 2.0)     # U_A = 2, U_N = 2
+    ea = 1 + 1 / 2  # ranks 1 and 3
+    en = 1 / L2(3) + 1 / L2(5)  # ranks 2 and 4
+    r = (ea / 2.0) / (en / 2.0)  # U_A = 2, U_N = 2
     assert M.rho_dtr_ranking(s, true, qptr=q, groups=g) == pytest.approx(min(r, 1 / r))
     # cutoff k = 2: E_A = 1, E_N = 1/log2(3)
     r2 = (1 / 2.0) / ((1 / L2(3)) / 2.0)
@@ -400,16 +420,18 @@ def test_rho_dtr_bounds_and_amortized(rng):
     ea, en = (e * g).sum(), (e * (1 - g)).sum()
     ua, un = (lab * g).sum(), (lab * (1 - g)).sum()
     r = (ea / ua) / (en / un)
-    assert M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=5, aggregate="amortized") == \
-        pytest.approx(min(r, 1 / r))
+    assert M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=5, aggregate="amortized") == pytest.approx(
+        min(r, 1 / r)
+    )
 
 
 # ----------------------------------------------------------------------------- EEL
 
+
 def test_delta_eel_tabular_hand_case():
     g = np.array([1.0, 0.0, 1.0, 0.0])
-    true = np.array([0.9, 0.8, 0.1, 0.2])      # grades 1, 1, 0, 0
-    est = np.array([0.45, 0.8, 0.1, 0.2])      # affected item 0 dampened below a* = 0.5
+    true = np.array([0.9, 0.8, 0.1, 0.2])  # grades 1, 1, 0, 0
+    est = np.array([0.45, 0.8, 0.1, 0.2])  # affected item 0 dampened below a* = 0.5
     q = np.array([0, 4])
     # truth: grade-1 block = ranks 1-2, grade-0 block = ranks 3-4
     top, bottom = (1 + 1 / L2(3)) / 2, (1 / 2 + 1 / L2(5)) / 2
@@ -418,12 +440,11 @@ def test_delta_eel_tabular_hand_case():
     rest = (1 / L2(3) + 1 / 2 + 1 / L2(5)) / 3
     ea, en = 2 * rest, 1 + rest
     delta = abs(ea - ta)
-    assert abs(en - tn) == pytest.approx(delta)   # both components move by ±delta
+    assert abs(en - tn) == pytest.approx(delta)  # both components move by ±delta
     kw = dict(qptr=q, groups=g)
     assert M.delta_eel_tabular(est, true, **kw) == pytest.approx(math.sqrt(2) * delta)
     assert M.delta_eel_tabular(est, true, distance="l1", **kw) == pytest.approx(2 * delta)
-    assert M.delta_eel_tabular(est, true, distance="sq_l2", **kw) == \
-        pytest.approx(2 * delta ** 2)
+    assert M.delta_eel_tabular(est, true, distance="sq_l2", **kw) == pytest.approx(2 * delta**2)
     # a threshold below 0.45 keeps item 0 relevant: no change
     assert M.delta_eel_tabular(est, true, thresholds=(0.4,), **kw) == 0.0
     # cutoff k = 1: truth gives ranks 1-2 block (1 + 0) / 2 each -> E_A = E_N = 0.5;
@@ -445,18 +466,23 @@ def test_delta_eel_invariants(rng):
     assert np.all(d[ok] >= 0) and np.all(d[ok] <= math.sqrt(2) * total[ok] + 1e-12)
     assert np.any(d[ok] > 0)
     # permuting items within queries changes nothing (tie blocks are order-free)
-    perm = np.concatenate([q[i] + rng.permutation(q[i + 1] - q[i])
-                           for i in range(q.size - 1)]).astype(np.int64)
+    perm = np.concatenate(
+        [q[i] + rng.permutation(q[i + 1] - q[i]) for i in range(q.size - 1)]
+    ).astype(np.int64)
     np.testing.assert_allclose(
-        M.delta_eel_tabular_per_query(est[perm], rel[perm], qptr=q, groups=g[perm]), d,
-        atol=1e-12)
+        M.delta_eel_tabular_per_query(est[perm], rel[perm], qptr=q, groups=g[perm]), d, atol=1e-12
+    )
     np.testing.assert_allclose(
         M.delta_eel_ranking_per_query(s[perm], rel[perm], qptr=q, groups=g[perm]),
-        M.delta_eel_ranking_per_query(s, rel, **kw), atol=1e-12)
+        M.delta_eel_ranking_per_query(s, rel, **kw),
+        atol=1e-12,
+    )
     # a monotone transform of the estimate that keeps the grades keeps Δ
-    np.testing.assert_allclose(M.delta_eel_tabular_per_query(est ** 0.5, rel ** 0.5, **kw)
-                               [ok], M.delta_eel_tabular_per_query(
-                                   est, rel, thresholds=(0.25,), **kw)[ok], atol=1e-12)
+    np.testing.assert_allclose(
+        M.delta_eel_tabular_per_query(est**0.5, rel**0.5, **kw)[ok],
+        M.delta_eel_tabular_per_query(est, rel, thresholds=(0.25,), **kw)[ok],
+        atol=1e-12,
+    )
     # aggregates
     assert M.delta_eel_tabular(est, rel, **kw) == pytest.approx(d[ok].mean())
     assert M.delta_eel_tabular(est, rel, aggregate="sum", **kw) == pytest.approx(d[ok].sum())
@@ -466,8 +492,9 @@ def test_delta_eel_ranking_matches_brute_force(rng):
     s, lab, q, g = random_data(rng, n_queries=40, max_len=7, ties=True)
     g = rng.random(g.size)
     for k, disc_true in ((None, True), (2, True), (None, False)):
-        ours = M.delta_eel_ranking_per_query(s, lab / 4.0 if disc_true else lab, qptr=q,
-                                             groups=g, k=k, discretize_true=disc_true)
+        ours = M.delta_eel_ranking_per_query(
+            s, lab / 4.0 if disc_true else lab, qptr=q, groups=g, k=k, discretize_true=disc_true
+        )
         for qi in range(q.size - 1):
             sl = slice(q[qi], q[qi + 1])
             if q[qi + 1] == q[qi]:
@@ -492,18 +519,22 @@ def test_delta_eel_ranking_perfect_and_single_group():
     # E*_A = (e1 + e2 + e3) / 3 + (e4 + e5) / 2
     ea = disc(1) + disc(4)
     ta = (disc(1) + disc(2) + disc(3)) / 3 + (disc(4) + disc(5)) / 2
-    assert M.delta_eel_ranking(true, true, qptr=q, groups=g, ties="stable") == \
-        pytest.approx(math.sqrt(2) * abs(ea - ta))
+    assert M.delta_eel_ranking(true, true, qptr=q, groups=g, ties="stable") == pytest.approx(
+        math.sqrt(2) * abs(ea - ta)
+    )
     # one-group query: Δ = 0 counted, or skipped
     one = np.ones(5)
     assert M.delta_eel_ranking(-true, true, qptr=q, groups=one) == pytest.approx(0, abs=1e-12)
-    assert np.isnan(M.delta_eel_ranking_per_query(-true, true, qptr=q, groups=one,
-                                                  on_single_group="skip")).all()
-    assert np.isnan(M.delta_eel_tabular_per_query(true, true, qptr=q, groups=1 - one,
-                                                  on_single_group="skip")).all()
+    assert np.isnan(
+        M.delta_eel_ranking_per_query(-true, true, qptr=q, groups=one, on_single_group="skip")
+    ).all()
+    assert np.isnan(
+        M.delta_eel_tabular_per_query(true, true, qptr=q, groups=1 - one, on_single_group="skip")
+    ).all()
 
 
 # ----------------------------------------------------------------------------- validation
+
 
 def test_vectorized_matches_per_query_calls(rng):
     # computing all queries at once equals computing each query on its own
@@ -520,15 +551,15 @@ def test_vectorized_matches_per_query_calls(rng):
         sl = slice(q[qi], q[qi + 1])
         one = np.array([0, q[qi + 1] - q[qi]])
         single = {
-            "ndcg": M.ndcg_per_query(s[sl], lab[sl], qptr=one, groups=g[sl],
-                                     group="affected", k=3),
-            "dtr_t": M.rho_dtr_tabular_per_query((rel * (1 - 0.3 * g))[sl], rel[sl],
-                                                 qptr=one, groups=g[sl]),
+            "ndcg": M.ndcg_per_query(s[sl], lab[sl], qptr=one, groups=g[sl], group="affected", k=3),
+            "dtr_t": M.rho_dtr_tabular_per_query(
+                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl]
+            ),
             "dtr_r": M.rho_dtr_ranking_per_query(s[sl], rel[sl], qptr=one, groups=g[sl], k=4),
-            "eel_t": M.delta_eel_tabular_per_query((rel * (1 - 0.3 * g))[sl], rel[sl],
-                                                   qptr=one, groups=g[sl]),
-            "eel_r": M.delta_eel_ranking_per_query(s[sl], rel[sl], qptr=one, groups=g[sl],
-                                                   k=4),
+            "eel_t": M.delta_eel_tabular_per_query(
+                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl]
+            ),
+            "eel_r": M.delta_eel_ranking_per_query(s[sl], rel[sl], qptr=one, groups=g[sl], k=4),
         }
         for name, v in single.items():
             np.testing.assert_allclose(allq[name][qi], v[0], atol=1e-12, err_msg=name)
@@ -545,40 +576,53 @@ def test_inputs_not_mutated(rng):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=0), "k"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=True), "k"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=2.0), "k"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=np.array([0, 2]), k=2), "qptr"),
-    (lambda s, l, q, g: M.ndcg(s, l[:-1], qptr=q), "labels"),
-    (lambda s, l, q, g: M.ndcg(s.reshape(1, -1), l, qptr=q), "scores"),
-    (lambda s, l, q, g: M.ndcg(np.r_[np.nan, s[1:]], l, qptr=q), "scores"),
-    (lambda s, l, q, g: M.ndcg(s, -l, qptr=q), "labels"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, gain="exp"), "gain"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, ties="random"), "ties"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, on_no_relevant="nan"), "on_no_relevant"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, group="affected"), "groups"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g, group="A"), "group"),
-    (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g + 1, group="affected"), "groups"),
-    (lambda s, l, q, g: M.rho_dtr_tabular(s, l, qptr=q, groups=g, aggregate="sum"),
-     "aggregate"),
-    (lambda s, l, q, g: M.rho_dtr_tabular(-s, l, qptr=q, groups=g), "estimated_utility"),
-    (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=None), "groups"),
-    (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, ties="pessimistic"),
-     "ties"),
-    (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, on_zero_utility="one"),
-     "on_zero_utility"),
-    (lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, distance="l3"),
-     "distance"),
-    (lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, aggregate="median"),
-     "aggregate"),
-    (lambda s, l, q, g: M.delta_eel_ranking(s, l, qptr=q, groups=g, levels=3,
-                                            thresholds=(0.5,)), "levels"),
-    (lambda s, l, q, g: M.delta_eel_ranking(s, l, qptr=q, groups=g,
-                                            on_single_group="drop"), "on_single_group"),
-    (lambda s, l, q, g: M.expected_exposure(s, qptr=q, k=-1), "k"),
-    (lambda s, l, q, g: M.position_exposure(np.array([0, 1])), "ranks"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=0), "k"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=True), "k"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, k=2.0), "k"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=np.array([0, 2]), k=2), "qptr"),
+        (lambda s, l, q, g: M.ndcg(s, l[:-1], qptr=q), "labels"),
+        (lambda s, l, q, g: M.ndcg(s.reshape(1, -1), l, qptr=q), "scores"),
+        (lambda s, l, q, g: M.ndcg(np.r_[np.nan, s[1:]], l, qptr=q), "scores"),
+        (lambda s, l, q, g: M.ndcg(s, -l, qptr=q), "labels"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, gain="exp"), "gain"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, ties="random"), "ties"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, on_no_relevant="nan"), "on_no_relevant"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, group="affected"), "groups"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g, group="A"), "group"),
+        (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g + 1, group="affected"), "groups"),
+        (
+            lambda s, l, q, g: M.rho_dtr_tabular(s, l, qptr=q, groups=g, aggregate="sum"),
+            "aggregate",
+        ),
+        (lambda s, l, q, g: M.rho_dtr_tabular(-s, l, qptr=q, groups=g), "estimated_utility"),
+        (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=None), "groups"),
+        (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, ties="pessimistic"), "ties"),
+        (
+            lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, on_zero_utility="one"),
+            "on_zero_utility",
+        ),
+        (lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, distance="l3"), "distance"),
+        (
+            lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, aggregate="median"),
+            "aggregate",
+        ),
+        (
+            lambda s, l, q, g: M.delta_eel_ranking(
+                s, l, qptr=q, groups=g, levels=3, thresholds=(0.5,)
+            ),
+            "levels",
+        ),
+        (
+            lambda s, l, q, g: M.delta_eel_ranking(s, l, qptr=q, groups=g, on_single_group="drop"),
+            "on_single_group",
+        ),
+        (lambda s, l, q, g: M.expected_exposure(s, qptr=q, k=-1), "k"),
+        (lambda s, l, q, g: M.position_exposure(np.array([0, 1])), "ranks"),
+    ],
+)
 def test_bad_parameters_raise(call, match):
     s = np.array([0.5, 0.2, 0.9, 0.1])
     lab = np.array([1.0, 0.0, 2.0, 0.0])

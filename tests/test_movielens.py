@@ -3,37 +3,40 @@ import math
 import numpy as np
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.movielens import load_movielens
-from groupbias.errors import ParameterError
+from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
 
 # (user, movie, rating) in scrambled file order; user 1 rates 10, 20, 30; user 2 rates 20,
 # 40; user 3 rates 40
 RATINGS = [(2, 40, 2), (1, 20, 3), (1, 10, 5), (3, 40, 4), (2, 20, 1), (1, 30, 4)]
-PLAIN_META = ('movie_id,country,gross\n'
-              '10,USA,250000000\n'
-              '20,France|USA,"$5,000,000"\n'     # first country France; $5M
-              '30,United States,0\n')            # gross 0 = unknown; movie 40 absent
+PLAIN_META = (
+    "movie_id,country,gross\n"
+    "10,USA,250000000\n"
+    '20,France|USA,"$5,000,000"\n'  # first country France; $5M
+    "30,United States,0\n"
+)  # gross 0 = unknown; movie 40 absent
 
 
 def write_dat(d, rows=RATINGS, name="ratings.dat"):
     d.mkdir(parents=True, exist_ok=True)
-    (d / name).write_text("".join(f"{u}::{m}::{r}::97830{i}\n" for i, (u, m, r)
-                                  in enumerate(rows)))
+    (d / name).write_text("".join(f"{u}::{m}::{r}::97830{i}\n" for i, (u, m, r) in enumerate(rows)))
     return d / name
 
 
 def write_udata(d, rows=RATINGS):
     d.mkdir(parents=True, exist_ok=True)
-    (d / "u.data").write_text("".join(f"{u}\t{m}\t{r}\t8812{i}\n" for i, (u, m, r)
-                                      in enumerate(rows)))
+    (d / "u.data").write_text(
+        "".join(f"{u}\t{m}\t{r}\t8812{i}\n" for i, (u, m, r) in enumerate(rows))
+    )
     return d / "u.data"
 
 
 def write_csv(d, rows=RATINGS):
     d.mkdir(parents=True, exist_ok=True)
-    (d / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "".join(
-        f"{u},{m},{r},11{i}\n" for i, (u, m, r) in enumerate(rows)))
+    (d / "ratings.csv").write_text(
+        "userId,movieId,rating,timestamp\n"
+        + "".join(f"{u},{m},{r},11{i}\n" for i, (u, m, r) in enumerate(rows))
+    )
     return d / "ratings.csv"
 
 
@@ -53,7 +56,7 @@ def test_country_grouping_each_format(tmp_path, plain_meta, writer):
     np.testing.assert_array_equal(d.qptr, [0, 3, 4])
     np.testing.assert_array_equal(d.item_ids, [10, 20, 30, 20])
     np.testing.assert_allclose(d.labels, [5 / 5, 3 / 5, 4 / 5, 1 / 5])
-    np.testing.assert_array_equal(d.groups, [0, 1, 0, 1])       # France first -> non-US
+    np.testing.assert_array_equal(d.groups, [0, 1, 0, 1])  # France first -> non-US
     m = d.meta
     assert m["movies_without_metadata"] == 1 and m["ratings_without_metadata"] == 2
     assert m["users_dropped_empty"] == 1
@@ -70,14 +73,12 @@ def test_box_office_and_missing_policies(tmp_path, plain_meta):
     np.testing.assert_array_equal(bo.item_ids, [10, 20, 20])
     np.testing.assert_array_equal(bo.groups, [0, 1, 1])
     assert bo.meta["movies_without_metadata"] == 2
-    low = load_movielens(path, metadata=plain_meta, grouping="box_office",
-                         box_office_threshold=1e6)
+    low = load_movielens(path, metadata=plain_meta, grouping="box_office", box_office_threshold=1e6)
     np.testing.assert_array_equal(low.groups, [0, 0, 0])
     aff = load_movielens(path, metadata=plain_meta, grouping="country", missing="affected")
     assert list(aff.query_ids) == [1, 2, 3]
     np.testing.assert_array_equal(aff.groups, [0, 1, 0, 1, 1, 1])
-    non = load_movielens(path, metadata=plain_meta, grouping="country",
-                         missing="non_affected")
+    non = load_movielens(path, metadata=plain_meta, grouping="country", missing="non_affected")
     np.testing.assert_array_equal(non.groups, [0, 1, 0, 1, 0, 0])
     plain = load_movielens(path, grouping=None)
     assert plain.groups is None and plain.n_items == 6
@@ -87,7 +88,9 @@ def test_release_year_from_movies_file(tmp_path, plain_meta):
     path = write_dat(tmp_path / "ml")
     (path.parent / "movies.dat").write_text(
         "10::Toy Story (1995)::Animation\n20::Heat: The Sequel (1996)::Action\n"
-        "30::No Year::Drama\n", encoding="latin-1")
+        "30::No Year::Drama\n",
+        encoding="latin-1",
+    )
     d = load_movielens(path, metadata=plain_meta)
     np.testing.assert_array_equal(d.features[:, 1], [1995, 1996, 0, 1996])
     assert d.meta["year_source"] == "movies.dat"
@@ -110,9 +113,11 @@ def test_the_movies_dataset_metadata(tmp_path):
         "False,8844,tt0113497,Jumanji,\"[{'iso_3166_1': 'FR', 'name': 'France'}, "
         "{'iso_3166_1': 'US', 'name': 'United States of America'}]\",12000000\n"
         " - shifted row,1997-08-20,0,broken,,\n"
-        "False,555,tt0000555,No Country,[],0\n")
-    (tmd / "links.csv").write_text("movieId,imdbId,tmdbId\n10,0114709,862\n"
-                                   "20,9999999,8844\n30,0000555,555\n40,0000001,\n")
+        "False,555,tt0000555,No Country,[],0\n"
+    )
+    (tmd / "links.csv").write_text(
+        "movieId,imdbId,tmdbId\n10,0114709,862\n20,9999999,8844\n30,0000555,555\n40,0000001,\n"
+    )
     co = load_movielens(ml, metadata=tmd / "movies_metadata.csv", grouping="country")
     # 10 -> US (imdb join), 20 -> FR first (tmdb fallback), 30 -> [] unknown, 40 unknown
     np.testing.assert_array_equal(co.item_ids, [10, 20, 20])
@@ -120,17 +125,20 @@ def test_the_movies_dataset_metadata(tmp_path):
     assert co.meta["metadata_rows_skipped"] == 1
     assert co.meta["metadata_format"] == "the-movies-dataset"
     bo = load_movielens(ml, metadata=tmd, grouping="box_office")
-    np.testing.assert_array_equal(bo.groups, [0, 1, 1])     # $373.6M high, $12M low
+    np.testing.assert_array_equal(bo.groups, [0, 1, 1])  # $373.6M high, $12M low
     (tmd / "links.csv").unlink()
     with pytest.raises(MissingFilesError, match="links.csv"):
         load_movielens(ml, metadata=tmd, grouping="country")
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("1::10::5::1\n1::x::3::2\n", 2, "MovieID"),
-    ("1::10::5::1\n\n2::10::6::3\n", 3, "Rating"),
-    ("1::10::5::1\n1:20:3:2\n", 2, "separator"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("1::10::5::1\n1::x::3::2\n", 2, "MovieID"),
+        ("1::10::5::1\n\n2::10::6::3\n", 3, "Rating"),
+        ("1::10::5::1\n1:20:3:2\n", 2, "separator"),
+    ],
+)
 def test_dat_format_errors(tmp_path, text, line, field):
     p = tmp_path / "ratings.dat"
     p.write_text(text)
@@ -159,7 +167,7 @@ def test_other_format_errors(tmp_path, plain_meta):
 
 
 def test_paths_env_and_missing(tmp_path, plain_meta, monkeypatch):
-    ml = write_dat(tmp_path / "ml", name="ratings.txt")        # sniffed from content
+    ml = write_dat(tmp_path / "ml", name="ratings.txt")  # sniffed from content
     monkeypatch.setenv("GROUPBIAS_MOVIELENS", str(ml))
     monkeypatch.setenv("GROUPBIAS_MOVIELENS_META", str(plain_meta))
     assert load_movielens().meta["format"] == "dat"

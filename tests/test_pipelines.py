@@ -16,14 +16,14 @@ from groupbias.pipelines.evaluation import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, write_trec_run
 from groupbias.pipelines.tabular import run_tabular
 
-
 BIAS = GroupBias(beta_std=0.1)
 GLOBAL = KSEstimator()
 
 
 def tab(data, beta, rng, *, bias=BIAS, estimator=GLOBAL, **kw):
-    return run_tabular(data, beta=beta, bias=bias, estimator=estimator,
-                       rng=np.random.default_rng(rng), **kw)
+    return run_tabular(
+        data, beta=beta, bias=bias, estimator=estimator, rng=np.random.default_rng(rng), **kw
+    )
 
 
 def _by(records, metric, condition):
@@ -41,8 +41,15 @@ def test_eel_thresholds():
 
 @pytest.fixture(scope="module")
 def synthetic():
-    return gb.load_dataset("synthetic", n_queries=400, list_size=[10, 60], n_features=20,
-                           affected_share=0.35, utility_ratio=1.0, seed=7)
+    return gb.load_dataset(
+        "synthetic",
+        n_queries=400,
+        list_size=[10, 60],
+        n_features=20,
+        affected_share=0.35,
+        utility_ratio=1.0,
+        seed=7,
+    )
 
 
 def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
@@ -54,14 +61,19 @@ def test_tabular_on_synthetic_recovers_beta_and_improves(synthetic):
         assert _by(rec, metric, "corrected")["p_value"] < 1e-3
     assert _by(rec, "delta_eel", "corrected")["value"] < _by(rec, "delta_eel", "biased")["value"]
     # affected group hurt by bias, non-affected group gains (paper Fig. 2)
-    assert _by(rec, "ndcg@10:affected", "biased")["value"] < \
-        _by(rec, "ndcg@10:affected", "corrected")["value"]
-    assert _by(rec, "ndcg@10:non_affected", "biased")["value"] > \
-        _by(rec, "ndcg@10:non_affected", "corrected")["value"]
+    assert (
+        _by(rec, "ndcg@10:affected", "biased")["value"]
+        < _by(rec, "ndcg@10:affected", "corrected")["value"]
+    )
+    assert (
+        _by(rec, "ndcg@10:non_affected", "biased")["value"]
+        > _by(rec, "ndcg@10:non_affected", "corrected")["value"]
+    )
     # wiring: the recorded NDCG is that of the biased scores against the true labels
     d = synthetic["train"]
     assert _by(rec, "ndcg@10", "biased")["value"] == pytest.approx(
-        M.ndcg(res.attractiveness, d.labels, qptr=d.qptr, k=10))
+        M.ndcg(res.attractiveness, d.labels, qptr=d.qptr, k=10)
+    )
     # IPS: affected corrected scores are attractiveness / beta_hat
     aff = d.groups == 1
     np.testing.assert_allclose(res.corrected[aff], res.attractiveness[aff] / res.beta_hat[0])
@@ -75,8 +87,10 @@ def test_tabular_per_query_clusters_overcorrect(synthetic):
     perq = tab(d, 0.8, 0, estimator=KSEstimator(cluster_size=1))
     assert perq.beta_hat.size == d.n_queries
     assert np.nanstd(perq.beta_hat) > 5 * abs(glob.beta_hat[0] - 0.8) + 0.02
-    assert _by(perq.records, "ndcg@10", "corrected")["value"] < \
-        _by(glob.records, "ndcg@10", "corrected")["value"]
+    assert (
+        _by(perq.records, "ndcg@10", "corrected")["value"]
+        < _by(glob.records, "ndcg@10", "corrected")["value"]
+    )
 
 
 def test_tabular_requires_groups(synthetic):
@@ -98,8 +112,9 @@ def test_table1_criteria_on_real_trec(trec_root, monkeypatch, year):
         assert abs(res.beta_hat[0] - beta) <= 0.05
         rec = res.records
         assert _by(rec, "rho_dtr", "corrected")["value"] > _by(rec, "rho_dtr", "biased")["value"]
-        assert _by(rec, "delta_eel", "corrected")["value"] < \
-            _by(rec, "delta_eel", "biased")["value"]
+        assert (
+            _by(rec, "delta_eel", "corrected")["value"] < _by(rec, "delta_eel", "biased")["value"]
+        )
 
 
 def test_trec_run_file_is_read_by_ir_measures(tmp_path, synthetic):
@@ -108,11 +123,13 @@ def test_trec_run_file_is_read_by_ir_measures(tmp_path, synthetic):
     path = write_trec_run(tmp_path / "x.run", scores, d)
     run = list(ir_measures.read_trec_run(str(path)))
     assert len(run) == d.n_items
-    qrels = [ir_measures.Qrel(str(d.query_ids[q]), f"{d.query_ids[q]}_{i}", int(lab))
-             for q in range(d.n_queries) for i, lab in enumerate(d.query(q).labels)]
+    qrels = [
+        ir_measures.Qrel(str(d.query_ids[q]), f"{d.query_ids[q]}_{i}", int(lab))
+        for q in range(d.n_queries)
+        for i, lab in enumerate(d.query(q).labels)
+    ]
     ours = M.ndcg(scores, d.labels, qptr=d.qptr, k=10, gain="linear", ties="stable")
-    theirs = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[
-        ir_measures.nDCG @ 10]
+    theirs = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[ir_measures.nDCG @ 10]
     assert ours == pytest.approx(theirs, abs=1e-4)
 
 
@@ -127,14 +144,18 @@ def tiny_recipe():
     from groupbias.ltr.train import RankerRecipe, TrainerSpec
 
     return RankerRecipe(
-        model=ScorerSpec(fc_model={"sizes": [32]},
-                         transformer={"N": 1, "d_ff": 32, "h": 2, "dropout": 0.0},
-                         post_model={"d_output": 1}),
+        model=ScorerSpec(
+            fc_model={"sizes": [32]},
+            transformer={"N": 1, "d_ff": 32, "h": 2, "dropout": 0.0},
+            post_model={"d_output": 1},
+        ),
         loss=LambdaLoss(weighting="lambdaRank"),
         optimizer=functools.partial(torch.optim.Adam, lr=0.003),
-        trainer=TrainerSpec(max_epochs=6, patience=None, accelerator="cpu", devices=1,
-                            enable_progress_bar=False),
-        batching=BatchSpec(batch_size=16, slate_length=64))
+        trainer=TrainerSpec(
+            max_epochs=6, patience=None, accelerator="cpu", devices=1, enable_progress_bar=False
+        ),
+        batching=BatchSpec(batch_size=16, slate_length=64),
+    )
 
 
 @pytest.mark.slow
@@ -145,11 +166,21 @@ def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
     splits = gb.load_dataset("trec2020")
     test = splits["test"]
-    res = run_ltr(splits, beta=0.6, bias=BIAS, estimator=GLOBAL, recipe=tiny_recipe(),
-                  rng=np.random.default_rng(0), seed=0, out_dir=tmp_path, dataset="TREC 2020")
+    res = run_ltr(
+        splits,
+        beta=0.6,
+        bias=BIAS,
+        estimator=GLOBAL,
+        recipe=tiny_recipe(),
+        rng=np.random.default_rng(0),
+        seed=0,
+        out_dir=tmp_path,
+        dataset="TREC 2020",
+    )
     rng = np.random.default_rng(1)
-    random_ndcg = np.mean([M.ndcg(rng.random(test.n_items), test.labels, qptr=test.qptr, k=10)
-                           for _ in range(20)])
+    random_ndcg = np.mean(
+        [M.ndcg(rng.random(test.n_items), test.labels, qptr=test.qptr, k=10) for _ in range(20)]
+    )
     for cond in ("full", "biased", "corrected"):
         value = _by(res.records, "ndcg@10", cond)["value"]
         assert value > random_ndcg + 0.03, (cond, value, random_ndcg)
@@ -165,8 +196,14 @@ def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
     from groupbias.membership import membership_from_groups
 
     d = synthetic["train"]
-    res = tab(d, 0.6, 5, keep_scores=True, metrics=["ndcg@10", "awrf@10", "texfair@10"],
-              correlations=[("awrf@10", "ndcg@10")])
+    res = tab(
+        d,
+        0.6,
+        5,
+        keep_scores=True,
+        metrics=["ndcg@10", "awrf@10", "texfair@10"],
+        correlations=[("awrf@10", "ndcg@10")],
+    )
     m = membership_from_groups(d.groups)
     for cond, scores in (("biased", res.attractiveness), ("corrected", res.corrected)):
         aw = awrf_per_query(scores, qptr=d.qptr, membership=m, k=10)
@@ -176,7 +213,8 @@ def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
         nd = M.ndcg_per_query(scores, d.labels, qptr=d.qptr, k=10)
         ok = ~np.isnan(aw) & ~np.isnan(nd)
         assert _by(res.records, "pearson(awrf@10,ndcg@10)", cond)["value"] == pytest.approx(
-            scipy.stats.pearsonr(aw[ok], nd[ok])[0])
+            scipy.stats.pearsonr(aw[ok], nd[ok])[0]
+        )
     assert "p_value" in _by(res.records, "awrf@10", "corrected")
 
 

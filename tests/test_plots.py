@@ -13,26 +13,43 @@ def test_cluster_size_and_degradation_plots(tmp_path):
     rng = np.random.default_rng(0)
     recs = []
     for k in (1, 10, 100):
-        for rep in range(3):
+        for _rep in range(3):
             for m in ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected"):
-                recs.append(dict(metric=m, condition="corrected", cluster_size=k,
-                                 value=0.9 + 0.01 * rng.random(), beta=0.8))
-            recs.append(dict(metric="beta_hat", condition="estimate", cluster_size=k,
-                             value=0.8 + 0.02 * rng.standard_normal(), beta=0.8))
-    recs.append(dict(metric="ndcg@10", condition="biased", cluster_size=None, value=0.85,
-                     beta=0.8))
+                recs.append(
+                    dict(
+                        metric=m,
+                        condition="corrected",
+                        cluster_size=k,
+                        value=0.9 + 0.01 * rng.random(),
+                        beta=0.8,
+                    )
+                )
+            recs.append(
+                dict(
+                    metric="beta_hat",
+                    condition="estimate",
+                    cluster_size=k,
+                    value=0.8 + 0.02 * rng.standard_normal(),
+                    beta=0.8,
+                )
+            )
+    recs.append(dict(metric="ndcg@10", condition="biased", cluster_size=None, value=0.85, beta=0.8))
     out = plots.plot_cluster_size(recs, tmp_path / "fig8_beta0.8", true_beta=0.8)
     assert out["png"].name == "fig8_beta0.8.png"  # a dotted stem keeps its full name
     _png_ok(out["png"])
     assert out["pdf"].read_bytes()[:4] == b"%PDF"
-    deg = [dict(metric=m, condition=c, beta=b, value=v, dataset="d")
-           for m in ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr",
-                     "delta_eel")
-           for c, b, v in (("full", None, 1.0), ("biased", 0.8, 0.9), ("biased", 0.6, 0.8))]
+    deg = [
+        dict(metric=m, condition=c, beta=b, value=v, dataset="d")
+        for m in ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
+        for c, b, v in (("full", None, 1.0), ("biased", 0.8, 0.9), ("biased", 0.6, 0.8))
+    ]
     _png_ok(plots.plot_degradation(deg, tmp_path / "fig5")["png"])
-    bc = [dict(metric="ndcg@10", condition=c, beta=b, value=v, dataset=d)
-          for d in ("a", "b") for b in (0.8, 0.6)
-          for c, v in (("biased", 0.9), ("corrected", 0.99))]
+    bc = [
+        dict(metric="ndcg@10", condition=c, beta=b, value=v, dataset=d)
+        for d in ("a", "b")
+        for b in (0.8, 0.6)
+        for c, v in (("biased", 0.9), ("corrected", 0.99))
+    ]
     _png_ok(plots.plot_biased_vs_corrected(bc, tmp_path / "fig7")["png"])
 
 
@@ -54,5 +71,9 @@ def test_ks_curve_plot_marks_the_estimate(tmp_path):
     out = plots.plot_ks_curves(est, tmp_path / "ks", true_beta=0.7)
     _png_ok(out["png"])
     with pytest.raises(ParameterError, match="ks_curve"):
-        plots.plot_ks_curves(type("E", (), {"ks_curve": np.zeros((0, 3)), "grid": np.ones(3),
-                                            "beta_hat": np.zeros(0)})(), tmp_path / "x")
+        plots.plot_ks_curves(
+            type(
+                "E", (), {"ks_curve": np.zeros((0, 3)), "grid": np.ones(3), "beta_hat": np.zeros(0)}
+            )(),
+            tmp_path / "x",
+        )

@@ -1,15 +1,20 @@
 import numpy as np
 import pytest
 
+from groupbias import segments
 from groupbias.data import RankingData
 from groupbias.errors import DataError
-from groupbias import segments
 
 
 def _toy():
     feats = np.arange(12, dtype=np.float64).reshape(6, 2)
-    return RankingData(features=feats, labels=[2, 0, 1, 0, 3, 1], qptr=[0, 3, 3, 6],
-                       query_ids=np.array(["a", "b", "c"]), groups=[1, 0, 0, 1, 0.5, 0])
+    return RankingData(
+        features=feats,
+        labels=[2, 0, 1, 0, 3, 1],
+        qptr=[0, 3, 3, 6],
+        query_ids=np.array(["a", "b", "c"]),
+        groups=[1, 0, 0, 1, 0.5, 0],
+    )
 
 
 def test_query_view_is_zero_copy():
@@ -34,15 +39,17 @@ def test_subset_and_query_index():
     assert d.query_index().tolist() == [0, 0, 0, 2, 2, 2]
 
 
-@pytest.mark.parametrize("kw, msg", [
-    ({"qptr": [0, 2, 7]}, "qptr"),
-    ({"labels": [1, 2]}, "labels"),
-    ({"groups": [0, 1, 2, 0, 0, 0]}, "groups"),
-    ({"query_ids": ["a"]}, "query_ids"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"qptr": [0, 2, 7]}, "qptr"),
+        ({"labels": [1, 2]}, "labels"),
+        ({"groups": [0, 1, 2, 0, 0, 0]}, "groups"),
+        ({"query_ids": ["a"]}, "query_ids"),
+    ],
+)
 def test_bad_shapes_raise(kw, msg):
-    base = dict(features=np.zeros((6, 2)), labels=np.zeros(6), qptr=[0, 3, 6],
-                query_ids=["a", "b"])
+    base = dict(features=np.zeros((6, 2)), labels=np.zeros(6), qptr=[0, 3, 6], query_ids=["a", "b"])
     base.update(kw)
     with pytest.raises(DataError, match=msg):
         RankingData(**base)

@@ -24,8 +24,9 @@ def test_library_snippet_runs(trec_root, capsys):
 
 def test_named_configs_exist():
     cfg = REPO / "configs"
-    for group, name in re.findall(r"\b(experiment|dataset|trainer|launcher|grouping)=(\w+)",
-                                  README):
+    for group, name in re.findall(
+        r"\b(experiment|dataset|trainer|launcher|grouping)=(\w+)", README
+    ):
         assert (cfg / group / f"{name}.yaml").exists(), f"{group}={name}"
     for target in re.findall(r"make (\w+)", README):
         assert re.search(rf"^{target}:", (REPO / "Makefile").read_text(), flags=re.M), target

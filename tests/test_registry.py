@@ -82,9 +82,13 @@ def test_load_dataset_by_name_and_a_user_dataset(rng):
 
         def load(self, root, split):
             qptr = np.array([0, 2, self.n + 2])
-            return gb.RankingData(np.zeros((self.n + 2, 1)), np.arange(self.n + 2) % 2, qptr,
-                                  np.array([0, 1]), groups=np.array([0, 1] * 2 + [1] *
-                                                                    (self.n - 2), float))
+            return gb.RankingData(
+                np.zeros((self.n + 2, 1)),
+                np.arange(self.n + 2) % 2,
+                qptr,
+                np.array([0, 1]),
+                groups=np.array([0, 1] * 2 + [1] * (self.n - 2), float),
+            )
 
     register_dataset(DatasetInfo("tiny_user_data", "tiny", Options), replace=True)
     d = gb.load_dataset("tiny_user_data", split="train", n=4)

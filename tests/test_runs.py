@@ -8,8 +8,10 @@ def test_run_once_skips_complete_and_resumes_steps(tmp_path):
     cfg = {"experiment": {"name": "x"}, "bias": {"beta": 0.8}, "paths": {"out": "a"}}
 
     def fn(rd):
-        res = [rd.step(f"k{k}", lambda k=k: (calls.append(k), {"v": k * 2})[1], key={"k": k})
-               for k in (1, 2)]
+        res = [
+            rd.step(f"k{k}", lambda k=k: (calls.append(k), {"v": k * 2})[1], key={"k": k})
+            for k in (1, 2)
+        ]
         return {"records": [{"metric": "v", "value": r["v"]} for r in res]}
 
     m, skipped = runs.run_once(tmp_path / "r", cfg, fn, seed=0)

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from data_loaders import cache as cache_mod
 from data_loaders import svmlight as svm
-from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.svmlight import load_svmlight, parse_svmlight, read_svmlight
-from groupbias.errors import ParameterError
+from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
 
 # ---- independent reference ------------------------------------------------------------------
 # The documented grammar, written directly with str methods (no shared code with the parser).
@@ -47,8 +46,11 @@ def reference(text: str, n_features: int | None, base: int = 1, qid_required: bo
             row[int(f)] = float(v)
         rows.append(row)
         lines.append(lineno)
-    width = n_features if n_features is not None else max(
-        [f for r in rows for f in r] + [base - 1]) - base + 1
+    width = (
+        n_features
+        if n_features is not None
+        else max([f for r in rows for f in r] + [base - 1]) - base + 1
+    )
     X = np.zeros((len(rows), width), dtype=np.float32)
     for i, r in enumerate(rows):
         for f, v in r.items():
@@ -76,11 +78,13 @@ def check_same(path: Path, text: str, n_features, base=1, qid="required", **kw):
 
 # ---- exact values and conventions ---------------------------------------------------------
 def test_values_spellings_comments_blank_lines(tmp_path):
-    text = ("2 qid:1 1:3 2:0 3:2.5 4:-1.25 5:.5 6:5. 7:+7 8:-0.000001 # docid = 7\n"
-            "# a comment line\n"
-            "\n"
-            "0 qid:1 2:1e-05 3:1.5E+3 4:0.12345678901234567 5:123456789012345678\n"
-            "1 qid:7 8:65535 1:0.666667 6:-12.2345\n")
+    text = (
+        "2 qid:1 1:3 2:0 3:2.5 4:-1.25 5:.5 6:5. 7:+7 8:-0.000001 # docid = 7\n"
+        "# a comment line\n"
+        "\n"
+        "0 qid:1 2:1e-05 3:1.5E+3 4:0.12345678901234567 5:123456789012345678\n"
+        "1 qid:7 8:65535 1:0.666667 6:-12.2345\n"
+    )
     p = write(tmp_path, text)
     rows = check_same(p, text, 8)
     # hand-checked values: 1e-05 -> float32(1e-5); 1.5E+3 = 1500; feature 8 of row 3
@@ -95,8 +99,7 @@ def test_crlf_tabs_spaces_and_missing_final_newline(tmp_path):
     p = write(tmp_path, text)
     rows = check_same(p, text, 3)
     assert rows.n_lines == 4
-    np.testing.assert_array_equal(rows.features,
-                                  [[0.5, 0, -2], [0, 7, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(rows.features, [[0.5, 0, -2], [0, 7, 0], [0, 0, 1]])
 
 
 def test_stable_feature_ids_all_columns_present(tmp_path):
@@ -115,9 +118,9 @@ def test_n_features_none_and_zero_base(tmp_path):
     text = "1 qid:1 10:1 2:3\n"
     p = write(tmp_path, text)
     rows = read_svmlight(p)
-    assert rows.features.shape == (1, 10)           # up to the largest id, 10
+    assert rows.features.shape == (1, 10)  # up to the largest id, 10
     rows0 = read_svmlight(p, feature_id_base=0)
-    assert rows0.features.shape == (1, 11)          # ids 0..10
+    assert rows0.features.shape == (1, 11)  # ids 0..10
     assert rows0.feature_ids[0] == 0 and rows0.features[0, 10] == 1
 
 
@@ -148,12 +151,14 @@ def test_long_qids_and_long_lines(tmp_path):
 def test_chunk_boundaries_and_workers_agree(tmp_path, rng, monkeypatch):
     lines = []
     for i in range(3000):
-        feats = " ".join(f"{j}:{rng.normal():.5f}" for j in sorted(
-            rng.choice(np.arange(1, 31), size=rng.integers(0, 8), replace=False)))
+        feats = " ".join(
+            f"{j}:{rng.normal():.5f}"
+            for j in sorted(rng.choice(np.arange(1, 31), size=rng.integers(0, 8), replace=False))
+        )
         lines.append(f"{rng.integers(0, 5)} qid:{i // 7} {feats}".rstrip())
     text = "\n".join(lines) + "\n"
     p = write(tmp_path, text)
-    monkeypatch.setattr(svm, "_slow_chunk", None)      # the vectorized path only
+    monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
     a = check_same(p, text, 30, chunk_bytes=1024, workers=1)
     b = read_svmlight(p, n_features=30, chunk_bytes=4096, workers=2)
     np.testing.assert_array_equal(a.features, b.features)
@@ -173,7 +178,7 @@ def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
             t = t.replace(".", "0.")
         toks.append(t)
     text = "".join(f"0 qid:1 1:{t}\n" for t in toks)
-    monkeypatch.setattr(svm, "_slow_chunk", None)      # the vectorized path only
+    monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
     rows = read_svmlight(write(tmp_path, text), n_features=1)
     expect = np.array([float(t) for t in toks], dtype=np.float64).astype(np.float32)
     np.testing.assert_array_equal(rows.features[:, 0], expect)
@@ -187,34 +192,37 @@ def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
 GOOD = "1 qid:1 1:0.5 2:1\n0 qid:1 2:3\n"
 
 
-@pytest.mark.parametrize("bad_line, field, words", [
-    ("1 qid:2 1:abc", "feature 1", "not a number"),
-    ("1 qid:2 1:nan", "feature 1", "non-finite"),
-    ("1 qid:2 2:inf", "feature 2", "non-finite"),
-    ("1 qid:2 2:-inf", "feature 2", "non-finite"),
-    ("1 qid:2 1:1e999", "feature 1", "infinity"),
-    ("1 qid:2 1:1.2.3", "feature 1", "not a number"),
-    ("1 qid:2 1:0x1A", "feature 1", "not a number"),
-    ("1 qid:2 1:1_0", "feature 1", "not a number"),
-    ("1 qid:2 1:", "feature 1", "not a number"),
-    ("1 qid:2 1: 2", "feature 1", "not a number"),
-    ("1 qid:2 1 :2", "token 3", "feature id"),
-    ("1 qid:2 1:2:3", "token 3", "feature id"),
-    ("1 qid:2 :2", "token 3", "feature id must be"),
-    ("1 qid:2 1.5:2", "token 3", "feature id must be"),
-    ("1 qid:2 1:1 1:2", "token 4", "duplicate feature id 1"),
-    ("1 qid:2 2:1 1:2 2:3", "token 5", "duplicate feature id 2"),
-    ("1 qid:2 3:1", "token 3", "out of range 1..2"),
-    ("1 qid:2 0:1", "token 3", "out of range"),
-    ("1 1:2", "qid", "missing 'qid"),
-    ("1", "qid", "missing 'qid"),
-    ("1 qid:x 1:2", "qid", "non-negative integer"),
-    ("1 qid:-3 1:2", "qid", "non-negative integer"),
-    ("1 qid:2 1:1 qid:3", "token 4", "second token"),
-    ("x qid:2 1:2", "label", "not a number"),
-    ("nan qid:2 1:2", "label", "non-finite"),
-    ("1 qid:2 1:1\x01", "feature 1", "not a number"),
-])
+@pytest.mark.parametrize(
+    "bad_line, field, words",
+    [
+        ("1 qid:2 1:abc", "feature 1", "not a number"),
+        ("1 qid:2 1:nan", "feature 1", "non-finite"),
+        ("1 qid:2 2:inf", "feature 2", "non-finite"),
+        ("1 qid:2 2:-inf", "feature 2", "non-finite"),
+        ("1 qid:2 1:1e999", "feature 1", "infinity"),
+        ("1 qid:2 1:1.2.3", "feature 1", "not a number"),
+        ("1 qid:2 1:0x1A", "feature 1", "not a number"),
+        ("1 qid:2 1:1_0", "feature 1", "not a number"),
+        ("1 qid:2 1:", "feature 1", "not a number"),
+        ("1 qid:2 1: 2", "feature 1", "not a number"),
+        ("1 qid:2 1 :2", "token 3", "feature id"),
+        ("1 qid:2 1:2:3", "token 3", "feature id"),
+        ("1 qid:2 :2", "token 3", "feature id must be"),
+        ("1 qid:2 1.5:2", "token 3", "feature id must be"),
+        ("1 qid:2 1:1 1:2", "token 4", "duplicate feature id 1"),
+        ("1 qid:2 2:1 1:2 2:3", "token 5", "duplicate feature id 2"),
+        ("1 qid:2 3:1", "token 3", "out of range 1..2"),
+        ("1 qid:2 0:1", "token 3", "out of range"),
+        ("1 1:2", "qid", "missing 'qid"),
+        ("1", "qid", "missing 'qid"),
+        ("1 qid:x 1:2", "qid", "non-negative integer"),
+        ("1 qid:-3 1:2", "qid", "non-negative integer"),
+        ("1 qid:2 1:1 qid:3", "token 4", "second token"),
+        ("x qid:2 1:2", "label", "not a number"),
+        ("nan qid:2 1:2", "label", "non-finite"),
+        ("1 qid:2 1:1\x01", "feature 1", "not a number"),
+    ],
+)
 def test_errors_name_file_line_and_field(tmp_path, bad_line, field, words):
     text = GOOD + "# comment\n" + bad_line + "\n" + GOOD.replace("qid:1", "qid:3")
     p = write(tmp_path, text)
@@ -272,15 +280,15 @@ def _value_spellings(v: float, draw, fast_only: bool = False) -> str:
     if kind == 1:
         return f"{v:.6f}"
     if kind == 2:
-        return f"{v:g}"                      # may use an exponent
+        return f"{v:g}"  # may use an exponent
     if kind == 3:
         return str(int(v))
     if kind == 4:
-        s = f"{abs(v):.3f}".lstrip("0")      # '.5' style
+        s = f"{abs(v):.3f}".lstrip("0")  # '.5' style
         return ("-" if v < 0 else "") + (s if s not in ("", ".000") else "0")
     if kind == 5:
-        return f"{int(abs(v))}."             # '5.' style
-    return f"{v:.17f}"                       # longer than 16 characters
+        return f"{int(abs(v))}."  # '5.' style
+    return f"{v:.17f}"  # longer than 16 characters
 
 
 @st.composite
@@ -291,9 +299,14 @@ def valid_files(draw, fast_only=False):
     sep = st.sampled_from([" ", " ", "\t", "  "])
     out = []
     n_queries = draw(st.integers(1, 6))
-    qids = draw(st.lists(st.integers(0, 10 ** (7 if fast_only else 10)), min_size=n_queries,
-                         max_size=n_queries,
-                         unique=True))
+    qids = draw(
+        st.lists(
+            st.integers(0, 10 ** (7 if fast_only else 10)),
+            min_size=n_queries,
+            max_size=n_queries,
+            unique=True,
+        )
+    )
     for q in qids:
         for _ in range(draw(st.integers(1, 5))):
             if draw(st.integers(0, 9)) == 0:
@@ -345,8 +358,26 @@ def test_fuzz_vectorized_path_alone(tmp_path_factory, case):
         svm._slow_chunk = orig
 
 
-BAD_VALUES = ["abc", "nan", "inf", "-inf", "1.2.3", "", "--1", "0x1A", "1_0", "1e",
-              "1e999", ".", "-", "+-1", "1-2", "1..2", "é", "1 e5"]
+BAD_VALUES = [
+    "abc",
+    "nan",
+    "inf",
+    "-inf",
+    "1.2.3",
+    "",
+    "--1",
+    "0x1A",
+    "1_0",
+    "1e",
+    "1e999",
+    ".",
+    "-",
+    "+-1",
+    "1-2",
+    "1..2",
+    "é",
+    "1 e5",
+]
 
 
 @st.composite
@@ -363,19 +394,20 @@ def corrupted_files(draw):
         toks.append(f"{base}:{draw(st.sampled_from(BAD_VALUES))}")
         toks = [t for t in toks if not t.startswith(f"{base}:") or t == toks[-1]]
     elif kind == 1:
-        toks = [toks[0]] + toks[2:]                       # no qid
+        toks = [toks[0]] + toks[2:]  # no qid
     elif kind == 2:
-        toks += [f"{base}:1", f"{base}:2"]                # duplicate id
-        toks = [t for j, t in enumerate(toks) if not (t.startswith(f"{base}:")
-                                                      and j < len(toks) - 2)]
+        toks += [f"{base}:1", f"{base}:2"]  # duplicate id
+        toks = [
+            t for j, t in enumerate(toks) if not (t.startswith(f"{base}:") and j < len(toks) - 2)
+        ]
     elif kind == 3:
-        toks.append(f"{base + nf + draw(st.integers(0, 5))}:1")   # id too large
+        toks.append(f"{base + nf + draw(st.integers(0, 5))}:1")  # id too large
     elif kind == 4:
         if base == 0:
             return None
-        toks.append("0:1")                                # id below the base
+        toks.append("0:1")  # id below the base
     elif kind == 5:
-        toks[0] = draw(st.sampled_from(["x", "nan", "1.2.3", "--1"]))   # bad label
+        toks[0] = draw(st.sampled_from(["x", "nan", "1.2.3", "--1"]))  # bad label
     elif kind == 6:
         toks.append(draw(st.sampled_from(["3 :4", "3::4", ":4", "2.5:1", "qid:4"])))
     else:
@@ -401,7 +433,7 @@ def test_reappearing_qid_fuzz(tmp_path, rng):
         q = rng.permutation(50)[: rng.integers(2, 8)]
         sizes = rng.integers(1, 5, q.size)
         qids = np.repeat(q, sizes)
-        j = rng.integers(sizes[0], qids.size)     # a line after the first query
+        j = rng.integers(sizes[0], qids.size)  # a line after the first query
         if qids[j] == q[0]:
             continue
         qids[j] = q[0]
@@ -414,7 +446,7 @@ def test_reappearing_qid_fuzz(tmp_path, rng):
                 break
             seen.add(qids[r])
         text = "".join(f"0 qid:{x} 1:1\n" for x in qids)
-        if expect is None:                        # joined the first query: still valid
+        if expect is None:  # joined the first query: still valid
             assert parse_svmlight(write(tmp_path, text), n_features=1).n_items == qids.size
             continue
         with pytest.raises(DataFormatError) as ei:
@@ -425,8 +457,10 @@ def test_reappearing_qid_fuzz(tmp_path, rng):
 # ---- cache ------------------------------------------------------------------------------------
 def _mslr_like(path: Path, n_lines: int, rng) -> Path:
     vals = rng.integers(0, 40, (n_lines, 136)).astype(str)
-    lines = [f"{rng.integers(0, 5)} qid:{i // 50} " + " ".join(
-        f"{j + 1}:{v}" for j, v in enumerate(row)) for i, row in enumerate(vals)]
+    lines = [
+        f"{rng.integers(0, 5)} qid:{i // 50} " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(row))
+        for i, row in enumerate(vals)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -448,14 +482,18 @@ def test_cache_round_trip_reload_speed_and_no_pickle(tmp_path, rng):
     for name in ("features", "labels", "qptr", "query_ids", "feature_ids", "item_ids"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         assert not getattr(b, name).flags.writeable
-    assert isinstance(np.load(Path(b.meta["cache_dir"]) / "features.npy", mmap_mode="r",
-                              allow_pickle=False), np.memmap)
+    assert isinstance(
+        np.load(Path(b.meta["cache_dir"]) / "features.npy", mmap_mode="r", allow_pickle=False),
+        np.memmap,
+    )
     assert b.name == a.name and b.label_max == 4 and b.meta["n_lines"] == 4000
     entries = [d for d in (cdir / "ranking").iterdir()]
     assert len(entries) == 1 and not entries[0].name.startswith(".")
     man = json.loads((entries[0] / "manifest.json").read_text())
-    assert man["source"]["path"] == str(p.resolve()) and man["arrays"]["features"]["shape"] \
-        == [4000, 136]
+    assert man["source"]["path"] == str(p.resolve()) and man["arrays"]["features"]["shape"] == [
+        4000,
+        136,
+    ]
 
 
 def test_cache_detects_changed_source(tmp_path):
@@ -469,7 +507,7 @@ def test_cache_detects_changed_source(tmp_path):
     b = load_svmlight(p, n_features=1, cache_dir=cdir)
     assert b.meta["cache"] == "stored" and b.features[0, 0] == np.float32(0.7)
     # a changed mtime alone also re-parses
-    os.utime(p, ns=(st0.st_atime_ns, st0.st_mtime_ns + 10 ** 9))
+    os.utime(p, ns=(st0.st_atime_ns, st0.st_mtime_ns + 10**9))
     c = load_svmlight(p, n_features=1, cache_dir=cdir)
     assert c.meta["cache"] == "stored"
     assert load_svmlight(p, n_features=1, cache_dir=cdir).meta["cache"] == "hit"
@@ -503,7 +541,7 @@ def test_cache_write_failure_leaves_nothing(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="could not write"):
         d = load_svmlight(p, n_features=2, cache_dir=cdir)
     assert d.n_items == 2
-    assert list((cdir / "ranking").iterdir()) == []        # no entry, no temporary dir
+    assert list((cdir / "ranking").iterdir()) == []  # no entry, no temporary dir
 
 
 def test_cache_corrupt_entry_is_rebuilt(tmp_path):

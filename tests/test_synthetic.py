@@ -2,15 +2,23 @@ import numpy as np
 import pytest
 
 from data_loaders.grouping import group_by_feature
-from data_loaders.synthetic import (SENSITIVE_FEATURE_ID, SENSITIVE_THRESHOLD,
-                                    grade_distributions, make_synthetic,
-                                    make_synthetic_splits)
+from data_loaders.synthetic import (
+    SENSITIVE_FEATURE_ID,
+    SENSITIVE_THRESHOLD,
+    grade_distributions,
+    make_synthetic,
+    make_synthetic_splits,
+)
 from groupbias.errors import ParameterError
 
 
 def _same(a, b):
-    return (np.array_equal(a.features, b.features) and np.array_equal(a.labels, b.labels)
-            and np.array_equal(a.qptr, b.qptr) and np.array_equal(a.groups, b.groups))
+    return (
+        np.array_equal(a.features, b.features)
+        and np.array_equal(a.labels, b.labels)
+        and np.array_equal(a.qptr, b.qptr)
+        and np.array_equal(a.groups, b.groups)
+    )
 
 
 def test_reproducible_by_seed_and_generator():
@@ -56,7 +64,7 @@ def test_grade_distributions_hand_values():
     p, pa = grade_distributions(5, 1.0)
     # p(k) ∝ 2^-k over 0..4: (16, 8, 4, 2, 1) / 31
     np.testing.assert_allclose(p, np.array([16, 8, 4, 2, 1]) / 31)
-    np.testing.assert_allclose(pa, p, atol=1e-9)        # ratio 1: no tilt
+    np.testing.assert_allclose(pa, p, atol=1e-9)  # ratio 1: no tilt
     mu = (0 * 16 + 1 * 8 + 2 * 4 + 3 * 2 + 4 * 1) / 31  # = 26/31
     _, pa2 = grade_distributions(5, 0.5)
     assert np.arange(5) @ pa2 == pytest.approx(0.5 * mu)
@@ -66,8 +74,8 @@ def test_grade_distributions_hand_values():
 def test_informative_features_correlate_with_labels():
     data = make_synthetic(n_queries=200, seed=4, n_features=10, n_informative=3)
     r = [np.corrcoef(data.feature(f), data.labels)[0, 1] for f in range(1, 11)]
-    assert r[1] > 0.5 and r[1] > r[2] > r[3] > 0.2    # features 2..4, noise rising
-    assert max(abs(v) for v in r[4:]) < 0.1            # pure noise features
+    assert r[1] > 0.5 and r[1] > r[2] > r[3] > 0.2  # features 2..4, noise rising
+    assert max(abs(v) for v in r[4:]) < 0.1  # pure noise features
 
 
 def test_splits():
@@ -83,18 +91,21 @@ def test_splits():
     assert [two[k].n_queries for k in two] == [5, 5]
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(), "rng/seed"),
-    (dict(seed=1, rng=np.random.default_rng(1)), "rng/seed"),
-    (dict(seed=-1), "seed"),
-    (dict(seed=0, affected_share=1.0), "affected_share"),
-    (dict(seed=0, utility_ratio=0.0), "utility_ratio"),
-    (dict(seed=0, utility_ratio=10.0), "utility_ratio"),
-    (dict(seed=0, list_size=(5, 2)), "list_size"),
-    (dict(seed=0, n_features=1), "n_features"),
-    (dict(seed=0, n_grades=1), "n_grades"),
-    (dict(seed=0, n_queries=0), "n_queries"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(), "rng/seed"),
+        (dict(seed=1, rng=np.random.default_rng(1)), "rng/seed"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=0, affected_share=1.0), "affected_share"),
+        (dict(seed=0, utility_ratio=0.0), "utility_ratio"),
+        (dict(seed=0, utility_ratio=10.0), "utility_ratio"),
+        (dict(seed=0, list_size=(5, 2)), "list_size"),
+        (dict(seed=0, n_features=1), "n_features"),
+        (dict(seed=0, n_grades=1), "n_grades"),
+        (dict(seed=0, n_queries=0), "n_queries"),
+    ],
+)
 def test_parameter_errors(kwargs, name):
     with pytest.raises(ParameterError, match=name):
         make_synthetic(**kwargs)

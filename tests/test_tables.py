@@ -8,17 +8,30 @@ from groupbias.reporting import paper_table, save_table
 def _records():
     r = []
     for beta, bh in [(0.8, 0.825), (0.6, 0.626)]:
-        r.append(dict(dataset="Yahoo", beta=beta, metric="beta_hat", condition="estimate",
-                      value=bh))
-        r += [dict(dataset="Yahoo", beta=beta, metric="ndcg@10", condition="biased",
-                   value=0.9),
-              dict(dataset="Yahoo", beta=beta, metric="ndcg@10", condition="corrected",
-                   value=0.99, p_value=1e-5),
-              dict(dataset="Yahoo", beta=beta, metric="delta_eel", condition="biased",
-                   value=0.4),
-              # significant but worse: no marker
-              dict(dataset="Yahoo", beta=beta, metric="delta_eel", condition="corrected",
-                   value=0.5, p_value=1e-6)]
+        r.append(
+            dict(dataset="Yahoo", beta=beta, metric="beta_hat", condition="estimate", value=bh)
+        )
+        r += [
+            dict(dataset="Yahoo", beta=beta, metric="ndcg@10", condition="biased", value=0.9),
+            dict(
+                dataset="Yahoo",
+                beta=beta,
+                metric="ndcg@10",
+                condition="corrected",
+                value=0.99,
+                p_value=1e-5,
+            ),
+            dict(dataset="Yahoo", beta=beta, metric="delta_eel", condition="biased", value=0.4),
+            # significant but worse: no marker
+            dict(
+                dataset="Yahoo",
+                beta=beta,
+                metric="delta_eel",
+                condition="corrected",
+                value=0.5,
+                p_value=1e-6,
+            ),
+        ]
     r.append(dict(dataset="Yahoo", beta=None, metric="ndcg@10", condition="full", value=0.6))
     return r
 
@@ -30,8 +43,8 @@ def test_layout_markers_and_order():
     row = t.loc["Yahoo"]
     assert row[("β = 0.8", "β̂", "")] == "0.825"
     assert row[("β = 0.8", "NDCG@10 ↑", "C")] == "0.990*"
-    assert row[("β = 0.6", "Δ(EEL) ↓", "C")] == "0.500"        # worse: no star
-    assert row[("full information", "Δ(EEL) ↓", "F")] == "–"   # missing value
+    assert row[("β = 0.6", "Δ(EEL) ↓", "C")] == "0.500"  # worse: no star
+    assert row[("full information", "Δ(EEL) ↓", "F")] == "–"  # missing value
     # beta blocks in descending order, as in the paper
     blocks = list(dict.fromkeys(t.columns.get_level_values(0)))
     assert blocks == ["full information", "β = 0.8", "β = 0.6"]
@@ -55,16 +68,16 @@ def test_bad_records():
 
 def test_duplicate_records_are_an_error_not_a_silent_pick():
     recs = _records()
-    recs.append(dict(dataset="Yahoo", beta=0.8, metric="ndcg@10", condition="biased",
-                     value=0.5))
+    recs.append(dict(dataset="Yahoo", beta=0.8, metric="ndcg@10", condition="biased", value=0.5))
     with pytest.raises(ParameterError, match="one record per dataset"):
         paper_table(recs, metrics=("ndcg@10",))
 
 
 def test_latex_star_on_negative_values(tmp_path):
-    recs = [dict(dataset="d", beta=0.8, metric="arab", condition="biased", value=-0.3),
-            dict(dataset="d", beta=0.8, metric="arab", condition="corrected", value=-0.1,
-                 p_value=1e-6)]
+    recs = [
+        dict(dataset="d", beta=0.8, metric="arab", condition="biased", value=-0.3),
+        dict(dataset="d", beta=0.8, metric="arab", condition="corrected", value=-0.1, p_value=1e-6),
+    ]
     t = paper_table(recs, metrics=("arab",))
     assert t.loc["d"].tolist() == ["-0.300", "-0.100*"]  # closer to 0 is better for ARaB
     tex = save_table(t, tmp_path / "t")["tex"].read_text()

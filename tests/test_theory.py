@@ -14,21 +14,33 @@ import pytest
 
 from groupbias.errors import ParameterError
 from groupbias.simulation import simulate_attractiveness
-from groupbias.theory import (PAPER_ALPHA, PAPER_ALPHA_PRIME, delta_eel_theory,
-                              expected_dcg, expected_ndcg, expected_nu, fit_alpha, ideal_dcg,
-                              ndcg_linear_fit, nu, rho_dtr_theory)
+from groupbias.theory import (
+    PAPER_ALPHA,
+    PAPER_ALPHA_PRIME,
+    delta_eel_theory,
+    expected_dcg,
+    expected_ndcg,
+    expected_nu,
+    fit_alpha,
+    ideal_dcg,
+    ndcg_linear_fit,
+    nu,
+    rho_dtr_theory,
+)
 
-N_N, N_POS_N, N_A, N_POS_A = 10, 5, 10, 5          # a top-20 list, as in §4.2.1
+N_N, N_POS_N, N_A, N_POS_A = 10, 5, 10, 5  # a top-20 list, as in §4.2.1
 L = N_N + N_A
-DISC = 1.0 / np.log2(2.0 + np.arange(L))           # 1 / log2(1 + rank), ranks 1..20
+DISC = 1.0 / np.log2(2.0 + np.arange(L))  # 1 / log2(1 + rank), ranks 1..20
 
 
-def simulate_queries(rng, beta, n_queries, *, n_N=N_N, n_pos_N=N_POS_N, n_A=N_A,
-                     n_pos_A=N_POS_A, exchangeable=False):
+def simulate_queries(
+    rng, beta, n_queries, *, n_N=N_N, n_pos_N=N_POS_N, n_A=N_A, n_pos_A=N_POS_A, exchangeable=False
+):
     """Per-query blocks [N relevant, N non-relevant, A relevant, A non-relevant]."""
     size = n_N + n_A
-    one = np.r_[np.ones(n_pos_N), np.zeros(n_N - n_pos_N), np.ones(n_pos_A),
-                np.zeros(n_A - n_pos_A)]
+    one = np.r_[
+        np.ones(n_pos_N), np.zeros(n_N - n_pos_N), np.ones(n_pos_A), np.zeros(n_A - n_pos_A)
+    ]
     r = np.tile(one, n_queries)
     g = np.tile(np.r_[np.zeros(n_N), np.ones(n_A)], n_queries)
     u = np.where(r == 1, rng.uniform(0.5, 1.0, r.size), rng.uniform(0.0, 0.5, r.size))
@@ -46,10 +58,11 @@ def simulate_queries(rng, beta, n_queries, *, n_N=N_N, n_pos_N=N_POS_N, n_A=N_A,
 
 # --------------------------------------------------------------------------- nu
 
+
 def test_expected_nu_hand_values():
     assert expected_nu(1.0) == 1.0
-    assert expected_nu(0.8) == pytest.approx(0.75)        # 2 - 1/0.8
-    assert expected_nu(0.5) == 0.0                        # 2 - 2
+    assert expected_nu(0.8) == pytest.approx(0.75)  # 2 - 1/0.8
+    assert expected_nu(0.5) == 0.0  # 2 - 2
     np.testing.assert_allclose(expected_nu(np.array([0.4, 2 / 3])), [0.0, 0.5])
     with pytest.raises(ParameterError, match="beta"):
         expected_nu(0.0)
@@ -89,6 +102,7 @@ def test_expected_nu_with_the_minimum_threshold_of_eq6(rng):
 
 # --------------------------------------------------------------------------- NDCG (Thm 4.1)
 
+
 def test_expected_dcg_hand_value():
     # n_N^+ = 1, n_N = 2, n_A^+ = 1, nu = 0: P = 1, L = 3, xi = 1 / (2 - 1 + 1) = 1/2
     # E[DCG] = 1/log2(2) + (1/2)/log2(3) + (1/2)/log2(4)
@@ -96,7 +110,7 @@ def test_expected_dcg_hand_value():
     assert expected_dcg(0.0, 1, 2, 1) == pytest.approx(want)
     assert expected_dcg(0.0, 1, 2, 1, k=2) == pytest.approx(1.0 + 0.5 / np.log2(3))
     assert ideal_dcg(2) == pytest.approx(1.0 + 1 / np.log2(3))
-    assert expected_ndcg(1.0, 3, 7, 4) == pytest.approx(1.0)          # nu = 1: ideal
+    assert expected_ndcg(1.0, 3, 7, 4) == pytest.approx(1.0)  # nu = 1: ideal
     with pytest.raises(ParameterError, match="n_pos_N"):
         expected_dcg(0.5, 4, 3, 1)
 
@@ -124,7 +138,7 @@ def test_eq8_is_a_close_lower_bound_for_uniform_scores(beta):
     a, r, g, qptr = simulate_queries(rng, beta, n_q)
     v = nu(a, r, g, qptr=qptr)
     ranked = np.take_along_axis(r.reshape(n_q, L), np.argsort(-a.reshape(n_q, L)), axis=1)
-    idcg = DISC[:N_POS_N + N_POS_A].sum()
+    idcg = DISC[: N_POS_N + N_POS_A].sum()
     sim = (ranked @ DISC / idcg).mean()
     theory = expected_ndcg(v, N_POS_N, N_N, N_POS_A).mean()
     assert theory <= sim <= theory * 1.025
@@ -137,11 +151,11 @@ def test_linear_fit_in_nu_within_five_percent_top20(counts):
     assert fit.slope > 0
     v = np.linspace(0, 1, 11)
     exact = expected_ndcg(v, *counts, k=20)
-    np.testing.assert_array_less(np.abs(fit.slope * v + fit.intercept - exact),
-                                 0.05 * exact)
+    np.testing.assert_array_less(np.abs(fit.slope * v + fit.intercept - exact), 0.05 * exact)
 
 
 # --------------------------------------------------------------------------- EEL (Thm 4.2)
+
 
 def test_fit_alpha_reproduces_the_paper():
     fit = fit_alpha(20)
@@ -177,12 +191,12 @@ def test_delta_eel_monte_carlo(beta):
     rng = np.random.default_rng(11)
     n_q = 3000
     a, r, g, qptr = simulate_queries(rng, beta, n_q)
-    v = nu(a, r, g, qptr=qptr, threshold=0.5)            # grades by the threshold a* = 1/2
+    v = nu(a, r, g, qptr=qptr, threshold=0.5)  # grades by the threshold a* = 1/2
     true_en = eel_target_exposure_nonaffected(r, g, n_q)
     biased_en = eel_target_exposure_nonaffected((a > 0.5).astype(float), g, n_q)
     sim = 2 * (true_en - biased_en)
     theory = delta_eel_theory(v, N_POS_N, N_N, N_POS_A)
-    assert np.all(sim <= 1e-12) and np.all(theory <= 0)      # G_N gains exposure
+    assert np.all(sim <= 1e-12) and np.all(theory <= 0)  # G_N gains exposure
     # the log-linear fits of Eqs. (11)-(12) carry the error. For n = 20 and these counts the
     # theory overstates the change by 6% (nu = 0) to 16.4% (nu = 4/5), both 0 at nu = 1:
     # stated tolerance 17% per query
@@ -190,23 +204,23 @@ def test_delta_eel_monte_carlo(beta):
     assert np.all(np.abs(theory) >= np.abs(sim) - 1e-12)
     # the constants refitted for this very list length behave the same
     fit = fit_alpha(L)
-    refit = delta_eel_theory(v, N_POS_N, N_N, N_POS_A, alpha=fit.alpha,
-                             alpha_prime=fit.alpha_prime)
+    refit = delta_eel_theory(v, N_POS_N, N_N, N_POS_A, alpha=fit.alpha, alpha_prime=fit.alpha_prime)
     np.testing.assert_array_less(np.abs(refit - sim), 0.17 * np.abs(sim) + 1e-12)
 
 
 # --------------------------------------------------------------------------- DTR (Thm 4.3)
+
 
 @pytest.mark.parametrize("beta", [0.55, 0.7, 0.9])
 def test_rho_dtr_equals_nu_monte_carlo(beta):
     rng = np.random.default_rng(3)
     n_q = 2000
     a, r, g, qptr = simulate_queries(rng, beta, n_q)
-    perceived = (a > 0.5).astype(float)              # discretized at a* = 1/2
+    perceived = (a > 0.5).astype(float)  # discretized at a* = 1/2
     R, P, G = (x.reshape(n_q, L) for x in (r, perceived, g))
     u_a, u_n = (R * G).sum(1), (R * (1 - G)).sum(1)  # true utilities
     pu_a, pu_n = (P * G).sum(1), (P * (1 - G)).sum(1)  # biased utilities
-    rho = (pu_a / pu_n) / (u_a / u_n)                # DTR target ratio, biased / true
+    rho = (pu_a / pu_n) / (u_a / u_n)  # DTR target ratio, biased / true
     v = nu(a, r, g, qptr=qptr, threshold=0.5)
     np.testing.assert_allclose(rho, rho_dtr_theory(v), atol=1e-12)
     p = expected_nu(beta)

@@ -3,22 +3,34 @@ import json
 import numpy as np
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError
 from data_loaders.trec_fair import load_trec_fair_ppg, load_trec_fair_track
-from groupbias.errors import ParameterError
+from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
 
 # ---------------------------------------------------------------------------------------
 # tiny files in the track's exact layout
 # ---------------------------------------------------------------------------------------
 SAMPLE = [
-    {"qid": 7, "query": "fair ranking", "frequency": 0.1,
-     "documents": [{"doc_id": "p1", "relevance": 1}, {"doc_id": "p2", "relevance": 0},
-                   {"doc_id": "p3", "relevance": 1}]},
-    {"qid": 9, "query": "exposure", "frequency": 0.2,
-     "documents": [{"doc_id": "p4", "relevance": 0}, {"doc_id": "p5", "relevance": 1},
-                   {"doc_id": "p6", "relevance": 0}]},
-    {"qid": 3, "query": "bias", "frequency": 0.3,
-     "documents": [{"doc_id": "p5", "relevance": 0}]},
+    {
+        "qid": 7,
+        "query": "fair ranking",
+        "frequency": 0.1,
+        "documents": [
+            {"doc_id": "p1", "relevance": 1},
+            {"doc_id": "p2", "relevance": 0},
+            {"doc_id": "p3", "relevance": 1},
+        ],
+    },
+    {
+        "qid": 9,
+        "query": "exposure",
+        "frequency": 0.2,
+        "documents": [
+            {"doc_id": "p4", "relevance": 0},
+            {"doc_id": "p5", "relevance": 1},
+            {"doc_id": "p6", "relevance": 0},
+        ],
+    },
+    {"qid": 3, "query": "bias", "frequency": 0.3, "documents": [{"doc_id": "p5", "relevance": 0}]},
 ]
 PAPERS_2020 = """paper_sha,paper_title,paper_year,paper_venue,n_citations,n_key_citations
 p1,Title one,2015.0,Venue,10.0,
@@ -53,16 +65,18 @@ AUTHORS_2020 = """corpus_author_id,name,num_citations,num_papers,i10,h_index,h_c
 def write_track(root, year=2020, sample=SAMPLE):
     d = root / str(year)
     d.mkdir(parents=True)
-    name = "TREC-Fair-Ranking-training-sample.json" if year == 2020 else \
-        "fair-TREC-training-sample.json"
+    name = (
+        "TREC-Fair-Ranking-training-sample.json"
+        if year == 2020
+        else "fair-TREC-training-sample.json"
+    )
     (d / name).write_text("".join(json.dumps(s) + "\n" for s in sample))
     (d / "corpus-subset-for-queries.papers.csv").write_text(PAPERS_2020)
     (d / "corpus-subset-for-queries.paper_authors.csv").write_text(PAPER_AUTHORS)
     (d / "corpus-subset-for-queries.authors.csv").write_text(AUTHORS_2020)
     if year == 2019:
         # level >= 4 is high: authors 1 (5) and 4 (7) high, 2 (1) and 3 (3) low
-        (d / "fair-TREC-sample-author-groups.csv").write_text(
-            "author_id,gid\n1,5\n2,1\n3,3\n4,7\n")
+        (d / "fair-TREC-sample-author-groups.csv").write_text("author_id,gid\n1,5\n2,1\n3,3\n4,7\n")
     return d / name
 
 
@@ -78,13 +92,14 @@ def test_track_first_author_rule(tmp_path, year):
     np.testing.assert_array_equal(d.groups, [1, 1, 1, 0])
     np.testing.assert_array_equal(d.labels, [1, 0, 1, 0])
     m = d.meta
-    assert m["documents_without_known_group"] == 3      # p5 twice, p6
+    assert m["documents_without_known_group"] == 3  # p5 twice, p6
     assert m["queries_dropped_empty"] == 1
-    assert m["documents_without_metadata"] == 1          # p4
+    assert m["documents_without_metadata"] == 1  # p4
     assert m["pairs_in_sample"] == 7 and m["relevant_in_sample"] == 3
     # features: n_citations, n_key_citations, paper_year, n_authors; missing -> 0
-    np.testing.assert_array_equal(d.features, [[10, 0, 2015, 2], [3, 1, 2010, 2],
-                                               [0, 0, 0, 3], [0, 0, 0, 1]])
+    np.testing.assert_array_equal(
+        d.features, [[10, 0, 2015, 2], [3, 1, 2010, 2], [0, 0, 0, 3], [0, 0, 0, 1]]
+    )
 
 
 def test_track_author_rules_and_unknown_policy(tmp_path):
@@ -141,7 +156,8 @@ def test_track_format_errors(tmp_path):
 def test_track_bad_h_class(tmp_path):
     write_track(tmp_path)
     (tmp_path / "2020" / "corpus-subset-for-queries.authors.csv").write_text(
-        AUTHORS_2020.replace(",25,H", ",25,X"))
+        AUTHORS_2020.replace(",25,H", ",25,X")
+    )
     with pytest.raises(DataFormatError) as exc:
         load_trec_fair_track(tmp_path, 2020)
     assert exc.value.line == 2 and exc.value.field == "h_class"
@@ -178,12 +194,15 @@ def test_ppg_non_contiguous_sessions_grouped_stably(tmp_path):
     np.testing.assert_array_equal(d.features[:, 0], [0, 2, 4, 1, 3])
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("H,5,1,0,0,0\nM,5,0,1,0,0\n", 3, "sensitive_attribute"),
-    ("H,5,1,0,0,0\nL,5,0,x,0,0\n", 3, "feature_1"),
-    ("H,5,1,0,0,0\nL,5.5,0,1,0,0\n", 3, "session"),
-    ("H,5,1,0,0,0\nL,5,,1,0,0\n", 3, "score"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("H,5,1,0,0,0\nM,5,0,1,0,0\n", 3, "sensitive_attribute"),
+        ("H,5,1,0,0,0\nL,5,0,x,0,0\n", 3, "feature_1"),
+        ("H,5,1,0,0,0\nL,5.5,0,1,0,0\n", 3, "session"),
+        ("H,5,1,0,0,0\nL,5,,1,0,0\n", 3, "score"),
+    ],
+)
 def test_ppg_format_errors(tmp_path, text, line, field):
     write_ppg(tmp_path, text)
     with pytest.raises(DataFormatError) as exc:
@@ -212,10 +231,15 @@ def _both(d):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("year, split, rows, queries, both", [
-    (2019, "train", 2672, 632, 386), (2019, "test", 4298, 635, None),
-    (2020, "train", 4694, 200, 191), (2020, "test", 4677, 200, None),
-])
+@pytest.mark.parametrize(
+    "year, split, rows, queries, both",
+    [
+        (2019, "train", 2672, 632, 386),
+        (2019, "test", 4298, 635, None),
+        (2020, "train", 4694, 200, 191),
+        (2020, "test", 4677, 200, None),
+    ],
+)
 def test_ppg_real_counts(trec_root, year, split, rows, queries, both):
     d = load_trec_fair_ppg(trec_root, year, split)
     assert (d.n_items, d.n_queries, d.n_features) == (rows, queries, 25)
@@ -226,8 +250,9 @@ def test_ppg_real_counts(trec_root, year, split, rows, queries, both):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("year, queries, pairs, relevant", [
-    (2019, 652, 4641, 2241), (2020, 200, 4826, 757)])
+@pytest.mark.parametrize(
+    "year, queries, pairs, relevant", [(2019, 652, 4641, 2241), (2020, 200, 4826, 757)]
+)
 def test_track_real_sample_counts(trec_root, year, queries, pairs, relevant):
     d = load_trec_fair_track(trec_root, year, unknown="non_affected")
     assert (d.n_queries, d.n_items, int(d.labels.sum())) == (queries, pairs, relevant)

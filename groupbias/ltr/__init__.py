@@ -17,7 +17,20 @@ from .padding import PaddedBatch, from_padded, pad_segments, to_padded
 from .train import RankerRecipe, TrainedRanker, TrainerSpec, train_ranker
 
 __all__ = [
-    "BatchSpec", "ContextScorer", "LambdaLoss", "PaddedBatch", "RankerRecipe", "ScorerSpec",
-    "TrainedRanker", "TrainerSpec", "from_padded", "lambda_loss", "make_scorer",
-    "pad_segments", "padded_ndcg", "to_padded", "train_ranker", "zscore_within_queries",
+    "BatchSpec",
+    "ContextScorer",
+    "LambdaLoss",
+    "PaddedBatch",
+    "RankerRecipe",
+    "ScorerSpec",
+    "TrainedRanker",
+    "TrainerSpec",
+    "from_padded",
+    "lambda_loss",
+    "make_scorer",
+    "pad_segments",
+    "padded_ndcg",
+    "to_padded",
+    "train_ranker",
+    "zscore_within_queries",
 ]

@@ -76,8 +76,11 @@ def allrank_to_scorer_state(allrank_state: dict[str, torch.Tensor]) -> dict[str,
         raise ParameterError("allrank_state", "keys of an allRank LTRModel state dict", key)
     for (n, kind), parts in qkv.items():
         if sorted(parts) != [0, 1, 2]:
-            raise ParameterError("allrank_state", "query, key and value projections "
-                                 f"(linears.0-2) of block {n}", sorted(parts))
+            raise ParameterError(
+                "allrank_state",
+                f"query, key and value projections (linears.0-2) of block {n}",
+                sorted(parts),
+            )
         out[f"encoder.blocks.{n}.qkv.{kind}"] = torch.cat([parts[0], parts[1], parts[2]], dim=0)
     return out
 

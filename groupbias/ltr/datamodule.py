@@ -30,7 +30,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..errors import ParameterError
-from ..validation import check_qptr, integer, is_integer
+from ..validation import check_qptr, integer
 from .normalization import zscore_within_queries
 from .padding import pad_segments
 
@@ -49,8 +49,14 @@ class FlatLists:
         return int(self.qptr.size - 1)
 
 
-def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | None = "zscore",
-                  name: str = "data", need_labels: bool = False) -> FlatLists:
+def as_flat_lists(
+    data,
+    *,
+    labels: np.ndarray | None = None,
+    normalize: str | None = "zscore",
+    name: str = "data",
+    need_labels: bool = False,
+) -> FlatLists:
     """Flat lists from a ``RankingData`` (or any object with ``features``, ``labels`` and
     ``qptr``) or a ``(features, labels, qptr)`` tuple.
 
@@ -60,19 +66,20 @@ def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | No
     """
     if isinstance(data, tuple):
         if len(data) != 3:
-            raise ParameterError(name, "a RankingData or a (features, labels, qptr) tuple",
-                                 f"a tuple of {len(data)}")
+            raise ParameterError(
+                name, "a RankingData or a (features, labels, qptr) tuple", f"a tuple of {len(data)}"
+            )
         feats, base_labels, qptr = data
     else:
         try:
             feats, base_labels, qptr = data.features, data.labels, data.qptr
         except AttributeError:
-            raise ParameterError(name, "a RankingData or a (features, labels, qptr) tuple",
-                                 type(data).__name__) from None
+            raise ParameterError(
+                name, "a RankingData or a (features, labels, qptr) tuple", type(data).__name__
+            ) from None
     feats = np.asarray(feats)
     if feats.ndim != 2:
-        raise ParameterError(f"{name}.features", "a 2-D array [n_items, n_features]",
-                             feats.shape)
+        raise ParameterError(f"{name}.features", "a 2-D array [n_items, n_features]", feats.shape)
     qptr = check_qptr(qptr, feats.shape[0], name=f"{name}.qptr")
     y = labels if labels is not None else base_labels
     if y is None:
@@ -87,8 +94,9 @@ def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | No
         finite = np.isfinite(y_arr)
         if not finite.all() or (y_arr.size and y_arr.min() < 0):
             low = float(y_arr[finite].min()) if finite.any() else None
-            raise ParameterError(which, "finite non-negative values",
-                                 f"min {low}, {int(np.sum(~finite))} non-finite")
+            raise ParameterError(
+                which, "finite non-negative values", f"min {low}, {int(np.sum(~finite))} non-finite"
+            )
         y_arr = y_arr.astype(np.float32)
     if normalize == "zscore":
         feats = zscore_within_queries(feats, qptr=qptr)
@@ -99,11 +107,15 @@ def as_flat_lists(data, *, labels: np.ndarray | None = None, normalize: str | No
     return FlatLists(feats, y_arr, qptr)
 
 
-def _batch_dict(lists: FlatLists, items: np.ndarray, sizes: np.ndarray, qstarts: np.ndarray,
-                list_size: int | None = None) -> dict[str, torch.Tensor]:
+def _batch_dict(
+    lists: FlatLists,
+    items: np.ndarray,
+    sizes: np.ndarray,
+    qstarts: np.ndarray,
+    list_size: int | None = None,
+) -> dict[str, torch.Tensor]:
     pb = pad_segments(lists.features, lists.labels, items, sizes, qstarts, list_size=list_size)
-    out = {"features": pb.features, "mask": pb.mask, "positions": pb.positions,
-           "items": pb.items}
+    out = {"features": pb.features, "mask": pb.mask, "positions": pb.positions, "items": pb.items}
     if pb.labels is not None:
         out["labels"] = pb.labels
     return out
@@ -130,8 +142,9 @@ class EpochPlan:
     batches: list[np.ndarray]
 
 
-def plan_epoch(qptr: np.ndarray, *, batch_size: int, slate_length: int | None,
-               rng: np.random.Generator) -> EpochPlan:
+def plan_epoch(
+    qptr: np.ndarray, *, batch_size: int, slate_length: int | None, rng: np.random.Generator
+) -> EpochPlan:
     """Slate sampling, length bucketing and batch shuffling of one epoch (module docstring)."""
     qptr = np.asarray(qptr, dtype=np.int64)
     sizes = np.diff(qptr)
@@ -151,7 +164,7 @@ def plan_epoch(qptr: np.ndarray, *, batch_size: int, slate_length: int | None,
     np.cumsum(kept[queries], out=ptr[1:])
     # bucket by length, random order among equal lengths
     by_len = np.lexsort((rng.random(queries.size), kept[queries]))
-    batches = [by_len[i:i + batch_size] for i in range(0, by_len.size, batch_size)]
+    batches = [by_len[i : i + batch_size] for i in range(0, by_len.size, batch_size)]
     perm = rng.permutation(len(batches))
     return EpochPlan(queries, items, ptr, [batches[i] for i in perm])
 
@@ -170,8 +183,9 @@ class EpochBatchSampler(Sampler):
     padded by wrapping around so that all ranks take equally many.
     """
 
-    def __init__(self, n_batches: int, *, rank: int | None = None,
-                 world_size: int | None = None) -> None:
+    def __init__(
+        self, n_batches: int, *, rank: int | None = None, world_size: int | None = None
+    ) -> None:
         self.n_batches = int(n_batches)
         self.epoch = 0
         self._rank, self._world = rank, world_size
@@ -200,8 +214,9 @@ class EpochBatchSampler(Sampler):
 class TrainBatches(Dataset):
     """Training batches keyed by ``(epoch, b)``; see :func:`plan_epoch`."""
 
-    def __init__(self, lists: FlatLists, *, batch_size: int, slate_length: int | None,
-                 seed: int) -> None:
+    def __init__(
+        self, lists: FlatLists, *, batch_size: int, slate_length: int | None, seed: int
+    ) -> None:
         if lists.labels is None:
             raise ParameterError("train labels", "an array of n_items labels", None)
         self.lists = lists
@@ -213,9 +228,12 @@ class TrainBatches(Dataset):
         self._plan = lru_cache(maxsize=2)(self._make_plan)
 
     def _make_plan(self, epoch: int) -> EpochPlan:
-        return plan_epoch(self.lists.qptr, batch_size=self.batch_size,
-                          slate_length=self.slate_length,
-                          rng=np.random.default_rng([self.seed, epoch]))
+        return plan_epoch(
+            self.lists.qptr,
+            batch_size=self.batch_size,
+            slate_length=self.slate_length,
+            rng=np.random.default_rng([self.seed, epoch]),
+        )
 
     def __len__(self) -> int:
         return self.n_batches
@@ -246,8 +264,9 @@ class EvalBatches(Dataset):
         sizes = np.diff(lists.qptr)
         queries = np.flatnonzero(sizes > 0)
         order = queries[np.argsort(sizes[queries], kind="stable")]
-        self.batches = [order[i:i + int(batch_size)] for i in range(0, order.size,
-                                                                    int(batch_size))]
+        self.batches = [
+            order[i : i + int(batch_size)] for i in range(0, order.size, int(batch_size))
+        ]
         self._all_items = np.arange(int(lists.qptr[-1]), dtype=np.int64)
 
     def __len__(self) -> int:
@@ -308,42 +327,80 @@ class RankingDataModule(pl.LightningDataModule):
     pin_memory : pin batches for faster host-to-GPU copies
     """
 
-    def __init__(self, train=None, valid=None, test=None, *, train_labels=None,
-                 valid_labels=None, test_labels=None, batch_size: int = 64,
-                 eval_batch_size: int | None = None, slate_length: int | None = None,
-                 normalize: str | None = "zscore", seed: int = 0,
-                 pin_memory: bool = False) -> None:
+    def __init__(
+        self,
+        train=None,
+        valid=None,
+        test=None,
+        *,
+        train_labels=None,
+        valid_labels=None,
+        test_labels=None,
+        batch_size: int = 64,
+        eval_batch_size: int | None = None,
+        slate_length: int | None = None,
+        normalize: str | None = "zscore",
+        seed: int = 0,
+        pin_memory: bool = False,
+    ) -> None:
         super().__init__()
-        spec = BatchSpec(batch_size=batch_size, eval_batch_size=eval_batch_size,
-                         slate_length=slate_length, normalize=normalize, pin_memory=pin_memory)
+        spec = BatchSpec(
+            batch_size=batch_size,
+            eval_batch_size=eval_batch_size,
+            slate_length=slate_length,
+            normalize=normalize,
+            pin_memory=pin_memory,
+        )
         self.batch_size = spec.batch_size
         self.eval_batch_size = spec.eval_batch_size or 4 * spec.batch_size
         self.slate_length = spec.slate_length
         self.normalize = normalize
         self.seed = int(seed)
         self.pin_memory = bool(pin_memory)
-        self.train_lists = None if train is None else as_flat_lists(
-            train, labels=train_labels, normalize=normalize, name="train", need_labels=True)
-        self.valid_lists = None if valid is None else as_flat_lists(
-            valid, labels=valid_labels, normalize=normalize, name="valid", need_labels=True)
-        self.test_lists = None if test is None else as_flat_lists(
-            test, labels=test_labels, normalize=normalize, name="test")
-        widths = {x.features.shape[1] for x in (self.train_lists, self.valid_lists,
-                                                 self.test_lists) if x is not None}
+        self.train_lists = (
+            None
+            if train is None
+            else as_flat_lists(
+                train, labels=train_labels, normalize=normalize, name="train", need_labels=True
+            )
+        )
+        self.valid_lists = (
+            None
+            if valid is None
+            else as_flat_lists(
+                valid, labels=valid_labels, normalize=normalize, name="valid", need_labels=True
+            )
+        )
+        self.test_lists = (
+            None
+            if test is None
+            else as_flat_lists(test, labels=test_labels, normalize=normalize, name="test")
+        )
+        widths = {
+            x.features.shape[1]
+            for x in (self.train_lists, self.valid_lists, self.test_lists)
+            if x is not None
+        }
         if len(widths) > 1:
-            raise ParameterError("train/valid/test features", "the same number of features",
-                                 sorted(widths))
+            raise ParameterError(
+                "train/valid/test features", "the same number of features", sorted(widths)
+            )
         self.n_features = widths.pop() if widths else None
 
     def _loader(self, dataset, sampler=None) -> DataLoader:
-        return DataLoader(dataset, batch_size=None, sampler=sampler, num_workers=0,
-                          pin_memory=self.pin_memory)
+        return DataLoader(
+            dataset, batch_size=None, sampler=sampler, num_workers=0, pin_memory=self.pin_memory
+        )
 
     def train_dataloader(self) -> DataLoader:
         if self.train_lists is None:
             raise ParameterError("train", "training data", None)
-        ds = TrainBatches(self.train_lists, batch_size=self.batch_size,
-                          slate_length=self.slate_length, seed=self.seed)
+        ds = TrainBatches(
+            self.train_lists,
+            batch_size=self.batch_size,
+            slate_length=self.slate_length,
+            seed=self.seed,
+        )
         return self._loader(ds, EpochBatchSampler(len(ds)))
 
     def val_dataloader(self) -> DataLoader:

@@ -55,8 +55,13 @@ GAINS = ("exp2", "linear")
 REDUCTIONS = ("mean", "sum", "none")
 
 #: allRank's scheme names -> ours
-ALIASES = {"lambdaRank_scheme": "lambdaRank", "ndcgLoss2_scheme": "ndcgLoss2",
-           "ndcgLoss2PP_scheme": "ndcgLoss2PP", "rankNet_scheme": "rankNet", None: "rankNet"}
+ALIASES = {
+    "lambdaRank_scheme": "lambdaRank",
+    "ndcgLoss2_scheme": "ndcgLoss2",
+    "ndcgLoss2PP_scheme": "ndcgLoss2PP",
+    "rankNet_scheme": "rankNet",
+    None: "rankNet",
+}
 _EXP2_SHIFT = 60.0
 
 
@@ -94,14 +99,16 @@ def ideal_dcg(gains: torch.Tensor, *, k: int | None = None) -> torch.Tensor:
     sorted_g = torch.sort(gains, dim=1, descending=True).values
     if k is not None:
         sorted_g = sorted_g[:, :k]
-    disc = 1.0 / torch.log2(torch.arange(2, sorted_g.shape[1] + 2, device=gains.device,
-                                         dtype=gains.dtype))
+    disc = 1.0 / torch.log2(
+        torch.arange(2, sorted_g.shape[1] + 2, device=gains.device, dtype=gains.dtype)
+    )
     return (sorted_g * disc).sum(dim=1)
 
 
 # --------------------------------------------------------------------------- weightings
 # Each weighting maps the normalized gains G [B, L], the 1-based ranks [B, L] (float) and the
 # rank cutoff k to pair weights w_ij [B, L, L]; rankNet weights every pair by 1 (None).
+
 
 def _swap_discount_delta(G, ranks, k):
     """|G_i - G_j| * |d(pi_i) - d(pi_j)|: the |Delta NDCG@k| of swapping i and j."""
@@ -139,8 +146,12 @@ def ranknet_weights(G, ranks, *, k=None, mu=10.0):
 
 
 #: weighting scheme -> weight function (module docstring)
-WEIGHTINGS = {"lambdaRank": lambdarank_weights, "ndcgLoss2": ndcgloss2_weights,
-              "ndcgLoss2PP": ndcgloss2pp_weights, "rankNet": ranknet_weights}
+WEIGHTINGS = {
+    "lambdaRank": lambdarank_weights,
+    "ndcgLoss2": ndcgloss2_weights,
+    "ndcgLoss2PP": ndcgloss2pp_weights,
+    "rankNet": ranknet_weights,
+}
 
 
 def pair_loss(scores: torch.Tensor, *, sigma: float) -> torch.Tensor:
@@ -198,47 +209,67 @@ class LambdaLoss:
         real("eps", self.eps, low=0.0, low_open=True)
         choice("reduction", self.reduction, REDUCTIONS)
 
-    def __call__(self, scores: torch.Tensor, labels: torch.Tensor,
-                 mask: torch.Tensor) -> torch.Tensor:
+    def __call__(
+        self, scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
-            raise ParameterError("scores/labels/mask", "equal 2-D shapes [B, L]",
-                                 (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)))
+            raise ParameterError(
+                "scores/labels/mask",
+                "equal 2-D shapes [B, L]",
+                (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)),
+            )
         mask = mask.to(torch.bool)
         work = torch.promote_types(scores.dtype, torch.float32)
         s = scores.to(work).masked_fill(~mask, 0.0)  # padded scores never reach the gradient
         y = labels.to(work).masked_fill(~mask, 0.0)
         fn = WEIGHTINGS[self.weighting]
         with torch.no_grad():
-            ranks = _ranks(s, mask) if (fn is not ranknet_weights or self.k is not None) \
-                else None
+            ranks = _ranks(s, mask) if (fn is not ranknet_weights or self.k is not None) else None
             pair = _valid_pairs(y, mask, ranks, self.k)
             weights = None
-            if fn is not ranknet_weights:
+            if ranks is not None and fn is not ranknet_weights:
                 g = list_gains(y, mask, gain=self.gain)
                 G = g / ideal_dcg(g, k=self.k).clamp(min=self.eps)[:, None]
                 weights = fn(G, ranks.to(work), k=self.k, mu=self.mu)
         loss = pair_loss(s, sigma=self.sigma)
         if weights is not None:
             loss = loss * weights
-        per_list = torch.where(pair, loss, torch.zeros((), dtype=work, device=s.device)
-                               ).sum(dim=(1, 2))
+        per_list = torch.where(pair, loss, torch.zeros((), dtype=work, device=s.device)).sum(
+            dim=(1, 2)
+        )
         return _reduce(per_list, pair, self.reduction)
 
 
-def lambda_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
-                weighting: str | None = "lambdaRank", k: int | None = None, sigma: float = 1.0,
-                mu: float = 10.0, gain: str = "exp2", eps: float = 1e-10,
-                reduction: str = "mean") -> torch.Tensor:
+def lambda_loss(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    weighting: str | None = "lambdaRank",
+    k: int | None = None,
+    sigma: float = 1.0,
+    mu: float = 10.0,
+    gain: str = "exp2",
+    eps: float = 1e-10,
+    reduction: str = "mean",
+) -> torch.Tensor:
     """:class:`LambdaLoss` as a function; allRank's scheme names (``"lambdaRank_scheme"``,
     ...; None = rankNet) are accepted for ``weighting``."""
     if weighting is None or (isinstance(weighting, str) and weighting in ALIASES):
         weighting = ALIASES[weighting]
-    return LambdaLoss(weighting=weighting, k=k, sigma=sigma, mu=mu, gain=gain, eps=eps,
-                      reduction=reduction)(scores, labels, mask)
+    return LambdaLoss(
+        weighting=weighting, k=k, sigma=sigma, mu=mu, gain=gain, eps=eps, reduction=reduction
+    )(scores, labels, mask)
 
 
-def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, *,
-                k: int | None = 10, gain: str = "exp2") -> tuple[torch.Tensor, torch.Tensor]:
+def padded_ndcg(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    k: int | None = 10,
+    gain: str = "exp2",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """NDCG@k of every padded list: ``DCG@k / maxDCG@k`` with ``DCG@k = sum_{pi_i <= k} g(y_i)
     / log2(1 + pi_i)`` (ranks as in :func:`lambda_loss`, ties: earlier slot first).
 
@@ -259,6 +290,7 @@ def padded_ndcg(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
         dcg = (g * disc).masked_fill(~mask, 0.0).sum(dim=1)
         idcg = ideal_dcg(g, k=k)
         valid = idcg > 0
-        ndcg = torch.where(valid, dcg / idcg.clamp(min=torch.finfo(work).tiny),
-                           torch.zeros_like(dcg))
+        ndcg = torch.where(
+            valid, dcg / idcg.clamp(min=torch.finfo(work).tiny), torch.zeros_like(dcg)
+        )
     return ndcg, valid

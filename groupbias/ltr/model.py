@@ -63,8 +63,11 @@ def _activation(name: str | None, field: str) -> nn.Module:
         return nn.Identity()
     cls = getattr(torch.nn.modules.activation, str(name), None)
     if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise ParameterError(field, "null or the name of a torch.nn activation class "
-                             "(e.g. 'ReLU', 'Tanh', 'Sigmoid')", name)
+        raise ParameterError(
+            field,
+            "null or the name of a torch.nn activation class (e.g. 'ReLU', 'Tanh', 'Sigmoid')",
+            name,
+        )
     return cls()
 
 
@@ -72,14 +75,15 @@ class InputBlock(nn.Module):
     """allRank's ``fc_model``: optional input normalization, then Linear -> activation ->
     dropout for every size in ``sizes``. Input [B, L, n_features] -> [B, L, sizes[-1]]."""
 
-    def __init__(self, n_features: int, *, sizes, input_norm=False, activation=None,
-                 dropout=0.0) -> None:
+    def __init__(
+        self, n_features: int, *, sizes, input_norm=False, activation=None, dropout=0.0
+    ) -> None:
         super().__init__()
         sizes = [int(s) for s in (sizes or [])]
         if any(s < 1 for s in sizes):
             raise ParameterError("fc_model.sizes", "positive layer sizes", sizes)
         if input_norm in (True, "layer"):
-            self.norm_kind = "layer"
+            self.norm_kind: str | None = "layer"
             self.input_norm: nn.Module = nn.LayerNorm(n_features)
         elif input_norm == "batch":
             self.norm_kind = "batch"
@@ -88,8 +92,9 @@ class InputBlock(nn.Module):
             self.norm_kind = None
             self.input_norm = nn.Identity()
         else:
-            raise ParameterError("fc_model.input_norm", "true/false, 'layer' or 'batch'",
-                                 input_norm)
+            raise ParameterError(
+                "fc_model.input_norm", "true/false, 'layer' or 'batch'", input_norm
+            )
         dims = [n_features, *sizes]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.activation = _activation(activation, "fc_model.activation")
@@ -113,8 +118,9 @@ class FixedPositionalEncoding(nn.Module):
         super().__init__()
         pe = torch.zeros(max_indices + 1, d_model)
         pos = torch.arange(max_indices, dtype=torch.float32)[:, None]
-        div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32)
-                        * -(math.log(10000.0) / d_model))
+        div = torch.exp(
+            torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model)
+        )
         pe[:max_indices, 0::2] = torch.sin(pos * div)
         pe[:max_indices, 1::2] = torch.cos(pos * div)[:, : d_model // 2]
         self.register_buffer("pe", pe)
@@ -135,8 +141,7 @@ class LearnedPositionalEncoding(nn.Module):
 
     def forward(self, x, positions):
         """``x`` [n, d] packed real items, ``positions`` int64 [n]."""
-        return (math.sqrt(self.pe.embedding_dim) * x
-                + self.pe(positions.clamp(max=self.pad_index)))
+        return math.sqrt(self.pe.embedding_dim) * x + self.pe(positions.clamp(max=self.pad_index))
 
 
 class EncoderBlock(nn.Module):
@@ -155,14 +160,17 @@ class EncoderBlock(nn.Module):
         self.ff_out = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(self.dropout_p)
 
-    def forward(self, x: torch.Tensor, layout: "_Layout") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, layout: _Layout) -> torch.Tensor:
         """``x``: packed real items [n, d]."""
-        qkv = layout.unpack(self.qkv(self.norm_attn(x)))          # [B * L, 3 d]
-        q, k, v = (qkv.view(layout.batch, layout.width, 3, self.h, self.d_k)
-                   .permute(2, 0, 3, 1, 4).unbind(0))                # [B, h, L, d_k] each
+        qkv = layout.unpack(self.qkv(self.norm_attn(x)))  # [B * L, 3 d]
+        q, k, v = (
+            qkv.view(layout.batch, layout.width, 3, self.h, self.d_k)
+            .permute(2, 0, 3, 1, 4)
+            .unbind(0)
+        )  # [B, h, L, d_k] each
         a = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=layout.attn_mask,
-            dropout_p=self.dropout_p if self.training else 0.0)
+            q, k, v, attn_mask=layout.attn_mask, dropout_p=self.dropout_p if self.training else 0.0
+        )
         a = layout.pack(a.transpose(1, 2).reshape(layout.batch * layout.width, -1))
         x = x + self.dropout(self.out(a))
         ff = self.ff_out(self.dropout(F.relu(self.ff_in(self.norm_ff(x)))))
@@ -198,14 +206,26 @@ class _Layout:
 class Encoder(nn.Module):
     """``N`` encoder blocks and a final layer norm; optional positional encoding first."""
 
-    def __init__(self, d_model: int, *, N: int, d_ff: int, h: int, dropout: float,
-                 positional_encoding: Mapping | None = None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        N: int,
+        d_ff: int,
+        h: int,
+        dropout: float,
+        positional_encoding: Mapping | None = None,
+    ) -> None:
         super().__init__()
         if int(N) < 1:
             raise ParameterError("transformer.N", "a positive number of blocks", N)
         if int(h) < 1 or d_model % int(h):
-            raise ParameterError("transformer.h", f"a divisor of the model width {d_model}", h,
-                                 fix="choose fc_model.sizes[-1] divisible by h")
+            raise ParameterError(
+                "transformer.h",
+                f"a divisor of the model width {d_model}",
+                h,
+                fix="choose fc_model.sizes[-1] divisible by h",
+            )
         if int(d_ff) < 1:
             raise ParameterError("transformer.d_ff", "a positive width", d_ff)
         self.position: nn.Module | None = None
@@ -213,27 +233,34 @@ class Encoder(nn.Module):
             strategy = positional_encoding.get("strategy")
             max_indices = int(positional_encoding.get("max_indices") or 0)
             if max_indices < 1:
-                raise ParameterError("transformer.positional_encoding.max_indices",
-                                     "a positive integer", positional_encoding.get("max_indices"))
+                raise ParameterError(
+                    "transformer.positional_encoding.max_indices",
+                    "a positive integer",
+                    positional_encoding.get("max_indices"),
+                )
             if strategy == "fixed":
                 self.position = FixedPositionalEncoding(d_model, max_indices)
             elif strategy == "learned":
                 self.position = LearnedPositionalEncoding(d_model, max_indices)
             else:
-                raise ParameterError("transformer.positional_encoding.strategy",
-                                     "'fixed' or 'learned'", strategy)
+                raise ParameterError(
+                    "transformer.positional_encoding.strategy", "'fixed' or 'learned'", strategy
+                )
         self.blocks = nn.ModuleList(
             EncoderBlock(d_model, h=int(h), d_ff=int(d_ff), dropout=float(dropout or 0.0))
-            for _ in range(int(N)))
+            for _ in range(int(N))
+        )
         self.norm = nn.LayerNorm(d_model, eps=LN_EPS)
 
-    def forward(self, x: torch.Tensor, layout: _Layout, positions: torch.Tensor | None = None
-                ) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, layout: _Layout, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x``: packed real items [n, d]; ``positions``: their positions, int64 [n]."""
         if self.position is not None:
             if positions is None:
-                positions = layout.pack(torch.arange(layout.width, device=x.device)
-                                        .repeat(layout.batch))
+                positions = layout.pack(
+                    torch.arange(layout.width, device=x.device).repeat(layout.batch)
+                )
             x = self.position(x, positions)
         for block in self.blocks:
             x = block(x, layout)
@@ -262,15 +289,17 @@ class ContextScorer(nn.Module):
     float scores ``[B, L]``; padded slots score exactly 0 (ignore them: use the mask).
     """
 
-    def __init__(self, input_block: InputBlock | None, encoder: Encoder | None,
-                 output: OutputBlock) -> None:
+    def __init__(
+        self, input_block: InputBlock | None, encoder: Encoder | None, output: OutputBlock
+    ) -> None:
         super().__init__()
         self.input_block = input_block
         self.encoder = encoder
         self.output = output
 
-    def forward(self, features: torch.Tensor, mask: torch.Tensor,
-                positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, features: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         b, n, f = features.shape
         layout = _Layout(mask.to(torch.bool))
         x = layout.pack(features.reshape(b * n, f))
@@ -303,8 +332,11 @@ def make_scorer(model_cfg: Mapping, *, n_features: int) -> ContextScorer:
     ``torch.random.fork_rng()``) for reproducible initialization. ``model_cfg`` is not mutated.
     """
     if not isinstance(model_cfg, Mapping):
-        raise ParameterError("model_cfg", "a mapping with keys fc_model, transformer, post_model",
-                             type(model_cfg).__name__)
+        raise ParameterError(
+            "model_cfg",
+            "a mapping with keys fc_model, transformer, post_model",
+            type(model_cfg).__name__,
+        )
     unknown = set(model_cfg) - set(_MODEL_KEYS)
     if unknown:
         raise ParameterError("model_cfg", f"keys among {list(_MODEL_KEYS)}", sorted(unknown))
@@ -320,9 +352,14 @@ def make_scorer(model_cfg: Mapping, *, n_features: int) -> ContextScorer:
         missing = {"N", "d_ff", "h"} - set(tr)
         if missing:
             raise ParameterError("model.transformer", "keys N, d_ff and h", sorted(missing))
-        encoder = Encoder(d_model, N=tr["N"], d_ff=tr["d_ff"], h=tr["h"],
-                          dropout=tr.get("dropout") or 0.0,
-                          positional_encoding=tr.get("positional_encoding"))
+        encoder = Encoder(
+            d_model,
+            N=tr["N"],
+            d_ff=tr["d_ff"],
+            h=tr["h"],
+            dropout=tr.get("dropout") or 0.0,
+            positional_encoding=tr.get("positional_encoding"),
+        )
     scorer = ContextScorer(input_block, encoder, OutputBlock(d_model, **post))
     _glorot_init(scorer)
     return scorer
@@ -388,10 +425,19 @@ def _positional(name, value):
 
 
 _SECTION_CHECKS = {
-    "fc_model": {"sizes": _sizes, "input_norm": _input_norm, "activation": _activation_name,
-                 "dropout": _dropout},
-    "transformer": {"N": _positive_int, "d_ff": _positive_int, "h": _positive_int,
-                    "positional_encoding": _positional, "dropout": _dropout},
+    "fc_model": {
+        "sizes": _sizes,
+        "input_norm": _input_norm,
+        "activation": _activation_name,
+        "dropout": _dropout,
+    },
+    "transformer": {
+        "N": _positive_int,
+        "d_ff": _positive_int,
+        "h": _positive_int,
+        "positional_encoding": _positional,
+        "dropout": _dropout,
+    },
     "post_model": {"output_activation": _activation_name, "d_output": _positive_int},
 }
 
@@ -413,14 +459,18 @@ class ScorerSpec:
         if self.transformer is not None:
             missing = [k for k in ("N", "d_ff", "h") if k not in self.transformer]
             if missing:
-                raise ParameterError(f"transformer.{missing[0]}", "a value (N, d_ff and h are "
-                                     "required)", None)
+                raise ParameterError(
+                    f"transformer.{missing[0]}", "a value (N, d_ff and h are required)", None
+                )
             width = (self.fc_model or {}).get("sizes") or [None]
             h = int(self.transformer["h"])
             if width[-1] is not None and width[-1] % h:
-                raise ParameterError("transformer.h", f"a divisor of the model width "
-                                     f"{width[-1]}", h, fix="choose fc_model.sizes[-1] "
-                                     "divisible by h")
+                raise ParameterError(
+                    "transformer.h",
+                    f"a divisor of the model width {width[-1]}",
+                    h,
+                    fix="choose fc_model.sizes[-1] divisible by h",
+                )
 
     def as_dict(self) -> dict:
         """The allRank-style model config."""

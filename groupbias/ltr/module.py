@@ -38,9 +38,16 @@ class RankerModule(pl.LightningModule):
     ("exp2" or "linear").
     """
 
-    def __init__(self, scorer: torch.nn.Module, *, loss: Callable,
-                 optimizer: Callable = default_optimizer, scheduler: Callable | None = None,
-                 eval_k: int | None = 10, eval_gain: str = "exp2") -> None:
+    def __init__(
+        self,
+        scorer: torch.nn.Module,
+        *,
+        loss: Callable,
+        optimizer: Callable = default_optimizer,
+        scheduler: Callable | None = None,
+        eval_k: int | None = 10,
+        eval_gain: str = "exp2",
+    ) -> None:
         super().__init__()
         self.scorer = scorer
         self.loss = loss
@@ -60,8 +67,14 @@ class RankerModule(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         scores = self._scores(batch)
         loss = self.loss(scores, batch["labels"], batch["mask"])
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True,
-                 batch_size=batch["mask"].shape[0])
+        self.log(
+            "train_loss",
+            loss,
+            on_step=True,
+            on_epoch=True,
+            prog_bar=True,
+            batch_size=batch["mask"].shape[0],
+        )
         return loss
 
     # ---- evaluation: sums of NDCG and counts of valid lists, reduced once per epoch ------
@@ -69,12 +82,16 @@ class RankerModule(pl.LightningModule):
         self._stats = torch.zeros(2, dtype=torch.float64, device=self.device)
 
     def _accumulate(self, batch):
-        ndcg, valid = padded_ndcg(self._scores(batch), batch["labels"], batch["mask"],
-                                  k=self.eval_k, gain=self.eval_gain)
+        ndcg, valid = padded_ndcg(
+            self._scores(batch), batch["labels"], batch["mask"], k=self.eval_k, gain=self.eval_gain
+        )
         self._stats += torch.stack([ndcg[valid].double().sum(), valid.double().sum()])
 
     def _finish(self, prefix: str):
-        stats = self.all_gather(self._stats).reshape(-1, 2).sum(0)
+        assert self._stats is not None  # set at the start of every evaluation epoch
+        gathered = self.all_gather(self._stats)
+        assert isinstance(gathered, torch.Tensor)
+        stats = gathered.reshape(-1, 2).sum(0)
         value = (stats[0] / stats[1]).float() if stats[1] > 0 else torch.tensor(0.0)
         self.log(f"{prefix}_{self.metric_name}", value, prog_bar=True)
 

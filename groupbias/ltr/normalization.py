@@ -32,15 +32,20 @@ def zscore_within_queries(features: np.ndarray, *, qptr: np.ndarray) -> np.ndarr
     seg = np.repeat(np.arange(starts.size), sizes[nonempty])
     # column blocks bound the float64 working memory on large data sets
     for c0 in range(0, x.shape[1], _BLOCK):
-        x64 = x[:, c0:c0 + _BLOCK].astype(np.float64)
+        x64 = x[:, c0 : c0 + _BLOCK].astype(np.float64)
         if not np.all(np.isfinite(x64)):
-            raise ParameterError("features", "finite values", "an array with nan or inf",
-                                 fix="impute or drop missing feature values before normalizing")
+            raise ParameterError(
+                "features",
+                "finite values",
+                "an array with nan or inf",
+                fix="impute or drop missing feature values before normalizing",
+            )
         mean = np.add.reduceat(x64, starts, axis=0) / n
         centered = x64 - mean[seg]
         std = np.sqrt(np.add.reduceat(centered * centered, starts, axis=0) / n)
-        constant = (np.maximum.reduceat(x64, starts, axis=0)
-                    == np.minimum.reduceat(x64, starts, axis=0))
+        constant = np.maximum.reduceat(x64, starts, axis=0) == np.minimum.reduceat(
+            x64, starts, axis=0
+        )
         inv = np.where(constant, 0.0, 1.0 / np.where(constant, 1.0, std))
-        out[:, c0:c0 + _BLOCK] = centered * inv[seg]
+        out[:, c0 : c0 + _BLOCK] = centered * inv[seg]
     return out

@@ -43,9 +43,15 @@ class PaddedBatch(NamedTuple):
     items: torch.Tensor
 
 
-def pad_segments(features: np.ndarray, labels: np.ndarray | None, items: np.ndarray,
-                 sizes: np.ndarray, qstarts: np.ndarray | None = None, *,
-                 list_size: int | None = None) -> PaddedBatch:
+def pad_segments(
+    features: np.ndarray,
+    labels: np.ndarray | None,
+    items: np.ndarray,
+    sizes: np.ndarray,
+    qstarts: np.ndarray | None = None,
+    *,
+    list_size: int | None = None,
+) -> PaddedBatch:
     """Gather ``items`` (flat indices, grouped in consecutive runs of ``sizes``) into padded rows.
 
     Parameters
@@ -60,13 +66,20 @@ def pad_segments(features: np.ndarray, labels: np.ndarray | None, items: np.ndar
     sizes = np.asarray(sizes, dtype=np.int64)
     items = np.asarray(items, dtype=np.int64)
     if sizes.ndim != 1 or np.any(sizes < 0) or int(sizes.sum()) != items.size:
-        raise ParameterError("sizes", f"non-negative row sizes summing to len(items)={items.size}",
-                             f"sizes summing to {int(sizes.sum()) if sizes.size else 0}")
+        raise ParameterError(
+            "sizes",
+            f"non-negative row sizes summing to len(items)={items.size}",
+            f"sizes summing to {int(sizes.sum()) if sizes.size else 0}",
+        )
     width = max(int(sizes.max()) if sizes.size else 0, 1)
     if list_size is not None:
         if int(list_size) < width:
-            raise ParameterError("list_size", f"an integer >= the longest list ({width})",
-                                 list_size, fix="raise list_size or sample slates first")
+            raise ParameterError(
+                "list_size",
+                f"an integer >= the longest list ({width})",
+                list_size,
+                fix="raise list_size or sample slates first",
+            )
         width = int(list_size)
     n_rows = sizes.size
     starts = np.zeros(n_rows, dtype=np.int64)
@@ -90,12 +103,23 @@ def pad_segments(features: np.ndarray, labels: np.ndarray | None, items: np.ndar
         y_np = np.zeros((n_rows, width), dtype=np.float32)
         y_np[row, col] = np.asarray(labels)[items]
         y = torch.from_numpy(y_np)
-    return PaddedBatch(torch.from_numpy(x), y, torch.from_numpy(mask), torch.from_numpy(pos),
-                       torch.from_numpy(items))
+    return PaddedBatch(
+        torch.from_numpy(x),
+        y,
+        torch.from_numpy(mask),
+        torch.from_numpy(pos),
+        torch.from_numpy(items),
+    )
 
 
-def to_padded(features: np.ndarray, labels: np.ndarray | None, qptr: np.ndarray, *,
-              queries: np.ndarray | None = None, list_size: int | None = None) -> PaddedBatch:
+def to_padded(
+    features: np.ndarray,
+    labels: np.ndarray | None,
+    qptr: np.ndarray,
+    *,
+    queries: np.ndarray | None = None,
+    list_size: int | None = None,
+) -> PaddedBatch:
     """Padded tensors of whole queries (one row per query).
 
     Parameters
@@ -128,8 +152,9 @@ def to_padded(features: np.ndarray, labels: np.ndarray | None, qptr: np.ndarray,
     return pad_segments(feats, labels, items, sizes, starts, list_size=list_size)
 
 
-def from_padded(values: torch.Tensor | np.ndarray, mask: torch.Tensor | np.ndarray
-                ) -> torch.Tensor | np.ndarray:
+def from_padded(
+    values: torch.Tensor | np.ndarray, mask: torch.Tensor | np.ndarray
+) -> torch.Tensor | np.ndarray:
     """The real slots of padded ``values`` ([B, L, ...]) as a flat array ([n_real, ...]).
 
     The order is row-major, i.e. the order of :attr:`PaddedBatch.items`. Works on torch

@@ -12,9 +12,9 @@ left as it was. Two CPU runs with the same seed and inputs give identical predic
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -33,8 +33,12 @@ from .module import RankerModule, default_optimizer
 
 #: ``TrainerSpec.loggers`` names -> Lightning logger classes (CSV always works; the others
 #: need their package: tensorboard, mlflow, wandb)
-LOGGERS = {"csv": "CSVLogger", "tensorboard": "TensorBoardLogger", "mlflow": "MLFlowLogger",
-            "wandb": "WandbLogger"}
+LOGGERS = {
+    "csv": "CSVLogger",
+    "tensorboard": "TensorBoardLogger",
+    "mlflow": "MLFlowLogger",
+    "wandb": "WandbLogger",
+}
 
 
 def make_loggers(names, out: Path) -> list:
@@ -46,21 +50,24 @@ def make_loggers(names, out: Path) -> list:
     out_loggers = []
     for name in names:
         if name not in LOGGERS:
-            raise ParameterError("loggers", "names among " + ", ".join(LOGGERS),
-                                 name)
+            raise ParameterError("loggers", "names among " + ", ".join(LOGGERS), name)
         cls = getattr(L, LOGGERS[name])
         try:
             if name == "mlflow":
-                out_loggers.append(cls(experiment_name="groupbias",
-                                       tracking_uri=f"file:{out / 'logs' / 'mlruns'}"))
+                out_loggers.append(
+                    cls(experiment_name="groupbias", tracking_uri=f"file:{out / 'logs' / 'mlruns'}")
+                )
             elif name == "wandb":
                 out_loggers.append(cls(save_dir=str(out / "logs"), project="groupbias"))
             else:
                 out_loggers.append(cls(str(out), name="logs"))
         except (ImportError, ModuleNotFoundError) as exc:
-            raise ParameterError("loggers", f"an installed logger package for "
-                                 f"{name!r}", name, fix=str(exc)) from exc
+            raise ParameterError(
+                "loggers", f"an installed logger package for {name!r}", name, fix=str(exc)
+            ) from exc
     return out_loggers
+
+
 def _plain(obj):
     """JSON-ready copy of a (possibly OmegaConf) nested config."""
     if isinstance(obj, Mapping):
@@ -91,14 +98,21 @@ class TrainedRanker:
     log_dir: Path | None = None
     meta: dict = field(default_factory=dict)
 
-    def predict(self, data, qptr: np.ndarray | None = None, *, batch_size: int = 256,
-                device: str | torch.device | None = None) -> np.ndarray:
+    def predict(
+        self,
+        data,
+        qptr: np.ndarray | None = None,
+        *,
+        batch_size: int = 256,
+        device: str | torch.device | None = None,
+    ) -> np.ndarray:
         if qptr is not None:
             data = (np.asarray(data), None, qptr)
         lists = as_flat_lists(data, normalize=self.normalize, name="data")
         if lists.features.shape[1] != self.n_features:
-            raise ParameterError("data.features", f"{self.n_features} feature columns",
-                                 lists.features.shape[1])
+            raise ParameterError(
+                "data.features", f"{self.n_features} feature columns", lists.features.shape[1]
+            )
         if device is None:
             device = next(self.scorer.parameters()).device
         device = torch.device(device)
@@ -108,7 +122,9 @@ class TrainedRanker:
         out = np.zeros(lists.features.shape[0], dtype=np.float64)
         try:
             with torch.no_grad():
-                for batch in EvalBatches(lists, batch_size=batch_size):
+                batches = EvalBatches(lists, batch_size=batch_size)
+                for b in range(len(batches)):
+                    batch = batches[b]
                     mask = batch["mask"].to(device)
                     s = scorer(batch["features"].to(device), mask, batch["positions"].to(device))
                     out[batch["items"].numpy()] = s[mask].double().cpu().numpy()
@@ -122,14 +138,18 @@ class TrainedRanker:
         d.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu() for k, v in self.scorer.state_dict().items()}
         torch.save(state, d / "model.pt")
-        info = {"model_cfg": _plain(self.model_cfg), "n_features": int(self.n_features),
-                "normalize": self.normalize, "best_score": self.best_score,
-                **_plain(self.meta)}
+        info = {
+            "model_cfg": _plain(self.model_cfg),
+            "n_features": int(self.n_features),
+            "normalize": self.normalize,
+            "best_score": self.best_score,
+            **_plain(self.meta),
+        }
         (d / "ranker.json").write_text(json.dumps(info, indent=2))
         return d
 
     @classmethod
-    def load(cls, directory: str | Path) -> "TrainedRanker":
+    def load(cls, directory: str | Path) -> TrainedRanker:
         """Rebuild a ranker written by :meth:`save` (weights loaded with weights_only=True)."""
         d = Path(directory)
         for name in ("model.pt", "ranker.json"):
@@ -137,17 +157,21 @@ class TrainedRanker:
                 raise ParameterError("directory", f"a folder holding {name}", str(d))
         info = json.loads((d / "ranker.json").read_text())
         scorer = make_scorer(info["model_cfg"], n_features=info["n_features"])
-        scorer.load_state_dict(torch.load(d / "model.pt", map_location="cpu",
-                                          weights_only=True))
+        scorer.load_state_dict(torch.load(d / "model.pt", map_location="cpu", weights_only=True))
         scorer.eval()
-        return cls(scorer, info["model_cfg"], info["n_features"], info["normalize"],
-                   best_score=info.get("best_score"))
+        return cls(
+            scorer,
+            info["model_cfg"],
+            info["n_features"],
+            info["normalize"],
+            best_score=info.get("best_score"),
+        )
 
 
 def load_best_state(checkpoint: str | Path, prefix: str = "scorer.") -> dict[str, torch.Tensor]:
     """The scorer weights in a Lightning checkpoint (loaded with weights_only=True)."""
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    return {k[len(prefix):]: v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)}
 
 
 _OWN_CALLBACKS = ("callbacks", "logger", "default_root_dir", "use_distributed_sampler")
@@ -191,13 +215,16 @@ class TrainerSpec:
             if not isinstance(getattr(self, name), str):
                 raise ParameterError(name, "a string", getattr(self, name))
         d = self.devices
-        if not (d == "auto" or is_integer(d) or (isinstance(d, (list, tuple)) and
-                                                  all(is_integer(x) for x in d))):
-            raise ParameterError("devices", "'auto', a device count (-1: all) or a list of "
-                                 "device indices", d)
+        if not (
+            d == "auto"
+            or is_integer(d)
+            or (isinstance(d, (list, tuple)) and all(is_integer(x) for x in d))
+        ):
+            raise ParameterError(
+                "devices", "'auto', a device count (-1: all) or a list of device indices", d
+            )
         if not isinstance(self.enable_progress_bar, bool):
-            raise ParameterError("enable_progress_bar", "true or false",
-                                 self.enable_progress_bar)
+            raise ParameterError("enable_progress_bar", "true or false", self.enable_progress_bar)
         integer("log_every_n_steps", self.log_every_n_steps, low=1)
         names = [self.loggers] if isinstance(self.loggers, str) else list(self.loggers)
         for name in names:
@@ -207,25 +234,33 @@ class TrainerSpec:
 
     def _check_extra(self) -> None:
         if not isinstance(self.extra, Mapping):
-            raise ParameterError("extra", "a mapping of pytorch_lightning.Trainer keywords",
-                                 self.extra)
+            raise ParameterError(
+                "extra", "a mapping of pytorch_lightning.Trainer keywords", self.extra
+            )
         known = set(inspect.signature(pl.Trainer.__init__).parameters) - {"self"}
         for k in self.extra:
             if k in _OWN_CALLBACKS or k in {f.name for f in fields(self)}:
-                raise ParameterError(f"extra.{k}", "a keyword not set elsewhere (train_ranker "
-                                     "provides callbacks and loggers)", k)
+                raise ParameterError(
+                    f"extra.{k}",
+                    "a keyword not set elsewhere (train_ranker provides callbacks and loggers)",
+                    k,
+                )
             if k not in known:
                 raise ParameterError(f"extra.{k}", "a pytorch_lightning.Trainer keyword", k)
 
     def trainer_kwargs(self) -> dict:
         """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
-        return {"max_epochs": self.max_epochs, "accelerator": self.accelerator,
-                "devices": self.devices if not isinstance(self.devices, tuple)
-                else list(self.devices),
-                "strategy": self.strategy, "precision": self.precision,
-                "enable_progress_bar": self.enable_progress_bar,
-                "log_every_n_steps": self.log_every_n_steps, "enable_model_summary": False,
-                **dict(self.extra)}
+        return {
+            "max_epochs": self.max_epochs,
+            "accelerator": self.accelerator,
+            "devices": self.devices if not isinstance(self.devices, tuple) else list(self.devices),
+            "strategy": self.strategy,
+            "precision": self.precision,
+            "enable_progress_bar": self.enable_progress_bar,
+            "log_every_n_steps": self.log_every_n_steps,
+            "enable_model_summary": False,
+            **dict(self.extra),
+        }
 
 
 @dataclass(frozen=True)
@@ -244,13 +279,22 @@ class RankerRecipe:
 
     def describe(self) -> dict:
         """What the run trains with, as recorded in ``ranker.json``."""
-        loss = asdict(self.loss) if is_dataclass(self.loss) else repr(self.loss)
-        return {"model": self.model.as_dict(), "loss": {"class": type(self.loss).__name__,
-                                                        **(loss if isinstance(loss, dict)
-                                                           else {"repr": loss})},
-                "optimizer": _describe_factory(self.optimizer),
-                "scheduler": _describe_factory(self.scheduler),
-                "trainer": _plain(asdict(self.trainer)), "batching": asdict(self.batching)}
+        loss = (
+            asdict(self.loss)
+            if is_dataclass(self.loss) and not isinstance(self.loss, type)
+            else repr(self.loss)
+        )
+        return {
+            "model": self.model.as_dict(),
+            "loss": {
+                "class": type(self.loss).__name__,
+                **(loss if isinstance(loss, dict) else {"repr": loss}),
+            },
+            "optimizer": _describe_factory(self.optimizer),
+            "scheduler": _describe_factory(self.scheduler),
+            "trainer": _plain(asdict(self.trainer)),
+            "batching": asdict(self.batching),
+        }
 
 
 def _describe_factory(factory) -> dict | None:
@@ -260,26 +304,43 @@ def _describe_factory(factory) -> dict | None:
     func = getattr(factory, "func", None)
     if func is None:
         return {"repr": repr(factory)}
-    return {"class": f"{func.__module__}.{func.__qualname__}",
-            **_plain(dict(getattr(factory, "keywords", {}) or {}))}
+    return {
+        "class": f"{func.__module__}.{func.__qualname__}",
+        **_plain(dict(getattr(factory, "keywords", {}) or {})),
+    }
+
+
+def _width(dm: RankingDataModule) -> int:
+    """The feature count of the data module's lists (set once any split is given)."""
+    if dm.n_features is None:
+        raise ParameterError("train", "a split with features", None)
+    return int(dm.n_features)
 
 
 def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
     if not has_valid:
         return [], None
     monitor = f"val_ndcg@{spec.eval_k}" if spec.eval_k is not None else "val_ndcg"
-    ckpt = ModelCheckpoint(dirpath=out / "checkpoints", filename="best", monitor=monitor,
-                           mode="max", save_top_k=1, save_weights_only=False,
-                           enable_version_counter=False)
+    ckpt = ModelCheckpoint(
+        dirpath=out / "checkpoints",
+        filename="best",
+        monitor=monitor,
+        mode="max",
+        save_top_k=1,
+        save_weights_only=False,
+        enable_version_counter=False,
+    )
     callbacks: list = [ckpt]
     if spec.patience is not None:
-        callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=spec.patience,
-                                       min_delta=spec.min_delta))
+        callbacks.append(
+            EarlyStopping(
+                monitor=monitor, mode="max", patience=spec.patience, min_delta=spec.min_delta
+            )
+        )
     return callbacks, ckpt
 
 
-def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int,
-         has_valid: bool):
+def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_valid: bool):
     """Build scorer, module and trainer under a forked, seeded torch RNG and fit."""
     spec = recipe.trainer
     callbacks, ckpt = _callbacks(spec, out, has_valid)
@@ -293,19 +354,35 @@ def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int,
         torch.manual_seed(seed)
         if devices:
             torch.cuda.manual_seed_all(seed)
-        module = RankerModule(recipe.model.build(dm.n_features), loss=recipe.loss,
-                              optimizer=recipe.optimizer, scheduler=recipe.scheduler,
-                              eval_k=spec.eval_k, eval_gain=spec.eval_gain)
-        trainer = pl.Trainer(default_root_dir=str(out), callbacks=callbacks,
-                             logger=make_loggers(spec.loggers, out),
-                             use_distributed_sampler=False, **settings)
+        module = RankerModule(
+            recipe.model.build(_width(dm)),
+            loss=recipe.loss,
+            optimizer=recipe.optimizer,
+            scheduler=recipe.scheduler,
+            eval_k=spec.eval_k,
+            eval_gain=spec.eval_gain,
+        )
+        trainer = pl.Trainer(
+            default_root_dir=str(out),
+            callbacks=callbacks,
+            logger=make_loggers(spec.loggers, out),
+            use_distributed_sampler=False,
+            **settings,
+        )
         trainer.fit(module, datamodule=dm)
     return module, trainer, ckpt
 
 
-def train_ranker(train, valid, *, recipe: RankerRecipe, train_labels: np.ndarray | None = None,
-                 valid_labels: np.ndarray | None = None, seed: int = 0,
-                 out_dir: str | Path) -> TrainedRanker:
+def train_ranker(
+    train,
+    valid,
+    *,
+    recipe: RankerRecipe,
+    train_labels: np.ndarray | None = None,
+    valid_labels: np.ndarray | None = None,
+    seed: int = 0,
+    out_dir: str | Path,
+) -> TrainedRanker:
     """Train the context-aware scorer with Lightning (paper §6.1, "LTR model").
 
     Parameters
@@ -323,10 +400,18 @@ def train_ranker(train, valid, *, recipe: RankerRecipe, train_labels: np.ndarray
     out.mkdir(parents=True, exist_ok=True)
     seed = int(seed)
     b = recipe.batching
-    dm = RankingDataModule(train, valid, train_labels=train_labels, valid_labels=valid_labels,
-                           seed=seed, batch_size=b.batch_size, eval_batch_size=b.eval_batch_size,
-                           slate_length=b.slate_length, normalize=b.normalize,
-                           pin_memory=b.pin_memory)
+    dm = RankingDataModule(
+        train,
+        valid,
+        train_labels=train_labels,
+        valid_labels=valid_labels,
+        seed=seed,
+        batch_size=b.batch_size,
+        eval_batch_size=b.eval_batch_size,
+        slate_length=b.slate_length,
+        normalize=b.normalize,
+        pin_memory=b.pin_memory,
+    )
     module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None)
     scorer = module.scorer.cpu()
     best_score = ckpt_path = None
@@ -337,9 +422,15 @@ def train_ranker(train, valid, *, recipe: RankerRecipe, train_labels: np.ndarray
             best_score = float(ckpt.best_model_score)
     scorer.eval()
     log_dir = getattr(trainer.logger, "log_dir", None)
-    ranker = TrainedRanker(scorer, recipe.model.as_dict(), int(dm.n_features), dm.normalize,
-                           best_score=best_score, checkpoint_path=ckpt_path,
-                           log_dir=Path(log_dir) if log_dir else None,
-                           meta={"recipe": recipe.describe()})
+    ranker = TrainedRanker(
+        scorer,
+        recipe.model.as_dict(),
+        _width(dm),
+        dm.normalize,
+        best_score=best_score,
+        checkpoint_path=ckpt_path,
+        log_dir=Path(log_dir) if log_dir else None,
+        meta={"recipe": recipe.describe()},
+    )
     ranker.save(out / "ranker")
     return ranker

@@ -26,9 +26,9 @@ from ..stats import paired_test
 from ..validation import check_k, choice
 
 
-
-def eel_thresholds(labels: np.ndarray, label_max: float | None, *,
-                   bin_width: float = 0.25) -> tuple[float, ...]:
+def eel_thresholds(
+    labels: np.ndarray, label_max: float | None, *, bin_width: float = 0.25
+) -> tuple[float, ...]:
     """EEL discretization thresholds on the P(R) scale (see module docstring).
 
     Graded labels 0..L (L >= 2): the grade midpoints ``(j - 1/2) / L``, j = 1..L, so each
@@ -50,8 +50,7 @@ def eel_thresholds(labels: np.ndarray, label_max: float | None, *,
 
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
-DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr",
-                   "delta_eel")
+DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
 #: related-work metrics named without ``@k`` are computed at this cutoff
 DEFAULT_K = 10
 GROUPS = ("all", "affected", "non_affected")
@@ -102,12 +101,12 @@ def parse_metric(spec) -> MetricRequest:
     kk = options.pop("k", None) if not at else check_k(int(k) if k.isdigit() else k)
     group = options.pop("group", group or "all")
     if base not in METRICS:
-        raise ParameterError("metrics", "names of groupbias.registry.METRICS: "
-                             + ", ".join(METRICS.names()), text)
+        raise ParameterError(
+            "metrics", "names of groupbias.registry.METRICS: " + ", ".join(METRICS.names()), text
+        )
     choice("metrics (group suffix)", group, GROUPS)
     if group != "all" and base != "ndcg":
-        raise ParameterError("metrics", "a group suffix only on ndcg (e.g. ndcg@10:affected)",
-                             text)
+        raise ParameterError("metrics", "a group suffix only on ndcg (e.g. ndcg@10:affected)", text)
     return MetricRequest(base, check_k(kk), group, str(key), options)
 
 
@@ -119,8 +118,9 @@ def validate_metrics(specs) -> list[MetricRequest]:
     keys = [r.key for r in out]
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
-        raise ParameterError("metrics", "distinct output keys", dup[0],
-                             fix="give repeated metrics a 'key'")
+        raise ParameterError(
+            "metrics", "distinct output keys", dup[0], fix="give repeated metrics a 'key'"
+        )
     return out
 
 
@@ -132,34 +132,49 @@ def metric_keys(specs) -> list[str]:
 # --------------------------------------------------------------------------- registered metrics
 # Call shape of every entry: fn(scores, spec, *, regime, k, group, **options) -> [n_queries]
 
+
 @METRICS.register("ndcg")
 def _ndcg(scores, spec: EvalSpec, *, regime, k, group, **options):
     """NDCG@k of the ranking by ``scores`` against the true labels (exp2 gain); per group,
     only the relevant items of that group count as relevant."""
-    return M.ndcg_per_query(scores, spec.labels, qptr=spec.qptr, groups=spec.groups,
-                            group=group, k=k, **options)
+    return M.ndcg_per_query(
+        scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=k, **options
+    )
 
 
 @METRICS.register("rho_dtr")
 def _rho_dtr(scores, spec: EvalSpec, *, regime, k, group, **options):
     """ρ(DTR): tabular (the scores are utility estimates) or of the ranking (LTR)."""
     if regime == "tabular":
-        return M.rho_dtr_tabular_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                           groups=spec.groups, **options)
-    return M.rho_dtr_ranking_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                       groups=spec.groups, k=k, **options)
+        return M.rho_dtr_tabular_per_query(
+            scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, **options
+        )
+    return M.rho_dtr_ranking_per_query(
+        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options
+    )
 
 
 @METRICS.register("delta_eel")
 def _delta_eel(scores, spec: EvalSpec, *, regime, k, group, **options):
     """Δ(EEL) with the spec's grade thresholds: tabular or of the ranking (LTR)."""
     if regime == "tabular":
-        return M.delta_eel_tabular_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                             groups=spec.groups, thresholds=spec.thresholds,
-                                             **options)
-    return M.delta_eel_ranking_per_query(scores, spec.relevance, qptr=spec.qptr,
-                                         groups=spec.groups, thresholds=spec.thresholds, k=k,
-                                         **options)
+        return M.delta_eel_tabular_per_query(
+            scores,
+            spec.relevance,
+            qptr=spec.qptr,
+            groups=spec.groups,
+            thresholds=spec.thresholds,
+            **options,
+        )
+    return M.delta_eel_ranking_per_query(
+        scores,
+        spec.relevance,
+        qptr=spec.qptr,
+        groups=spec.groups,
+        thresholds=spec.thresholds,
+        k=k,
+        **options,
+    )
 
 
 def _related_work(name: str):
@@ -167,18 +182,35 @@ def _related_work(name: str):
         from ..fairness import FAIRNESS_METRICS
         from ..membership import membership_from_groups
 
-        m = spec.membership if spec.membership is not None else \
-            membership_from_groups(spec.groups)
-        return FAIRNESS_METRICS[name](scores, spec.labels, qptr=spec.qptr, membership=m,
-                                      k=DEFAULT_K if k is None else k, **options)
+        m = spec.membership if spec.membership is not None else membership_from_groups(spec.groups)
+        return FAIRNESS_METRICS[name](
+            scores,
+            spec.labels,
+            qptr=spec.qptr,
+            membership=m,
+            k=DEFAULT_K if k is None else k,
+            **options,
+        )
+
     fn.__name__ = name
-    fn.__doc__ = f"{name} of the ranking by the scores (groupbias.fairness; k default " \
-                 f"{DEFAULT_K})."
+    fn.__doc__ = f"{name} of the ranking by the scores (groupbias.fairness; k default {DEFAULT_K})."
     return fn
 
 
-for _name in ("awrf", "awrf_distance", "ndcg_awrf", "ted", "texfair", "rbdf", "nfairr",
-              "fairr", "cwex", "delta_exposure", "rank_bias", "arab"):
+for _name in (
+    "awrf",
+    "awrf_distance",
+    "ndcg_awrf",
+    "ted",
+    "texfair",
+    "rbdf",
+    "nfairr",
+    "fairr",
+    "cwex",
+    "delta_exposure",
+    "rank_bias",
+    "arab",
+):
     METRICS.register(_name, _related_work(_name), replace=True)
 
 
@@ -188,8 +220,9 @@ def compute_metrics(scores: np.ndarray, spec: EvalSpec, regime: str) -> dict[str
     out = {}
     for r in validate_metrics(spec.metrics):
         fn = METRICS.get(r.name)
-        out[r.key] = np.asarray(fn(scores, spec, regime=regime, k=r.k, group=r.group,
-                                   **r.options), dtype=np.float64)
+        out[r.key] = np.asarray(
+            fn(scores, spec, regime=regime, k=r.k, group=r.group, **r.options), dtype=np.float64
+        )
     return out
 
 
@@ -209,8 +242,13 @@ def _nanmean(x: np.ndarray) -> float:
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
-def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
-                against: str = "biased", test: str = "ttest") -> list[dict]:
+def records_for(
+    per_query: dict[str, dict[str, np.ndarray]],
+    *,
+    base: dict,
+    against: str = "biased",
+    test: str = "ttest",
+) -> list[dict]:
     """Tidy records (one per condition × metric) from per-query metric vectors.
 
     ``per_query[condition][metric]`` are per-query vectors; every condition other than
@@ -219,8 +257,13 @@ def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
     recs = []
     for cond, mets in per_query.items():
         for metric, vals in mets.items():
-            rec = {**base, "metric": metric, "condition": cond, "value": _nanmean(vals),
-                   "n_queries": int(np.sum(~np.isnan(vals)))}
+            rec = {
+                **base,
+                "metric": metric,
+                "condition": cond,
+                "value": _nanmean(vals),
+                "n_queries": int(np.sum(~np.isnan(vals))),
+            }
             if cond != against and against in per_query:
                 try:
                     _, p, _n = paired_test(vals, per_query[against][metric], test=test)
@@ -231,10 +274,12 @@ def records_for(per_query: dict[str, dict[str, np.ndarray]], *, base: dict,
     return recs
 
 
-def correlation_records(per_query: dict[str, dict[str, np.ndarray]], pairs, *,
-                        base: dict) -> list[dict]:
+def correlation_records(
+    per_query: dict[str, dict[str, np.ndarray]], pairs, *, base: dict
+) -> list[dict]:
     """Per-query Pearson correlation between two metrics of the same ranking, one record
-    per condition and pair (``metric = "pearson(a,b)"``; Abolghasemi et al. 2024 compares TExFAIR with
+    per condition and pair (``metric = "pearson(a,b)"``; Abolghasemi et al. 2024 compares
+    TExFAIR with
     NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
     fewer than two queries with both defined give NaN."""
     from ..fairness import per_query_correlation
@@ -243,12 +288,24 @@ def correlation_records(per_query: dict[str, dict[str, np.ndarray]], pairs, *,
     for a, b in pairs:
         for cond, mets in per_query.items():
             if a not in mets or b not in mets:
-                raise ParameterError("correlations", "pairs of computed metrics",
-                                     [a, b], fix=f"computed: {sorted(mets)}")
+                raise ParameterError(
+                    "correlations",
+                    "pairs of computed metrics",
+                    [a, b],
+                    fix=f"computed: {sorted(mets)}",
+                )
             try:
                 r, p, n = per_query_correlation(mets[a], mets[b])
             except ParameterError:
                 r, p, n = float("nan"), float("nan"), 0
-            recs.append({**base, "metric": f"pearson({a},{b})", "condition": cond,
-                         "value": float(r), "p_value": float(p), "n_queries": int(n)})
+            recs.append(
+                {
+                    **base,
+                    "metric": f"pearson({a},{b})",
+                    "condition": cond,
+                    "value": float(r),
+                    "p_value": float(p),
+                    "n_queries": int(n),
+                }
+            )
     return recs

@@ -32,15 +32,22 @@ from ..errors import ParameterError
 from ..estimation import Estimator
 from ..io import write_npz_atomic, write_text_atomic
 from ..simulation import relevance_from_labels
-from .evaluation import (DEFAULT_METRICS, EvalSpec, correlation_records, eel_thresholds,
-                         ranking_metrics, records_for)
+from .evaluation import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    correlation_records,
+    eel_thresholds,
+    ranking_metrics,
+    records_for,
+)
 from .tabular import estimate_record, grade_spacing, record_base
 
 CONDITIONS = ("full", "biased", "corrected")
 
 
-def write_trec_run(path: str | Path, scores: np.ndarray, data: RankingData, *,
-                   tag: str = "groupbias") -> Path:
+def write_trec_run(
+    path: str | Path, scores: np.ndarray, data: RankingData, *, tag: str = "groupbias"
+) -> Path:
     """Write ``qid Q0 docno rank score tag`` lines (TREC run format) atomically.
 
     Item ids are the dataset's (``data.item_ids``) or ``<qid>_<index in query>``; ranks start
@@ -57,8 +64,10 @@ def write_trec_run(path: str | Path, scores: np.ndarray, data: RankingData, *,
         pos = np.arange(data.n_items) - data.qptr[qidx]
         docs = np.char.add(np.char.add(qids, "_"), pos.astype(str))
     order = np.lexsort((ranks, qidx))
-    lines = [f"{q} Q0 {d} {r} {s:.6f} {tag}" for q, d, r, s in
-             zip(qids[order], docs[order], ranks[order], np.asarray(scores)[order])]
+    lines = [
+        f"{q} Q0 {d} {r} {s:.6f} {tag}"
+        for q, d, r, s in zip(qids[order], docs[order], ranks[order], np.asarray(scores)[order])
+    ]
     return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
@@ -87,29 +96,45 @@ def label_scale(splits: Mapping[str, RankingData]) -> float:
     """One relevance scale for every split: the train split's label_max, else the largest
     label of any split (1 when all labels are 0)."""
     train = splits["train"]
-    return float(train.label_max or max(float(d.labels.max(initial=0.0))
-                                        for d in splits.values()) or 1.0)
+    return float(
+        train.label_max or max(float(d.labels.max(initial=0.0)) for d in splits.values()) or 1.0
+    )
 
 
-def training_labels(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
-                    estimator: Estimator, rng: np.random.Generator,
-                    beta_std: float | None = None):
+def training_labels(
+    splits: Mapping[str, RankingData],
+    *,
+    beta: float,
+    bias: GroupBias,
+    estimator: Estimator,
+    rng: np.random.Generator,
+    beta_std: float | None = None,
+):
     """Labels of the train and valid splits per condition, on the grade scale, and the
     estimate. The validation split gets its own simulated attractiveness (users are biased
     there too), corrected with the mean β̂ of the training clusters."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-    est = estimator.estimate(sim.attractiveness, train.groups, qptr=train.qptr, rng=rng,
-                             grade_spacing=grade_spacing(train))
+    est = estimator.estimate(
+        sim.attractiveness,
+        train.groups,
+        qptr=train.qptr,
+        rng=rng,
+        grade_spacing=grade_spacing(train),
+    )
     finite = est.beta_hat[np.isfinite(est.beta_hat)]
     beta_hat_global = float(finite.mean()) if finite.size else 1.0
 
     def per_condition(data, sim, beta_hat_per_query):
-        corrected = ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
-                                beta_hat_per_query=beta_hat_per_query)
-        return {"full": sim.relevance * scale, "biased": sim.attractiveness * scale,
-                "corrected": corrected * scale}
+        corrected = ips_correct(
+            sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=beta_hat_per_query
+        )
+        return {
+            "full": sim.relevance * scale,
+            "biased": sim.attractiveness * scale,
+            "corrected": corrected * scale,
+        }
 
     labels = per_condition(train, sim, est.beta_hat_per_query)
     vlabels = {c: None for c in CONDITIONS}
@@ -119,20 +144,40 @@ def training_labels(splits: Mapping[str, RankingData], *, beta: float, bias: Gro
     return labels, vlabels, est, beta_hat_global
 
 
-def evaluation_spec(test: RankingData, *, scale: float, bias: GroupBias,
-              metrics: Sequence = DEFAULT_METRICS) -> EvalSpec:
+def evaluation_spec(
+    test: RankingData, *, scale: float, bias: GroupBias, metrics: Sequence = DEFAULT_METRICS
+) -> EvalSpec:
     """What the test rankings are judged against: true labels and relevance."""
+    if test.groups is None:
+        raise ParameterError("splits['test'].groups", "a grouped split", None)
     mode = "graded" if bias.relevance == "auto" else bias.relevance
     rel = relevance_from_labels(test.labels, label_max=scale, mode=mode)
-    return EvalSpec(labels=test.labels, relevance=rel, groups=test.groups, qptr=test.qptr,
-                    thresholds=eel_thresholds(test.labels, scale), metrics=tuple(metrics))
+    return EvalSpec(
+        labels=test.labels,
+        relevance=rel,
+        groups=test.groups,
+        qptr=test.qptr,
+        thresholds=eel_thresholds(test.labels, scale),
+        metrics=tuple(metrics),
+    )
 
 
-def run_ltr(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
-            estimator: Estimator, recipe, rng: np.random.Generator, seed: int = 0,
-            out_dir: str | Path, dataset: str | None = None, conditions=CONDITIONS,
-            metrics: Sequence = DEFAULT_METRICS, correlations=(),
-            beta_std: float | None = None) -> LTRResult:
+def run_ltr(
+    splits: Mapping[str, RankingData],
+    *,
+    beta: float,
+    bias: GroupBias,
+    estimator: Estimator,
+    recipe,
+    rng: np.random.Generator,
+    seed: int = 0,
+    out_dir: str | Path,
+    dataset: str | None = None,
+    conditions=CONDITIONS,
+    metrics: Sequence = DEFAULT_METRICS,
+    correlations=(),
+    beta_std: float | None = None,
+) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
     ``recipe``: a :class:`groupbias.ltr.train.RankerRecipe` (model, loss, optimizer,
@@ -143,13 +188,20 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
     _check_splits(splits, conditions)
     train, test, out = splits["train"], splits["test"], Path(out_dir)
     labels, vlabels, est, beta_hat_global = training_labels(
-        splits, beta=beta, bias=bias, estimator=estimator, rng=rng, beta_std=beta_std)
+        splits, beta=beta, bias=bias, estimator=estimator, rng=rng, beta_std=beta_std
+    )
     spec = evaluation_spec(test, scale=label_scale(splits), bias=bias, metrics=metrics)
     per_query, preds = {}, {}
     for cond in conditions:
-        ranker = train_ranker(train, splits.get("valid"), recipe=recipe,
-                              train_labels=labels[cond], valid_labels=vlabels[cond],
-                              seed=seed, out_dir=out / cond)
+        ranker = train_ranker(
+            train,
+            splits.get("valid"),
+            recipe=recipe,
+            train_labels=labels[cond],
+            valid_labels=vlabels[cond],
+            seed=seed,
+            out_dir=out / cond,
+        )
         preds[cond] = scores = ranker.predict(test)
         per_query[cond] = ranking_metrics(scores, spec)
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
@@ -161,5 +213,10 @@ def run_ltr(splits: Mapping[str, RankingData], *, beta: float, bias: GroupBias,
         if r["condition"] == "full":
             r["beta"] = None
     records.append({**estimate_record(est, base), "value": beta_hat_global})
-    return LTRResult(beta=float(beta), beta_hat=est.beta_hat, per_query=per_query,
-                     records=records, predictions=preds)
+    return LTRResult(
+        beta=float(beta),
+        beta_hat=est.beta_hat,
+        per_query=per_query,
+        records=records,
+        predictions=preds,
+    )

@@ -21,10 +21,17 @@ import numpy as np
 from ..bias import GroupBias
 from ..correction import ips_correct
 from ..data import RankingData
+from ..errors import ParameterError
 from ..estimation import BetaEstimate, Estimator
 from ..simulation import Simulation
-from .evaluation import (DEFAULT_METRICS, EvalSpec, correlation_records, eel_thresholds,
-                         records_for, tabular_metrics)
+from .evaluation import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    correlation_records,
+    eel_thresholds,
+    records_for,
+    tabular_metrics,
+)
 
 
 @dataclass
@@ -32,9 +39,9 @@ class TabularResult:
     """Everything one tabular run produced."""
 
     beta: float
-    beta_hat: np.ndarray                # per cluster
+    beta_hat: np.ndarray  # per cluster
     beta_hat_per_query: np.ndarray
-    beta_query: np.ndarray              # the simulated beta_q
+    beta_query: np.ndarray  # the simulated beta_q
     per_query: dict[str, dict[str, np.ndarray]]
     records: list[dict] = field(default_factory=list)
     attractiveness: np.ndarray | None = None
@@ -52,50 +59,97 @@ def grade_spacing(data: RankingData) -> float | None:
     return 1.0 / top if top >= 1 else None
 
 
-def record_base(dataset: str, regime: str, beta: float, bias: GroupBias,
-                estimator: Estimator, beta_std: float | None = None) -> dict:
+def record_base(
+    dataset: str,
+    regime: str,
+    beta: float,
+    bias: GroupBias,
+    estimator: Estimator,
+    beta_std: float | None = None,
+) -> dict:
     """The fields every result record of one run shares."""
     cs = getattr(estimator, "cluster_size", None)
-    return {"dataset": dataset, "regime": regime, "beta": float(beta),
-            "beta_std": float(bias.beta_std if beta_std is None else beta_std),
-            "variant": bias.variant, "cluster_size": None if cs is None else int(cs)}
+    return {
+        "dataset": dataset,
+        "regime": regime,
+        "beta": float(beta),
+        "beta_std": float(bias.beta_std if beta_std is None else beta_std),
+        "variant": bias.variant,
+        "cluster_size": None if cs is None else int(cs),
+    }
 
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
     """The β̂ record: mean and spread of the finite cluster estimates."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
-    return {**base, "metric": "beta_hat", "condition": "estimate",
-            "value": float(np.mean(bh)) if bh.size else float("nan"),
-            "std": float(np.std(bh)) if bh.size else float("nan"),
-            "n_clusters": int(est.beta_hat.size)}
+    return {
+        **base,
+        "metric": "beta_hat",
+        "condition": "estimate",
+        "value": float(np.mean(bh)) if bh.size else float("nan"),
+        "std": float(np.std(bh)) if bh.size else float("nan"),
+        "n_clusters": int(est.beta_hat.size),
+    }
 
 
-def correct_and_evaluate(data: RankingData, sim: Simulation, *, estimator: Estimator,
-                         rng: np.random.Generator, base: dict,
-                         metrics: Sequence = DEFAULT_METRICS, correlations=(),
-                         clusters: np.ndarray | None = None):
+def correct_and_evaluate(
+    data: RankingData,
+    sim: Simulation,
+    *,
+    estimator: Estimator,
+    rng: np.random.Generator,
+    base: dict,
+    metrics: Sequence = DEFAULT_METRICS,
+    correlations=(),
+    clusters: np.ndarray | None = None,
+):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
     corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
-    est = estimator.estimate(sim.attractiveness, data.groups, qptr=data.qptr,
-                             clusters=clusters, rng=rng, grade_spacing=grade_spacing(data))
-    corrected = ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
-                            beta_hat_per_query=est.beta_hat_per_query)
-    spec = EvalSpec(labels=data.labels, relevance=sim.relevance, groups=data.groups,
-                    qptr=data.qptr, thresholds=eel_thresholds(data.labels, data.label_max),
-                    metrics=tuple(metrics))
-    per_query = {"biased": tabular_metrics(sim.attractiveness, spec),
-                 "corrected": tabular_metrics(corrected, spec)}
+    est = estimator.estimate(
+        sim.attractiveness,
+        data.groups,
+        qptr=data.qptr,
+        clusters=clusters,
+        rng=rng,
+        grade_spacing=grade_spacing(data),
+    )
+    corrected = ips_correct(
+        sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
+    )
+    if data.groups is None:
+        raise ParameterError("data.groups", "a grouped dataset", None)
+    spec = EvalSpec(
+        labels=data.labels,
+        relevance=sim.relevance,
+        groups=data.groups,
+        qptr=data.qptr,
+        thresholds=eel_thresholds(data.labels, data.label_max),
+        metrics=tuple(metrics),
+    )
+    per_query = {
+        "biased": tabular_metrics(sim.attractiveness, spec),
+        "corrected": tabular_metrics(corrected, spec),
+    }
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     records.append(estimate_record(est, base))
     return est, corrected, per_query, records
 
 
-def run_tabular(data: RankingData, *, beta: float, bias: GroupBias, estimator: Estimator,
-                rng: np.random.Generator, dataset: str | None = None,
-                metrics: Sequence = DEFAULT_METRICS, correlations=(),
-                clusters: np.ndarray | None = None, beta_std: float | None = None,
-                keep_scores: bool = False) -> TabularResult:
+def run_tabular(
+    data: RankingData,
+    *,
+    beta: float,
+    bias: GroupBias,
+    estimator: Estimator,
+    rng: np.random.Generator,
+    dataset: str | None = None,
+    metrics: Sequence = DEFAULT_METRICS,
+    correlations=(),
+    clusters: np.ndarray | None = None,
+    beta_std: float | None = None,
+    keep_scores: bool = False,
+) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
     ``bias``: the group-bias model (simulates at ``beta``; ``beta_std`` overrides its noise);
@@ -105,10 +159,22 @@ def run_tabular(data: RankingData, *, beta: float, bias: GroupBias, estimator: E
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(
-        data, sim, estimator=estimator, rng=rng, base=base, metrics=metrics,
-        correlations=correlations, clusters=clusters)
+        data,
+        sim,
+        estimator=estimator,
+        rng=rng,
+        base=base,
+        metrics=metrics,
+        correlations=correlations,
+        clusters=clusters,
+    )
     return TabularResult(
-        beta=float(beta), beta_hat=est.beta_hat, beta_hat_per_query=est.beta_hat_per_query,
-        beta_query=sim.beta_query, per_query=per_query, records=records,
+        beta=float(beta),
+        beta_hat=est.beta_hat,
+        beta_hat_per_query=est.beta_hat_per_query,
+        beta_query=sim.beta_query,
+        per_query=per_query,
+        records=records,
         attractiveness=sim.attractiveness if keep_scores else None,
-        corrected=corrected if keep_scores else None)
+        corrected=corrected if keep_scores else None,
+    )

@@ -41,9 +41,17 @@ def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
         return written
     df = pd.DataFrame(records)
     written["records"].append(write_text_atomic(out / "records.csv", df.to_csv(index=False)))
-    sweep = df["cluster_size"].notna() & (df.groupby(
-        ["dataset", "beta", "variant", "beta_std"], dropna=False)["cluster_size"]
-        .transform("nunique") > 1) if "cluster_size" in df else pd.Series(False, df.index)
+    sweep = (
+        df["cluster_size"].notna()
+        & (
+            df.groupby(["dataset", "beta", "variant", "beta_std"], dropna=False)[
+                "cluster_size"
+            ].transform("nunique")
+            > 1
+        )
+        if "cluster_size" in df
+        else pd.Series(False, df.index)
+    )
     for regime, full in (("tabular", False), ("ltr", True)):
         sub = df[(df["regime"] == regime) & ~sweep]
         sub = sub[sub["metric"].isin(MAIN_METRICS + ("beta_hat",))]
@@ -52,17 +60,27 @@ def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
             written["tables"] += list(save_table(t, out / f"table_{regime}").values())
         bias_only = df[(df["regime"] == regime) & df["condition"].isin(["full", "biased"])]
         if bias_only["beta"].nunique() >= 3:
-            written["figures"] += list(plot_degradation(
-                bias_only, out / f"degradation_{regime}",
-                title=f"Impact of group bias ({regime} regime)").values())
+            written["figures"] += list(
+                plot_degradation(
+                    bias_only,
+                    out / f"degradation_{regime}",
+                    title=f"Impact of group bias ({regime} regime)",
+                ).values()
+            )
     if sweep.any():
         sw = df[sweep | (df["condition"] == "biased") & df["cluster_size"].notna()]
-        for (ds, beta, variant, std), sub in sw.groupby(["dataset", "beta", "variant",
-                                                        "beta_std"], dropna=False):
+        for (ds, beta, variant, std), sub in sw.groupby(
+            ["dataset", "beta", "variant", "beta_std"], dropna=False
+        ):
             stem = out / f"cluster_size_{_slug(ds)}_{variant}_b{beta:g}_s{std:g}"
-            written["figures"] += list(plot_cluster_size(
-                sub, stem, true_beta=None if variant == "two_mode" else float(beta),
-                title=f"{ds}: β = {beta:g}, σβ = {std:g} ({variant})").values())
+            written["figures"] += list(
+                plot_cluster_size(
+                    sub,
+                    stem,
+                    true_beta=None if variant == "two_mode" else float(beta),
+                    title=f"{ds}: β = {beta:g}, σβ = {std:g} ({variant})",
+                ).values()
+            )
     return written
 
 

@@ -24,16 +24,19 @@ import pandas as pd  # noqa: E402
 from ..errors import ParameterError  # noqa: E402
 from ..io import write_bytes_atomic  # noqa: E402
 
-GROUP_SERIES = (("ndcg@10", "overall", "tab:red"),
-                ("ndcg@10:affected", "affected group", "black"),
-                ("ndcg@10:non_affected", "non-affected group", "goldenrod"))
+GROUP_SERIES = (
+    ("ndcg@10", "overall", "tab:red"),
+    ("ndcg@10:affected", "affected group", "black"),
+    ("ndcg@10:non_affected", "non-affected group", "goldenrod"),
+)
 
 
 def _frame(records) -> pd.DataFrame:
     df = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
     if df.empty or not {"metric", "value"}.issubset(df.columns):
-        raise ParameterError("records", "non-empty records with 'metric' and 'value'",
-                             f"{len(df)} records")
+        raise ParameterError(
+            "records", "non-empty records with 'metric' and 'value'", f"{len(df)} records"
+        )
     return df
 
 
@@ -49,8 +52,9 @@ def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
     return out
 
 
-def plot_degradation(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.PathLike, *,
-                     title: str | None = None) -> dict[str, Path]:
+def plot_degradation(
+    records: Iterable[Mapping] | pd.DataFrame, stem: str | os.PathLike, *, title: str | None = None
+) -> dict[str, Path]:
     """Paper Fig. 2 / 5 / 6: metrics under group bias against the underestimation factor β.
 
     Left: NDCG@10 overall / affected / non-affected as grouped bars per β (β = 1 is the
@@ -65,20 +69,33 @@ def plot_degradation(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.P
     width = 0.8 / len(GROUP_SERIES)
     x = np.arange(len(betas))
     for j, (metric, label, color) in enumerate(GROUP_SERIES):
-        stats = [df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"]
-                 for b in betas]
-        axes[0].bar(x + (j - 1) * width, [s.mean() for s in stats], width,
-                    yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats],
-                    label=label, color=color, alpha=0.85)
+        stats = [
+            df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"] for b in betas
+        ]
+        axes[0].bar(
+            x + (j - 1) * width,
+            [s.mean() for s in stats],
+            width,
+            yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats],
+            label=label,
+            color=color,
+            alpha=0.85,
+        )
     axes[0].set_xticks(x, [f"{b:g}" for b in betas])
     axes[0].set_xlabel("group underestimation factor β")
     axes[0].set_ylabel("NDCG@10")
     axes[0].legend(fontsize=8, loc="lower left", framealpha=0.9)
     for ax, metric, label in ((axes[1], "rho_dtr", "ρ(DTR)"), (axes[2], "delta_eel", "Δ(EEL)")):
-        stats = [df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"]
-                 for b in betas]
-        ax.bar(x, [s.mean() for s in stats], 0.6,
-               yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats], color="tab:blue")
+        stats = [
+            df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"] for b in betas
+        ]
+        ax.bar(
+            x,
+            [s.mean() for s in stats],
+            0.6,
+            yerr=[s.std(ddof=0) if len(s) > 1 else 0 for s in stats],
+            color="tab:blue",
+        )
         ax.set_xticks(x, [f"{b:g}" for b in betas])
         ax.set_xlabel("group underestimation factor β")
         ax.set_ylabel(label)
@@ -88,9 +105,13 @@ def plot_degradation(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.P
     return save_figure(fig, stem)
 
 
-def plot_biased_vs_corrected(records: Iterable[Mapping] | pd.DataFrame,
-                             stem: str | os.PathLike, *, metric: str = "ndcg@10",
-                             title: str | None = None) -> dict[str, Path]:
+def plot_biased_vs_corrected(
+    records: Iterable[Mapping] | pd.DataFrame,
+    stem: str | os.PathLike,
+    *,
+    metric: str = "ndcg@10",
+    title: str | None = None,
+) -> dict[str, Path]:
     """Paper Fig. 7: ``metric`` of biased (left) and corrected (right) scores per setup and β."""
     df = _frame(records)
     df = df[df["metric"] == metric]
@@ -116,10 +137,14 @@ def plot_biased_vs_corrected(records: Iterable[Mapping] | pd.DataFrame,
     return save_figure(fig, stem)
 
 
-def plot_cluster_size(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.PathLike, *,
-                      true_beta: float | None = None, title: str | None = None,
-                      series: Sequence[tuple[str, str, str]] = GROUP_SERIES
-                      ) -> dict[str, Path]:
+def plot_cluster_size(
+    records: Iterable[Mapping] | pd.DataFrame,
+    stem: str | os.PathLike,
+    *,
+    true_beta: float | None = None,
+    title: str | None = None,
+    series: Sequence[tuple[str, str, str]] = GROUP_SERIES,
+) -> dict[str, Path]:
     """Paper Fig. 8 / 9: corrected NDCG@10 (overall / affected / non-affected) against the
     cluster size (log axis) with mean ± std bands over repetitions, biased levels as dashed
     reference lines; right panel: β̂ mean ± std against the cluster size."""
@@ -165,25 +190,30 @@ def plot_cluster_size(records: Iterable[Mapping] | pd.DataFrame, stem: str | os.
     return save_figure(fig, stem)
 
 
-def plot_ks_curves(estimate, stem: str | os.PathLike, *, clusters: Sequence[int] | None = None,
-                   true_beta: float | None = None, title: str | None = None
-                   ) -> dict[str, Path]:
+def plot_ks_curves(
+    estimate,
+    stem: str | os.PathLike,
+    *,
+    clusters: Sequence[int] | None = None,
+    true_beta: float | None = None,
+    title: str | None = None,
+) -> dict[str, Path]:
     """The KS statistic of Eq. (14) against the candidate β for some clusters of a
     :class:`groupbias.estimation.BetaEstimate` (default: up to 8 clusters), with each
     cluster's β̂ marked (and the true β dashed when given)."""
     curves = np.asarray(estimate.ks_curve, dtype=np.float64)
     grid = np.asarray(estimate.grid, dtype=np.float64)
     if curves.ndim != 2 or curves.shape[1] != grid.size or curves.shape[0] == 0:
-        raise ParameterError("estimate.ks_curve", "[n_clusters, n_grid] KS values",
-                             curves.shape)
+        raise ParameterError("estimate.ks_curve", "[n_clusters, n_grid] KS values", curves.shape)
     idx = list(range(min(8, curves.shape[0]))) if clusters is None else list(clusters)
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for c in idx:
-        line, = ax.plot(grid, curves[c], lw=1.2, label=f"cluster {c}")
+        (line,) = ax.plot(grid, curves[c], lw=1.2, label=f"cluster {c}")
         bh = float(estimate.beta_hat[c])
         if np.isfinite(bh):
-            ax.plot([bh], [curves[c][np.argmin(np.abs(grid - bh))]], "o", ms=4,
-                    color=line.get_color())
+            ax.plot(
+                [bh], [curves[c][np.argmin(np.abs(grid - bh))]], "o", ms=4, color=line.get_color()
+            )
     if true_beta is not None:
         ax.axvline(true_beta, color="gray", ls="--", lw=1, label="true β")
     ax.set_xlabel("candidate β")

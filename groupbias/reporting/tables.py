@@ -25,9 +25,16 @@ from ..errors import ParameterError
 from ..io import write_text_atomic
 
 METRIC_LABELS = {
-    "ndcg@10": "NDCG@10 ↑", "rho_dtr": "ρ(DTR) ↑", "delta_eel": "Δ(EEL) ↓",
-    "beta_hat": "β̂", "awrf": "AWRF ↑", "texfair": "TExFAIR ↑", "nfairr": "NFaiRR ↑",
-    "cwex": "CWEx ↑", "arab": "ARaB →0", "ndcg_awrf": "nDCG×AWRF ↑",
+    "ndcg@10": "NDCG@10 ↑",
+    "rho_dtr": "ρ(DTR) ↑",
+    "delta_eel": "Δ(EEL) ↓",
+    "beta_hat": "β̂",
+    "awrf": "AWRF ↑",
+    "texfair": "TExFAIR ↑",
+    "nfairr": "NFaiRR ↑",
+    "cwex": "CWEx ↑",
+    "arab": "ARaB →0",
+    "ndcg_awrf": "nDCG×AWRF ↑",
 }
 #: metrics where smaller is better / where closer to 0 is better (signed bias measures);
 #: every other metric is "higher is better" (NDCG, ρ(DTR), AWRF, TExFAIR, NFaiRR, CWEx)
@@ -42,6 +49,8 @@ def _better(metric: str, value: float, reference: float) -> bool:
     if metric in ZERO_IS_BEST or base in ZERO_IS_BEST:
         return abs(value) < abs(reference)
     return value > reference
+
+
 CONDITION_SHORT = {"full": "F", "biased": "B", "corrected": "C"}
 
 
@@ -67,10 +76,13 @@ class _Lookup:
             return float("nan"), float("nan")
         if len(sub) > 1:
             raise ParameterError(
-                "records", f"one record per dataset, β, metric and condition; "
-                f"{len(sub)} for ({ds!r}, β={beta}, {metric!r}, {cond!r})", "duplicates",
+                "records",
+                f"one record per dataset, β, metric and condition; "
+                f"{len(sub)} for ({ds!r}, β={beta}, {metric!r}, {cond!r})",
+                "duplicates",
                 fix="give runs that differ in other settings distinct dataset labels, or "
-                    "report them separately")
+                "report them separately",
+            )
         return float(sub["value"].iloc[0]), float(sub["p_value"].iloc[0])
 
 
@@ -84,12 +96,21 @@ def _records_frame(records, alpha: float) -> pd.DataFrame:
     return df if "p_value" in df.columns else df.assign(p_value=float("nan"))
 
 
-def _beta_block(lookup: _Lookup, beta: float, datasets, metrics, *, with_estimate: bool,
-                alpha: float, digits: int):
+def _beta_block(
+    lookup: _Lookup,
+    beta: float,
+    datasets,
+    metrics,
+    *,
+    with_estimate: bool,
+    alpha: float,
+    digits: int,
+):
     """Columns and per-dataset cells of one β block: β̂, then biased / corrected per metric
     (``*`` on a corrected value better than biased with p < alpha)."""
     block = f"β = {beta:g}"
-    columns, cells = [], {ds: [] for ds in datasets}
+    columns: list[tuple[str, str, str]] = []
+    cells: dict[str, list[str]] = {ds: [] for ds in datasets}
     if with_estimate:
         columns.append((block, "β̂", ""))
         for ds in datasets:
@@ -100,17 +121,26 @@ def _beta_block(lookup: _Lookup, beta: float, datasets, metrics, *, with_estimat
             for ds in datasets:
                 v, p = lookup(ds, beta, metric, cond)
                 cell = _fmt(v, digits)
-                if cond == "corrected" and not math.isnan(p) and p < alpha \
-                        and _better(metric, v, lookup(ds, beta, metric, "biased")[0]):
+                if (
+                    cond == "corrected"
+                    and not math.isnan(p)
+                    and p < alpha
+                    and _better(metric, v, lookup(ds, beta, metric, "biased")[0])
+                ):
                     cell += "*"
                 cells[ds].append(cell)
     return columns, cells
 
 
-def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
-                metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
-                include_full: bool = False, alpha: float = 0.001, digits: int = 3,
-                dataset_order: Sequence[str] | None = None) -> pd.DataFrame:
+def paper_table(
+    records: Iterable[Mapping] | pd.DataFrame,
+    *,
+    metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
+    include_full: bool = False,
+    alpha: float = 0.001,
+    digits: int = 3,
+    dataset_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Build the paper-layout table as a DataFrame of formatted strings.
 
     Columns are a 3-level MultiIndex ``(block, metric, condition)`` where ``block`` is
@@ -120,9 +150,9 @@ def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
     df = _records_frame(records, alpha)
     lookup = _Lookup(df)
     datasets = list(dataset_order) if dataset_order else list(dict.fromkeys(df["dataset"]))
-    betas = sorted({float(b) for b in df["beta"].dropna()}, reverse=True) if "beta" in df \
-        else []
-    columns, rows = [], {ds: [] for ds in datasets}
+    betas = sorted({float(b) for b in df["beta"].dropna()}, reverse=True) if "beta" in df else []
+    columns: list[tuple[str, str, str]] = []
+    rows: dict[str, list[str]] = {ds: [] for ds in datasets}
     if include_full:
         for metric in metrics:
             columns.append(("full information", METRIC_LABELS.get(metric, metric), "F"))
@@ -130,30 +160,45 @@ def paper_table(records: Iterable[Mapping] | pd.DataFrame, *,
                 rows[ds].append(_fmt(lookup(ds, None, metric, "full")[0], digits))
     with_estimate = bool((df["metric"] == "beta_hat").any())
     for beta in betas:
-        cols, cells = _beta_block(lookup, beta, datasets, metrics, with_estimate=with_estimate,
-                                  alpha=alpha, digits=digits)
+        cols, cells = _beta_block(
+            lookup, beta, datasets, metrics, with_estimate=with_estimate, alpha=alpha, digits=digits
+        )
         columns += cols
         for ds in datasets:
             rows[ds] += cells[ds]
-    return pd.DataFrame([rows[ds] for ds in datasets], index=pd.Index(datasets, name="dataset"),
-                        columns=pd.MultiIndex.from_tuples(columns,
-                                                          names=["block", "metric", "cond"]))
+    return pd.DataFrame(
+        [rows[ds] for ds in datasets],
+        index=pd.Index(datasets, name="dataset"),
+        columns=pd.MultiIndex.from_tuples(columns, names=["block", "metric", "cond"]),
+    )
 
 
 def table_to_markdown(table: pd.DataFrame) -> str:
     """GitHub Markdown rendering (column headers joined as ``block / metric / cond``)."""
     heads = [" / ".join(p for p in col if p) for col in table.columns]
-    lines = ["| " + " | ".join([table.index.name or ""] + heads) + " |",
-             "|" + "---|" * (len(heads) + 1)]
+    lines = [
+        "| " + " | ".join([table.index.name or ""] + heads) + " |",
+        "|" + "---|" * (len(heads) + 1),
+    ]
     for idx, row in table.iterrows():
         lines.append("| " + " | ".join([str(idx)] + [str(v) for v in row]) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _tex(s: str) -> str:
-    repl = {"β̂": r"$\hat\beta_{\mathcal{A}}$", "β": r"$\beta$", "ρ": r"$\rho$",
-            "Δ": r"$\Delta$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--",
-            "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#"}
+    repl = {
+        "β̂": r"$\hat\beta_{\mathcal{A}}$",
+        "β": r"$\beta$",
+        "ρ": r"$\rho$",
+        "Δ": r"$\Delta$",
+        "↑": r"$\uparrow$",
+        "↓": r"$\downarrow$",
+        "–": "--",
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+    }
     for k, v in repl.items():
         s = s.replace(k, v)
     if s.endswith("*") and s[:-1].lstrip("-").replace(".", "").isdigit():
@@ -187,8 +232,9 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def save_table(table: pd.DataFrame, stem: str | os.PathLike, *,
-               caption: str | None = None) -> dict[str, Path]:
+def save_table(
+    table: pd.DataFrame, stem: str | os.PathLike, *, caption: str | None = None
+) -> dict[str, Path]:
     """Write ``stem.csv``, ``stem.md`` and ``stem.tex`` atomically; returns the paths."""
     stem = Path(stem)
     flat = table.copy()
@@ -196,6 +242,7 @@ def save_table(table: pd.DataFrame, stem: str | os.PathLike, *,
     return {
         "csv": write_text_atomic(stem.parent / f"{stem.name}.csv", flat.to_csv()),
         "md": write_text_atomic(stem.parent / f"{stem.name}.md", table_to_markdown(table)),
-        "tex": write_text_atomic(stem.parent / f"{stem.name}.tex",
-                                 table_to_latex(table, caption=caption)),
+        "tex": write_text_atomic(
+            stem.parent / f"{stem.name}.tex", table_to_latex(table, caption=caption)
+        ),
     }
