@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as _sps
@@ -40,7 +41,10 @@ from .kernels import (
     sorted_ranks,
     tie_average_exposure,
 )
+from .membership import membership_from_groups
+from .metric_names import metric_info
 from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
+from .registry import METRICS as REGISTRY
 from .segments import query_index, segment_sum
 from .stats import per_query_values
 from .validation import check_k, check_qptr, choice, is_integer, real
@@ -72,7 +76,8 @@ __all__ = [
     "arab_per_query",
     "per_query_correlation",
     "fairness_metrics_per_query",
-    "FAIRNESS_METRICS",
+    "RELATED_WORK",
+    "DEFAULT_K",
 ]
 
 TARGETS = ("uniform", "corpus", "relevant")
@@ -970,7 +975,7 @@ def _unlabeled(fn):
     return call
 
 
-FAIRNESS_METRICS = {
+_PER_QUERY = {
     "awrf": _m_awrf,
     "awrf_distance": _m_awrf_distance,
     "ndcg_awrf": _m_ndcg_awrf,
@@ -984,8 +989,40 @@ FAIRNESS_METRICS = {
     "rank_bias": _unlabeled(rank_bias_per_query),
     "arab": _unlabeled(arab_per_query),
 }
-"""Metric name -> per-query function ``fn(scores, labels, *, qptr, membership, k, **options)``
-(used by :func:`fairness_metrics_per_query`)."""
+#: the related-work metrics registered in :data:`groupbias.registry.METRICS`
+RELATED_WORK = tuple(_PER_QUERY)
+#: their cutoff when a name has no ``@k`` (``"awrf"`` = ``"awrf@10"``; ``{"name": "awrf",
+#: "k": None}`` for no cutoff)
+DEFAULT_K = 10
+
+
+def _registered(name: str, per_query):
+    @metric_info(default_k=DEFAULT_K, groups=("all",))
+    def metric(scores, spec, *, regime, k, group, **options):
+        m = spec.membership
+        if m is None and spec.groups is not None:
+            m = membership_from_groups(spec.groups)
+        return per_query(scores, spec.labels, qptr=spec.qptr, membership=m, k=k, **options)
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__doc__ = (
+        f"``{name}`` of the ranking by the scores ({name}_per_query) on "
+        "``spec.membership`` (default ``[groups, 1 - groups]``), labels "
+        f"``spec.labels``; same in both regimes; k default {DEFAULT_K}."
+    )
+    return metric
+
+
+for _name, _fn in _PER_QUERY.items():
+    REGISTRY.register(_name, _registered(_name, _fn))
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    labels: object
+    qptr: object
+    membership: object
+    groups: object = None
 
 
 def fairness_metrics_per_query(
@@ -997,16 +1034,19 @@ def fairness_metrics_per_query(
     k: int | None = None,
     metrics: Sequence = ("awrf", "texfair", "nfairr", "cwex", "arab"),
 ) -> dict[str, np.ndarray]:
-    """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``.
+    """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``, computed by
+    their entries of :data:`groupbias.registry.METRICS`.
 
-    Each entry of ``metrics`` is a name from :data:`FAIRNESS_METRICS` or a mapping ``{"name": ...,
-    "key": ..., **options}`` (``key`` defaults to the name; options are the metric's
-    keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``). ``labels``
-    are needed by ``ndcg_awrf`` and by ``target="relevant"``."""
+    Each entry of ``metrics`` is a name from :data:`RELATED_WORK` or a mapping ``{"name":
+    ..., "key": ..., **options}`` (``key`` defaults to the name; options are the metric's
+    keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``; a ``k``
+    there overrides ``k``). ``labels`` are needed by ``ndcg_awrf`` and by
+    ``target="relevant"``."""
     if isinstance(metrics, (str, Mapping)) or not isinstance(metrics, Sequence):
         raise ParameterError(
             "metrics", "a sequence of metric names or {'name': ...} mappings", metrics
         )
+    inputs = _Inputs(labels=labels, qptr=qptr, membership=membership)
     out: dict[str, np.ndarray] = {}
     for spec in metrics:
         if isinstance(spec, str):
@@ -1016,13 +1056,12 @@ def fairness_metrics_per_query(
             name, key = spec["name"], spec.get("key", spec["name"])
         else:
             raise ParameterError("metrics", "a metric name or a mapping with a 'name'", spec)
-        if name not in FAIRNESS_METRICS:
-            raise ParameterError("metrics", "names from " + ", ".join(FAIRNESS_METRICS), name)
+        if name not in RELATED_WORK:
+            raise ParameterError("metrics", "names from " + ", ".join(RELATED_WORK), name)
         if key in out:
             raise ParameterError(
                 "metrics", "distinct output keys", key, fix="give repeated metrics a 'key'"
             )
-        out[key] = FAIRNESS_METRICS[name](
-            scores, labels, qptr=qptr, membership=membership, k=k, **options
-        )
+        kk = options.pop("k", k)
+        out[key] = REGISTRY.get(name)(scores, inputs, regime="ltr", k=kk, group="all", **options)
     return out

@@ -36,6 +36,8 @@ from .kernels import (
     sorted_ranks,
     tie_average_exposure,
 )
+from .metric_names import metric_info
+from .registry import METRICS
 from .segments import query_index, segment_sum, sort_within
 from .validation import check_k, check_qptr, choice, is_integer, vector
 
@@ -677,3 +679,56 @@ def delta_eel_ranking(
         ),
         aggregate,
     )
+
+
+# --------------------------------------------------------------------------- metrics by name
+# groupbias.registry.METRICS entries (groupbias.metric_names): one call shape,
+# fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries]
+
+
+def _no_cutoff(name: str, k) -> None:
+    if k is not None:
+        raise ParameterError(
+            "metrics",
+            f"{name} without @k in the tabular regime (the "
+            "scores are utility estimates, not a ranking)",
+            f"{name}@{k}",
+        )
+
+
+@METRICS.register("ndcg")
+@metric_info(default_k=None, groups=GROUPS)
+def _ndcg_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """NDCG@k (:func:`ndcg_per_query`) of the ranking by ``scores`` against ``spec.labels``,
+    over all items or one group (``ndcg@10:affected``); no ``@k``: the whole list."""
+    return ndcg_per_query(
+        scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=k, **options
+    )
+
+
+@METRICS.register("rho_dtr")
+@metric_info(default_k=None, groups=("all",))
+def _rho_dtr_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
+    estimates (:func:`rho_dtr_tabular_per_query`, no cutoff); ``"ltr"``, the exposure of the
+    ranking by the scores (:func:`rho_dtr_ranking_per_query`, cutoff ``k``)."""
+    if regime == "tabular":
+        _no_cutoff("rho_dtr", k)
+        return rho_dtr_tabular_per_query(
+            scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, **options
+        )
+    return rho_dtr_ranking_per_query(
+        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options
+    )
+
+
+@METRICS.register("delta_eel")
+@metric_info(default_k=None, groups=("all",))
+def _delta_eel_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
+    (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:
+    tabular, the scores are utility estimates (:func:`delta_eel_tabular_per_query`), or
+    of the ranking by the scores (:func:`delta_eel_ranking_per_query`)."""
+    fn = delta_eel_tabular_per_query if regime == "tabular" else delta_eel_ranking_per_query
+    options = {"thresholds": spec.thresholds, **options}
+    return fn(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options)

@@ -14,16 +14,34 @@ Conventions (see docs/metrics.md for the definitions):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import metrics as M
 from ..errors import ParameterError
-from ..registry import METRICS
+from ..metric_names import (
+    DEFAULT_METRICS,
+    MetricRequest,
+    compute_metrics,
+    metric_keys,
+    parse_metric,
+    validate_metrics,
+)
 from ..stats import paired_test
-from ..validation import check_k, choice
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "EvalSpec",
+    "MetricRequest",
+    "eel_thresholds",
+    "metric_keys",
+    "parse_metric",
+    "validate_metrics",
+    "tabular_metrics",
+    "ranking_metrics",
+    "records_for",
+    "correlation_records",
+]
 
 
 def eel_thresholds(
@@ -49,14 +67,6 @@ def eel_thresholds(
     return tuple(j * bin_width for j in range(1, n))
 
 
-#: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
-DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
-#: related-work metrics named without ``@k`` are computed at this cutoff
-DEFAULT_K = 10
-GROUPS = ("all", "affected", "non_affected")
-REGIMES = ("tabular", "ltr")
-
-
 @dataclass(frozen=True)
 class EvalSpec:
     """What to evaluate against: true labels (NDCG), true relevance P(R) (ρ(DTR), Δ(EEL)),
@@ -74,167 +84,15 @@ class EvalSpec:
     membership: np.ndarray | None = None
 
 
-@dataclass(frozen=True)
-class MetricRequest:
-    """One parsed metric: registry name, cutoff, group, output key and options."""
-
-    name: str
-    k: int | None
-    group: str
-    key: str
-    options: dict
-
-
-def parse_metric(spec) -> MetricRequest:
-    """``"base[@k][:group]"`` (``"ndcg@10"``, ``"ndcg@10:affected"``, ``"rho_dtr"``,
-    ``"awrf@5"``) or ``{"name": "cwex", "key": "cwex@0.2", "alpha": 0.2, ...}`` (options
-    are the metric's keywords; ``k`` and ``group`` may be given there too)."""
-    if isinstance(spec, str):
-        text, options, key = spec, {}, spec
-    elif isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
-        options = {k: v for k, v in spec.items() if k not in ("name", "key")}
-        text, key = spec["name"], spec.get("key", spec["name"])
-    else:
-        raise ParameterError("metrics", "a metric name or a mapping with a 'name'", spec)
-    base, _, group = text.partition(":")
-    base, at, k = base.partition("@")
-    kk = options.pop("k", None) if not at else check_k(int(k) if k.isdigit() else k)
-    group = options.pop("group", group or "all")
-    if base not in METRICS:
-        raise ParameterError(
-            "metrics", "names of groupbias.registry.METRICS: " + ", ".join(METRICS.names()), text
-        )
-    choice("metrics (group suffix)", group, GROUPS)
-    if group != "all" and base != "ndcg":
-        raise ParameterError("metrics", "a group suffix only on ndcg (e.g. ndcg@10:affected)", text)
-    return MetricRequest(base, check_k(kk), group, str(key), options)
-
-
-def validate_metrics(specs) -> list[MetricRequest]:
-    """Parse every metric up front (unknown names and repeated output keys raise)."""
-    if isinstance(specs, (str, Mapping)):
-        raise ParameterError("metrics", "a list of metric names or mappings", specs)
-    out = [parse_metric(s) for s in specs]
-    keys = [r.key for r in out]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise ParameterError(
-            "metrics", "distinct output keys", dup[0], fix="give repeated metrics a 'key'"
-        )
-    return out
-
-
-def metric_keys(specs) -> list[str]:
-    """The output keys of ``specs``, in order (table columns)."""
-    return [r.key for r in validate_metrics(specs)]
-
-
-# --------------------------------------------------------------------------- registered metrics
-# Call shape of every entry: fn(scores, spec, *, regime, k, group, **options) -> [n_queries]
-
-
-@METRICS.register("ndcg")
-def _ndcg(scores, spec: EvalSpec, *, regime, k, group, **options):
-    """NDCG@k of the ranking by ``scores`` against the true labels (exp2 gain); per group,
-    only the relevant items of that group count as relevant."""
-    return M.ndcg_per_query(
-        scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=k, **options
-    )
-
-
-@METRICS.register("rho_dtr")
-def _rho_dtr(scores, spec: EvalSpec, *, regime, k, group, **options):
-    """ρ(DTR): tabular (the scores are utility estimates) or of the ranking (LTR)."""
-    if regime == "tabular":
-        return M.rho_dtr_tabular_per_query(
-            scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, **options
-        )
-    return M.rho_dtr_ranking_per_query(
-        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options
-    )
-
-
-@METRICS.register("delta_eel")
-def _delta_eel(scores, spec: EvalSpec, *, regime, k, group, **options):
-    """Δ(EEL) with the spec's grade thresholds: tabular or of the ranking (LTR)."""
-    if regime == "tabular":
-        return M.delta_eel_tabular_per_query(
-            scores,
-            spec.relevance,
-            qptr=spec.qptr,
-            groups=spec.groups,
-            thresholds=spec.thresholds,
-            **options,
-        )
-    return M.delta_eel_ranking_per_query(
-        scores,
-        spec.relevance,
-        qptr=spec.qptr,
-        groups=spec.groups,
-        thresholds=spec.thresholds,
-        k=k,
-        **options,
-    )
-
-
-def _related_work(name: str):
-    def fn(scores, spec: EvalSpec, *, regime, k, group, **options):
-        from ..fairness import FAIRNESS_METRICS
-        from ..membership import membership_from_groups
-
-        m = spec.membership if spec.membership is not None else membership_from_groups(spec.groups)
-        return FAIRNESS_METRICS[name](
-            scores,
-            spec.labels,
-            qptr=spec.qptr,
-            membership=m,
-            k=DEFAULT_K if k is None else k,
-            **options,
-        )
-
-    fn.__name__ = name
-    fn.__doc__ = f"{name} of the ranking by the scores (groupbias.fairness; k default {DEFAULT_K})."
-    return fn
-
-
-for _name in (
-    "awrf",
-    "awrf_distance",
-    "ndcg_awrf",
-    "ted",
-    "texfair",
-    "rbdf",
-    "nfairr",
-    "fairr",
-    "cwex",
-    "delta_exposure",
-    "rank_bias",
-    "arab",
-):
-    METRICS.register(_name, _related_work(_name), replace=True)
-
-
-def compute_metrics(scores: np.ndarray, spec: EvalSpec, regime: str) -> dict[str, np.ndarray]:
-    """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores``."""
-    choice("regime", regime, REGIMES)
-    out = {}
-    for r in validate_metrics(spec.metrics):
-        fn = METRICS.get(r.name)
-        out[r.key] = np.asarray(
-            fn(scores, spec, regime=regime, k=r.k, group=r.group, **r.options), dtype=np.float64
-        )
-    return out
-
-
 def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
     """Per-query metric vectors of tabular utility estimates ``scores`` (float64
     [n_queries] each; NaN where a query is skipped)."""
-    return compute_metrics(scores, spec, "tabular")
+    return compute_metrics(scores, spec, regime="tabular")
 
 
 def ranking_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
     """Per-query metric vectors of a model's ranking by ``scores`` (LTR regime)."""
-    return compute_metrics(scores, spec, "ltr")
+    return compute_metrics(scores, spec, regime="ltr")
 
 
 def _nanmean(x: np.ndarray) -> float:

@@ -1,0 +1,294 @@
+"""One metric registry: every metric by name (``base[@k][:group]`` or a mapping), one call
+shape, the tabular/LTR variants of ρ(DTR) and Δ(EEL), and identical numbers to direct calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import groupbias.fairness as F
+import groupbias.metrics as M
+from groupbias.errors import ParameterError
+from groupbias.membership import membership_from_groups
+from groupbias.metric_names import MetricRequest, parse_metric
+from groupbias.pipelines.evaluation import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    eel_thresholds,
+    metric_keys,
+    ranking_metrics,
+    tabular_metrics,
+    validate_metrics,
+)
+from groupbias.registry import METRICS
+
+CORE = ("ndcg", "rho_dtr", "delta_eel")
+
+
+def equal(a, b):
+    assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+@pytest.fixture
+def case(rng):
+    sizes = rng.integers(0, 25, size=60)
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(qptr[-1])
+    labels = rng.integers(0, 5, size=n).astype(np.float64)
+    groups = (rng.random(n) < 0.4).astype(np.float64)
+    scores = rng.random(n)
+    scores[::5] = 0.5  # some ties
+    spec = EvalSpec(
+        labels=labels,
+        relevance=labels / 4,
+        groups=groups,
+        qptr=qptr,
+        thresholds=eel_thresholds(labels, 4),
+    )
+    return scores, spec
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Registrations made in a test are dropped after it."""
+    monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))
+
+
+def with_metrics(spec, metrics):
+    return EvalSpec(
+        labels=spec.labels,
+        relevance=spec.relevance,
+        groups=spec.groups,
+        qptr=spec.qptr,
+        thresholds=spec.thresholds,
+        metrics=tuple(metrics),
+        membership=spec.membership,
+    )
+
+
+def test_every_metric_is_registered_and_resolves(case):
+    scores, spec = case
+    assert set(CORE + F.RELATED_WORK) <= set(METRICS.names())
+    names = [*CORE, *F.RELATED_WORK]
+    for regime, fn in (("tabular", tabular_metrics), ("ltr", ranking_metrics)):
+        out = fn(scores, with_metrics(spec, names))
+        assert list(out) == names, regime
+        for v in out.values():
+            assert v.dtype == np.float64 and v.shape == (len(spec.qptr) - 1,)
+
+
+def test_default_set_equals_direct_calls(case):
+    scores, spec = case
+    assert (
+        spec.metrics
+        == DEFAULT_METRICS
+        == ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
+    )
+    kw = dict(qptr=spec.qptr, groups=spec.groups)
+    ndcg = {
+        f"ndcg@10{s}": M.ndcg_per_query(scores, spec.labels, group=g, k=10, **kw)
+        for g, s in (("all", ""), ("affected", ":affected"), ("non_affected", ":non_affected"))
+    }
+    tab = tabular_metrics(scores, spec)
+    assert list(tab) == list(DEFAULT_METRICS)
+    ltr = ranking_metrics(scores, spec)
+    for key, ref in ndcg.items():
+        equal(tab[key], ref)
+        equal(ltr[key], ref)
+    equal(tab["rho_dtr"], M.rho_dtr_tabular_per_query(scores, spec.relevance, **kw))
+    equal(ltr["rho_dtr"], M.rho_dtr_ranking_per_query(scores, spec.relevance, **kw))
+    equal(
+        tab["delta_eel"],
+        M.delta_eel_tabular_per_query(scores, spec.relevance, thresholds=spec.thresholds, **kw),
+    )
+    equal(
+        ltr["delta_eel"],
+        M.delta_eel_ranking_per_query(scores, spec.relevance, thresholds=spec.thresholds, **kw),
+    )
+    # the two regimes really differ for rho_dtr / delta_eel
+    assert not np.array_equal(tab["rho_dtr"], ltr["rho_dtr"], equal_nan=True)
+    assert not np.array_equal(tab["delta_eel"], ltr["delta_eel"], equal_nan=True)
+
+
+def test_group_suffix_and_cutoff(case):
+    scores, spec = case
+    out = tabular_metrics(
+        scores, with_metrics(spec, ["ndcg@5:non_affected", "ndcg", "ndcg@10:all"])
+    )
+    kw = dict(qptr=spec.qptr, groups=spec.groups)
+    equal(
+        out["ndcg@5:non_affected"],
+        M.ndcg_per_query(scores, spec.labels, group="non_affected", k=5, **kw),
+    )
+    equal(out["ndcg"], M.ndcg_per_query(scores, spec.labels, k=None, **kw))
+    equal(out["ndcg@10:all"], M.ndcg_per_query(scores, spec.labels, k=10, **kw))
+    assert parse_metric("ndcg@10:affected") == MetricRequest(
+        "ndcg", 10, "affected", "ndcg@10:affected", {}
+    )
+
+
+def test_cutoff_on_rho_dtr_and_delta_eel(case):
+    scores, spec = case
+    kw = dict(qptr=spec.qptr, groups=spec.groups)
+    ltr = ranking_metrics(scores, with_metrics(spec, ["rho_dtr@5", "delta_eel@5"]))
+    equal(ltr["rho_dtr@5"], M.rho_dtr_ranking_per_query(scores, spec.relevance, k=5, **kw))
+    equal(
+        ltr["delta_eel@5"],
+        M.delta_eel_ranking_per_query(
+            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw
+        ),
+    )
+    tab = tabular_metrics(scores, with_metrics(spec, ["delta_eel@5"]))
+    equal(
+        tab["delta_eel@5"],
+        M.delta_eel_tabular_per_query(
+            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw
+        ),
+    )
+    with pytest.raises(ParameterError, match="tabular regime"):
+        tabular_metrics(scores, with_metrics(spec, ["rho_dtr@5"]))
+
+
+def test_related_work_default_cutoff_membership_and_options(case):
+    scores, spec = case
+    m = membership_from_groups(spec.groups)
+    kw = dict(qptr=spec.qptr, membership=m)
+    metrics = [
+        "awrf",
+        "awrf@5",
+        {"name": "awrf", "key": "awrf_full", "k": None},
+        {"name": "cwex", "key": "cwex@0.2", "alpha": 0.2},
+        {"name": "arab@3", "magnitude": "bool"},
+        "ndcg_awrf",
+    ]
+    assert metric_keys(metrics) == [
+        "awrf",
+        "awrf@5",
+        "awrf_full",
+        "cwex@0.2",
+        "arab@3",
+        "ndcg_awrf",
+    ]
+    out = ranking_metrics(scores, with_metrics(spec, metrics))
+    assert list(out) == metric_keys(metrics)
+    equal(out["awrf"], F.awrf_per_query(scores, k=10, **kw))  # no @k: k = 10
+    equal(out["awrf@5"], F.awrf_per_query(scores, k=5, **kw))
+    equal(out["awrf_full"], F.awrf_per_query(scores, k=None, **kw))
+    equal(out["cwex@0.2"], F.cwex_per_query(scores, alpha=0.2, k=10, **kw))
+    equal(out["arab@3"], F.arab_per_query(scores, magnitude="bool", k=3, **kw))
+    equal(out["ndcg_awrf"], F.ndcg_awrf_per_query(scores, spec.labels, k=10, **kw))
+    # an explicit membership replaces [groups, 1 - groups]; same numbers in both regimes
+    m3 = np.stack([spec.groups, 1 - spec.groups, np.zeros_like(spec.groups)], axis=1)
+    s3 = EvalSpec(
+        spec.labels,
+        spec.relevance,
+        spec.groups,
+        spec.qptr,
+        spec.thresholds,
+        metrics=("texfair",),
+        membership=m3,
+    )
+    ref = F.texfair_per_query(scores, qptr=spec.qptr, membership=m3, k=10)
+    equal(tabular_metrics(scores, s3)["texfair"], ref)
+    equal(ranking_metrics(scores, s3)["texfair"], ref)
+
+
+def test_fairness_metrics_per_query_goes_through_the_registry(case):
+    scores, spec = case
+    m = membership_from_groups(spec.groups)
+    direct = F.fairness_metrics_per_query(
+        scores,
+        spec.labels,
+        qptr=spec.qptr,
+        membership=m,
+        k=10,
+        metrics=["awrf", "texfair", "ndcg_awrf"],
+    )
+    by_name = ranking_metrics(scores, with_metrics(spec, ["awrf", "texfair", "ndcg_awrf"]))
+    for key in direct:
+        equal(direct[key], by_name[key])
+
+
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("nope", "registered metric name.*arab.*ndcg.*rho_dtr"),
+        ("ndcg@ten", "rank cutoff"),
+        ("ndcg@0", "rank cutoff"),
+        ("ndcg@", "rank cutoff"),
+        ("ndcg@10:men", "group suffix"),
+        ("rho_dtr:affected", "group suffix"),
+        ("awrf@10:affected", "group suffix"),
+        ("@10", "metric name"),
+        ({"name": "ndcg@5", "k": 3}, "not both"),
+        ({"name": "ndcg:affected", "group": "all"}, "not both"),
+        ({"key": "x"}, "mapping with a 'name'"),
+        (3, "mapping with a 'name'"),
+    ],
+)
+def test_bad_names_raise_naming_the_problem(name, problem):
+    with pytest.raises(ParameterError, match=problem):
+        validate_metrics([name])
+    with pytest.raises(ParameterError, match=problem):
+        metric_keys([name])
+
+
+def test_validation_before_any_computation(case, scratch_registry):
+    scores, spec = case
+    with pytest.raises(ParameterError, match="distinct output keys"):
+        metric_keys(["ndcg@10", "ndcg@10"])
+    with pytest.raises(ParameterError, match="a list"):
+        validate_metrics("ndcg@10")
+    calls = []
+
+    @METRICS.register("probe_calls")
+    def probe(scores, spec, *, regime, k, group, **options):
+        calls.append(regime)
+        return np.zeros(len(spec.qptr) - 1)
+
+    with pytest.raises(ParameterError, match="registered metric name"):
+        tabular_metrics(scores, with_metrics(spec, ["probe_calls", "nope"]))
+    assert calls == []
+    with pytest.raises(ParameterError, match="options the metric accepts"):
+        tabular_metrics(scores, with_metrics(spec, [{"name": "awrf", "colour": 1}]))
+
+
+def test_user_registered_metric_is_computed(case, scratch_registry):
+    scores, spec = case
+    seen = []
+
+    @METRICS.register("top_affected_share")
+    def top_affected_share(scores, spec, *, regime, k, group, scale=1.0):
+        seen.append((regime, k, group))
+        sizes = np.diff(spec.qptr)
+        qidx = np.repeat(np.arange(sizes.size), sizes)
+        top = M.expected_exposure(scores, qptr=spec.qptr, k=k or 10, ties="stable") > 0
+        n = np.bincount(qidx, weights=top, minlength=sizes.size)
+        a = np.bincount(qidx, weights=top * spec.groups, minlength=sizes.size)
+        with np.errstate(invalid="ignore"):
+            return scale * a / np.where(sizes > 0, n, np.nan)
+
+    metrics = [
+        "ndcg@10",
+        "top_affected_share@3",
+        {"name": "top_affected_share:affected", "key": "share", "scale": 2.0},
+    ]
+    assert metric_keys(metrics) == ["ndcg@10", "top_affected_share@3", "share"]
+    out = tabular_metrics(scores, with_metrics(spec, metrics))
+    assert seen == [("tabular", 3, "all"), ("tabular", None, "affected")]
+    equal(
+        out["share"],
+        2 * top_affected_share(scores, spec, regime="tabular", k=None, group="affected"),
+    )
+    equal(
+        out["top_affected_share@3"],
+        top_affected_share(scores, spec, regime="tabular", k=3, group="all"),
+    )
+    assert np.nanmax(out["share"]) <= 2.0
+    METRICS.register("bad_shape", lambda scores, spec, **kw: np.zeros(3))
+    with pytest.raises(ParameterError, match="one value per query"):
+        tabular_metrics(scores, with_metrics(spec, ["bad_shape"]))
+
+
+def test_scratch_registrations_are_gone():
+    assert "top_affected_share" not in METRICS and "probe_calls" not in METRICS
