@@ -63,25 +63,25 @@ class RankingData:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        who = self.name or "RankingData"
         feats = np.asarray(self.features)
         if feats.ndim != 2:
             raise DataError(
-                f"{self.name or 'RankingData'}: features must be 2-D "
-                f"[n_items, n_features], got shape {feats.shape}"
+                f"{who}: features must be 2-D [n_items, n_features], got shape {feats.shape}"
             )
-        if feats.dtype != np.float32:
-            feats = feats.astype(np.float32)
-        object.__setattr__(self, "features", feats)
-        labels = np.asarray(self.labels, dtype=np.float64)
-        object.__setattr__(self, "labels", labels)
-        qptr = np.asarray(self.qptr, dtype=np.int64)
-        object.__setattr__(self, "qptr", qptr)
+        object.__setattr__(self, "features", feats.astype(np.float32, copy=False))
         n = feats.shape[0]
+        labels = np.asarray(self.labels, dtype=np.float64)
         if labels.shape != (n,):
             raise DataError(
-                f"{self.name or 'RankingData'}: labels has shape {labels.shape}, "
-                f"expected ({n},) to match features"
+                f"{who}: labels has shape {labels.shape}, expected ({n},) to match features"
             )
+        object.__setattr__(self, "labels", labels)
+        self._set_offsets(who, n)
+        self._set_optional(who, n, feats.shape[1])
+
+    def _set_offsets(self, who: str, n: int) -> None:
+        qptr = np.asarray(self.qptr, dtype=np.int64)
         if (
             qptr.ndim != 1
             or qptr.size < 1
@@ -90,45 +90,36 @@ class RankingData:
             or np.any(np.diff(qptr) < 0)
         ):
             raise DataError(
-                f"{self.name or 'RankingData'}: qptr must start at 0, be "
-                f"non-decreasing and end at n_items={n}"
+                f"{who}: qptr must start at 0, be non-decreasing and end at n_items={n}"
             )
+        object.__setattr__(self, "qptr", qptr)
         qids = np.asarray(self.query_ids)
         if qids.shape != (qptr.size - 1,):
-            raise DataError(
-                f"{self.name or 'RankingData'}: query_ids has {qids.size} entries "
-                f"for {qptr.size - 1} queries"
-            )
+            raise DataError(f"{who}: query_ids has {qids.size} entries for {qptr.size - 1} queries")
         object.__setattr__(self, "query_ids", qids)
+
+    def _set_optional(self, who: str, n: int, n_features: int) -> None:
         if self.feature_ids is None:
-            object.__setattr__(
-                self, "feature_ids", np.arange(1, feats.shape[1] + 1, dtype=np.int64)
-            )
+            object.__setattr__(self, "feature_ids", np.arange(1, n_features + 1, dtype=np.int64))
         else:
             fids = np.asarray(self.feature_ids, dtype=np.int64)
-            if fids.shape != (feats.shape[1],):
+            if fids.shape != (n_features,):
                 raise DataError(
-                    f"{self.name or 'RankingData'}: feature_ids has "
-                    f"{fids.size} entries for {feats.shape[1]} feature columns"
+                    f"{who}: feature_ids has {fids.size} entries for {n_features} feature columns"
                 )
             object.__setattr__(self, "feature_ids", fids)
         if self.item_ids is not None:
             iids = np.asarray(self.item_ids)
             if iids.shape != (n,):
-                raise DataError(
-                    f"{self.name or 'RankingData'}: item_ids has shape "
-                    f"{iids.shape}, expected ({n},)"
-                )
+                raise DataError(f"{who}: item_ids has shape {iids.shape}, expected ({n},)")
             object.__setattr__(self, "item_ids", iids)
         if self.groups is not None:
             g = np.asarray(self.groups, dtype=np.float64)
             if g.shape != (n,):
-                raise DataError(
-                    f"{self.name or 'RankingData'}: groups has shape {g.shape}, expected ({n},)"
-                )
+                raise DataError(f"{who}: groups has shape {g.shape}, expected ({n},)")
             if np.any(~np.isfinite(g)) or np.any((g < 0) | (g > 1)):
                 raise DataError(
-                    f"{self.name or 'RankingData'}: groups must lie in [0, 1] "
+                    f"{who}: groups must lie in [0, 1] "
                     "(1 = affected, 0 = non-affected, fractions = probabilities)"
                 )
             object.__setattr__(self, "groups", g)

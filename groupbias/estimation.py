@@ -524,6 +524,22 @@ def ks_curves(
         raise ParameterError("split", "an integer >= 2", split)
     if method not in ("auto", "pairs", "bound"):
         raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
+    cx, cy, n_c = _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y)
+    if method == "pairs":
+        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
+        if pairs.size and pairs.max() > _MAX_PAIRS:
+            raise ParameterError(
+                "method",
+                f"'bound' or 'auto' for clusters with more than "
+                f"{_MAX_PAIRS} affected x non-affected pairs",
+                "pairs",
+                fix=f"largest cluster has {int(pairs.max())} pairs",
+            )
+    return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
+
+
+def _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y):
+    """Checked cluster indices of both samples and the number of clusters."""
     if (affected_cluster is None) != (non_affected_cluster is None):
         raise ParameterError(
             "affected_cluster", "given together with non_affected_cluster", "only one of them"
@@ -544,17 +560,7 @@ def ks_curves(
             if not is_integer(n_clusters) or n_clusters < max(top, 1):
                 raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
             n_c = int(n_clusters)
-    if method == "pairs":
-        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
-        if pairs.size and pairs.max() > _MAX_PAIRS:
-            raise ParameterError(
-                "method",
-                f"'bound' or 'auto' for clusters with more than "
-                f"{_MAX_PAIRS} affected x non-affected pairs",
-                "pairs",
-                fix=f"largest cluster has {int(pairs.max())} pairs",
-            )
-    return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
+    return cx, cy, n_c
 
 
 def _cluster_index(name: str, values, n: int) -> np.ndarray:

@@ -268,6 +268,40 @@ class Simulation:
     beta_means: np.ndarray
 
 
+def _query_betas(n_q, variant, beta_mean, modes, cluster_of_query, *, rng, **draw):
+    """``(beta_query, mode_of_query or None, beta_means)`` of one variant (see
+    :func:`simulate_group_bias`)."""
+    if variant == "two_mode":
+        if beta_mean is not None:
+            raise ParameterError(
+                "beta_mean", "None with variant='two_mode' (the modes set the means)", beta_mean
+            )
+        beta, mode = draw_two_mode_beta(n_q, modes=modes, rng=rng, **draw)
+        return beta, mode, np.asarray(modes, dtype=np.float64).reshape(-1)
+    if variant == "clusters":
+        if cluster_of_query is None or beta_mean is None:
+            raise ParameterError(
+                "cluster_of_query",
+                "cluster indices and per-cluster beta_mean with variant='clusters'",
+                cluster_of_query,
+            )
+        means = np.asarray(beta_mean, dtype=np.float64).reshape(-1)
+        beta = draw_query_beta(
+            n_q, beta_mean=means, rng=rng, cluster_of_query=cluster_of_query, **draw
+        )
+        return beta, np.asarray(cluster_of_query).astype(np.int64), means
+    if beta_mean is None:
+        raise ParameterError("beta_mean", "a propensity mean in (0, 1]", None)
+    if cluster_of_query is not None:
+        raise ParameterError(
+            "cluster_of_query",
+            "None with variant='normal' (use variant='clusters')",
+            "cluster indices",
+        )
+    beta = draw_query_beta(n_q, beta_mean=beta_mean, rng=rng, **draw)
+    return beta, None, np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
+
+
 def simulate_group_bias(
     data,
     *,
@@ -299,58 +333,17 @@ def simulate_group_bias(
     if relevance_mode == "continuous":
         top = None
     rel = relevance_from_labels(data.labels, label_max=top, mode=relevance_mode)
-    n_q = int(data.qptr.size - 1)
-    if variant == "two_mode":
-        if beta_mean is not None:
-            raise ParameterError(
-                "beta_mean", "None with variant='two_mode' (the modes set the means)", beta_mean
-            )
-        beta, mode = draw_two_mode_beta(
-            n_q,
-            modes=modes,
-            beta_std=beta_std,
-            rng=rng,
-            beta_min=beta_min,
-            out_of_range=out_of_range,
-        )
-        means = np.asarray(modes, dtype=np.float64).reshape(-1)
-    elif variant == "clusters":
-        if cluster_of_query is None or beta_mean is None:
-            raise ParameterError(
-                "cluster_of_query",
-                "cluster indices and per-cluster beta_mean with variant='clusters'",
-                cluster_of_query,
-            )
-        means = np.asarray(beta_mean, dtype=np.float64).reshape(-1)
-        beta = draw_query_beta(
-            n_q,
-            beta_mean=means,
-            beta_std=beta_std,
-            rng=rng,
-            beta_min=beta_min,
-            out_of_range=out_of_range,
-            cluster_of_query=cluster_of_query,
-        )
-        mode = np.asarray(cluster_of_query).astype(np.int64)
-    else:
-        if beta_mean is None:
-            raise ParameterError("beta_mean", "a propensity mean in (0, 1]", None)
-        if cluster_of_query is not None:
-            raise ParameterError(
-                "cluster_of_query",
-                "None with variant='normal' (use variant='clusters')",
-                "cluster indices",
-            )
-        beta = draw_query_beta(
-            n_q,
-            beta_mean=beta_mean,
-            beta_std=beta_std,
-            rng=rng,
-            beta_min=beta_min,
-            out_of_range=out_of_range,
-        )
-        mode = None
-        means = np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
+    beta, mode, means = _query_betas(
+        int(data.qptr.size - 1),
+        variant,
+        beta_mean,
+        modes,
+        cluster_of_query,
+        rng=rng,
+        beta_std=beta_std,
+        beta_min=beta_min,
+        out_of_range=out_of_range,
+    )
     att = simulate_attractiveness(rel, groups, qptr=data.qptr, beta_query=beta)
     return Simulation(
         relevance=rel, attractiveness=att, beta_query=beta, mode_of_query=mode, beta_means=means

@@ -43,6 +43,29 @@ class PaddedBatch(NamedTuple):
     items: torch.Tensor
 
 
+def _checked_rows(sizes, items, list_size):
+    """Row sizes and items as int64, and the pad width."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    items = np.asarray(items, dtype=np.int64)
+    if sizes.ndim != 1 or np.any(sizes < 0) or int(sizes.sum()) != items.size:
+        raise ParameterError(
+            "sizes",
+            f"non-negative row sizes summing to len(items)={items.size}",
+            f"sizes summing to {int(sizes.sum()) if sizes.size else 0}",
+        )
+    width = max(int(sizes.max()) if sizes.size else 0, 1)
+    if list_size is not None:
+        if int(list_size) < width:
+            raise ParameterError(
+                "list_size",
+                f"an integer >= the longest list ({width})",
+                list_size,
+                fix="raise list_size or sample slates first",
+            )
+        width = int(list_size)
+    return sizes, items, width
+
+
 def pad_segments(
     features: np.ndarray,
     labels: np.ndarray | None,
@@ -63,24 +86,7 @@ def pad_segments(
         when None, positions are the slot index within the row
     list_size : pad width; default ``max(sizes)`` (at least 1). Must be ``>= max(sizes)``.
     """
-    sizes = np.asarray(sizes, dtype=np.int64)
-    items = np.asarray(items, dtype=np.int64)
-    if sizes.ndim != 1 or np.any(sizes < 0) or int(sizes.sum()) != items.size:
-        raise ParameterError(
-            "sizes",
-            f"non-negative row sizes summing to len(items)={items.size}",
-            f"sizes summing to {int(sizes.sum()) if sizes.size else 0}",
-        )
-    width = max(int(sizes.max()) if sizes.size else 0, 1)
-    if list_size is not None:
-        if int(list_size) < width:
-            raise ParameterError(
-                "list_size",
-                f"an integer >= the longest list ({width})",
-                list_size,
-                fix="raise list_size or sample slates first",
-            )
-        width = int(list_size)
+    sizes, items, width = _checked_rows(sizes, items, list_size)
     n_rows = sizes.size
     starts = np.zeros(n_rows, dtype=np.int64)
     if n_rows:

@@ -401,16 +401,7 @@ def train_ranker(
     seed = int(seed)
     b = recipe.batching
     dm = RankingDataModule(
-        train,
-        valid,
-        train_labels=train_labels,
-        valid_labels=valid_labels,
-        seed=seed,
-        batch_size=b.batch_size,
-        eval_batch_size=b.eval_batch_size,
-        slate_length=b.slate_length,
-        normalize=b.normalize,
-        pin_memory=b.pin_memory,
+        train, valid, train_labels=train_labels, valid_labels=valid_labels, seed=seed, **asdict(b)
     )
     module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None)
     scorer = module.scorer.cpu()
