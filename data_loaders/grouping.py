@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from groupbias.data import RankingData
-from groupbias.datasets import DatasetInfo
+from groupbias.datasets import MIN_TWO_GROUP_QUERIES, DatasetInfo, check_two_groups
 from groupbias.errors import GroupingError, ParameterError
 from groupbias.validation import choice, integer, is_real
 
@@ -155,8 +155,13 @@ class FeatureGrouping:
     feature_id: int
     threshold: str | float = "mean"
     affected: str = "below"
+    min_two_group_queries: int = MIN_TWO_GROUP_QUERIES
+
+    def label(self, info: DatasetInfo | None = None) -> str:
+        return f"[{self.feature_id}, {self.threshold}]"
 
     def __post_init__(self) -> None:
+        integer("min_two_group_queries", self.min_two_group_queries, low=1)
         integer("feature_id", self.feature_id)
         if isinstance(self.threshold, str):
             choice("threshold", self.threshold, ("mean", "mean-std"))
@@ -169,10 +174,13 @@ class FeatureGrouping:
     def apply(self, splits, info: DatasetInfo | None = None) -> dict[str, RankingData]:
         ref = splits.get("train") or next(iter(splits.values()))
         value = feature_threshold(ref, self.feature_id, threshold=self.threshold)
-        return {
+        out = {
             name: group_by_feature(d, self.feature_id, threshold=value, affected=self.affected)
             for name, d in splits.items()
         }
+        who = f"{info.name if info else ref.name} {self.label()}"
+        check_two_groups(out, self.min_two_group_queries, who=who)
+        return out
 
 
 def group_by_attribute(data: RankingData, values: np.ndarray, *, affected) -> RankingData:

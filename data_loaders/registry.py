@@ -287,19 +287,21 @@ BUILTIN = (
     DatasetInfo("iitjee", "IIT-JEE", IitjeeOptions, iitjee.ENV_VAR, (iitjee.DEFAULT_FILE,)),
     DatasetInfo(
         "movielens_country",
-        "MovieLens [Co.]",
+        "MovieLens",
         MovielensOptions,
         movielens.ENV_VAR,
         ("ratings.dat", "movies_meta.csv"),
         params={"grouping": "country"},
+        group_label="[Co.]",
     ),
     DatasetInfo(
         "movielens_bo",
-        "MovieLens [BO]",
+        "MovieLens",
         MovielensOptions,
         movielens.ENV_VAR,
         ("ratings.dat", "movies_meta.csv"),
         params={"grouping": "box_office"},
+        group_label="[BO]",
     ),
 )
 

@@ -35,7 +35,8 @@ class Entry:
 
     @property
     def title(self) -> str:
-        return self.dataset.label
+        """The table row name: the dataset with the grouping actually used."""
+        return self.dataset.label_with(self.grouping)
 
 
 def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
@@ -85,6 +86,10 @@ def load(entry: Entry, *, only=None) -> dict[str, RankingData]:
     try:
         splits = entry.dataset.load(only=only)
     except ParameterError as exc:
+        if exc.name == "split":  # the experiment asked for a split the dataset lacks
+            raise ConfigError(
+                "experiment.split", f"expected {exc.expected}, got {exc.given!r}"
+            ) from None
         if not exc.name.startswith("params.") or entry.key != "dataset":
             raise
         raise ConfigError(
@@ -109,6 +114,28 @@ def available(
             skipped.append(reason)
             continue
         yield entry, splits
+
+
+def with_validation(
+    splits: dict[str, RankingData], fraction: float, *, seed: int, title: str
+) -> dict[str, RankingData]:
+    """The splits with a ``valid`` split for early stopping: the dataset's own, else a random
+    ``fraction`` of the training queries (said in the log); ``fraction = 0`` keeps none."""
+    if "valid" in splits or fraction == 0 or "train" not in splits:
+        return splits
+    train = splits["train"]
+    n_valid = int(round(fraction * train.n_queries))
+    if n_valid < 1 or n_valid >= train.n_queries:
+        return splits
+    perm = rng_for(seed, "valid-split", title).permutation(train.n_queries)
+    valid_q, train_q = np.sort(perm[:n_valid]), np.sort(perm[n_valid:])
+    msg = (
+        f"{title}: no validation split; {n_valid} of {train.n_queries} training queries "
+        f"(experiment.valid_fraction={fraction:g}) are held out for early stopping"
+    )
+    log.info(msg)
+    print(f"[groupbias] {msg}")
+    return {**splits, "train": train.subset(train_q), "valid": train.subset(valid_q)}
 
 
 def rng_for(seed: int, *keys) -> np.random.Generator:

@@ -13,6 +13,7 @@ from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
 from groupbias.setup import Setup
+from groupbias.validation import real
 
 from .common import (
     TABLE_METRICS,
@@ -22,6 +23,7 @@ from .common import (
     entries,
     parse_entries,
     rng_for,
+    with_validation,
 )
 
 
@@ -63,6 +65,7 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
         entries(exp.entries, setup), skip_missing=exp.skip_missing, skipped=skipped
     ):
         title = entry.title
+        splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
         key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
         step = functools.partial(_ltr_step, splits, setup, exp, rd, title=title, tag=tag)
         records += rd.step(
@@ -91,9 +94,11 @@ class Table2:
     correlations: list = field(default_factory=list)
     skip_missing: bool = True
     datasets: list = field(default_factory=list)
+    valid_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         check_common(self)
+        real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
         self.entries = parse_entries(self.datasets)
 

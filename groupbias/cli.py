@@ -95,6 +95,8 @@ def main() -> None:  # pragma: no cover - exercised through the console script
         try:
             run(cfg)
         except GroupBiasError as exc:
+            if cfg.get("verbose") is True or os.environ.get("HYDRA_FULL_ERROR") == "1":
+                raise
             print(f"groupbias: error: {exc}", file=sys.stderr)
             print(
                 "groupbias: hint: see docs/ (configuration, datasets) or run "

@@ -193,7 +193,7 @@ GROUPS = (
     "experiment",
 )
 #: top-level keys beside the groups
-TOP_KEYS = ("seed", "progress", "paths", "plugins", "hydra")
+TOP_KEYS = ("seed", "progress", "verbose", "paths", "plugins", "hydra")
 
 
 def _probe_optimizer(factory) -> None:
@@ -227,9 +227,10 @@ def _check_top(cfg: Mapping) -> tuple[int, bool]:
     seed = cfg.get("seed", 0)
     if not is_integer(seed) or seed < 0:
         raise ConfigError("seed", f"expected an integer >= 0, got {seed!r}")
+    for flag in ("progress", "verbose"):
+        if not isinstance(cfg.get(flag, False), bool):
+            raise ConfigError(flag, f"expected true or false, got {cfg[flag]!r}")
     progress = cfg.get("progress", True)
-    if not isinstance(progress, bool):
-        raise ConfigError("progress", f"expected true or false, got {progress!r}")
     paths = cfg.get("paths") or {}
     if not isinstance(paths, Mapping) or set(paths) - {"runs"}:
         raise ConfigError("paths", f"expected a mapping with the key runs, got {paths!r}")

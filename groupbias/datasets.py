@@ -25,9 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from .data import RankingData
 from .errors import GroupingError, MissingFilesError, ParameterError
 from .registry import DATASETS
+from .validation import integer
 
 __all__ = [
     "DatasetInfo",
@@ -35,6 +38,8 @@ __all__ = [
     "DatasetSpec",
     "Grouping",
     "BuiltinGrouping",
+    "check_two_groups",
+    "MIN_TWO_GROUP_QUERIES",
     "load_dataset",
 ]
 
@@ -53,6 +58,7 @@ class DatasetInfo:
     splits : our split name (train / valid / test) -> the dataset's own split name
     params : fixed loader keywords of this variant (e.g. ``{"year": 2020}``)
     builtin_groups : the loader sets ``groups`` (a sensitive attribute comes with the data)
+    group_label : how tables name the built-in grouping (``"[Co.]"``), "" for none
     """
 
     name: str
@@ -63,6 +69,7 @@ class DatasetInfo:
     splits: Mapping[str, str] = field(default_factory=lambda: {"train": "train"})
     params: Mapping[str, object] = field(default_factory=dict)
     builtin_groups: bool = True
+    group_label: str = ""
 
     def option_names(self) -> list[str]:
         """Loader options a config may set (beyond the registered ``params``)."""
@@ -93,17 +100,54 @@ def register_dataset(info: DatasetInfo, *, replace: bool = False) -> DatasetInfo
 
 
 class Grouping(Protocol):
-    """Sets ``groups`` (1 = affected) on every split of a dataset."""
+    """Sets ``groups`` (1 = affected) on every split of a dataset; ``label(info)`` names the
+    grouping in tables (``"[426, mean]"``)."""
 
     def apply(
         self, splits: Mapping[str, RankingData], info: DatasetInfo
     ) -> dict[str, RankingData]: ...
 
+    def label(self, info: DatasetInfo) -> str: ...
+
+
+#: the default of ``grouping.min_two_group_queries``
+MIN_TWO_GROUP_QUERIES = 10
+
+
+def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: str) -> None:
+    """Refuse a grouping under which fewer than ``minimum`` queries of a split (all of its
+    non-empty queries when it has fewer; at least one always) have items of both groups: group bias cannot be simulated, estimated or measured there (a one-group
+    query has no ρ(DTR) or Δ(EEL) to speak of)."""
+    for name, d in splits.items():
+        if d.groups is None:
+            continue
+        g = d.groups
+        qi = d.query_index()
+        n_aff = np.bincount(qi, weights=g, minlength=d.n_queries)
+        n_non = np.bincount(qi, weights=1.0 - g, minlength=d.n_queries)
+        both = int(np.sum((n_aff > 0) & (n_non > 0)))
+        needed = min(minimum, int(np.sum(d.list_sizes > 0)))
+        if both < needed or both == 0:
+            raise GroupingError(
+                f"{who}/{name}: only {both} of {d.n_queries} queries have items of both "
+                f"groups; at least {max(needed, 1)} are needed (grouping.min_two_group_queries). "
+                "Choose another sensitive attribute or threshold"
+            )
+
 
 @dataclass(frozen=True)
 class BuiltinGrouping:
     """The sensitive attribute that comes with the dataset (TREC h-index, IIT-JEE gender,
-    MovieLens country / box office, the synthetic sensitive feature)."""
+    MovieLens country / box office, the synthetic sensitive feature).
+    ``min_two_group_queries``: refuse data where fewer queries of a split have both groups."""
+
+    min_two_group_queries: int = MIN_TWO_GROUP_QUERIES
+
+    def __post_init__(self) -> None:
+        integer("min_two_group_queries", self.min_two_group_queries, low=1)
+
+    def label(self, info: DatasetInfo) -> str:
+        return info.group_label
 
     def apply(self, splits: Mapping[str, RankingData], info: DatasetInfo) -> dict[str, RankingData]:
         if not info.builtin_groups:
@@ -115,6 +159,7 @@ class BuiltinGrouping:
         missing = [k for k, d in splits.items() if d.groups is None]
         if missing:
             raise GroupingError(f"splits {missing} of {info.name!r} came without groups")
+        check_two_groups(splits, self.min_two_group_queries, who=info.name)
         return dict(splits)
 
 
@@ -161,8 +206,17 @@ class DatasetSpec:
 
     @property
     def label(self) -> str:
-        """The name tables and figures use."""
+        """The name tables and figures use (the registered title unless ``title`` is set)."""
         return self.title or self.info.title
+
+    def label_with(self, grouping) -> str:
+        """The table name of this dataset under ``grouping``: ``title`` when set, else the
+        registered title and the grouping's label (``"MovieLens [Co.]"``, ``"LightGBM file
+        [202, mean]"``)."""
+        if self.title:
+            return self.title
+        part = grouping.label(self.info) if hasattr(grouping, "label") else ""
+        return f"{self.info.title} {part}".strip()
 
     def load(self, *, only: tuple[str, ...] | None = None) -> dict[str, RankingData]:
         """The splits (all, or ``only`` some), as the loader returns them."""

@@ -13,6 +13,7 @@ __all__ = [
     "GroupBiasError",
     "ParameterError",
     "ConfigError",
+    "NothingComputedError",
     "DataError",
     "DataFormatError",
     "MissingFilesError",
@@ -49,6 +50,11 @@ class ConfigError(GroupBiasError):
         self.key = key
         self.hint = hint
         super().__init__(f"{key}: {message}" + (f". {hint}" if hint else ""))
+
+
+class NothingComputedError(GroupBiasError):
+    """A run computed no result (every dataset skipped, nothing to evaluate): it is not
+    stored as complete and the command exits non-zero."""
 
 
 class DataError(GroupBiasError):

@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from . import __version__
+from .errors import DataFormatError, NothingComputedError
 from .io import read_json, write_json_atomic, write_text_atomic
 
 #: Config keys that do not change results (where to write, how to launch, how verbose).
@@ -59,20 +60,26 @@ class RunDir:
         return self.path / "metrics.json"
 
     def is_complete(self) -> bool:
+        """Finished under this fingerprint, with no dataset skipped for missing data (a run
+        with skipped datasets is recomputed, reusing its finished steps, so data that has
+        appeared since is used)."""
         meta = self.path / "meta.json"
         if not (self.metrics_path.exists() and meta.exists()):
             return False
         try:
             m = read_json(meta)
-        except (OSError, json.JSONDecodeError):
+            skipped = read_json(self.metrics_path).get("skipped")
+        except (OSError, json.JSONDecodeError, AttributeError):
             return False
-        return m.get("fingerprint") == self.fingerprint and m.get("status") == "complete"
+        complete = m.get("fingerprint") == self.fingerprint and m.get("status") == "complete"
+        return complete and not skipped
 
     def load_metrics(self) -> dict:
         return read_json(self.metrics_path)
 
     def start(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(self.path)
         write_text_atomic(
             self.path / "config.yaml", yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True)
         )
@@ -136,10 +143,39 @@ def run_once(
     rd.start()
     try:
         metrics = fn(rd)
+        if not metrics.get("records"):
+            skipped = "; ".join(metrics.get("skipped") or []) or "no records"
+            raise NothingComputedError(f"nothing was computed, so nothing is stored ({skipped})")
     except BaseException as exc:  # record why, keep finished steps for the next attempt
         rd._meta("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
     return rd.finish(metrics), False
+
+
+def remove_leftovers(directory: Path) -> list[Path]:
+    """Delete the temporary files (``.<name>.<random>.tmp``) that killed atomic writes left
+    below ``directory``; returns them."""
+    gone = [p for p in directory.rglob(".*.tmp") if p.is_file()]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone
+
+
+def read_meta(path: Path) -> dict:
+    """A run's ``meta.json``; a truncated or unreadable one is a :class:`DataFormatError`
+    naming the file."""
+    try:
+        meta = read_json(path)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            path,
+            exc.lineno,
+            f"not valid JSON ({exc.msg}); the file is "
+            "truncated or damaged: delete the run folder to recompute it",
+        ) from None
+    if not isinstance(meta, dict):
+        raise DataFormatError(path, None, "expected a JSON object")
+    return meta
 
 
 def collect_records(root: str | os.PathLike) -> list[dict]:
@@ -149,7 +185,7 @@ def collect_records(root: str | os.PathLike) -> list[dict]:
     out: list[dict] = []
     for mp in sorted(root.rglob("metrics.json")):
         meta = mp.parent / "meta.json"
-        if not meta.exists() or read_json(meta).get("status") != "complete":
+        if not meta.exists() or read_meta(meta).get("status") != "complete":
             continue
         for rec in read_json(mp).get("records", []):
             out.append({**rec, "run": str(mp.parent.relative_to(root))})

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import GroupBiasError
 from ..io import write_text_atomic
 from ..runs import collect_records
 from .plots import plot_cluster_size, plot_degradation
@@ -97,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         p.error(f"not a directory: {', '.join(missing)}")
     out = Path(a.out) if a.out else Path(a.roots[0]) / "report"
-    written = report(a.roots, out)
+    try:
+        written = report(a.roots, out)
+    except GroupBiasError as exc:
+        print(f"groupbias-report: error: {exc}", file=sys.stderr)
+        return 2
     if not written["records"]:
         print(f"groupbias-report: no complete run under {', '.join(a.roots)}", file=sys.stderr)
         return 1
