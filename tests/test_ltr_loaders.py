@@ -219,6 +219,10 @@ def test_lightgbm_errors(tmp_path):
     (tmp_path / "t.txt.query").write_text("3\n0\n")
     with pytest.raises(DataFormatError, match="positive"):
         read_query_file(tmp_path / "t.txt.query")
+    (tmp_path / "t.txt.query").write_text("1\n12345678901234567890\n")  # beyond int64
+    with pytest.raises(DataFormatError) as ei:
+        read_query_file(tmp_path / "t.txt.query")
+    assert ei.value.line == 2 and ei.value.field == "group size"
     (tmp_path / "t.txt.query").write_text("")
     with pytest.raises(DataFormatError, match="no group sizes"):
         read_query_file(tmp_path / "t.txt.query")
