@@ -644,3 +644,22 @@ def test_huge_feature_id_without_n_features_is_refused(tmp_path):
     assert parse_svmlight(p).features.shape == (1, 100_000)
     p = write(tmp_path, "1 qid:3 100001:2\n")
     assert parse_svmlight(p, n_features=100_001).features[0, -1] == 2.0
+
+
+def test_cache_detects_edit_in_the_middle_with_same_size_and_mtime(tmp_path):
+    # 10,000 lines (~190 KiB): the edited line lies far from the first and last 64 KiB
+    lines = [f"{i % 5} qid:{i // 10} 1:0.25 2:{i}" for i in range(10_000)]
+    p = write(tmp_path, "\n".join(lines) + "\n")
+    assert p.stat().st_size > 3 * 64 * 1024
+    cdir = tmp_path / "cache"
+    a = load_svmlight(p, n_features=2, cache_dir=cdir)
+    assert a.meta["cache"] == "stored" and a.features[5000, 0] == np.float32(0.25)
+    st0 = p.stat()
+    lines[5000] = lines[5000].replace("1:0.25", "1:0.75")  # same length
+    p.write_text("\n".join(lines) + "\n")
+    os.utime(p, ns=(st0.st_atime_ns, st0.st_mtime_ns))
+    assert (p.stat().st_size, p.stat().st_mtime_ns) == (st0.st_size, st0.st_mtime_ns)
+    b = load_svmlight(p, n_features=2, cache_dir=cdir)
+    assert b.meta["cache"] == "stored"
+    assert b.features[5000, 0] == np.float32(0.75) and b.features[4999, 0] == np.float32(0.25)
+    assert load_svmlight(p, n_features=2, cache_dir=cdir).meta["cache"] == "hit"
