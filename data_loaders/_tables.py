@@ -47,23 +47,61 @@ def require_files(directory: Path, names: list[str], *, hint: str | None = None)
         raise MissingFilesError(directory, missing, hint=hint)
 
 
-_LINE_RE = re.compile(r"line (\d+)", re.IGNORECASE)
+# pandas numbers rows, not file lines: "line N" is the 1-based row, "row N" the 0-based one
+# (blank lines count as rows, a quoted field spanning lines is one row)
+_ROW_RE = re.compile(r"\b(line|row) (\d+)", re.IGNORECASE)
+
+
+def _row_line(path: Path, row: int, sep: str, encoding: str) -> int | None:
+    """1-based file line on which row ``row`` (0-based, blank rows included) starts."""
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep if len(sep) == 1 else ",")
+        start = 1
+        for _ in range(row):
+            try:
+                next(reader)
+            except (StopIteration, csv.Error):
+                return None
+            start = reader.line_num + 1
+    return start
+
+
+def _skipped(kwargs) -> int:
+    """Data records skipped by an integer ``skiprows`` (the first record read is this one)."""
+    skip = kwargs.get("skiprows")
+    return skip if isinstance(skip, int) else 0
 
 
 def read_table(path: Path, **kwargs) -> pd.DataFrame:
-    """``pd.read_csv(path, **kwargs)``; tokenizer errors become :class:`DataFormatError`."""
+    """``pd.read_csv(path, **kwargs)``; tokenizer errors become :class:`DataFormatError`
+    naming the file line. A first data row with one field more than the header (or
+    ``names``), which pandas would silently turn into an index column shifting every value,
+    is an error too."""
+    sep = kwargs.get("sep", ",")
+    encoding = kwargs.get("encoding", "utf-8")
     try:
-        return pd.read_csv(path, **kwargs)
+        df = pd.read_csv(path, **kwargs)
     except pd.errors.EmptyDataError:
         raise DataFormatError(path, None, "file is empty") from None
     except pd.errors.ParserError as exc:
-        m = _LINE_RE.search(str(exc))
-        line = int(m.group(1)) if m else None
+        m = _ROW_RE.search(str(exc))
+        line = None
+        if m:
+            row = int(m.group(2)) - (m.group(1).lower() == "line")
+            line = _row_line(path, row, sep, encoding)
         raise DataFormatError(path, line, f"cannot parse row: {exc}") from None
     except UnicodeDecodeError as exc:
+        raise DataFormatError(path, None, f"not valid {encoding} text ({exc.reason})") from None
+    if "index_col" not in kwargs and not df.index.equals(pd.RangeIndex(len(df))):
+        header = kwargs.get("header", "infer") is not None
         raise DataFormatError(
-            path, None, f"not valid {kwargs.get('encoding', 'utf-8')} text ({exc.reason})"
-        ) from None
+            path,
+            record_line(
+                path, kwargs.get("skiprows") or 0, header=header, sep=sep, encoding=encoding
+            ),
+            f"a row has more fields than the {len(df.columns)} columns expected",
+        )
+    return df
 
 
 def record_line(

@@ -10,9 +10,12 @@ are read-only.
 Cache root: the ``cache_dir`` argument, else ``$GROUPBIAS_CACHE``, else
 ``~/.cache/groupbias`` (read when called).
 
-Key: SHA-256 of the source's absolute path, size, ``st_mtime_ns``, a SHA-256 of its first
-and last 64 KiB, the parser options and :data:`FORMAT_VERSION`; a changed source gets a new
-key and is parsed again (the entry of its previous version is then removed).
+Key: SHA-256 of the source's absolute path, size, ``st_mtime_ns``, a hash of its whole
+content (:data:`CONTENT_HASH`), the parser options and :data:`FORMAT_VERSION`; a source whose
+content changed anywhere gets a new key and is parsed again (the entry of its previous version
+is then removed), whatever its size and modification time. Hashing reads the whole file on
+every call (about 0.75 GB/s here: 0.27 s for 200 MB); ``cache=False`` in the loaders skips
+the cache altogether.
 
 Writes are atomic: an entry is written into a temporary directory beside it and renamed
 into place, so a reader sees a complete entry or none.
@@ -46,9 +49,10 @@ __all__ = [
 ]
 
 #: Version of the cache layout and of the parsers' output; part of every key.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
-_EDGE = 64 * 1024
+#: hashlib algorithm of the content fingerprint (the whole file is hashed).
+CONTENT_HASH = "sha256"
 _ARRAYS = ("features", "labels", "qptr", "query_ids", "feature_ids", "item_ids", "groups")
 
 
@@ -63,20 +67,17 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def source_fingerprint(path: str | os.PathLike) -> dict:
-    """Absolute path, size, ``st_mtime_ns`` and SHA-256 of the first and last 64 KiB."""
+    """Absolute path, size, ``st_mtime_ns`` and a :data:`CONTENT_HASH` digest of the whole
+    content (an edit anywhere changes it, even one that keeps size and mtime)."""
     p = Path(path).resolve()
-    st = p.stat()
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        h.update(fh.read(_EDGE))
-        if st.st_size > _EDGE:
-            fh.seek(max(_EDGE, st.st_size - _EDGE))
-            h.update(fh.read(_EDGE))
+    with open(p, "rb", buffering=0) as fh:
+        st = os.fstat(fh.fileno())
+        digest = hashlib.file_digest(fh, CONTENT_HASH).hexdigest()
     return {
         "path": str(p),
         "size": int(st.st_size),
         "mtime_ns": int(st.st_mtime_ns),
-        "edges_sha256": h.hexdigest(),
+        f"content_{CONTENT_HASH}": digest,
     }
 
 

@@ -38,7 +38,7 @@ def read_query_file(path: str | os.PathLike) -> np.ndarray:
             tok = raw.strip()
             if not tok:
                 continue
-            if not UINT_RE.fullmatch(tok) or int(tok) == 0:
+            if not UINT_RE.fullmatch(tok) or not 0 < int(tok) < 2**63:
                 raise DataFormatError(
                     path,
                     i,

@@ -44,11 +44,16 @@ year is absent (``meta["year_source"]`` says which file was used).
 
 The ratings location is ``path`` or ``$GROUPBIAS_MOVIELENS``; metadata is ``metadata`` or
 ``$GROUPBIAS_MOVIELENS_META``.
+
+Checks: every rating needs its timestamp; a user rating the same movie twice raises (naming
+both lines); a ``u.data`` header line of four column names is skipped; metadata rows giving
+one movie different values raise (naming both lines), identical repeats are dropped.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -99,8 +104,20 @@ def _detect_format(path: Path) -> str:
     )
 
 
-def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(user, movie, rating) arrays of a ratings file, validated."""
+_NAME_RE = r"[A-Za-z_][A-Za-z_ ]*"
+
+
+def _tab_header(path: Path) -> bool:
+    """Whether the first line of a tab-separated ratings file is a header (four column
+    names, e.g. ``user_id\titem_id\trating\ttimestamp``), to be skipped."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        cells = fh.readline().rstrip("\r\n").split("\t")
+    return len(cells) == 4 and all(re.fullmatch(_NAME_RE, c.strip()) for c in cells)
+
+
+def _ratings_frame(path: Path, fmt: str):
+    """``(df, columns, field names, header, sep, encoding)`` of a ratings file; the columns
+    are user, movie, rating, timestamp."""
     if fmt == "dat":
         # "::" split with the fast C parser: separator ":" yields empty fields 1, 3, 5
         df = read_table(
@@ -121,31 +138,45 @@ def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndar
                 "expected 'UserID::MovieID::Rating::Timestamp'",
                 field="separator",
             )
-        cols, header, sep, enc = (0, 2, 4), False, ":", "latin-1"
-        fields = ("UserID", "MovieID", "Rating")
-    elif fmt == "tab":
+        return df, (0, 2, 4, 6), ("UserID", "MovieID", "Rating", "Timestamp"), False, ":", "latin-1"
+    if fmt == "tab":
+        header = _tab_header(path)
         df = read_table(
-            path, sep="\t", header=None, names=list(range(4)), keep_default_na=False, na_values=[""]
+            path,
+            sep="\t",
+            header=None,
+            skiprows=1 if header else 0,
+            names=list(range(4)),
+            keep_default_na=False,
+            na_values=[""],
         )
-        cols, header, sep, enc = (0, 1, 2), False, "\t", "utf-8"
-        fields = ("user", "item", "rating")
-    else:
-        df = read_table(path, keep_default_na=False, na_values=[""])
-        df.columns = [str(c).strip() for c in df.columns]
-        need = ("userId", "movieId", "rating")
-        lower = {c.lower(): c for c in df.columns}
-        miss = [c for c in need if c.lower() not in lower]
-        if miss:
-            raise DataFormatError(
-                path,
-                1,
-                "missing column(s) "
-                + ", ".join(miss)
-                + "; expected header userId,movieId,rating,timestamp",
-                field=miss[0],
-            )
-        cols = tuple(lower[c.lower()] for c in need)
-        header, sep, enc, fields = True, ",", "utf-8", need
+        return df, (0, 1, 2, 3), ("user", "item", "rating", "timestamp"), header, "\t", "utf-8"
+    df = read_table(path, keep_default_na=False, na_values=[""])
+    df.columns = [str(c).strip() for c in df.columns]
+    need = ("userId", "movieId", "rating", "timestamp")
+    lower = {c.lower(): c for c in df.columns}
+    miss = [c for c in need if c.lower() not in lower]
+    if miss:
+        raise DataFormatError(
+            path,
+            1,
+            "missing column(s) "
+            + ", ".join(miss)
+            + "; expected header userId,movieId,rating,timestamp",
+            field=miss[0],
+        )
+    return df, tuple(lower[c.lower()] for c in need), need, True, ",", "utf-8"
+
+
+def _read_ratings(path: Path, fmt: str):
+    """``(user, movie, rating, line)`` of a ratings file, validated; ``line(i)`` is the
+    1-based file line of rating ``i``. Every rating needs its timestamp; a second rating
+    of the same user and movie raises, naming both lines."""
+    df, cols, fields, header, sep, enc = _ratings_frame(path, fmt)
+
+    def line(i: int) -> int | None:
+        return record_line(path, i, header=header, sep=sep, encoding=enc)
+
     if len(df) == 0:
         raise DataFormatError(path, None, "no ratings in file")
     out = []
@@ -154,24 +185,43 @@ def _read_ratings(path: Path, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndar
         if f != fields[2]:
             bad = first_bad(v != np.round(v))
             if bad is not None:
+                what = "timestamp" if c == cols[3] else "id"
                 raise DataFormatError(
                     path,
-                    record_line(path, bad, header=header, sep=sep, encoding=enc),
-                    f"value {df[c].iloc[bad]!r}; expected an integer id",
+                    line(bad),
+                    f"value {df[c].iloc[bad]!r}; expected an integer {what}",
                     field=f,
                 )
             v = v.astype(np.int64)
         out.append(v)
-    rating = out[2]
+    user, movie, rating = out[:3]
     bad = first_bad((rating <= 0) | (rating > MAX_RATING))
     if bad is not None:
         raise DataFormatError(
-            path,
-            record_line(path, bad, header=header, sep=sep, encoding=enc),
-            f"rating {rating[bad]!r} outside (0, {MAX_RATING:g}]",
-            field=fields[2],
+            path, line(bad), f"rating {rating[bad]!r} outside (0, {MAX_RATING:g}]", field=fields[2]
         )
-    return out[0], out[1], rating
+    _check_duplicate_ratings(path, user, movie, line, fields[1])
+    return user, movie, rating, line
+
+
+def _check_duplicate_ratings(path: Path, user, movie, line, field: str) -> None:
+    """Raise :class:`DataFormatError` naming both lines of the first (user, movie) pair
+    rated twice (by the line of its second rating)."""
+    order = np.lexsort((movie, user))  # stable: equal pairs stay in file order
+    su, sm = user[order], movie[order]
+    dup = np.flatnonzero((su[1:] == su[:-1]) & (sm[1:] == sm[:-1]))
+    if dup.size == 0:
+        return
+    k = int(np.argmin(order[dup + 1]))
+    first, second = int(order[dup[k]]), int(order[dup[k] + 1])
+    l1, l2 = line(first), line(second)
+    raise DataFormatError(
+        path,
+        l2,
+        f"user {int(user[second])} rates movie {int(movie[second])} again (first on line "
+        f"{l1}); a MovieLens ratings file has one rating per user and movie",
+        field=field,
+    )
 
 
 def _movie_years(directory: Path, fmt: str) -> tuple[pd.Series, str | None]:
@@ -200,6 +250,33 @@ def _movie_years(directory: Path, fmt: str) -> tuple[pd.Series, str | None]:
 # ---------------------------------------------------------------------------------------
 # metadata
 # ---------------------------------------------------------------------------------------
+def _check_conflicts(path: Path, keys, values: pd.DataFrame, rows, what: str) -> None:
+    """Raise :class:`DataFormatError` naming the lines of the first two rows (in file order)
+    that give the same ``keys`` different ``values`` (identical repeats are allowed).
+    ``rows``: 0-based data record of each row in ``path``."""
+    df = values.reset_index(drop=True).astype(object)
+    df = df.where(df.notna(), None)
+    df["_key"], df["_row"] = np.asarray(keys), np.asarray(rows)
+    dups = df[df["_key"].duplicated(keep=False)]
+    if dups.empty:
+        return
+    cols = list(values.columns)
+    for _, g in sorted(dups.groupby("_key", sort=False), key=lambda kg: kg[1]["_row"].min()):
+        vals = [tuple(r) for r in g[cols].itertuples(index=False)]
+        other = next((i for i, v in enumerate(vals) if v != vals[0]), None)
+        if other is None:
+            continue
+        a, b = int(g["_row"].iloc[0]), int(g["_row"].iloc[other])
+        la, lb = record_line(path, a), record_line(path, b)
+        raise DataFormatError(
+            path,
+            lb,
+            f"conflicting rows for {what} {g['_key'].iloc[0]}: line {la} gives "
+            f"{dict(zip(cols, vals[0]))}, line {lb} gives {dict(zip(cols, vals[other]))}",
+            field=what,
+        )
+
+
 def _plain_metadata(path: Path, header: list[str]) -> pd.DataFrame:
     lower = {h.lower(): h for h in header}
     df = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
@@ -223,6 +300,7 @@ def _plain_metadata(path: Path, header: list[str]) -> pd.DataFrame:
         {"country": country.replace("", np.nan).to_numpy(), "gross": gross},
         index=ids.astype(np.int64),
     )
+    _check_conflicts(path, out.index, out, np.arange(len(out)), "movie_id")
     return out[~out.index.duplicated(keep="first")]
 
 
@@ -243,6 +321,7 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     tmdb = pd.to_numeric(md["id"], errors="coerce")
     valid = (tmdb.notna() & (tmdb == tmdb.round())).to_numpy()
     n_skipped = int((~valid).sum())
+    rows = np.flatnonzero(valid)  # data record of each kept row
     md = md[valid]
     tmdb = tmdb[valid].astype(np.int64).to_numpy()
     imdb = pd.to_numeric(
@@ -263,6 +342,11 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     l_imdb = numeric_column(links, "imdbId", links_path, allow_missing=True)
     l_tmdb = numeric_column(links, "tmdbId", links_path, allow_missing=True)
 
+    has_imdb = np.isfinite(imdb)
+    _check_conflicts(path, imdb[has_imdb], info[has_imdb], rows[has_imdb], "imdb_id")
+    _check_conflicts(path, tmdb, info, rows, "id")
+    links_info = pd.DataFrame({"imdbId": l_imdb, "tmdbId": l_tmdb})
+    _check_conflicts(links_path, ml, links_info, np.arange(ml.size), "movieId")
     by_imdb = info.assign(key=imdb).dropna(subset=["key"]).drop_duplicates("key")
     by_imdb = by_imdb.set_index(by_imdb["key"].astype(np.int64))[["country", "gross"]]
     by_tmdb = info.assign(key=tmdb).drop_duplicates("key").set_index("key")[["country", "gross"]]
@@ -279,6 +363,39 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
     return merged[~merged.index.duplicated(keep="first")], n_skipped
 
 
+_META_HINT = (
+    "Pass metadata=... (config: dataset.params.metadata=...) or set the environment "
+    f"variable {META_ENV_VAR}"
+)
+_LINKS_HINT = (
+    "The Movies Dataset metadata needs links.csv (movieId,imdbId,tmdbId), looked up beside "
+    "the metadata and beside the ratings; pass its path as links=... (config: "
+    "dataset.params.links=...)"
+)
+
+
+def _find_links(links: Path | None, metadata: Path, ratings_dir: Path) -> Path:
+    """The links.csv to use: ``links``, else beside the metadata, else beside the ratings."""
+    if links is not None:
+        if links.is_dir():
+            raise MissingFilesError(
+                links,
+                ["links.csv"],
+                hint=f"links={str(links)!r} is a directory; pass the links.csv file itself "
+                "(config: dataset.params.links=.../links.csv)",
+            )
+        if not links.is_file():
+            raise MissingFilesError(links.parent, [links.name], hint=_LINKS_HINT)
+        return links
+    cands = [metadata.parent / "links.csv", ratings_dir / "links.csv"]
+    found = next((c for c in cands if c.is_file()), None)
+    if found is None:
+        raise MissingFilesError(
+            metadata.parent, ["links.csv"], hint=_LINKS_HINT + f"; also looked in {ratings_dir}"
+        )
+    return found
+
+
 def _load_metadata(
     metadata: Path, links: Path | None, ratings_dir: Path
 ) -> tuple[pd.DataFrame, dict]:
@@ -286,31 +403,23 @@ def _load_metadata(
         cand = metadata / "movies_metadata.csv"
         if not cand.is_file():
             raise MissingFilesError(
-                metadata, ["movies_metadata.csv"], hint="or pass a CSV file movie_id,country,gross"
+                metadata,
+                ["movies_metadata.csv"],
+                hint=f"the metadata path {str(metadata)!r} is a directory without "
+                "movies_metadata.csv; or pass a CSV file movie_id,country,gross. " + _META_HINT,
             )
         metadata = cand
     if not metadata.is_file():
-        raise MissingFilesError(metadata.parent, [metadata.name])
+        raise MissingFilesError(
+            metadata.parent, [metadata.name], hint="no such metadata file. " + _META_HINT
+        )
     header = list(read_table(metadata, nrows=0).columns)
     header = [str(h).strip() for h in header]
     lower = {h.lower() for h in header}
     if {"movie_id", "country", "gross"} <= lower:
         return _plain_metadata(metadata, header), {"metadata_format": "plain"}
     if "production_countries" in lower:
-        cands = (
-            [links]
-            if links is not None
-            else [metadata.parent / "links.csv", ratings_dir / "links.csv"]
-        )
-        found = next((c for c in cands if c is not None and c.is_file()), None)
-        if found is None:
-            where = cands[0].parent if cands else metadata.parent
-            raise MissingFilesError(
-                where,
-                ["links.csv"],
-                hint="The Movies Dataset metadata needs links.csv "
-                "(movieId,imdbId,tmdbId); pass links=...",
-            )
+        found = _find_links(links, metadata, ratings_dir)
         df, skipped = _tmd_metadata(metadata, found)
         return df, {
             "metadata_format": "the-movies-dataset",
@@ -376,7 +485,7 @@ def load_movielens(
     elif not p.is_file():
         raise MissingFilesError(p.parent, [p.name])
     fmt = _detect_format(p)
-    user, movie, rating = _read_ratings(p, fmt)
+    user, movie, rating, _ = _read_ratings(p, fmt)
     n_ratings = user.size
 
     # popularity over the whole file, release years from the movies file
@@ -407,8 +516,7 @@ def load_movielens(
                 raise MissingFilesError(
                     ".",
                     ["movie_id,country,gross CSV or movies_metadata.csv"],
-                    hint=f"grouping={grouping!r} needs movie metadata: pass "
-                    f"metadata=... or set {META_ENV_VAR}",
+                    hint=f"grouping={grouping!r} needs movie metadata. {_META_HINT}",
                 )
             metadata = env
         info, mmeta = _load_metadata(

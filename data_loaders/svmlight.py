@@ -31,8 +31,11 @@ the same values the fast path would have).
 
 Conventions: column ``j`` of ``features`` holds feature id ``feature_ids[j]``, with
 ``feature_ids = feature_id_base + arange(n_features)``, so ids stay stable (Yahoo! ids
-1..700 are 700 columns even if some id never occurs); absent features are 0. Labels are
-float64; ``item_ids`` holds each item's 1-based line number in the source file.
+1..700 are 700 columns even if some id never occurs); absent features are 0. Without
+``n_features``, ids above :data:`MAX_FEATURE_ID` are an error (one stray huge id would make
+every dense row that wide). Labels are float64; ``item_ids`` holds each item's 1-based line
+number in the source file. Feature values and labels that round to infinity in float32
+(e.g. ``1e39``) and query ids above ``2**63 - 1`` are errors.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from groupbias.validation import is_integer
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_FEATURE_ID",
     "SvmlightRows",
     "read_svmlight",
     "parse_svmlight",
@@ -63,7 +67,17 @@ __all__ = [
 ]
 
 #: Bumped whenever the parser's output for the same input can change (part of the cache key).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+#: Largest feature id accepted when ``n_features`` is None (the dense output has one column
+#: per id up to the largest, so one stray huge id would allocate a huge row for every line);
+#: pass ``n_features`` to accept wider files.
+MAX_FEATURE_ID = 100_000
+#: Largest query id (int64).
+MAX_QID = 2**63 - 1
+#: Magnitudes from here on round to infinity in float32 (2**128 - 2**103, the midpoint
+#: between the largest float32 and 2**128; ties round to the even 2**128).
+F32_OVERFLOW = 2.0**128 - 2.0**103
 
 QID_MODES = ("required", "optional")
 
@@ -679,7 +693,8 @@ def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | Non
     if fids.size:
         if int(fids.min()) < base:
             return None
-        if nf is not None and int(fids.max()) >= base + nf:
+        top = int(fids.max())
+        if top >= base + nf if nf is not None else top > MAX_FEATURE_ID:
             return None
     increasing, inc = True, None
     if fids.size > 1:
@@ -735,13 +750,20 @@ def _fallback_numbers(arr, end, length, out, ok) -> bool:
 
 
 # ---- line-by-line path ----------------------------------------------------------------------
+def _overflows32(a: np.ndarray) -> bool:
+    """Whether a value of ``a`` (float64) becomes infinite as a float32."""
+    return bool(a.size) and (a.max() >= F32_OVERFLOW or a.min() <= -F32_OVERFLOW)
+
+
 def _parse_number(tok: bytes, lineno: int, field: str) -> float:
     if _NUM_RE.fullmatch(tok):
         v = float(tok)
-        if math.isfinite(v):
+        if abs(v) < F32_OVERFLOW:
             return v
         raise _BadLine(
-            lineno, f"value {tok.decode('latin-1')!r} overflows to infinity", field=field
+            lineno,
+            f"value {tok.decode('latin-1')!r} overflows to infinity (beyond the float32 range)",
+            field=field,
         )
     if tok.lower() in _NONFINITE:
         raise _BadLine(lineno, f"non-finite value {tok.decode('latin-1')!r}", field=field)
@@ -771,6 +793,8 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
                     field="qid",
                 )
             qid, k = int(qs), 2
+            if qid > MAX_QID:
+                raise _BadLine(lineno, f"query id {qid} is above 2**63 - 1", field="qid")
         elif mode == "required":
             raise _BadLine(lineno, "missing 'qid:<query id>' as the second token", field="qid")
         row = len(labels)
@@ -795,9 +819,12 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
                     field=field,
                 )
             fid = int(fs)
-            if fid < base or (nf is not None and fid >= base + nf):
-                hi = "" if nf is None else f"..{base + nf - 1}"
-                raise _BadLine(lineno, f"feature id {fid} out of range {base}{hi}", field=field)
+            if fid < base or fid >= (base + nf if nf is not None else MAX_FEATURE_ID + 1):
+                hi = base + nf - 1 if nf is not None else MAX_FEATURE_ID
+                fix = "" if nf is not None else " (pass n_features to accept larger ids)"
+                raise _BadLine(
+                    lineno, f"feature id {fid} out of range {base}..{hi}{fix}", field=field
+                )
             if fid in seen:
                 raise _BadLine(lineno, f"duplicate feature id {fid}", field=field)
             seen.add(fid)
@@ -887,8 +914,8 @@ def _process(ba, cend, mode, base, nf):
     arr = np.frombuffer(ba, dtype=np.uint8)
     ch = _fast_chunk(ba, arr, arr.view(np.uint64), cend, mode, base, nf, dec)
     del arr
-    if ch is None:
-        ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)
+    if ch is None or _overflows32(ch.vals) or _overflows32(ch.labels):
+        ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)  # raises on an overflow
     w = nf if nf is not None else (int(ch.fids.max()) - base + 1 if ch.fids.size else 0)
     if ch.complete:  # values already in row-major order
         return ch, None, ch.vals.astype(np.float32), w
@@ -994,7 +1021,8 @@ def read_svmlight(
     Parameters
     ----------
     n_features : number of feature columns, ids ``feature_id_base .. + n_features - 1``;
-        an id outside raises. ``None``: up to the largest id in the file.
+        an id outside raises. ``None``: up to the largest id in the file, which must be at
+        most :data:`MAX_FEATURE_ID`.
     feature_id_base : the smallest feature id (1 for SVMlight / LETOR, 0 for zero-based).
     qid : ``"required"`` (every data line has ``qid:<n>`` as its second token) or
         ``"optional"`` (lines may have it; ``qids`` is -1 where absent).

@@ -216,7 +216,7 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
     """(qid, doc_id, relevance) rows of the training-sample JSON lines in file order, and the
     query ids in file order."""
     qids, docs, rels, qorder = [], [], [], []
-    seen = set()
+    seen: dict = {}  # normalized qid -> line
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -230,14 +230,15 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
             for key in ("qid", "documents"):
                 if key not in obj:
                     raise DataFormatError(path, lineno, "missing key", field=key)
-            qid = obj["qid"]
-            if not (is_integer(qid) or isinstance(qid, str)):
-                raise DataFormatError(
-                    path, lineno, f"qid {qid!r} is not an integer or string", field="qid"
-                )
+            qid = _normalize_qid(obj["qid"], path, lineno)
             if qid in seen:
-                raise DataFormatError(path, lineno, f"qid {qid!r} appears twice", field="qid")
-            seen.add(qid)
+                raise DataFormatError(
+                    path,
+                    lineno,
+                    f"qid {obj['qid']!r} appears twice (as {qid!r} on line {seen[qid]})",
+                    field="qid",
+                )
+            seen[qid] = lineno
             documents = obj["documents"]
             if not isinstance(documents, list):
                 raise DataFormatError(path, lineno, "expected a list", field="documents")
@@ -260,7 +261,23 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                 rels.append(float(r))
     if not qorder:
         raise DataFormatError(path, None, "no queries in file")
+    if not all(isinstance(q, int) for q in qorder):  # some qids are not numbers: all strings
+        qids, qorder = [str(q) for q in qids], [str(q) for q in qorder]
     return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
+
+
+_INT_QID = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def _normalize_qid(qid, path: Path, lineno: int) -> int | str:
+    """The query id as one canonical value: JSON ``5438`` and ``"5438"`` are both the int
+    5438 (a string of decimal digits, with optional sign and surrounding spaces, is read as
+    an int); other strings are kept as they are."""
+    if is_integer(qid):
+        return int(qid)
+    if isinstance(qid, str):
+        return int(qid) if _INT_QID.fullmatch(qid) else qid
+    raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string", field="qid")
 
 
 def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:

@@ -219,6 +219,10 @@ def test_lightgbm_errors(tmp_path):
     (tmp_path / "t.txt.query").write_text("3\n0\n")
     with pytest.raises(DataFormatError, match="positive"):
         read_query_file(tmp_path / "t.txt.query")
+    (tmp_path / "t.txt.query").write_text("1\n12345678901234567890\n")  # beyond int64
+    with pytest.raises(DataFormatError) as ei:
+        read_query_file(tmp_path / "t.txt.query")
+    assert ei.value.line == 2 and ei.value.field == "group size"
     (tmp_path / "t.txt.query").write_text("")
     with pytest.raises(DataFormatError, match="no group sizes"):
         read_query_file(tmp_path / "t.txt.query")
@@ -246,3 +250,34 @@ def test_registry_uses_these_loaders(yahoo_dir, tmp_path, rng):
         only=("valid",)
     )
     assert out["valid"].n_features == 136
+
+
+def test_cache_false_bypasses_the_cache_in_every_cached_loader(
+    yahoo_dir, tmp_path, rng, monkeypatch
+):
+    from groupbias.datasets import DatasetSpec
+
+    cdir = tmp_path / "cache"
+    monkeypatch.setenv("GROUPBIAS_CACHE", str(cdir))
+    d, _ = yahoo_dir
+    mslr_root = tmp_path / "mslr"
+    _mslr_file(mslr_root / "Fold1" / "train.txt", rng, 2, 1)
+    lgb = tmp_path / "lgb"
+    lgb.mkdir()
+    (lgb / "train.txt").write_text("0 1:1\n1 2:2\n1 1:3\n")
+    (lgb / "train.txt.query").write_text("2\n1\n")
+    specs = [
+        ("yahoo", d, {}),
+        ("mslr", mslr_root, {}),
+        ("lightgbm", lgb, {}),
+    ]
+    for name, root, params in specs:
+        spec = DatasetSpec(name=name, root=str(root), params={**params, "cache": False})
+        out = spec.load(only=("train",))
+        assert "cache" not in out["train"].meta
+    assert not cdir.exists() or not any(cdir.rglob("*.npy"))
+    # and with the default the same loads do go through the cache
+    for name, root, params in specs:
+        out = DatasetSpec(name=name, root=str(root), params=params).load(only=("train",))
+        assert out["train"].meta["cache"] == "stored"
+    assert len(list((cdir / "ranking").iterdir())) == 3

@@ -178,3 +178,118 @@ def test_paths_env_and_missing(tmp_path, plain_meta, monkeypatch):
     empty.mkdir()
     with pytest.raises(MissingFilesError, match="ratings.dat.*u.data.*ratings.csv"):
         load_movielens(empty, grouping=None)
+
+
+# ---- silent corruptions that must raise (or be read right) ------------------------------------
+@pytest.mark.parametrize("writer", [write_dat, write_udata, write_csv])
+def test_duplicate_rating_names_both_lines(tmp_path, writer):
+    # user 1 rates movie 20 on data record 2 and again on record 5 (same or another rating)
+    rows = RATINGS[:4] + [(1, 20, 1)] + RATINGS[4:]
+    p = writer(tmp_path / "ml", rows=rows)
+    offset = 1 if writer is write_csv else 0  # the CSV header is line 1
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(p, grouping=None)
+    e = exc.value
+    assert e.path == str(p) and e.line == 5 + offset
+    assert f"first on line {2 + offset}" in str(e) and "user 1" in str(e) and "movie 20" in str(e)
+
+
+@pytest.mark.parametrize(
+    "name, text, line, field",
+    [
+        ("ratings.dat", "1::10::5::1\n1::20::3\n", 2, "Timestamp"),
+        ("ratings.dat", "1::10::5::1\n1::20::3::\n", 2, "Timestamp"),
+        ("u.data", "1\t10\t5\t1\n1\t20\t3\n", 2, "timestamp"),
+        ("ratings.csv", "userId,movieId,rating,timestamp\n1,10,5,1\n1,20,3\n", 3, "timestamp"),
+    ],
+)
+def test_rating_without_timestamp_is_rejected(tmp_path, name, text, line, field):
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(p, grouping=None)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(p), line, field)
+
+
+def test_udata_header_line_is_skipped(tmp_path):
+    p = tmp_path / "u.data"
+    p.write_text("user_id\titem_id\trating\ttimestamp\n1\t10\t5\t881250949\n2\t10\t3\t881250950\n")
+    d = load_movielens(p, grouping=None)
+    np.testing.assert_array_equal(d.query_ids, [1, 2])
+    np.testing.assert_allclose(d.labels, [1.0, 0.6])
+    # errors after a header still name the file line
+    p.write_text("user\titem\trating\ttimestamp\n1\t10\t5\t1\n2\t10\tsix\t2\n")
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(p, grouping=None)
+    assert (exc.value.line, exc.value.field) == (3, "rating")
+    # a corrupt first data line is not mistaken for a header
+    p.write_text("x\t10\t5\t1\n2\t10\t3\t2\n")
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(p, grouping=None)
+    assert (exc.value.line, exc.value.field) == (1, "user")
+
+
+def test_conflicting_plain_metadata_rows_raise(tmp_path):
+    ml = write_dat(tmp_path / "ml")
+    meta = tmp_path / "meta.csv"
+    meta.write_text(PLAIN_META + "40,USA,1000\n20,Italy,5000000\n")
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(ml, metadata=meta, grouping="country")
+    e = exc.value
+    assert (e.line, e.field) == (6, "movie_id") and "line 3" in str(e) and "Italy" in str(e)
+    # an identical repeat is harmless
+    meta.write_text(PLAIN_META + '20,France|USA,"$5,000,000"\n')
+    d = load_movielens(ml, metadata=meta, grouping="country")
+    np.testing.assert_array_equal(d.item_ids, [10, 20, 30, 20])
+
+
+def _tmd(tmp_path, metadata_rows, links_rows):
+    tmd = tmp_path / "tmd"
+    tmd.mkdir(exist_ok=True)
+    (tmd / "movies_metadata.csv").write_text(
+        "id,imdb_id,production_countries,revenue\n" + "".join(r + "\n" for r in metadata_rows)
+    )
+    (tmd / "links.csv").write_text(
+        "movieId,imdbId,tmdbId\n" + "".join(r + "\n" for r in links_rows)
+    )
+    return tmd
+
+
+def test_conflicting_movies_dataset_rows_raise(tmp_path):
+    ml = write_dat(tmp_path / "ml")
+    us = "\"[{'iso_3166_1': 'US'}]\""
+    fr = "\"[{'iso_3166_1': 'FR'}]\""
+    tmd = _tmd(tmp_path, [f"862,tt0114709,{us},100", f"862,tt0114709,{fr},100"], ["10,0114709,862"])
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(ml, metadata=tmd, grouping="country")
+    e = exc.value
+    assert e.path == str(tmd / "movies_metadata.csv") and e.line == 3 and "line 2" in str(e)
+    # the same movieId mapped twice in links.csv, to different films
+    tmd = _tmd(tmp_path, [f"862,tt0114709,{us},100"], ["10,0114709,862", "20,1", "10,0000002,5"])
+    with pytest.raises(DataFormatError) as exc:
+        load_movielens(ml, metadata=tmd, grouping="country")
+    e = exc.value
+    assert e.path == str(tmd / "links.csv") and e.line == 4 and "line 2" in str(e)
+
+
+def test_missing_metadata_and_links_say_how_to_pass_them(tmp_path, monkeypatch):
+    ml = write_dat(tmp_path / "ml")
+    monkeypatch.delenv("GROUPBIAS_MOVIELENS_META", raising=False)
+    for metadata in (None, tmp_path / "nowhere.csv"):
+        with pytest.raises(MissingFilesError) as exc:
+            load_movielens(ml, metadata=metadata, grouping="country")
+        msg = str(exc.value)
+        assert "GROUPBIAS_MOVIELENS_META" in msg and "dataset.params.metadata" in msg
+    us = "\"[{'iso_3166_1': 'US'}]\""
+    tmd = _tmd(tmp_path, [f"862,tt0114709,{us},100"], ["10,0114709,862"])
+    (tmd / "links.csv").unlink()
+    with pytest.raises(MissingFilesError) as exc:
+        load_movielens(ml, metadata=tmd, grouping="country")
+    assert "links.csv" in str(exc.value) and "dataset.params.links=" in str(exc.value)
+    # a directory where a file is expected
+    with pytest.raises(MissingFilesError, match="is a directory") as exc:
+        load_movielens(ml, metadata=tmd, links=tmd, grouping="country")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(MissingFilesError, match="is a directory"):
+        load_movielens(ml, metadata=empty, grouping="country")

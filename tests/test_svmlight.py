@@ -583,3 +583,83 @@ def test_progress_bar_counts_every_byte(tmp_path, monkeypatch):
     seen.clear()
     read_svmlight(p, chunk_bytes=4096)  # small file, not a terminal: no bar
     assert seen == {}
+
+
+# ---- overflow and huge ids ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad_line, field",
+    [
+        ("1 qid:2 1:1e39", "feature 1"),  # finite as a double, infinite as float32
+        ("1 qid:2 2:-3.5e38", "feature 2"),
+        ("1 qid:2 1:340282356779733661637539395458142568448", "feature 1"),  # 2**128 - 2**103
+        ("1e39 qid:2 1:1", "label"),
+    ],
+)
+def test_float32_overflow_is_an_error(tmp_path, bad_line, field):
+    text = GOOD + bad_line + "\n"
+    p = write(tmp_path, text)
+    for chunk in (1024, 1 << 20):
+        with pytest.raises(DataFormatError) as ei:
+            read_svmlight(p, n_features=2, chunk_bytes=chunk)
+        e = ei.value
+        assert (e.path, e.line, e.field) == (str(p), 3, field)
+        assert "float32" in str(e)
+
+
+def test_largest_float32_still_loads(tmp_path):
+    # 3.4028234e38 rounds to the largest float32, (2 - 2**-23) * 2**127
+    p = write(tmp_path, "1 qid:1 1:3.4028234e38 2:-3.4028234e38\n")
+    f = parse_svmlight(p, n_features=2).features
+    big = np.float32((2 - 2**-23) * 2.0**127)
+    assert f[0, 0] == big and f[0, 1] == -big
+
+
+@pytest.mark.parametrize(
+    "bad_line, nf, field, words",
+    [
+        ("1 qid:12345678901234567890 1:2", 2, "qid", "2**63 - 1"),
+        ("1 qid:12345678901234567890 1:2", None, "qid", "2**63 - 1"),
+        ("1 qid:2 12345678901234567890:2", None, "token 3", "out of range 1..100000"),
+        ("1 qid:2 12345678901234567890:2", 2, "token 3", "out of range 1..2"),
+    ],
+)
+def test_twenty_digit_ids_are_format_errors(tmp_path, bad_line, nf, field, words):
+    p = write(tmp_path, GOOD + bad_line + "\n")
+    with pytest.raises(DataFormatError) as ei:
+        parse_svmlight(p, n_features=nf)
+    e = ei.value
+    assert (e.path, e.line, e.field) == (str(p), 3, field) and words in str(e)
+
+
+def test_huge_feature_id_without_n_features_is_refused(tmp_path):
+    # one stray id 99,999,999 would make every row 381 MiB wide
+    p = write(tmp_path, GOOD + "1 qid:3 1:1 99999999:2\n")
+    with pytest.raises(DataFormatError) as ei:
+        parse_svmlight(p)
+    e = ei.value
+    assert (e.line, e.field) == (3, "token 4")
+    assert "out of range 1..100000" in str(e) and "n_features" in str(e)
+    # the largest id allowed, and explicit n_features lifts the limit
+    p = write(tmp_path, "1 qid:3 100000:2\n")
+    assert parse_svmlight(p).features.shape == (1, 100_000)
+    p = write(tmp_path, "1 qid:3 100001:2\n")
+    assert parse_svmlight(p, n_features=100_001).features[0, -1] == 2.0
+
+
+def test_cache_detects_edit_in_the_middle_with_same_size_and_mtime(tmp_path):
+    # 10,000 lines (~190 KiB): the edited line lies far from the first and last 64 KiB
+    lines = [f"{i % 5} qid:{i // 10} 1:0.25 2:{i}" for i in range(10_000)]
+    p = write(tmp_path, "\n".join(lines) + "\n")
+    assert p.stat().st_size > 3 * 64 * 1024
+    cdir = tmp_path / "cache"
+    a = load_svmlight(p, n_features=2, cache_dir=cdir)
+    assert a.meta["cache"] == "stored" and a.features[5000, 0] == np.float32(0.25)
+    st0 = p.stat()
+    lines[5000] = lines[5000].replace("1:0.25", "1:0.75")  # same length
+    p.write_text("\n".join(lines) + "\n")
+    os.utime(p, ns=(st0.st_atime_ns, st0.st_mtime_ns))
+    assert (p.stat().st_size, p.stat().st_mtime_ns) == (st0.st_size, st0.st_mtime_ns)
+    b = load_svmlight(p, n_features=2, cache_dir=cdir)
+    assert b.meta["cache"] == "stored"
+    assert b.features[5000, 0] == np.float32(0.75) and b.features[4999, 0] == np.float32(0.25)
+    assert load_svmlight(p, n_features=2, cache_dir=cdir).meta["cache"] == "hit"

@@ -285,3 +285,22 @@ def test_track_2019_levels_agree_with_ppg(trec_root):
             agree += int(np.sum(a.groups == ppg.query(pos[q]).groups))
             total += a.labels.size
     assert total > 2000 and agree / total > 0.98
+
+
+def test_track_qid_as_number_or_string_is_one_query(tmp_path):
+    # 7 and "7" are the same query: the second is the existing "appears twice" error
+    sample = [dict(SAMPLE[0]), {**SAMPLE[1], "qid": "7"}]
+    path = write_track(tmp_path, 2020, sample)
+    with pytest.raises(DataFormatError, match="appears twice") as exc:
+        load_trec_fair_track(tmp_path, 2020)
+    assert (exc.value.path, exc.value.line, exc.value.field) == (str(path), 2, "qid")
+    # string qids of digits load as the same int ids as numeric ones
+    sample = [{**SAMPLE[0], "qid": "7"}, {**SAMPLE[1], "qid": " 9"}, dict(SAMPLE[2])]
+    write_track(tmp_path / "b", 2020, sample)
+    d = load_trec_fair_track(tmp_path / "b", 2020)
+    assert d.query_ids.dtype == np.int64 and list(d.query_ids) == [7, 9]
+    np.testing.assert_array_equal(d.qptr, [0, 3, 4])
+    # a qid that is not a number keeps every id a string
+    sample = [{**SAMPLE[0], "qid": "q7"}, dict(SAMPLE[1]), dict(SAMPLE[2])]
+    write_track(tmp_path / "c", 2020, sample)
+    assert list(load_trec_fair_track(tmp_path / "c", 2020).query_ids) == ["q7", "9"]
