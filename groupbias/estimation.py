@@ -87,7 +87,8 @@ ZERO_POLICIES = ("exclude", "include")
 JITTER_SCALES = ("grade", "gap")
 _REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
-_WORK = 8_000_000  # grid points per chunk x sample points (memory bound of one pass)
+_WORK = 1_000_000  # new points + child runs of one branch-and-bound step (memory bound)
+_PAIR_WORK = 1_000_000  # pairs + points x grid points of one all-pairs chunk (memory bound)
 _DENSE = 0.25  # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
 _MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
 
@@ -196,10 +197,18 @@ class _Sample:
         self.rank = pos if one else pos - self.start[c]
         # search keys: lexicographic (cluster, value) as complex numbers, plain values if one
         # cluster (cluster ids are exact in the real part)
-        self.key = v if n_clusters == 1 else c.astype(np.float64) + 1j * v
+        self.key = v if one else _complex(c, v)
 
     def probe(self, cluster: np.ndarray, values: np.ndarray):
-        return values if np.isrealobj(self.key) else cluster.astype(np.float64) + 1j * values
+        return values if np.isrealobj(self.key) else _complex(cluster, values)
+
+
+def _complex(real: np.ndarray, imag: np.ndarray) -> np.ndarray:
+    """``real + 1j * imag`` (complex128) without temporaries."""
+    out = np.empty(real.size, dtype=np.complex128)
+    out.real = real
+    out.imag = imag
+    return out
 
 
 def _count_le(sample: _Sample, cluster: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -253,26 +262,40 @@ def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray, xs: _S
     return c, f1, f2
 
 
-def _end_points(
-    grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray, best: np.ndarray
-) -> list:
-    """Evaluate the first and last sample point of every (grid point, active cluster) run of
-    both samples into ``best``; returns the runs ``(g, a, b, f1a, f2a, f1b, f2b)`` per
-    sample."""
-    n_c = xs.size.size
-    act = np.flatnonzero(active)
-    gg = np.repeat(np.arange(grid.size, dtype=np.int64), act.size)
-    cc = np.tile(act, grid.size)
+@dataclass(frozen=True)
+class _Tile:
+    """A block of grid points and a range ``lo .. lo + width - 1`` of cluster indices searched
+    together; ``best`` [n_grid * width] holds the largest ``|F_1 - F_2|`` found so far at
+    flat index ``grid index * width + cluster - lo``."""
+
+    grid: np.ndarray
+    xs: _Sample
+    ys: _Sample
+    lo: int
+    width: int
+    split: int
+    best: np.ndarray
+
+    def where(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return g * self.width + (c - self.lo)
+
+
+def _end_points(t: _Tile, act: np.ndarray) -> list:
+    """Evaluate the first and last sample point of every (grid point, cluster ``act``) run of
+    both samples into ``t.best``; returns the runs ``(fam, (g, a, b, f1a, f2a, f1b, f2b))``
+    of both samples."""
+    gg = np.repeat(np.arange(t.grid.size, dtype=np.int64), act.size)
+    cc = np.tile(act, t.grid.size)
     blocks = []
-    for fam, s in ((0, xs), (1, ys)):
+    for fam, s in ((0, t.xs), (1, t.ys)):
         a = s.start[cc]
         b = s.end[cc] - 1
         pts = np.concatenate([a, b])
         gp = np.concatenate([gg, gg])
-        c, f1, f2 = _evaluate(fam, pts, gp, grid, xs, ys)
-        np.maximum.at(best, gp * n_c + c, np.abs(f1 - f2))
+        c, f1, f2 = _evaluate(fam, pts, gp, t.grid, t.xs, t.ys)
+        np.maximum.at(t.best, t.where(gp, c), np.abs(f1 - f2))
         m = a.size
-        blocks.append((gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:]))
+        blocks.append((fam, (gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:])))
     return blocks
 
 
@@ -309,24 +332,24 @@ def _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n) -> tuple:
     )
 
 
-def _split_runs(
-    fam: int, block: tuple, best: np.ndarray, grid: np.ndarray, xs: _Sample, ys: _Sample, split: int
-) -> tuple:
-    """One pass over the runs of sample ``fam``: drop the runs whose bound cannot beat
-    ``best``, evaluate ``split - 1`` new points inside the others. Returns ``(child runs,
-    flat (grid, cluster) index of the new values, new values, runs handled)``."""
+def _prune(fam: int, block: tuple, t: _Tile) -> tuple:
+    """The runs of sample ``fam`` whose bound can still beat ``t.best``."""
     g, a, b, f1a, f2a, f1b, f2b = block
-    n_c = xs.size.size
-    fs = xs if fam == 0 else ys
+    fs = t.xs if fam == 0 else t.ys
     bound = np.maximum(f1b - f2a, f2b - f1a)
     # interior points lie between the end points: their CDF values too, and so do
     # the rounded differences (rounding is monotone), so the bound is exact in
     # floating point; equal end values mean equal interior values
-    keep = (b - a >= 2) & (bound > best[g * n_c + fs.c[a]]) & (fs.v[a] != fs.v[b])
-    g, a, b = g[keep], a[keep], b[keep]
-    f1a, f2a, f1b, f2b = f1a[keep], f2a[keep], f1b[keep], f2b[keep]
+    keep = (b - a >= 2) & (bound > t.best[t.where(g, fs.c[a])]) & (fs.v[a] != fs.v[b])
+    return tuple(arr[keep] for arr in block)
+
+
+def _split_runs(fam: int, block: tuple, t: _Tile) -> tuple:
+    """Evaluate ``split - 1`` new points inside every run of sample ``fam`` (pruned runs)
+    into ``t.best``; returns the child runs."""
+    g, a, b, f1a, f2a, f1b, f2b = block
     length = b - a
-    step = -(-length // split)  # ceil
+    step = -(-length // t.split)  # ceil
     n_new = -(-length // step) - 1  # points a + k*step < b, k >= 1
     tot = int(n_new.sum())
     rep = np.repeat(np.arange(a.size), n_new)
@@ -335,40 +358,55 @@ def _split_runs(
     k = np.arange(tot, dtype=np.int64) - first[rep] + 1
     idx = a[rep] + k * step[rep]
     gi = g[rep]
-    c_new, f1n, f2n = _evaluate(fam, idx, gi, grid, xs, ys)
-    children = _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n)
-    return children, gi * n_c + c_new, np.abs(f1n - f2n), tot + a.size
+    del rep, first, k
+    c_new, f1n, f2n = _evaluate(fam, idx, gi, t.grid, t.xs, t.ys)
+    np.maximum.at(t.best, t.where(gi, c_new), np.abs(f1n - f2n))
+    return _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n)
 
 
-def _ks_chunk(
-    grid: np.ndarray, xs: _Sample, ys: _Sample, active: np.ndarray, split: int
-) -> tuple[np.ndarray, int]:
-    """Exact KS statistic [n_grid, n_clusters] for one chunk of the grid (NaN: inactive) and
-    the largest number of runs handled in one pass."""
-    n_grid = grid.size
-    n_c = xs.size.size
-    best = np.full(n_grid * n_c, -np.inf)
-    blocks = _end_points(grid, xs, ys, active, best)
-    peak = 0
-    while True:
-        new_blocks: list = []
-        pending: list = []
-        for fam, block in enumerate(blocks):
-            if block[1].size == 0:
-                new_blocks.append(None)
-                continue
-            children, where, vals, handled = _split_runs(fam, block, best, grid, xs, ys, split)
-            peak = max(peak, handled)
-            pending.append((where, vals))
-            new_blocks.append(children)
-        for where, vals in pending:  # after both samples: both read the same best
-            np.maximum.at(best, where, vals)
-        blocks = [nb if nb is not None else blk for nb, blk in zip(new_blocks, blocks)]
-        if all(blk[1].size == 0 for blk in blocks):
-            break
-    out = best.reshape(n_grid, n_c)
-    out[:, ~active] = np.nan
-    return out, peak
+def _ks_tile(t: _Tile, act: np.ndarray) -> None:
+    """Exact KS statistic of the clusters ``act`` (within the tile's range) at the tile's grid
+    points, into ``t.best``.
+
+    Depth first: a stack of run blocks; a block is pruned against ``best`` when it is taken,
+    and at most ``_WORK // split`` runs are split at once (each adds at most ``split - 1``
+    points and ``split`` child runs), so one step allocates O(_WORK) and the stack holds at
+    most about one block of O(_WORK) runs per level of the search. The order in which runs
+    are handled changes only how much is pruned, not the result: ``best`` ends as the maximum
+    over every sample point, each value computed the same way."""
+    cap = max(1, _WORK // t.split)
+    stack = _end_points(t, act)
+    while stack:
+        fam, block = stack.pop()
+        block = _prune(fam, block, t)
+        n = block[0].size
+        if n > cap:
+            stack.extend((fam, tuple(arr[s : s + cap] for arr in block)) for s in range(0, n, cap))
+        elif n:
+            stack.append((fam, _split_runs(fam, block, t)))
+
+
+def _ks_bound(
+    xs: _Sample, ys: _Sample, active: np.ndarray, grid: np.ndarray, split: int, out: np.ndarray
+) -> None:
+    """Exact KS curves of the clusters ``active`` (bool [n_clusters]) by branch and bound, in
+    tiles of grid points x cluster ranges of at most ``_WORK // 4`` (grid point, cluster)
+    pairs, into ``out`` [n_clusters, n_grid]."""
+    n_c, n_grid = active.size, grid.size
+    pairs = max(1, _WORK // 4)
+    g_step = min(n_grid, pairs)
+    c_step = max(1, pairs // g_step)
+    ids = np.flatnonzero(active)
+    for lo in range(0, n_c, c_step):
+        width = min(c_step, n_c - lo)
+        act = ids[np.searchsorted(ids, lo) : np.searchsorted(ids, lo + width)]
+        if not act.size:
+            continue
+        for s in range(0, n_grid, g_step):
+            part = grid[s : s + g_step]
+            best = np.full(part.size * width, -np.inf)
+            _ks_tile(_Tile(part, xs, ys, lo, width, split, best), act)
+            out[act, s : s + part.size] = best.reshape(part.size, width).T[act - lo]
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -399,6 +437,11 @@ def _first_true(pred, start: np.ndarray, n_grid: int) -> np.ndarray:
     return t
 
 
+def _pair_cost(m: np.ndarray, n: np.ndarray, n_grid: int) -> np.ndarray:
+    """Array elements of the all-pairs method per cluster (pairs + points x grid points)."""
+    return m * n + (m + n) * (n_grid + 1)
+
+
 def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
     """Exact KS curves of the (small) clusters ``sel`` through all affected/non-affected
     pairs: the order of ``x / beta`` and ``y`` flips once along the grid, at an index found
@@ -407,8 +450,7 @@ def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: 
     n_grid = grid.size
     m_all = xs.size[sel]
     n_all = ys.size[sel]
-    cost = m_all * n_all + (m_all + n_all) * (n_grid + 1)
-    part = np.cumsum(cost) // _WORK
+    part = np.cumsum(_pair_cost(m_all, n_all, n_grid)) // _PAIR_WORK
     cuts = np.flatnonzero(np.diff(part)) + 1
     for cl in np.split(sel, cuts):
         m = xs.size[cl]
@@ -463,25 +505,15 @@ def _ks_matrix(
     # small clusters: all pairs; large clusters: branch-and-bound over sample points
     if method == "auto":
         small = both & (xs.size * ys.size <= _DENSE * grid.size * (xs.size + ys.size))
+        # a very unbalanced large cluster: the bound method keeps the memory bounded
+        small &= _pair_cost(xs.size, ys.size, grid.size) <= _PAIR_WORK
     else:
         small = both & (method == "pairs")
     if small.any():
         _ks_dense(xs, ys, np.flatnonzero(small), grid, out)
     active = both & ~small
-    if not active.any():
-        return out
-    n_points = int(xs.size[active].sum() + ys.size[active].sum())
-    # grid chunks bound the memory of one pass: the first chunk assumes the worst case (every
-    # point evaluated); later chunks are sized from the largest pass actually seen
-    chunk = max(1, min(grid.size, _WORK // max(n_points, 1)))
-    s = 0
-    while s < grid.size:
-        part = grid[s : s + chunk]
-        curves, peak = _ks_chunk(part, xs, ys, active, split)
-        out[active, s : s + part.size] = curves.T[active]
-        s += part.size
-        per_point = max(peak / part.size, 1.0)
-        chunk = max(1, min(grid.size, int(_WORK // per_point)))
+    if active.any():
+        _ks_bound(xs, ys, active, grid, split, out)
     return out
 
 

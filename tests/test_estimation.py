@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from groupbias import estimation
 from groupbias.errors import ParameterError
 from groupbias.estimation import (
     BetaEstimate,
@@ -127,6 +128,53 @@ def test_branch_and_bound_on_large_samples_equals_brute_force(rng):
             split=split,
         )
         assert np.max(np.abs(got - ref)) <= 1e-12
+
+
+@pytest.mark.parametrize("method", ["auto", "pairs", "bound"])
+def test_tiny_work_budgets_give_identical_curves(rng, monkeypatch, method):
+    # budgets of a few elements force grid chunks, one-cluster tiles, sliced run blocks and
+    # one-cluster all-pairs chunks; the curves must not change by a bit
+    grid = np.array([0.2, 0.5, 0.7, 0.71, 0.9, 1.0])
+    sizes_x, sizes_y = [3000, 40, 1, 0, 200, 7], [2500, 60, 5, 9, 0, 300]
+    cx = np.repeat(np.arange(6), sizes_x)
+    cy = np.repeat(np.arange(6), sizes_y)
+    x = np.round(rng.random(cx.size) * 0.8, 3)
+    y = np.round(rng.random(cy.size), 3)
+    kw = dict(grid=grid, affected_cluster=cx, non_affected_cluster=cy, method=method, split=3)
+    if method == "pairs":
+        keep_x, keep_y = cx != 0, cy != 0  # the big cluster only through the bound method
+        x, cx, y, cy = x[keep_x], cx[keep_x], y[keep_y], cy[keep_y]
+        kw.update(affected_cluster=cx, non_affected_cluster=cy)
+    default = ks_curves(x, y, **kw)
+    monkeypatch.setattr(estimation, "_WORK", 24)
+    monkeypatch.setattr(estimation, "_PAIR_WORK", 50)
+    small = ks_curves(x, y, **kw)
+    assert default.tobytes() == small.tobytes()
+    ref = brute_curves(x, cx, y, cy, 6, grid)
+    np.testing.assert_array_equal(np.isnan(small), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    assert np.max(np.abs(small[ok] - ref[ok])) <= 1e-12
+
+
+def test_large_unbalanced_cluster_goes_to_the_bound_method(rng, monkeypatch):
+    # m * n <= 0.25 * n_grid * (m + n) but an all-pairs cost above the budget: "auto" must
+    # not build the pairs (the budget is the memory bound), and the curve is the same
+    x = rng.random(3)
+    y = rng.random(20_000)
+    monkeypatch.setattr(estimation, "_ks_dense", lambda *a: pytest.fail("all pairs used"))
+    monkeypatch.setattr(estimation, "_PAIR_WORK", 10_000)
+    got = ks_curves(x, y, grid=np.array([0.5, 1.0]))
+    assert (
+        np.max(
+            np.abs(
+                got
+                - brute_curves(
+                    x, np.zeros(3, int), y, np.zeros(20_000, int), 1, np.array([0.5, 1.0])
+                )
+            )
+        )
+        <= 1e-12
+    )
 
 
 @settings(max_examples=40, deadline=None)
