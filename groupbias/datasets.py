@@ -115,9 +115,10 @@ MIN_TWO_GROUP_QUERIES = 10
 
 
 def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: str) -> None:
-    """Refuse a grouping under which fewer than ``minimum`` queries of a split (all of its
-    non-empty queries when it has fewer; at least one always) have items of both groups: group bias cannot be simulated, estimated or measured there (a one-group
-    query has no ρ(DTR) or Δ(EEL) to speak of)."""
+    """Refuse a grouping under which fewer than ``minimum`` queries of a split (half of its
+    non-empty queries when that is fewer; at least one always) have items of both groups:
+    group bias can be neither simulated, estimated nor measured there (a one-group query has
+    no ρ(DTR) or Δ(EEL) to speak of)."""
     for name, d in splits.items():
         if d.groups is None:
             continue
@@ -126,7 +127,7 @@ def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: st
         n_aff = np.bincount(qi, weights=g, minlength=d.n_queries)
         n_non = np.bincount(qi, weights=1.0 - g, minlength=d.n_queries)
         both = int(np.sum((n_aff > 0) & (n_non > 0)))
-        needed = min(minimum, int(np.sum(d.list_sizes > 0)))
+        needed = min(minimum, max(1, int(np.sum(d.list_sizes > 0)) // 2))
         if both < needed or both == 0:
             raise GroupingError(
                 f"{who}/{name}: only {both} of {d.n_queries} queries have items of both "
