@@ -11,7 +11,6 @@ estimator.cluster_size=1,10,100`` sweeps the Hydra way instead (one run per size
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from groupbias.errors import ParameterError
 from groupbias.pipelines.tabular import correct_and_evaluate, record_base
 from groupbias.reporting.plots import plot_cluster_size
 from groupbias.setup import Setup
-from groupbias.validation import integer
+from groupbias.validation import integer, sequence
 
 from .common import Entry, check_common, entries, load, rng_for
 
@@ -28,10 +27,12 @@ DEFAULT_SIZES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
 
 
 def check_sizes(sizes) -> None:
-    if isinstance(sizes, str) or not isinstance(sizes, Sequence) or not sizes:
-        raise ParameterError("cluster_sizes", "a non-empty list of integers >= 1", sizes)
-    for k in sizes:
-        integer("cluster_sizes", k, low=1)
+    sequence(
+        "cluster_sizes",
+        sizes,
+        lambda n, k: integer(n, k, low=1),
+        what="a non-empty list of integers >= 1",
+    )
 
 
 def check_estimator(setup: Setup) -> None:

@@ -5,24 +5,19 @@ against the cluster size."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupbias.errors import ParameterError
 from groupbias.reporting.plots import plot_cluster_size
 from groupbias.setup import Setup
-from groupbias.validation import real
+from groupbias.validation import real, sequence
 
 from .ablation_cluster_size import DEFAULT_SIZES, check_estimator, check_sizes, cluster_sweep
 from .common import check_common
 
 
 def _reals(name: str, values, **bounds) -> None:
-    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-        raise ParameterError(name, "a non-empty list of numbers", values)
-    for v in values:
-        real(name, v, **bounds)
+    sequence(name, values, lambda n, v: real(n, v, **bounds), what="a non-empty list of numbers")
 
 
 @dataclass

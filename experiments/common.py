@@ -14,7 +14,7 @@ from groupbias.config import build
 from groupbias.data import RankingData
 from groupbias.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.errors import ConfigError, GroupBiasError, ParameterError
-from groupbias.pipelines.evaluation import metric_keys, validate_metrics
+from groupbias.pipelines.evaluation import metric_keys
 from groupbias.setup import Setup
 from groupbias.validation import choice, integer, real
 
@@ -156,8 +156,7 @@ def check_metrics(metrics, correlations) -> tuple[tuple, tuple]:
             metrics,
         )
     try:
-        validate_metrics(list(metrics))
-        keys = metric_keys(list(metrics))
+        keys = metric_keys(list(metrics))  # parses and checks every name
     except GroupBiasError as exc:
         raise ParameterError(
             "metrics", "names of groupbias.registry.METRICS", metrics, fix=str(exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
 from groupbias.reporting.tables import table_to_markdown
@@ -84,7 +85,7 @@ class Table1:
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
-        cols = tuple(self.metric_columns())
+        cols = tuple(metric_keys(list(self.metrics)))
         recs = [r for r in metrics["records"] if r["metric"] in (*cols, "beta_hat")]
         if not recs:
             print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
@@ -97,8 +98,3 @@ class Table1:
         )
         print(table_to_markdown(table))
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")
-
-    def metric_columns(self) -> list[str]:
-        from groupbias.pipelines.evaluation import metric_keys
-
-        return metric_keys(list(self.metrics))

@@ -31,7 +31,8 @@ def _ltr_step(
     splits, setup: Setup, exp, rd, *, title: str, tag: str, beta: float, conditions: tuple
 ) -> dict:
     """One resumable step: rankers for ``conditions`` at ``beta`` on one dataset."""
-    sub = "full" if conditions == ("full",) else f"beta{beta}"
+    full = conditions == ("full",)
+    sub = "full" if full else f"beta{beta}"
     res = run_ltr(
         splits,
         beta=beta,
@@ -43,16 +44,14 @@ def _ltr_step(
         dataset=title,
         metrics=exp.metrics,
         correlations=exp.correlations,
-        rng=rng_for(setup.seed, tag, title, sub if sub == "full" else beta),
+        rng=rng_for(setup.seed, tag, title, "full" if full else beta),
         out_dir=rd.path / "models" / title / sub,
     )
     return {
         "records": [
             r
             for r in res.records
-            if r["condition"] in conditions
-            or r["condition"] == "estimate"
-            and conditions != ("full",)
+            if r["condition"] in conditions or (r["condition"] == "estimate" and not full)
         ]
     }
 

@@ -16,7 +16,7 @@ import numpy as np
 from .data import RankingData
 from .errors import ParameterError
 from .simulation import OUT_OF_RANGE, Simulation, simulate_group_bias
-from .validation import choice, real
+from .validation import choice, real, sequence
 
 __all__ = ["GroupBias", "BIAS_VARIANTS", "RELEVANCE"]
 
@@ -24,15 +24,14 @@ BIAS_VARIANTS = ("normal", "two_mode")
 RELEVANCE = ("auto", "graded", "continuous")
 
 
-def _betas(name: str, values, *, allow_empty: bool = False) -> tuple[float, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise ParameterError(name, "a list of betas in (0, 1], e.g. [0.8, 0.6]", values)
-    out = tuple(
-        real(name, b, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]") for b in values
+def _beta(name: str, value) -> float:
+    return real(name, value, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]")
+
+
+def _betas(name: str, values) -> tuple[float, ...]:
+    return sequence(
+        name, values, _beta, what="a non-empty list of betas in (0, 1], e.g. [0.8, 0.6]"
     )
-    if not out and not allow_empty:
-        raise ParameterError(name, "a non-empty list of betas in (0, 1]", list(values))
-    return out
 
 
 @dataclass(frozen=True)

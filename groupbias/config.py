@@ -89,7 +89,7 @@ def _signature_check(fn: Callable, kwargs: Mapping, key: str, partial: bool) -> 
             raise ConfigError(f"{key}.{n}", "missing: this key is required")
 
 
-def _rekey(exc: BaseException, key: str, kwargs: Mapping) -> ConfigError | None:
+def _rekey(exc: BaseException, key: str) -> ConfigError | None:
     """A ConfigError naming the full key for errors that name their parameter."""
     if isinstance(exc, ConfigError):
         inner = exc.key
@@ -168,7 +168,7 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
             if isinstance(exc, InstantiationException) and exc.__cause__ is not None
             else exc
         )
-        err = _rekey(cause, key, kwargs)
+        err = _rekey(cause, key)
         if err is not None:
             raise err from None
         bad = _culprit(fn, kwargs, probe, partial)
@@ -300,7 +300,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
         try:
             check(setup)
         except Exception as exc:
-            err = _rekey(exc, "experiment", {})
+            err = _rekey(exc, "experiment")
             if err is None:
                 raise
             raise err from None

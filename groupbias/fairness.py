@@ -354,7 +354,8 @@ def awrf_distance_per_query(
     ties: str = "average",
     on_no_representative: str = "skip",
 ) -> np.ndarray:
-    """AWRF distance Δ(nE, Ê) of every query (Sapiezynski et al. 2019; seed Eq. 4–6).
+    """AWRF distance Δ(nE, Ê) of every query (Sapiezynski et al. 2019; Chen & Fang,
+    FAIR-QR, Eq. 4–6).
 
     ``E_g = sum_{r <= k} v_r a_{d_r, g}`` is the attention-weighted exposure the ranking by
     ``scores`` gives group ``g`` (``a_d`` = the item's ``membership`` row), ``nE = E /

@@ -21,6 +21,7 @@ __all__ = [
     "integer",
     "real",
     "choice",
+    "sequence",
     "vector",
     "generator",
     "check_qptr",
@@ -94,6 +95,16 @@ def choice(name: str, value, allowed: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
     return value
+
+
+def sequence(name: str, values, item, *, what: str, allow_empty: bool = False) -> tuple:
+    """A list or tuple (not a string) whose every entry passes ``item(name, entry)``; returns
+    the checked entries as a tuple. ``what``: the expected list, for the message."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise ParameterError(name, what, values)
+    if not values and not allow_empty:
+        raise ParameterError(name, what, list(values))
+    return tuple(item(name, v) for v in values)
 
 
 def vector(

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ParameterError
-from ..validation import choice, integer, real
+from ..validation import choice, integer, real, sequence
 
 LN_EPS = 1e-6
 _MODEL_KEYS = ("fc_model", "transformer", "post_model")
@@ -404,10 +404,13 @@ def _activation_name(name, value):
 
 
 def _sizes(name, value):
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise ParameterError(name, "a list of positive layer sizes", value)
-    for s in value:
-        integer(name, s, low=1, what="positive layer sizes")
+    sequence(
+        name,
+        value,
+        lambda n, s: integer(n, s, low=1, what="positive layer sizes"),
+        what="a list of positive layer sizes",
+        allow_empty=True,
+    )
 
 
 def _input_norm(name, value):
