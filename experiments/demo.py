@@ -63,6 +63,7 @@ class Demo:
                         beta=beta,
                         bias=setup.bias,
                         estimator=setup.estimator,
+                        diagnostics=setup.diagnostics,
                         rng=rng_for(setup.seed, "demo-tab", beta),
                         dataset=entry.title,
                     ).records
@@ -77,6 +78,7 @@ class Demo:
                     beta=beta,
                     bias=setup.bias,
                     estimator=setup.estimator,
+                    diagnostics=setup.diagnostics,
                     recipe=setup.recipe,
                     rng=rng_for(setup.seed, "demo-ltr", beta),
                     seed=setup.seed,

@@ -18,6 +18,8 @@ __all__ = [
     "DataFormatError",
     "MissingFilesError",
     "GroupingError",
+    "GroupBiasWarning",
+    "AssumptionWarning",
 ]
 
 
@@ -108,3 +110,12 @@ class MissingFilesError(DataError, FileNotFoundError):
 
 class GroupingError(DataError):
     """A grouping cannot be built (unknown attribute, one-group data, bad threshold...)."""
+
+
+class GroupBiasWarning(UserWarning):
+    """Root of the warnings groupbias emits (the CLI always shows them)."""
+
+
+class AssumptionWarning(GroupBiasWarning):
+    """An estimator's assumption fails on the data at hand (e.g. the null check: β̂ far from
+    1 on unbiased data); results computed under it are unreliable."""

@@ -62,9 +62,12 @@ def test_one_exception_root():
         if isinstance(cls, type)
         and issubclass(cls, Exception)
         and cls.__module__ == E.__name__
-        and not issubclass(cls, E.GroupBiasError)
+        and not issubclass(cls, (E.GroupBiasError, E.GroupBiasWarning))
     }
     assert not roots
+    # one warning root too: every warning class of groupbias derives from GroupBiasWarning
+    assert issubclass(E.GroupBiasWarning, UserWarning)
+    assert issubclass(E.AssumptionWarning, E.GroupBiasWarning)
     for path, tree in _modules(*PACKAGES):
         if path.name == "errors.py":
             continue
