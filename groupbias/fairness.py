@@ -465,11 +465,11 @@ def ndcg_awrf(scores, labels, **kwargs) -> float:
 
 
 def _rbdf(w, m, q, qidx):
-    total = segment_sum(w, q, qidx)
-    nz = np.flatnonzero(w)
-    rep = _row_sum(m[nz]) > 0
+    # numerator and total summed the same way: RBDF is exactly 1 when every item counts
+    total = segment_sum(w, q)
+    rep = _row_sum(m) > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(qidx[nz], weights=w[nz] * rep, minlength=q.size - 1) / total
+        return segment_sum(w * rep, q) / total
 
 
 def rbdf_per_query(
@@ -715,10 +715,13 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
                 fix="normalize the rows, or use assignment='hard' for counts",
             )
     e = r.weights(k, ties).dense()
-    total = segment_sum(e, q, qidx)
     nz = np.flatnonzero(e)
+    cols = _column_sums(e[nz], _classes(m[nz], assignment), q, qidx[nz])
+    # every item's classes sum to 1: the total is the sum of the columns (so no share
+    # exceeds 1 by rounding)
+    total = cols.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = _column_sums(e[nz], _classes(m[nz], assignment), q, qidx[nz]) / total[:, None]
+        out = cols / total[:, None]
     out[np.diff(q) == 0] = np.nan
     return out
 
