@@ -32,22 +32,15 @@ import numpy as np
 from scipy import stats as _sps
 
 from .errors import ParameterError
-from .kernels import (
-    block_mean,
-    item_exposure,
-    max_list_size,
-    nanmean,
-    order_desc,
-    sorted_ranks,
-    tie_average_exposure,
-)
+from .kernels import max_list_size, nanmean, tie_average_exposure
 from .membership import membership_from_groups
 from .metric_names import metric_info
 from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
+from .ranking import Ranking
 from .registry import METRICS as REGISTRY
 from .segments import query_index, segment_sum
 from .stats import per_query_values
-from .validation import check_k, check_qptr, choice, is_integer, real
+from .validation import check_k, choice, is_integer, real
 
 __all__ = [
     "awrf",
@@ -132,10 +125,12 @@ def _membership(membership, n: int | None, name: str = "membership") -> np.ndarr
 
 
 def _prepare(scores, qptr, membership, k, ties):
-    s = item_vector("scores", scores, None)
-    q = check_qptr(qptr, s.size)
-    m = _membership(membership, s.size)
-    return s, q, query_index(q), m, check_k(k), choice("ties", ties, EXPOSURE_TIES)
+    """``(ranking, qptr, qidx, membership, k, ties)``, validated; ``scores`` may be a
+    :class:`~groupbias.ranking.Ranking` of the queries ``qptr``."""
+    r = Ranking.of(scores, qptr)
+    q = r.qptr
+    m = _membership(membership, r.n_items)
+    return r, q, query_index(q), m, check_k(k), choice("ties", ties, EXPOSURE_TIES)
 
 
 def _distribution(name: str, value, n_groups: int, choices=TARGETS) -> np.ndarray:
@@ -262,26 +257,11 @@ def _check_weights(weights, patience):
     return w, patience
 
 
-def _slot_apply(s: np.ndarray, q: np.ndarray, qidx: np.ndarray, ties: str, slot_fn) -> np.ndarray:
-    """Per-item weights of the ranking by ``s`` (descending): ``slot_fn(ranks)`` gives the
-    weight of every slot of the within-query sorted order (ranks 1-based, slot ``j`` in
-    query ``qidx[j]``); with ``ties="average"`` tied items share their block's mean."""
-    out = np.empty(s.size, dtype=np.float64)
-    if s.size == 0:
-        return out
-    order = order_desc(s, qidx, stable=ties == "stable")
-    vals = slot_fn(sorted_ranks(q, qidx))
-    if ties == "average":
-        vals = block_mean(vals, s[order], qidx)
-    out[order] = vals
-    return out
-
-
-def _rank_weights(s, q, qidx, k, ties, weights="log", patience=0.5) -> np.ndarray:
+def _rank_weights(r: Ranking, k, ties, weights="log", patience=0.5) -> np.ndarray:
     if isinstance(weights, str) and weights == "log":
-        return item_exposure(s, q, qidx, k, ties)
-    table = _weight_table(max_list_size(q), k, weights, patience)
-    return _slot_apply(s, q, qidx, ties, lambda ranks: table[ranks - 1])
+        return r.weights(k, ties).dense()
+    table = _weight_table(max_list_size(r.qptr), k, weights, patience)
+    return r.weights(k, ties, table=table).dense()
 
 
 def _finish(values: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -320,15 +300,15 @@ def _awrf_distance(
     ties,
     on_no_representative,
 ):
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     distance = choice("distance", distance, AWRF_DISTANCES)
     on_no_representative = choice(
         "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
     )
     weights, patience = _check_weights(weights, patience)
-    lab = _labels(labels, s.size)
+    lab = _labels(labels, r.n_items)
     t = _targets(target, m, lab, q, qidx)
-    w = _rank_weights(s, q, qidx, k, ties, weights, patience)
+    w = _rank_weights(r, k, ties, weights, patience)
     exposure = _column_sums(w, m, q, qidx)
     tot = exposure.sum(axis=1)
     none = tot <= 0
@@ -456,11 +436,12 @@ def ndcg_awrf_per_query(
     ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
     share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is NaN."""
     ties = choice("ties", ties, EXPOSURE_TIES)
+    r = Ranking.of(scores, qptr)
     nd = ndcg_per_query(
-        scores, labels, qptr=qptr, k=k, gain=gain, ties=ties, on_no_relevant=on_no_relevant
+        r, labels, qptr=qptr, k=k, gain=gain, ties=ties, on_no_relevant=on_no_relevant
     )
     aw = awrf_per_query(
-        scores,
+        r,
         qptr=qptr,
         membership=membership,
         labels=labels,
@@ -484,11 +465,11 @@ def ndcg_awrf(scores, labels, **kwargs) -> float:
 
 
 def _rbdf(w, m, q, qidx):
-    total = segment_sum(w, q, qidx)
-    nz = np.flatnonzero(w)
-    rep = _row_sum(m[nz]) > 0
+    # numerator and total summed the same way: RBDF is exactly 1 when every item counts
+    total = segment_sum(w, q)
+    rep = _row_sum(m) > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(qidx[nz], weights=w[nz] * rep, minlength=q.size - 1) / total
+        return segment_sum(w * rep, q) / total
 
 
 def rbdf_per_query(
@@ -500,19 +481,19 @@ def rbdf_per_query(
 
     with ``S_R`` the representative items (a ``membership`` row with a positive entry).
     In [0, 1]; NaN for empty queries. Returns float64 [n_queries]."""
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    return _finish(_rbdf(item_exposure(s, q, qidx, k, ties), m, q, qidx), q)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    return _finish(_rbdf(r.weights(k, ties).dense(), m, q, qidx), q)
 
 
 def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative):
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     on_no_representative = choice(
         "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
     )
     if not isinstance(rbdf, bool):
         raise ParameterError("rbdf", "True or False", rbdf)
-    t = _targets(target, m, _labels(labels, s.size), q, qidx)
-    w = item_exposure(s, q, qidx, k, ties)
+    t = _targets(target, m, _labels(labels, r.n_items), q, qidx)
+    w = r.weights(k, ties).dense()
     exposure = _column_sums(w, m, q, qidx)
     tot = exposure.sum(axis=1)
     none = tot <= 0
@@ -630,9 +611,9 @@ def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
 
 
 def _fairr(scores, qptr, membership, k, tau, target, ties):
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     omega = neutrality(m, tau=tau, target=target)
-    return s, q, qidx, k, omega, segment_sum(omega * item_exposure(s, q, qidx, k, ties), q, qidx)
+    return q, qidx, k, omega, segment_sum(omega * r.weights(k, ties).dense(), q, qidx)
 
 
 def fairr_per_query(
@@ -648,7 +629,7 @@ def fairr_per_query(
     """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query
     (Abolghasemi et al. 2024, Eq. 2),
     ω from :func:`neutrality`. Returns float64 [n_queries] (NaN for empty queries)."""
-    _, q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
+    q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     return _finish(fairr, q)
 
 
@@ -680,7 +661,7 @@ def nfairr_per_query(
     weight in the background, e.g. every candidate entirely one group) is NaN: NFaiRR
     cannot rank such lists. Returns float64 [n_queries]."""
     background = choice("background", background, BACKGROUNDS)
-    s, q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
+    q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     if background == "candidates":
         ideal = segment_sum(omega * tie_average_exposure(omega, q, qidx, k), q, qidx)
     else:
@@ -720,7 +701,7 @@ def _classes(m: np.ndarray, assignment: str) -> np.ndarray:
 
 
 def _class_exposure(scores, qptr, membership, k, assignment, ties):
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     assignment = choice("assignment", assignment, ASSIGNMENTS)
     if assignment == "expected" and m.size:
         top = _row_sum(m).max()
@@ -733,11 +714,14 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
                 f"a row sum of {top!r}",
                 fix="normalize the rows, or use assignment='hard' for counts",
             )
-    e = item_exposure(s, q, qidx, k, ties)
-    total = segment_sum(e, q, qidx)
+    e = r.weights(k, ties).dense()
     nz = np.flatnonzero(e)
+    cols = _column_sums(e[nz], _classes(m[nz], assignment), q, qidx[nz])
+    # every item's classes sum to 1: the total is the sum of the columns (so no share
+    # exceeds 1 by rounding)
+    total = cols.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = _column_sums(e[nz], _classes(m[nz], assignment), q, qidx[nz]) / total[:, None]
+        out = cols / total[:, None]
     out[np.diff(q) == 0] = np.nan
     return out
 
@@ -833,7 +817,7 @@ def _pair(pair, n_groups: int) -> tuple[int, int]:
 
 
 def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
-    s, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
     magnitude = choice("magnitude", magnitude, MAGNITUDES)
     a, b = _pair(pair, m.shape[1])
     mag = m[:, [a, b]]
@@ -845,16 +829,16 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
     cut = sizes if k is None else np.minimum(sizes, k)
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, max_list_size(q) + 1))])
 
-    def slot_fn(ranks):
-        t = cut[qidx]
+    def slot_fn(ranks, rows):
+        t = cut[rows][:, None]
         inside = ranks <= t
         if average:
             w = (harmonic[t] - harmonic[np.minimum(ranks, t) - 1]) / t
         else:
-            w = 1.0 / t
+            w = np.broadcast_to(1.0 / t, ranks.shape)
         return np.where(inside, w, 0.0)
 
-    w = _slot_apply(s, q, qidx, ties, slot_fn)
+    w = r.slot_weights(slot_fn, ties, k).dense()
     return _finish(segment_sum(w * (mag[:, 0] - mag[:, 1]), q, qidx), q)
 
 
@@ -998,7 +982,7 @@ DEFAULT_K = 10
 
 
 def _registered(name: str, per_query):
-    @metric_info(default_k=DEFAULT_K, groups=("all",))
+    @metric_info(default_k=DEFAULT_K, groups=("all",), ranked=True)
     def metric(scores, spec, *, regime, k, group, **options):
         m = spec.membership
         if m is None and spec.groups is not None:

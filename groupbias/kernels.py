@@ -9,26 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ranking import Ranking, log_discount
+
 __all__ = [
     "discount_table",
     "sorted_ranks",
     "max_list_size",
-    "group_by_query",
-    "order_desc",
-    "block_mean",
     "tie_average_exposure",
     "item_exposure",
     "nanmean",
 ]
 
 
-def discount_table(max_len: int, k: int | None) -> np.ndarray:
-    """``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``."""
-    r = np.arange(1, max_len + 1, dtype=np.float64)
-    table = 1.0 / np.log2(1.0 + r)
-    if k is not None:
-        table[k:] = 0.0
-    return table
+#: ``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``
+discount_table = log_discount
 
 
 def sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
@@ -38,53 +32,6 @@ def sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
 
 def max_list_size(qptr: np.ndarray) -> int:
     return int(np.max(np.diff(qptr))) if qptr.size > 1 else 0
-
-
-def group_by_query(order: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """Stable reordering of ``order`` by query: LSD radix passes over 16-bit digits of the
-    query index (numpy's stable sort is a radix sort for 16-bit keys)."""
-    n_queries = int(qidx[-1]) + 1 if qidx.size else 0
-    if n_queries <= 1 << 16:
-        return order[np.argsort(qidx.astype(np.uint16)[order], kind="stable")]
-    qo = qidx[order]
-    if n_queries <= 1 << 32:
-        p = np.argsort((qo & 0xFFFF).astype(np.uint16), kind="stable")
-        p = p[np.argsort((qo[p] >> 16).astype(np.uint16), kind="stable")]
-        return order[p]
-    return order[np.argsort(qo, kind="stable")]
-
-
-def order_desc(key: np.ndarray, qidx: np.ndarray, *, stable: bool) -> np.ndarray:
-    """Within-query order by ``key`` descending (equal to ``segments.sort_within``).
-
-    One global sort of the keys, then a stable radix pass that groups items by query. With
-    ``stable=False`` the order among tied keys is unspecified (enough wherever tied items
-    share their exposure); with ``stable=True`` ties keep their original order.
-    """
-    neg = -key
-    order = np.argsort(neg)
-    if stable and order.size > 1:
-        sv = neg[order]
-        if np.any(sv[1:] == sv[:-1]):
-            order = np.argsort(neg, kind="stable")
-    return group_by_query(order, qidx)
-
-
-def block_mean(values_sorted: np.ndarray, keys_sorted: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """Replace every value by the mean over its block of equal consecutive keys within a
-    query (arrays in within-query sorted order)."""
-    n = values_sorted.size
-    if n == 0:
-        return values_sorted
-    start = np.empty(n, dtype=bool)
-    start[0] = True
-    start[1:] = (keys_sorted[1:] != keys_sorted[:-1]) | (qidx[1:] != qidx[:-1])
-    if start.all():
-        return values_sorted
-    block = np.cumsum(start) - 1
-    sums = np.bincount(block, weights=values_sorted)
-    counts = np.bincount(block)
-    return (sums / counts)[block]
 
 
 _MAX_CODES = 1024
@@ -124,12 +71,7 @@ def tie_average_exposure(
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = (prefix[above + counts] - prefix[above]) / counts
         return mean.ravel()[cell]
-    order = order_desc(key, qidx, stable=False)
-    exp_sorted = table[sorted_ranks(qptr, qidx) - 1] if n else np.zeros(0)
-    exp_sorted = block_mean(exp_sorted, key[order], qidx)
-    out = np.empty(n, dtype=np.float64)
-    out[order] = exp_sorted
-    return out
+    return Ranking.trusted(key, qptr).weights(k, "average").dense()
 
 
 def item_exposure(
@@ -139,11 +81,7 @@ def item_exposure(
     "stable"."""
     if ties == "average":
         return tie_average_exposure(scores, qptr, qidx, k)
-    order = order_desc(scores, qidx, stable=True)
-    out = np.empty(scores.size, dtype=np.float64)
-    if scores.size:
-        out[order] = discount_table(max_list_size(qptr), k)[sorted_ranks(qptr, qidx) - 1]
-    return out
+    return Ranking.trusted(scores, qptr).weights(k, "stable").dense()
 
 
 def nanmean(values: np.ndarray) -> float:

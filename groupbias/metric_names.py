@@ -18,6 +18,9 @@ Every registered metric has one call shape::
 ``spec`` has ``labels``, ``relevance``, ``groups``, ``qptr``, ``thresholds`` and
 ``membership`` (:class:`groupbias.pipelines.evaluation.EvalSpec`); ``regime`` is
 ``"tabular"`` (the scores are utility estimates) or ``"ltr"`` (the ranking by the scores).
+A metric declared with ``metric_info(ranked=True)`` gets a :class:`groupbias.ranking.Ranking`
+of the scores instead of the array: :func:`compute_metrics` ranks a score vector once and
+every such metric shares that sort.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ParameterError
+from .ranking import Ranking
 from .registry import METRICS
 from .validation import check_k, choice
 
@@ -52,15 +56,20 @@ _NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
 _FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
 
 
-def metric_info(*, default_k: int | None = None, groups: Sequence[str] = GROUPS):
+def metric_info(
+    *, default_k: int | None = None, groups: Sequence[str] = GROUPS, ranked: bool = False
+):
     """Decorator declaring what a registered metric accepts: the cutoff used when the name
-    has no ``@k`` and the allowed ``:group`` suffixes (undecorated metrics: ``None`` and
-    every group)."""
+    has no ``@k``, the allowed ``:group`` suffixes (undecorated metrics: ``None`` and
+    every group) and whether ``scores`` may be a :class:`~groupbias.ranking.Ranking`
+    (``ranked=True``; undecorated metrics get the score array)."""
     default_k = check_k(default_k, "default_k")
     groups = tuple(choice("groups", g, GROUPS) for g in groups)
+    if not isinstance(ranked, bool):
+        raise ParameterError("ranked", "True or False", ranked)
 
     def mark(fn):
-        fn.default_k, fn.groups = default_k, groups
+        fn.default_k, fn.groups, fn.ranked = default_k, groups, ranked
         return fn
 
     return mark
@@ -176,7 +185,18 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
 
 def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
-    ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed."""
+    ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
+
+    The scores are ranked once (a :class:`~groupbias.ranking.Ranking`, given to every
+    metric declared ``ranked``); metrics without a cutoff run first, so that the top-k
+    metrics reuse their full sort."""
     regime = choice("regime", regime, REGIMES)
     requests = validate_metrics(spec.metrics)
-    return {r.key: _call(r, scores, spec, regime) for r in requests}
+    ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
+    ranking = Ranking(scores, spec.qptr) if any(ranked) else None
+    values = {}
+    first = [i for i, r in enumerate(requests) if ranked[i] and r.k is None]
+    for i in first + [i for i in range(len(requests)) if i not in first]:
+        arg = ranking if ranked[i] else scores
+        values[i] = _call(requests[i], arg, spec, regime)
+    return {r.key: values[i] for i, r in enumerate(requests)}

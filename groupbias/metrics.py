@@ -21,6 +21,9 @@ Shared conventions (see ``docs/metrics.md`` for the full statement):
   0 = non-affected, a fraction = probability of being affected. Group sums weight item
   ``i`` by ``g_i`` for ``G_A`` and by ``1 - g_i`` for ``G_N``.
 * Empty queries are always skipped (NaN).
+* Every function that ranks ``scores`` also accepts a :class:`groupbias.ranking.Ranking`
+  of them (``Ranking(scores, qptr)``): the scores are then sorted once, within queries, and
+  the sort is shared by every metric given the same ranking.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from .kernels import (
     max_list_size,
     nanmean,
     sorted_ranks,
-    tie_average_exposure,
 )
 from .metric_names import metric_info
+from .ranking import Ranking
 from .registry import METRICS
 from .segments import query_index, segment_sum, sort_within
 from .validation import check_k, check_qptr, choice, is_integer, vector
@@ -109,7 +112,14 @@ def _inputs(
     second_nonnegative: bool = True,
     first_nonnegative: bool = False,
 ):
-    x = item_vector(first_name, first, None, nonnegative=first_nonnegative)
+    """Validated ``(first, second, qptr, groups)``; ``first`` may be a :class:`Ranking`
+    (its scores are used, its offsets must be ``qptr``)."""
+    if isinstance(first, Ranking):
+        x = first.scores
+        if first_nonnegative:
+            x = item_vector(first_name, x, None, nonnegative=True)
+    else:
+        x = item_vector(first_name, first, None, nonnegative=first_nonnegative)
     n = x.size
     y = (
         None
@@ -117,12 +127,19 @@ def _inputs(
         else item_vector(second_name, second, n, nonnegative=second_nonnegative)
     )
     q = check_qptr(qptr, n)
+    if isinstance(first, Ranking):
+        Ranking.of(first, q, first_name)
     g = None
     if groups is not None:
         g = item_vector("groups", groups, n, unit=True)
     elif need_groups:
         raise ParameterError("groups", "an array of affected-group memberships in [0, 1]", None)
     return x, y, q, g
+
+
+def ranking_of(scores, x: np.ndarray, q: np.ndarray) -> Ranking:
+    """``scores`` when it is a :class:`Ranking`, else the ranking of the validated ``x``."""
+    return scores if isinstance(scores, Ranking) else Ranking.trusted(x, q)
 
 
 # --------------------------------------------------------------------------- exposure
@@ -155,9 +172,7 @@ def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "averag
     float64 [n_items].
     """
     s, _, q, _ = _inputs("scores", scores, None, None, qptr, None, need_groups=False)
-    k = check_k(k)
-    ties = choice("ties", ties, EXPOSURE_TIES)
-    return item_exposure(s, q, query_index(q), k, ties)
+    return ranking_of(scores, s, q).weights(check_k(k), ties).dense().copy()
 
 
 def target_exposure(grades, *, qptr, k: int | None = None) -> np.ndarray:
@@ -264,30 +279,50 @@ def ndcg_per_query(
     ties = choice("ties", ties, TIES)
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     k = check_k(k)
-    return _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant)
+    r = ranking_of(scores, s, q)
+    return _ndcg(r, lab, g, group, k, gain, ties, on_no_relevant)
 
 
-def _ndcg(s, lab, q, g, group, k, gain, ties, on_no_relevant, qidx=None):
-    if qidx is None:
-        qidx = query_index(q)
-    gains = np.exp2(lab) - 1.0 if gain == "exp2" else lab.copy()
+def _base_gain(gain: str):
+    return (lambda lab: np.exp2(lab) - 1.0) if gain == "exp2" else (lambda lab: lab)
+
+
+def _gain_fn(gain: str, group: str):
+    """``(labels, groups) -> gains`` of the items of ``group``."""
+    base = _base_gain(gain)
     if group == "affected":
-        gains = gains * g
-    elif group == "non_affected":
-        gains = gains * (1.0 - g)
-    if ties == "average":
-        exposure = tie_average_exposure(s, q, qidx, k)
-    elif ties == "stable":
-        exposure = item_exposure(s, q, qidx, k, "stable")
-    else:  # pessimistic: among tied scores the smallest gain ranks first
-        order = sort_within(s, q, descending=True, tiebreak=gains, qidx=qidx)
-        exposure = np.empty(s.size, dtype=np.float64)
-        if s.size:
+        return lambda lab, g: base(lab) * g
+    if group == "non_affected":
+        return lambda lab, g: base(lab) * (1.0 - g)
+    return lambda lab, g: base(lab)
+
+
+def _ideal_dcg(r: Ranking, lab, g, group, k, gain) -> np.ndarray:
+    """IDCG@k per query: the top-k gains of every query, sorted (ties need no care)."""
+    base = _base_gain(gain)
+    if group == "all":
+        return r.rerank(lab).best(k, base)
+    w = g if group == "affected" else 1.0 - g
+    if np.all((g == 0.0) | (g == 1.0)):  # crisp groups: gain(label * w) = gain(label) * w
+        return r.rerank(lab * w).best(k, base)
+    return r.rerank(base(lab) * w).best(k)
+
+
+def _ndcg(r: Ranking, lab, g, group, k, gain, ties, on_no_relevant):
+    q = r.qptr
+    gains = _gain_fn(gain, group)
+    g_or_lab = lab if g is None else g
+    if ties == "pessimistic":  # among tied scores the smallest gain ranks first
+        qidx = query_index(q)
+        item_gains = gains(lab, g_or_lab)
+        order = sort_within(r.scores, q, descending=True, tiebreak=item_gains, qidx=qidx)
+        exposure = np.empty(r.n_items, dtype=np.float64)
+        if r.n_items:
             exposure[order] = discount_table(max_list_size(q), k)[sorted_ranks(q, qidx) - 1]
-    dcg = segment_sum(gains * exposure, q, qidx)
-    # ideal ranking: sorted by gain; tied gains are interchangeable, so tie averaging
-    # leaves the sum unchanged
-    idcg = segment_sum(gains * tie_average_exposure(gains, q, qidx, k), q, qidx)
+        dcg = segment_sum(item_gains * exposure, q, qidx)
+    else:
+        dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
+    idcg = _ideal_dcg(r, lab, g, group, k, gain)
     out = np.full(q.size - 1, np.nan)
     pos = idcg > 0
     out[pos] = dcg[pos] / idcg[pos]
@@ -427,10 +462,8 @@ def _dtr_ranking_sums(
     s, y, q, g = _inputs(
         "scores", scores, "true_relevance", true_relevance, qptr, groups, need_groups=True
     )
-    k = check_k(k)
-    ties = choice("ties", ties, EXPOSURE_TIES)
+    e = ranking_of(scores, s, q).weights(check_k(k), ties).dense()
     qidx = query_index(q)
-    e = item_exposure(s, q, qidx, k, ties)
     xa, xn = _group_sums(e, g, q, qidx)
     ya, yn = _group_sums(y, g, q, qidx)
     return xa, xn, ya, yn
@@ -504,7 +537,14 @@ def _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group):
 
 
 def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
-    return np.searchsorted(t, values, side="right").astype(np.float64)
+    """``#{thresholds <= value}`` per item (one comparison pass per threshold when there
+    are few: faster than a binary search per item)."""
+    if t.size > 8:
+        return np.searchsorted(t, values, side="right").astype(np.float64)
+    out = np.zeros(values.size)
+    for th in t:
+        out += values >= th
+    return out
 
 
 def delta_eel_tabular_per_query(
@@ -638,7 +678,7 @@ def delta_eel_ranking_per_query(
     on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
     t = _thresholds(thresholds, levels)
     qidx = query_index(q)
-    model = item_exposure(s, q, qidx, k, ties)
+    model = ranking_of(scores, s, q).weights(k, ties).dense()
     tgt = item_exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
     ea, en = _group_sums(model, g, q, qidx)
     ta, tn = _group_sums(tgt, g, q, qidx)
@@ -697,7 +737,7 @@ def _no_cutoff(name: str, k) -> None:
 
 
 @METRICS.register("ndcg")
-@metric_info(default_k=None, groups=GROUPS)
+@metric_info(default_k=None, groups=GROUPS, ranked=True)
 def _ndcg_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """NDCG@k (:func:`ndcg_per_query`) of the ranking by ``scores`` against ``spec.labels``,
     over all items or one group (``ndcg@10:affected``); no ``@k``: the whole list."""
@@ -707,7 +747,7 @@ def _ndcg_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
 
 
 @METRICS.register("rho_dtr")
-@metric_info(default_k=None, groups=("all",))
+@metric_info(default_k=None, groups=("all",), ranked=True)
 def _rho_dtr_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
     estimates (:func:`rho_dtr_tabular_per_query`, no cutoff); ``"ltr"``, the exposure of the
@@ -723,7 +763,7 @@ def _rho_dtr_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
 
 
 @METRICS.register("delta_eel")
-@metric_info(default_k=None, groups=("all",))
+@metric_info(default_k=None, groups=("all",), ranked=True)
 def _delta_eel_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
     (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:

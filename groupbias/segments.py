@@ -22,11 +22,17 @@ def query_index(qptr: np.ndarray) -> np.ndarray:
 
 
 def segment_sum(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray | None = None) -> np.ndarray:
-    """Per-query sum of ``values`` (float64 [n_queries]); 0 for empty queries."""
+    """Per-query sum of ``values`` (float64 [n_queries]); 0 for empty queries.
+
+    One sequential pass (``np.add.reduceat`` over the query starts); ``qidx`` is accepted
+    for callers that have it and not needed."""
     qptr = np.asarray(qptr, dtype=np.int64)
-    if qidx is None:
-        qidx = query_index(qptr)
-    return np.bincount(qidx, weights=np.asarray(values, dtype=np.float64), minlength=qptr.size - 1)
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros(qptr.size - 1, dtype=np.float64)
+    nonempty = qptr[1:] > qptr[:-1]
+    if values.size and nonempty.any():
+        out[nonempty] = np.add.reduceat(values, qptr[:-1][nonempty])
+    return out
 
 
 def segment_max(values: np.ndarray, qptr: np.ndarray, empty: float = -np.inf) -> np.ndarray:

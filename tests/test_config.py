@@ -147,3 +147,14 @@ def test_trained_loss_is_the_configured_one(option, tmp_path):
         for k, v in resolved.items():
             if k != "_target_":
                 assert used[k] == v, (cond, k, used[k], v)
+
+
+@pytest.mark.parametrize("value", [0, "two"])
+def test_trainer_threads_bogus_value_is_refused_by_name(value):
+    cfg = _compose(["trainer.threads=2"])
+    assert build_setup(cfg)[0].recipe.trainer.threads == 2
+    bad = copy.deepcopy(cfg)
+    bad["trainer"]["threads"] = value
+    with pytest.raises(ConfigError) as info:
+        build_setup(bad)
+    assert info.value.key == "trainer.threads"

@@ -144,10 +144,54 @@ def test_configuration_errors(rng, tmp_path):
         TrainerSpec(extra={"no_such_option": 1})
     with pytest.raises(ParameterError, match="max_epochs"):
         TrainerSpec(max_epochs=0)
+    for bad in (0, -2, 1.5, "4", True):
+        with pytest.raises(ParameterError, match="threads"):
+            TrainerSpec(threads=bad)
+    with pytest.raises(ParameterError, match="extra.threads"):
+        TrainerSpec(extra={"threads": 2})
     with pytest.raises(ParameterError, match="slate_length"):
         BatchSpec(slate_length=0)
     with pytest.raises(ParameterError, match="directory"):
         TrainedRanker.load(tmp_path / "missing")
+
+
+class _ThreadProbe(LambdaLoss):
+    """LambdaLoss that records torch's intra-op thread count at every training step."""
+
+    seen: list
+
+    def __call__(self, scores, labels, mask):
+        type(self).seen.append(torch.get_num_threads())
+        return super().__call__(scores, labels, mask)
+
+
+@pytest.mark.parametrize("threads", [1, None])
+def test_trainer_threads_set_during_training_and_restored(rng, tmp_path, threads):
+    import os
+
+    data = _synthetic(rng, 12)
+    _ThreadProbe.seen = []
+    before = torch.get_num_threads()
+    torch.set_num_threads(3 if before != 3 else 2)
+    outside = torch.get_num_threads()
+    try:
+        train_ranker(
+            data,
+            None,
+            recipe=recipe(
+                trainer={"max_epochs": 1, "accelerator": "cpu", "threads": threads},
+                batching={"batch_size": 4},
+                loss=_ThreadProbe(),
+            ),
+            seed=0,
+            out_dir=tmp_path,
+        )
+        assert torch.get_num_threads() == outside  # the caller's setting is restored
+    finally:
+        torch.set_num_threads(before)
+    # default: the cores this process may use (its CPU affinity)
+    want = threads if threads is not None else len(os.sched_getaffinity(0))
+    assert _ThreadProbe.seen and set(_ThreadProbe.seen) == {want}
 
 
 @pytest.mark.gpu

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -168,6 +169,15 @@ class TrainedRanker:
         )
 
 
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity; the CPU count where the platform
+    has no affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # e.g. macOS
+        return os.cpu_count() or 1
+
+
 def load_best_state(checkpoint: str | Path, prefix: str = "scorer.") -> dict[str, torch.Tensor]:
     """The scorer weights in a Lightning checkpoint (loaded with weights_only=True)."""
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
@@ -187,7 +197,9 @@ class TrainerSpec:
     ``devices``, ``strategy``, ``precision``, ``enable_progress_bar``, ``log_every_n_steps``:
     ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
-    package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword.
+    package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
+    torch's intra-op threads while training (``torch.set_num_threads``; None: the cores
+    this process may use, ``os.sched_getaffinity``; restored afterwards).
     """
 
     max_epochs: int = 20
@@ -203,9 +215,12 @@ class TrainerSpec:
     log_every_n_steps: int = 10
     loggers: tuple[str, ...] = ("csv",)
     extra: Mapping = field(default_factory=dict)
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         integer("max_epochs", self.max_epochs, low=1)
+        if self.threads is not None:
+            integer("threads", self.threads, low=1, what="a thread count >= 1, or null")
         if self.patience is not None:
             integer("patience", self.patience, low=1)
         real("min_delta", self.min_delta, low=0.0)
@@ -247,6 +262,10 @@ class TrainerSpec:
                 )
             if k not in known:
                 raise ParameterError(f"extra.{k}", "a pytorch_lightning.Trainer keyword", k)
+
+    def n_threads(self) -> int:
+        """``threads``, or the number of cores this process may use."""
+        return self.threads if self.threads is not None else available_cores()
 
     def trainer_kwargs(self) -> dict:
         """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
@@ -341,13 +360,25 @@ def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
 
 
 def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_valid: bool):
-    """Build scorer, module and trainer under a forked, seeded torch RNG and fit."""
+    """Fit with ``trainer.threads`` intra-op threads (restored afterwards)."""
     spec = recipe.trainer
     callbacks, ckpt = _callbacks(spec, out, has_valid)
     settings = spec.trainer_kwargs()
     if not has_valid:
         settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(spec.n_threads())
+    try:
+        module, trainer = _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices)
+    finally:
+        torch.set_num_threads(threads)
+    return module, trainer, ckpt
+
+
+def _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices):
+    """Build the scorer, module and trainer under a forked RNG seeded with ``seed``, fit."""
+    spec = recipe.trainer
     with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*number of training batches.*")
@@ -370,7 +401,7 @@ def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_
             **settings,
         )
         trainer.fit(module, datamodule=dm)
-    return module, trainer, ckpt
+    return module, trainer
 
 
 def train_ranker(

@@ -1,0 +1,225 @@
+"""groupbias.ranking: one within-query sort per score vector, shared by every metric.
+
+References are per-query loops written here (tie blocks found by comparing scores, ranks by
+Python's sorted), and ir_measures (pytrec_eval) for NDCG@k on long lists, where the top-k
+cut goes through ``partition``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import groupbias.fairness as F
+import groupbias.metrics as M
+import groupbias.ranking as R
+from groupbias.errors import ParameterError
+from groupbias.pipelines.evaluation import (
+    EvalSpec,
+    eel_thresholds,
+    ranking_metrics,
+    tabular_metrics,
+)
+from groupbias.ranking import Ranking
+
+
+def lists(rng, n_queries, max_len, ties):
+    sizes = rng.integers(0, max_len + 1, size=n_queries)
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(qptr[-1])
+    scores = rng.integers(0, 6, size=n) / 5.0 if ties else rng.random(n)
+    return scores, qptr
+
+
+def ref_weights(s, k, ties, table):
+    """Per-query rank weights: ``table[r - 1]`` of the rank, 0 beyond k; average ties: the
+    mean over the ranks ``a + 1 .. a + c`` of the block (``a`` items score higher, ``c``
+    score the same); stable ties: ranks by (score descending, position)."""
+    n = s.size
+    w = np.array([table[r] if (k is None or r < k) and r < table.size else 0.0 for r in range(n)])
+    out = np.zeros(n)
+    if ties == "stable":
+        for r, i in enumerate(sorted(range(n), key=lambda i: (-s[i], i))):
+            out[i] = w[r]
+        return out
+    for i in range(n):
+        above = int(np.sum(s > s[i]))
+        count = int(np.sum(s == s[i]))
+        out[i] = w[above : above + count].mean()
+    return out
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("max_len", [4, 70, 300])
+def test_weights_match_per_query_reference(rng, ties, max_len):
+    s, q = lists(rng, 40, max_len, ties)
+    table = 1.0 / np.log2(np.arange(2, max_len + 2))
+    geometric = 0.7 ** np.arange(max_len)
+    for k in (None, 1, 3, 10, 25):
+        for mode in ("average", "stable"):
+            for full_first in (False, True):
+                r = Ranking(s, q)
+                if full_first:  # the top-k view then comes from the full sort
+                    r.weights(None, mode)
+                dense = r.weights(k, mode).dense()
+                geo = r.weights(k, mode, table=geometric).dense()
+                for i in range(q.size - 1):
+                    sl = slice(q[i], q[i + 1])
+                    np.testing.assert_allclose(
+                        dense[sl], ref_weights(s[sl], k, mode, table), rtol=0, atol=1e-13
+                    )
+                    np.testing.assert_allclose(
+                        geo[sl], ref_weights(s[sl], k, mode, geometric), rtol=0, atol=1e-13
+                    )
+
+
+def test_sums_and_ranks(rng):
+    s, q = lists(rng, 60, 90, ties=True)
+    r = Ranking(s, q)
+    v = rng.random(s.size)
+    sizes = np.diff(q)
+    qidx = np.repeat(np.arange(sizes.size), sizes)
+    for k in (None, 2, 10):
+        ex = r.weights(k)
+        want = np.bincount(qidx, weights=v * ex.dense(), minlength=sizes.size)
+        np.testing.assert_allclose(ex.sums(v), want, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            ex.sums(v, v, combine=lambda a, b: a * b),
+            np.bincount(qidx, weights=v * v * ex.dense(), minlength=sizes.size),
+            rtol=0,
+            atol=1e-12,
+        )
+    ranks = r.ranks()
+    for i in range(q.size - 1):
+        a, b = q[i], q[i + 1]
+        order = sorted(range(b - a), key=lambda j: (-s[a + j], j))
+        want = np.empty(b - a, dtype=np.int64)
+        want[order] = np.arange(1, b - a + 1)
+        np.testing.assert_array_equal(ranks[a:b], want)
+
+
+def _ir_measures_ndcg(s, lab, q, k):
+    import ir_measures
+    from ir_measures import nDCG
+
+    qrels, run = [], []
+    for i in range(q.size - 1):
+        for j in range(q[i], q[i + 1]):
+            qrels.append(ir_measures.Qrel(f"q{i}", f"d{j}", int(lab[j])))
+            run.append(ir_measures.ScoredDoc(f"q{i}", f"d{j}", float(s[j])))
+    measure = nDCG(gains={lv: 2**lv - 1 for lv in range(5)}) @ k
+    out = np.full(q.size - 1, np.nan)
+    for m in ir_measures.pytrec_eval.iter_calc([measure], qrels, run):
+        out[int(m.query_id[1:])] = m.value
+    return out
+
+
+@pytest.mark.parametrize("k", [5, 10])
+def test_ndcg_on_long_lists_matches_ir_measures(rng, k):
+    # lists of 20..300 items: the top-k cut goes through partition (lists >= 2k) and the
+    # padded blocks hold lists of different lengths
+    sizes = rng.integers(20, 301, size=40)
+    q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(q[-1])
+    s = rng.permutation(n) / n  # distinct scores, exact in float32 (pytrec_eval)
+    lab = rng.choice(5, size=n, p=[0.52, 0.32, 0.13, 0.02, 0.01]).astype(float)
+    ours = M.ndcg_per_query(Ranking(s, q), lab, qptr=q, k=k)
+    theirs = _ir_measures_ndcg(s, lab, q, k)
+    ok = ~np.isnan(ours)
+    assert ok.sum() > 30
+    np.testing.assert_allclose(ours[ok], theirs[ok], rtol=0, atol=1e-12)
+
+
+def test_boundary_ties_with_partition(rng):
+    # the 10th score of every list is tied with items further down: exact tie handling
+    # needs the whole tie block (those rows are fully sorted)
+    sizes = np.full(30, 60)
+    q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    s = np.tile(np.r_[np.linspace(1, 0.5, 9), np.full(6, 0.4), rng.random(45) * 0.3], 30)
+    s[:60] = rng.random(60)  # one row without ties
+    for mode in ("average", "stable"):
+        dense = Ranking(s, q).weights(10, mode).dense()
+        table = 1.0 / np.log2(np.arange(2, 62))
+        for i in range(30):
+            sl = slice(q[i], q[i + 1])
+            np.testing.assert_allclose(dense[sl], ref_weights(s[sl], 10, mode, table), atol=1e-13)
+
+
+def _spec(rng, n_queries=80, max_len=60):
+    s, q = lists(rng, n_queries, max_len, ties=False)
+    n = s.size
+    lab = rng.integers(0, 5, size=n).astype(float)
+    return s, EvalSpec(
+        labels=lab,
+        relevance=lab / 4,
+        groups=(rng.random(n) < 0.4).astype(float),
+        qptr=q,
+        thresholds=eel_thresholds(lab, 4),
+        metrics=("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel"),
+    )
+
+
+def _count_sorts(monkeypatch):
+    calls = {"sort": 0, "partition": 0}
+    sort_rows, partition_rows = R._sort_rows, R._partition_rows
+
+    def counted_sort(*a, **kw):
+        calls["sort"] += 1
+        return sort_rows(*a, **kw)
+
+    def counted_partition(*a, **kw):
+        calls["partition"] += 1
+        return partition_rows(*a, **kw)
+
+    monkeypatch.setattr(R, "_sort_rows", counted_sort)
+    monkeypatch.setattr(R, "_partition_rows", counted_partition)
+    return calls
+
+
+def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
+    s, spec = _spec(rng)
+    n_blocks = len(Ranking(s, spec.qptr).blocks())
+    calls = _count_sorts(monkeypatch)
+    out = ranking_metrics(s, spec)
+    # rho_dtr and delta_eel rank every item: one full sort per block, reused by NDCG@10
+    assert calls == {"sort": n_blocks, "partition": 0}
+    kw = {"qptr": spec.qptr, "groups": spec.groups}
+    for group in ("all", "affected", "non_affected"):
+        key = "ndcg@10" if group == "all" else f"ndcg@10:{group}"
+        want = M.ndcg_per_query(s, spec.labels, group=group, k=10, **kw)
+        np.testing.assert_allclose(out[key], want, rtol=0, atol=1e-12)
+    want = M.rho_dtr_ranking_per_query(s, spec.relevance, **kw)
+    np.testing.assert_allclose(out["rho_dtr"], want, rtol=0, atol=1e-12)
+    # tabular: only NDCG ranks the scores; its three variants share one top-10 cut
+    calls.update(sort=0, partition=0)
+    tabular_metrics(s, spec)
+    assert 0 < calls["sort"] + calls["partition"] <= n_blocks
+
+
+def test_ranking_accepted_by_every_ranked_metric(rng):
+    s, spec = _spec(rng, n_queries=30)
+    q, g = spec.qptr, spec.groups
+    r = Ranking(s, q)
+    m = np.stack([g, 1 - g], axis=1)
+    for fn in (F.awrf_per_query, F.texfair_per_query, F.nfairr_per_query, F.arab_per_query):
+        np.testing.assert_allclose(
+            fn(r, qptr=q, membership=m, k=5), fn(s, qptr=q, membership=m, k=5), atol=1e-12
+        )
+    np.testing.assert_allclose(
+        M.delta_eel_ranking_per_query(r, spec.relevance, qptr=q, groups=g),
+        M.delta_eel_ranking_per_query(s, spec.relevance, qptr=q, groups=g),
+        atol=1e-12,
+    )
+
+
+def test_bad_inputs():
+    with pytest.raises(ParameterError, match="scores"):
+        Ranking(np.array([0.1, np.nan]), np.array([0, 2]))
+    with pytest.raises(ParameterError, match="qptr"):
+        Ranking(np.array([0.1, 0.2]), np.array([0, 3]))
+    r = Ranking(np.array([0.1, 0.2, 0.3]), np.array([0, 1, 3]))
+    with pytest.raises(ParameterError, match="scores"):
+        M.ndcg_per_query(r, np.ones(3), qptr=np.array([0, 2, 3]))
+    with pytest.raises(ParameterError, match="ties"):
+        r.weights(3, "pessimistic")
+    with pytest.raises(ParameterError, match="k"):
+        r.weights(0)
