@@ -150,6 +150,12 @@ def show_info_on_console() -> None:
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script
+    args = sys.argv[1:]
+    if args[:1] == ["help"] or "--help" in args or "-h" in args:
+        from .usage import help_text
+
+        print(help_text(CONFIG_DIR), end="")
+        return
     import hydra
 
     configure_warnings()

@@ -3,7 +3,11 @@ groupbias's own warnings always show, in one line on stderr."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 from groupbias.cli import configure_warnings
 from groupbias.errors import GroupBiasWarning
@@ -46,3 +50,46 @@ def test_our_warnings_show_as_one_line_even_where_warnings_are_ignored(capsys):
         "groupbias: warning: β̂ rests on too few affected items",
         "groupbias: warning (AssumptionWarning): the KS minimum is flat",
     ]
+
+
+def test_help_lists_experiments_datasets_and_the_most_used_keys():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from groupbias.cli import CONFIG_DIR
+    from groupbias.usage import COMMON_KEYS, help_text
+
+    text = help_text(CONFIG_DIR)
+    lines = text.splitlines()
+    assert max(len(s) for s in lines) <= 100
+    configs = Path(CONFIG_DIR)
+    for group in ("experiment", "dataset"):
+        names = sorted(p.stem for p in (configs / group).glob("*.yaml"))
+        assert len(names) >= 8
+        for name in names:  # each option is a row: its name, then what it is
+            assert any(re.match(rf"  {name} +\S", s) for s in lines), name
+    assert re.search(r"  synthetic +Embedded synthetic LTR data \(no download\)", text)
+    assert re.search(r"  mslr +MSLR-WEB30K .*\n.*\[GROUPBIAS_MSLR\]", text)
+    assert "  table1                  Table 1: tabular regime" in text
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config")
+    absent = object()
+    for key, _ in COMMON_KEYS:  # every key named exists, and the value shown is the real one
+        value = OmegaConf.select(cfg, key, default=absent)
+        assert value is not absent, key
+    assert "  seed=0 " in text and f"  trainer.max_epochs={cfg.trainer.max_epochs} " in text
+
+
+def test_help_through_the_command():
+    from groupbias.cli import CONFIG_DIR
+    from groupbias.usage import help_text
+
+    exe = Path(sys.executable).with_name("groupbias")
+    outs = [
+        subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+        for args in (["--help"], ["help"], ["experiment=table1", "-h"])
+    ]
+    for res in outs:
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.stdout == help_text(CONFIG_DIR)
+        assert "Powered by Hydra" not in res.stdout
