@@ -22,7 +22,6 @@ biased LTR ranker is the full-information ranker of the same repetition, not tra
 from __future__ import annotations
 
 import functools
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +32,16 @@ from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table, table_to_text
 from groupbias.reporting.plots import beta_sweep_figure, save_figure
+from groupbias.runs import shown_path
 from groupbias.setup import Setup
 from groupbias.validation import real, sequence
 
 from .common import Entry, check_common, load, rng_for
 
-#: the figure's file name (README.md shows docs/figures/<FIGURE>.png, a copy of it)
+#: the figure's file name (README.md shows docs/figures/<FIGURE>.png, a copy of it) and the
+#: start of its title (the PNG's Title metadata)
 FIGURE = "demo"
+FIGURE_TITLE = "Group bias and its correction"
 
 
 def _betas(name: str, values) -> tuple[float, ...]:
@@ -69,14 +71,6 @@ def _data_line(title: str, summaries: dict, seconds: float) -> str:
         f"[groupbias] {title}: {sum(s['n_queries'] for s in summaries.values())} queries "
         f"({sizes}), {affected / max(items, 1):.0%} affected items: {seconds:.1f} s"
     )
-
-
-def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it."""
-    try:
-        return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd()) else str(path)
-    except ValueError:
-        return str(path)
 
 
 @dataclass
@@ -230,7 +224,7 @@ class Demo:
         reps = max(int(r.get("repetition", 0)) for r in records) + 1
         return beta_sweep_figure(
             records,
-            title=f"Group bias and its correction (synthetic data; mean ± s.d. over {reps} "
+            title=f"{FIGURE_TITLE} ({records[0]['dataset']} data; mean ± s.d. over {reps} "
             f"repetition{'s' * (reps > 1)})",
         )
 
@@ -254,5 +248,5 @@ class Demo:
             )
         )
         fig = save_figure(self.figure(recs), run_dir / FIGURE)
-        print(f"[groupbias] written to {_shown(run_dir)}:")
-        print(f"[groupbias]   {fig['png'].name}, {fig['pdf'].name} (figure), tabular.* and ltr.*")
+        print(f"[groupbias] figure {fig['png'].name} (and .pdf), tables tabular.* and ltr.* in")
+        print(f"[groupbias]   {shown_path(run_dir)}")

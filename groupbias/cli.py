@@ -29,7 +29,7 @@ from omegaconf import DictConfig
 
 from .config import build_setup, plain
 from .errors import GroupBiasError, GroupBiasWarning
-from .runs import run_once
+from .runs import run_once, shown_path
 
 log = logging.getLogger("groupbias")
 
@@ -137,7 +137,7 @@ def run(
     )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
-        print(f"[groupbias] already complete: {out} (delete metrics.json to re-run)")
+        print(f"[groupbias] already complete: {shown_path(out)} (delete metrics.json to re-run)")
     experiment.present(setup, metrics, out)
     return metrics
 

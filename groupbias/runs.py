@@ -41,6 +41,16 @@ def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEY
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as printed to the user: relative to the working directory when it lies below
+    it (``runs/demo``), else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 

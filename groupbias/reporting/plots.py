@@ -41,12 +41,15 @@ def _frame(records) -> pd.DataFrame:
 
 
 def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it."""
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it; the figure's
+    title (``suptitle``) becomes the files' Title metadata."""
     stem = Path(stem)
     out = {}
+    title = fig.get_suptitle()
     for ext in ("png", "pdf"):
         buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
+        meta = {"Title": title} if title else None
+        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight", metadata=meta)
         out[ext] = write_bytes_atomic(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
     plt.close(fig)
     return out
