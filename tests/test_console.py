@@ -93,3 +93,25 @@ def test_help_through_the_command():
         assert res.returncode == 0, res.stderr[-2000:]
         assert res.stdout == help_text(CONFIG_DIR)
         assert "Powered by Hydra" not in res.stdout
+
+
+def test_verbose_lets_the_console_handler_show_info_lines(tmp_path):
+    import logging
+
+    from groupbias.cli import show_info_on_console
+
+    root = logging.getLogger()
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.WARNING)
+    logfile = logging.FileHandler(tmp_path / "cli.log")
+    logfile.setLevel(logging.WARNING)
+    root.addHandler(console)
+    root.addHandler(logfile)
+    try:
+        show_info_on_console()
+        assert console.level == logging.INFO
+        assert logfile.level == logging.WARNING  # the log file keeps its own setting
+    finally:
+        root.removeHandler(console)
+        root.removeHandler(logfile)
+        logfile.close()
