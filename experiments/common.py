@@ -41,7 +41,7 @@ class Entry:
 
 def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
     """``experiment.datasets``: registered names, or mappings ``{dataset: <name>, title:
-    <table name>, grouping: <a grouping config with _target_>}``."""
+    <table name>, grouping: <a grouping config with _target_>, params: <loader options>}``."""
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
         raise ParameterError(
             key, "a list of dataset names or {dataset, title, grouping} mappings", items
@@ -54,13 +54,17 @@ def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
             item = {"dataset": item}
         if not isinstance(item, Mapping):
             raise ParameterError(where, "a dataset name or a mapping", item)
-        unknown = set(item) - {"dataset", "title", "grouping"}
+        unknown = set(item) - {"dataset", "title", "grouping", "params"}
         if unknown:
             raise ParameterError(
-                f"{where}.{sorted(unknown)[0]}", "keys dataset, title, grouping", sorted(unknown)[0]
+                f"{where}.{sorted(unknown)[0]}",
+                "keys dataset, title, grouping, params",
+                sorted(unknown)[0],
             )
         try:
-            spec = DatasetSpec(name=item.get("dataset"), title=item.get("title"))
+            spec = DatasetSpec(
+                name=item.get("dataset"), title=item.get("title"), params=item.get("params") or {}
+            )
         except ParameterError as exc:
             field = where if named else f"{where}.dataset"
             raise ParameterError(
@@ -181,3 +185,32 @@ def check_common(exp, *, split: bool = True) -> None:
         raise ParameterError("skip_missing", "true or false", exp.skip_missing)
     if hasattr(exp, "repetitions"):
         integer("repetitions", exp.repetitions, low=1)
+
+
+#: the records a paper table shows beside its metric columns: β̂ and the null check
+TABLE_EXTRAS = ("beta_hat", "null_beta_hat", "assumption_violated")
+
+
+def table_records(records, cols, *, extras=TABLE_EXTRAS) -> list:
+    """The records of the table columns ``cols`` plus β̂ and the null check."""
+    keep = (*cols, *extras)
+    return [r for r in records if r["metric"] in keep]
+
+
+def assumption_note(records) -> str | None:
+    """A footnote when a row's null check failed (the table marks it with ``!``)."""
+    bad = sorted(
+        {
+            str(r["dataset"])
+            for r in records
+            if r["metric"] == "assumption_violated" and r["value"] == 1
+        }
+    )
+    if not bad:
+        return None
+    return (
+        "! null β̂ (the estimator on unbiased data) is off: the groups' utilities differ, so "
+        "β̂ and corrected values are unreliable for "
+        + ", ".join(bad)
+        + " (try estimator=calibrated)"
+    )

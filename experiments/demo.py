@@ -102,6 +102,7 @@ class Demo:
                 beta_std=0.0 if beta in (None, 1.0) else None,
                 bias=setup.bias,
                 estimator=setup.estimator,
+                diagnostics=setup.diagnostics,
                 rng=rng_for(setup.seed, "demo-tab", beta, rep),
                 dataset=title,
             )
@@ -120,7 +121,7 @@ class Demo:
         σ_β = 0): the biased ranker is then the full-information ranker, not trained twice."""
         if beta != 1.0:
             return False
-        labels, vlabels, _, _ = training_labels(
+        labels, vlabels, *_ = training_labels(
             splits,
             beta=beta,
             bias=setup.bias,
@@ -150,6 +151,7 @@ class Demo:
                 conditions=("corrected",) if reuse else conditions,
                 bias=setup.bias,
                 estimator=setup.estimator,
+                diagnostics=setup.diagnostics,
                 recipe=setup.recipe,
                 rng=rng_for(setup.seed, "demo-ltr", beta, rep),
                 seed=setup.seed + rep,

@@ -45,6 +45,7 @@ class Fig7:
                             beta=beta,
                             bias=setup.bias,
                             estimator=setup.estimator,
+                            diagnostics=setup.diagnostics,
                             dataset=title,
                             rng=rng_for(setup.seed, "fig7", title, beta),
                         ).records

@@ -19,12 +19,14 @@ from groupbias.setup import Setup
 
 from .common import (
     TABLE_METRICS,
+    assumption_note,
     available,
     check_common,
     check_metrics,
     entries,
     parse_entries,
     rng_for,
+    table_records,
 )
 
 
@@ -66,6 +68,7 @@ class Table1:
                         beta=beta,
                         bias=setup.bias,
                         estimator=setup.estimator,
+                        diagnostics=setup.diagnostics,
                         rng=rng_for(setup.seed, "table1", title, beta),
                         dataset=title,
                         metrics=self.metrics,
@@ -86,7 +89,7 @@ class Table1:
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         cols = tuple(metric_keys(list(self.metrics)))
-        recs = [r for r in metrics["records"] if r["metric"] in (*cols, "beta_hat")]
+        recs = table_records(metrics["records"], cols)
         if not recs:
             print("[groupbias] table1: no dataset available;", *metrics.get("skipped", []))
             return
@@ -101,6 +104,7 @@ class Table1:
                 table,
                 title="Table 1. Amortized group bias correction, tabular regime",
                 alpha=self.alpha,
+                note=assumption_note(recs),
             )
         )
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")

@@ -16,13 +16,16 @@ from groupbias.setup import Setup
 from groupbias.validation import real
 
 from .common import (
+    TABLE_EXTRAS,
     TABLE_METRICS,
+    assumption_note,
     available,
     check_common,
     check_metrics,
     entries,
     parse_entries,
     rng_for,
+    table_records,
     with_validation,
 )
 
@@ -39,6 +42,7 @@ def _ltr_step(
         conditions=conditions,
         bias=setup.bias,
         estimator=setup.estimator,
+        diagnostics=setup.diagnostics,
         recipe=setup.recipe,
         seed=setup.seed,
         dataset=title,
@@ -107,7 +111,7 @@ class Table2:
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         cols = tuple(metric_keys(list(self.metrics)))
-        recs = [r for r in metrics["records"] if r["metric"] in cols]
+        recs = table_records(metrics["records"], cols, extras=TABLE_EXTRAS[1:])
         if not recs:
             print("[groupbias] table2: no dataset available;", *metrics.get("skipped", []))
             return
@@ -122,5 +126,6 @@ class Table2:
                 table,
                 title="Table 2. Amortized group bias correction, general LTR regime",
                 alpha=self.alpha,
+                note=assumption_note(recs),
             )
         )

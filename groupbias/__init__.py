@@ -33,7 +33,14 @@ from .errors import (
     MissingFilesError,
     ParameterError,
 )
-from .estimation import BetaEstimate, Estimator, KSEstimator, estimate_beta, ks_curves
+from .estimation import BetaEstimate, estimate_beta, ks_curves
+from .estimators import (
+    CalibratedKSEstimator,
+    Estimator,
+    KSEstimator,
+    ShrinkageEstimator,
+    bootstrap_interval,
+)
 from .evaluate import evaluate, evaluate_per_query
 from .simulation import (
     Simulation,
@@ -50,6 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BetaEstimate",
     "BuiltinGrouping",
+    "CalibratedKSEstimator",
     "ConfigError",
     "DataError",
     "DataFormatError",
@@ -64,8 +72,10 @@ __all__ = [
     "ParameterError",
     "QueryView",
     "RankingData",
+    "ShrinkageEstimator",
     "Simulation",
     "attractiveness_from_clicks",
+    "bootstrap_interval",
     "correct_with_estimate",
     "draw_query_beta",
     "estimate_beta",

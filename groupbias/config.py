@@ -184,6 +184,7 @@ GROUPS = (
     "grouping",
     "bias",
     "estimator",
+    "diagnostics",
     "model",
     "loss",
     "optimizer",
@@ -291,6 +292,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
         grouping=build(c.get("grouping"), "grouping"),
         bias=build(c.get("bias"), "bias"),
         estimator=build(c.get("estimator"), "estimator"),
+        diagnostics=build(c.get("diagnostics"), "diagnostics"),
         recipe=_recipe(c),
         data_from_command_line=data_from_command_line,
     )

@@ -21,6 +21,7 @@ __all__ = [
     "MissingFilesError",
     "GroupingError",
     "GroupBiasWarning",
+    "AssumptionWarning",
 ]
 
 
@@ -117,3 +118,8 @@ class GroupBiasWarning(UserWarning):
     """Root of every warning groupbias emits: something the user should know about a result
     (e.g. an estimator assumption that does not hold). The ``groupbias`` command shows these
     on stderr as ``groupbias: warning: ...`` while it silences dependencies' notices."""
+
+
+class AssumptionWarning(GroupBiasWarning):
+    """An estimator's assumption fails on the data at hand (e.g. the null check: β̂ far from
+    1 on unbiased data); results computed under it are unreliable."""

@@ -61,13 +61,12 @@ counts divided the same way), which the tests check against a brute-force loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .distances import DISTANCES, wasserstein_curves
 from .errors import ParameterError
-from .registry import ESTIMATORS
 from .segments import query_index
 from .validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 
@@ -81,6 +80,7 @@ __all__ = [
     "tie_break_jitter",
     "random_clusters",
     "ZERO_POLICIES",
+    "grid_curves",
 ]
 
 ZERO_POLICIES = ("exclude", "include")
@@ -677,8 +677,12 @@ class BetaEstimate:
     beta_hat_per_query : float [n_queries], ``beta_hat[cluster_of_query]``
     grid : float [n_grid]
     ks_curve : float [n_clusters, n_grid], ``KS(A_A / beta, A_N)`` per cluster and grid point
-    n_affected, n_non_affected : int64 [n_clusters], scores used per group
+    n_affected, n_non_affected : int64 [n_clusters], scores used per group (with a
+        ``reference`` sample: the reference values compared in the cluster)
     cluster_labels : [n_clusters], the given cluster label of every cluster index
+    ci_low, ci_high : float [n_clusters] or None, a bootstrap confidence interval of
+        ``beta_hat`` (:func:`groupbias.estimators.bootstrap_interval`)
+    info : what an estimator reports beside (chosen cluster size, shrinkage weights, ...)
     """
 
     beta_hat: np.ndarray
@@ -689,6 +693,9 @@ class BetaEstimate:
     n_affected: np.ndarray
     n_non_affected: np.ndarray
     cluster_labels: np.ndarray
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
 
     @property
     def n_clusters(self) -> int:
@@ -740,6 +747,8 @@ class _Inputs:
     jitter: float
     grade_spacing: float | None
     split: int
+    distance: str = "ks"
+    reference: np.ndarray | None = None  # float [n_ref], replaces the non-affected sample
 
 
 def _affected(groups, n: int, group_threshold) -> np.ndarray:
@@ -768,6 +777,7 @@ def _affected(groups, n: int, group_threshold) -> np.ndarray:
     return gr >= t
 
 
+# long: one check per parameter of estimate_beta, all before any random draw
 def _validated(
     attractiveness,
     groups,
@@ -782,9 +792,13 @@ def _validated(
     grade_spacing,
     group_threshold,
     split,
+    distance="ks",
+    reference=None,
 ) -> _Inputs:
     """Every parameter of :func:`estimate_beta` checked, before any random draw."""
     a = _scores("attractiveness", attractiveness)
+    choice("distance", distance, DISTANCES)
+    ref = None if reference is None else _scores("reference", reference)
     q = check_qptr(qptr, a.size)
     if q.size < 2:
         raise ParameterError("qptr", "at least one query", "no queries")
@@ -824,6 +838,8 @@ def _validated(
         float(jitter),
         None if grade_spacing is None else float(grade_spacing),
         int(split),
+        distance,
+        ref,
     )
 
 
@@ -862,7 +878,9 @@ def _search(
         if used is not None:
             cl = cl[used]
         cx, cy = cl[aff], cl[~aff]
-    curves = _ks_matrix(x, cx, y, cy, n_c, inp.grid, inp.split)
+    if inp.reference is not None:
+        y, cy = _shared_reference(inp, n_c, rng)
+    curves = grid_curves(x, cx, y, cy, n_c, inp.grid, distance=inp.distance, split=inp.split)
     beta_hat = argmin_largest(curves, inp.grid)
     return BetaEstimate(
         beta_hat=beta_hat,
@@ -876,6 +894,45 @@ def _search(
     )
 
 
+def _shared_reference(inp: _Inputs, n_c: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """The reference sample (zero policy and jitter applied as to the scores), repeated for
+    every cluster: ``(values [n_c * n_ref], cluster [n_c * n_ref])``."""
+    ref = inp.reference
+    assert ref is not None
+    if inp.zero_policy == "exclude":
+        ref = ref[ref > 0]
+    if inp.jitter != 0:
+        ref = _jitter(ref, generator(rng), inp.jitter, inp.grade_spacing)
+    if n_c * ref.size > _MAX_PAIRS:
+        raise ParameterError(
+            "reference",
+            f"at most {_MAX_PAIRS} reference values x clusters",
+            f"{ref.size} values x {n_c} clusters",
+            fix="use larger clusters (cluster_size) or a smaller reference sample",
+        )
+    return np.tile(ref, n_c), np.repeat(np.arange(n_c, dtype=np.int64), ref.size)
+
+
+def grid_curves(
+    x: np.ndarray,
+    cx: np.ndarray,
+    y: np.ndarray,
+    cy: np.ndarray,
+    n_clusters: int,
+    grid: np.ndarray,
+    *,
+    distance: str = "ks",
+    split: int = 16,
+) -> np.ndarray:
+    """The distance ``D(x_c / beta, y_c)`` for every cluster ``c`` and grid value
+    (float [n_clusters, n_grid], NaN rows where a cluster lacks a sample); ``distance`` is
+    ``"ks"`` (Eq. 14, exact) or ``"wasserstein"`` (W1, :mod:`groupbias.distances`)."""
+    if choice("distance", distance, DISTANCES) == "wasserstein":
+        return wasserstein_curves(x, cx, y, cy, n_clusters, grid)
+    return _ks_matrix(x, cx, y, cy, n_clusters, grid, split)
+
+
+# long: the public entry point; its docstring documents every parameter
 def estimate_beta(
     attractiveness,
     groups,
@@ -890,6 +947,8 @@ def estimate_beta(
     grade_spacing: float | None = None,
     group_threshold: float | None = None,
     split: int = 16,
+    distance: str = "ks",
+    reference=None,
 ) -> BetaEstimate:
     """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
 
@@ -912,6 +971,11 @@ def estimate_beta(
         of small clusters (§6.1: noise "without swapping the order of the grades").
     group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
     split : branch-and-bound fan-out (speed knob only)
+    distance : ``"ks"`` (Eq. 14, default) or ``"wasserstein"`` (W1 between the rescaled
+        affected scores and the comparison sample, :mod:`groupbias.distances`)
+    reference : float [n_ref] or None: a comparison sample that replaces the non-affected
+        scores in every cluster (the calibrated estimator passes the affected group's
+        editorial relevance here); the zero policy and the jitter apply to it as well
 
     ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
     of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
@@ -931,103 +995,8 @@ def estimate_beta(
         grade_spacing=grade_spacing,
         group_threshold=group_threshold,
         split=split,
+        distance=distance,
+        reference=reference,
     )
     cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
     return _search(inp, cq, labels, rng)
-
-
-# --------------------------------------------------------------------------- estimators
-
-
-class Estimator(Protocol):
-    """A β estimator (:data:`groupbias.registry.ESTIMATORS`): from observed attractiveness,
-    affected-group memberships and query offsets, a :class:`BetaEstimate` per cluster.
-
-    ``clusters``: explicit query clusters (one label per query) to amortize over;
-    ``grade_spacing``: the spacing of the relevance grades when the caller knows it (for
-    tie-breaking noise on the grade scale), else None."""
-
-    def estimate(
-        self,
-        attractiveness,
-        groups,
-        *,
-        qptr,
-        clusters=None,
-        rng: np.random.Generator | None = None,
-        grade_spacing: float | None = None,
-    ) -> BetaEstimate: ...
-
-
-def split_threshold(groups) -> float | None:
-    """0.5 for fractional memberships (an item counts as affected when ``g >= 0.5``), None
-    for crisp 0/1 groups."""
-    g = np.asarray(groups, dtype=np.float64)
-    return 0.5 if np.any((g != 0) & (g != 1)) else None
-
-
-@ESTIMATORS.register("ks")
-@dataclass(frozen=True)
-class KSEstimator:
-    """The amortized Kolmogorov–Smirnov grid search of Eq. (14) (the ``estimator`` config).
-
-    ``cluster_size``: None = one global cluster, 1 = per query, k = random clusters of k
-    queries (explicit ``clusters`` passed to :meth:`estimate` take their place);
-    ``grid_step``: the β grid ``step, 2 step, ..., 1``; ``zero_policy``: ``"exclude"`` or
-    ``"include"`` zero scores; ``jitter``: tie-breaking noise, a fraction in [0, 1);
-    ``jitter_scale``: ``"grade"`` (noise on the grade spacing the caller passes) or
-    ``"gap"`` (on the smallest gap between scores). Fractional memberships are split at 0.5.
-    """
-
-    cluster_size: int | None = None
-    grid_step: float = 0.01
-    zero_policy: str = "exclude"
-    jitter: float = 0.5
-    jitter_scale: str = "grade"
-
-    def __post_init__(self) -> None:
-        if self.cluster_size is not None:
-            integer(
-                "cluster_size",
-                self.cluster_size,
-                low=1,
-                what="null (one global cluster) or an integer >= 1",
-            )
-        try:
-            default_grid(self.grid_step)
-        except ParameterError as exc:
-            raise ParameterError("grid_step", exc.expected, exc.given) from None
-        choice("zero_policy", self.zero_policy, ZERO_POLICIES)
-        real(
-            "jitter",
-            self.jitter,
-            low=0.0,
-            high=1.0,
-            high_open=True,
-            what="a fraction in [0, 1) (0 = no tie-breaking noise)",
-        )
-        choice("jitter_scale", self.jitter_scale, JITTER_SCALES)
-
-    def estimate(
-        self,
-        attractiveness,
-        groups,
-        *,
-        qptr,
-        clusters=None,
-        rng: np.random.Generator | None = None,
-        grade_spacing: float | None = None,
-    ) -> BetaEstimate:
-        return estimate_beta(
-            attractiveness,
-            groups,
-            qptr=qptr,
-            rng=rng,
-            clusters=clusters,
-            cluster_size=None if clusters is not None else self.cluster_size,
-            grid=default_grid(self.grid_step),
-            zero_policy=self.zero_policy,
-            jitter=self.jitter,
-            grade_spacing=grade_spacing if self.jitter_scale == "grade" else None,
-            group_threshold=split_threshold(groups),
-        )

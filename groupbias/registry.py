@@ -1,7 +1,7 @@
 """Registries: the extension points of groupbias, each mapping a name to an object.
 
 - :data:`ESTIMATORS`: β estimators (``name -> class`` implementing
-  :class:`groupbias.estimation.Estimator`), e.g. ``"ks"``;
+  :class:`groupbias.estimators.Estimator`), e.g. ``"ks"``;
 - :data:`METRICS`: per-query metrics by name (``"ndcg@10"``, ``"rho_dtr"``, ``"awrf"``...);
 - :data:`DATASETS`: datasets by name (:class:`groupbias.datasets.DatasetInfo`), filled by
   the modules named in the ``groupbias.datasets`` entry-point group (the built-in loaders of

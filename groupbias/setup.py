@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 from .bias import GroupBias
 from .datasets import DatasetSpec, Grouping
-from .estimation import Estimator
+from .diagnostics import Diagnostics
+from .estimators import Estimator
 
 __all__ = ["Setup", "Experiment"]
 
@@ -23,7 +24,8 @@ class Setup:
     ``dataset``/``grouping``: the composed dataset and its sensitive attribute (experiments
     over several datasets list their own in ``experiment.datasets``; a dataset chosen on the
     command line, ``data_from_command_line``, replaces that list); ``bias``: the group-bias
-    model; ``estimator``: the β estimator; ``recipe``: the ranker's model, loss, optimizer,
+    model; ``estimator``: the β estimator; ``diagnostics``: the assumption checks run beside
+    it; ``recipe``: the ranker's model, loss, optimizer,
     scheduler, trainer and batching (:class:`groupbias.ltr.train.RankerRecipe`).
     """
 
@@ -35,6 +37,7 @@ class Setup:
     estimator: Estimator
     recipe: Any
     data_from_command_line: bool = False
+    diagnostics: Diagnostics = Diagnostics()
 
 
 class Experiment(Protocol):

@@ -209,6 +209,13 @@ SMOKE = {
         "experiment.cluster_sizes=[1,40]",
         "experiment.beta_stds=[0.3]",
     ],
+    "estimator_robustness": [
+        "experiment.repetitions=1",
+        "experiment.ratios=[1.0,0.6]",
+        "experiment.betas=[0.8]",
+        "experiment.fig9_stds=[0.3]",
+        "experiment.datasets=[synthetic]",
+    ],
 }
 
 

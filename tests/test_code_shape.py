@@ -66,6 +66,7 @@ def test_one_exception_root():
     assert errors and all(issubclass(c, E.GroupBiasError) for c in errors)
     # and one warning root, which the command always shows
     assert warns and all(issubclass(c, E.GroupBiasWarning) for c in warns)
+    assert issubclass(E.AssumptionWarning, E.GroupBiasWarning)
     for path, tree in _modules(*PACKAGES):
         if path.name == "errors.py":
             continue

@@ -109,7 +109,7 @@ def test_at_beta_one_the_biased_labels_are_the_full_information_ones():
     setup, _ = build_setup(cfg)
     splits = load(Entry(setup.dataset, setup.grouping, "dataset"))
     for beta, same in ((1.0, True), (0.9, False)):
-        labels, vlabels, _, _ = training_labels(
+        labels, vlabels, *_ = training_labels(
             splits,
             beta=beta,
             bias=setup.bias,

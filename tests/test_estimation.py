@@ -444,7 +444,7 @@ def _toy(rng, n_q=200, size=8, beta=0.7):
 
 
 def test_ks_estimator_is_registered_and_equals_estimate_beta():
-    from groupbias.estimation import KSEstimator
+    from groupbias.estimators import KSEstimator
     from groupbias.registry import ESTIMATORS
 
     assert ESTIMATORS.get("ks") is KSEstimator
@@ -466,7 +466,7 @@ def test_ks_estimator_is_registered_and_equals_estimate_beta():
 
 
 def test_ks_estimator_splits_fractional_groups_at_one_half():
-    from groupbias.estimation import KSEstimator
+    from groupbias.estimators import KSEstimator
 
     a, g, qptr = _toy(np.random.default_rng(1))
     frac = np.where(g == 1, 0.8, 0.1)
@@ -489,7 +489,7 @@ def test_ks_estimator_splits_fractional_groups_at_one_half():
     ],
 )
 def test_ks_estimator_names_the_bad_field(field, value):
-    from groupbias.estimation import KSEstimator
+    from groupbias.estimators import KSEstimator
 
     with pytest.raises(ParameterError) as info:
         KSEstimator(**{field: value})

@@ -28,8 +28,9 @@ import numpy as np
 from ..bias import GroupBias
 from ..correction import ips_correct
 from ..data import RankingData
+from ..diagnostics import Diagnostics
 from ..errors import ParameterError
-from ..estimation import Estimator
+from ..estimators import Estimator
 from ..io import write_npz_atomic, write_text_atomic
 from ..simulation import relevance_from_labels
 from .evaluation import (
@@ -40,7 +41,7 @@ from .evaluation import (
     ranking_metrics,
     records_for,
 )
-from .tabular import estimate_record, grade_spacing, record_base
+from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, grade_spacing, record_base
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -109,10 +110,14 @@ def training_labels(
     estimator: Estimator,
     rng: np.random.Generator,
     beta_std: float | None = None,
+    diagnostics: Diagnostics | None = None,
+    base: dict | None = None,
 ):
-    """Labels of the train and valid splits per condition, on the grade scale, and the
-    estimate. The validation split gets its own simulated attractiveness (users are biased
-    there too), corrected with the mean β̂ of the training clusters."""
+    """Labels of the train and valid splits per condition, on the grade scale, the estimate,
+    its mean and the diagnostic records (the assumption check on the train split when
+    ``diagnostics`` is given, with ``base`` fields). The validation split gets its own
+    simulated attractiveness (users are biased there too), corrected with the mean β̂ of the
+    training clusters."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
@@ -122,7 +127,20 @@ def training_labels(
         qptr=train.qptr,
         rng=rng,
         grade_spacing=grade_spacing(train),
+        relevance=sim.relevance,
     )
+    checks = []
+    if diagnostics is not None:
+        checks = diagnose(
+            train,
+            est,
+            bias=bias,
+            estimator=estimator,
+            diagnostics=diagnostics,
+            rng=rng,
+            base=base or {},
+            label_max=scale,
+        )
     finite = est.beta_hat[np.isfinite(est.beta_hat)]
     beta_hat_global = float(finite.mean()) if finite.size else 1.0
 
@@ -141,7 +159,7 @@ def training_labels(
     if valid is not None:
         sim_va = bias.simulate(valid, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
         vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, beta_hat_global))
-    return labels, vlabels, est, beta_hat_global
+    return labels, vlabels, est, beta_hat_global, checks
 
 
 def evaluation_spec(
@@ -162,6 +180,7 @@ def evaluation_spec(
     )
 
 
+# long: three trainings and their records in sequence; the docstring lists the options
 def run_ltr(
     splits: Mapping[str, RankingData],
     *,
@@ -177,18 +196,28 @@ def run_ltr(
     metrics: Sequence = DEFAULT_METRICS,
     correlations=(),
     beta_std: float | None = None,
+    diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
 ) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
     ``recipe``: a :class:`groupbias.ltr.train.RankerRecipe` (model, loss, optimizer,
     scheduler, trainer, batching); ``metrics``: names of :data:`groupbias.registry.METRICS`;
-    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
+    ``diagnostics``: the assumption check on the train split (None: skipped)."""
     from ..ltr.train import train_ranker
 
     _check_splits(splits, conditions)
     train, test, out = splits["train"], splits["test"], Path(out_dir)
-    labels, vlabels, est, beta_hat_global = training_labels(
-        splits, beta=beta, bias=bias, estimator=estimator, rng=rng, beta_std=beta_std
+    base = record_base(dataset or train.name, "ltr", beta, bias, estimator, beta_std)
+    labels, vlabels, est, beta_hat_global, checks = training_labels(
+        splits,
+        beta=beta,
+        bias=bias,
+        estimator=estimator,
+        rng=rng,
+        beta_std=beta_std,
+        diagnostics=diagnostics,
+        base=base,
     )
     spec = evaluation_spec(test, scale=label_scale(splits), bias=bias, metrics=metrics)
     per_query, preds = {}, {}
@@ -206,13 +235,13 @@ def run_ltr(
         per_query[cond] = ranking_metrics(scores, spec)
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
         write_trec_run(out / cond / "test.run", scores, test, tag=f"groupbias-{cond}")
-    base = record_base(dataset or train.name, "ltr", beta, bias, estimator, beta_std)
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     for r in records:
         if r["condition"] == "full":
             r["beta"] = None
     records.append({**estimate_record(est, base), "value": beta_hat_global})
+    records += checks
     return LTRResult(
         beta=float(beta),
         beta_hat=est.beta_hat,

@@ -21,8 +21,10 @@ import numpy as np
 from ..bias import GroupBias
 from ..correction import ips_correct
 from ..data import RankingData
+from ..diagnostics import Diagnostics, estimate_summary
 from ..errors import ParameterError
-from ..estimation import BetaEstimate, Estimator
+from ..estimation import BetaEstimate
+from ..estimators import Estimator
 from ..simulation import Simulation
 from .evaluation import (
     DEFAULT_METRICS,
@@ -32,6 +34,8 @@ from .evaluation import (
     records_for,
     tabular_metrics,
 )
+
+DEFAULT_DIAGNOSTICS = Diagnostics()
 
 
 @dataclass
@@ -80,16 +84,51 @@ def record_base(
 
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
-    """The β̂ record: mean and spread of the finite cluster estimates."""
+    """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
+    says about itself (:func:`groupbias.diagnostics.estimate_summary`: curve minimum, flat
+    width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
-    return {
+    rec = {
         **base,
         "metric": "beta_hat",
         "condition": "estimate",
         "value": float(np.mean(bh)) if bh.size else float("nan"),
         "std": float(np.std(bh)) if bh.size else float("nan"),
         "n_clusters": int(est.beta_hat.size),
+        **estimate_summary(est),
     }
+    if "cluster_size" in est.info:
+        cs = est.info["cluster_size"]
+        rec["cluster_size"] = None if cs is None else int(cs)
+    return rec
+
+
+def diagnose(
+    data: RankingData,
+    est: BetaEstimate,
+    *,
+    bias: GroupBias,
+    estimator: Estimator,
+    diagnostics: Diagnostics,
+    rng: np.random.Generator,
+    base: dict,
+    label_max: float | None = None,
+) -> list[dict]:
+    """The assumption check of ``estimator`` on this data under ``bias`` (null check at
+    β = 1, utility ratio, relevance KS) as records; warns when it fails. ``label_max``: the
+    label scale (default the data's)."""
+    where = f"{base.get('dataset', data.name)} (β = {base.get('beta')})"
+    check = diagnostics.check(
+        data,
+        bias=bias,
+        estimator=estimator,
+        rng=rng,
+        estimate=est,
+        grade_spacing=grade_spacing(data),
+        label_max=label_max,
+        where=where,
+    )
+    return check.records(base)
 
 
 def correct_and_evaluate(
@@ -112,6 +151,7 @@ def correct_and_evaluate(
         clusters=clusters,
         rng=rng,
         grade_spacing=grade_spacing(data),
+        relevance=sim.relevance,
     )
     corrected = ips_correct(
         sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
@@ -149,13 +189,15 @@ def run_tabular(
     clusters: np.ndarray | None = None,
     beta_std: float | None = None,
     keep_scores: bool = False,
+    diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
 ) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
     ``bias``: the group-bias model (simulates at ``beta``; ``beta_std`` overrides its noise);
     ``estimator``: any :class:`~groupbias.estimation.Estimator` (``clusters``: explicit query
     clusters for it); ``metrics``: names of :data:`groupbias.registry.METRICS`;
-    ``correlations``: metric pairs whose per-query Pearson correlation is recorded."""
+    ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
+    ``diagnostics``: the assumption check run beside (None: skipped)."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(
@@ -168,6 +210,16 @@ def run_tabular(
         correlations=correlations,
         clusters=clusters,
     )
+    if diagnostics is not None:
+        records += diagnose(
+            data,
+            est,
+            bias=bias,
+            estimator=estimator,
+            diagnostics=diagnostics,
+            rng=rng,
+            base=base,
+        )
     return TabularResult(
         beta=float(beta),
         beta_hat=est.beta_hat,

@@ -328,3 +328,79 @@ def plot_beta_sweep(
 ) -> dict[str, Path]:
     """:func:`beta_sweep_figure` written as ``stem.png`` and ``stem.pdf``."""
     return save_figure(beta_sweep_figure(records, metrics=metrics, title=title), stem)
+
+
+def plot_robustness(
+    records: Iterable[Mapping] | pd.DataFrame,
+    stem: str | os.PathLike,
+    *,
+    title: str | None = None,
+    rows: Sequence[tuple[str, str, str]] = (
+        ("abs_error", "estimate", "|β̂ − β|"),
+        ("rho_dtr", "corrected", "ρ(DTR), corrected"),
+        ("delta_eel", "corrected", "Δ(EEL), corrected"),
+    ),
+) -> dict[str, Path]:
+    """Estimator robustness: one row per quantity of ``rows`` against the utility ratio, one
+    column per β, one line per estimator (mean ± std over repetitions); the biased value of a
+    metric is the dashed black line."""
+    df = _frame(records)
+    for col in ("ratio", "estimator", "beta"):
+        if col not in df.columns:
+            raise ParameterError("records", f"records with a {col!r} key", list(df.columns))
+    betas = sorted(df["beta"].dropna().unique(), reverse=True)
+    names = list(dict.fromkeys(df["estimator"].dropna()))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = plt.subplots(
+        len(rows), len(betas), figsize=(3.4 * len(betas), 2.6 * len(rows)), squeeze=False
+    )
+    for j, beta in enumerate(betas):
+        at = df[np.isclose(df["beta"].astype(float), float(beta))]
+        for i, (metric, cond, label) in enumerate(rows):
+            ax = axes[i, j]
+            sub = at[at["metric"] == metric]
+            for k, name in enumerate(names):
+                g = sub[(sub["estimator"] == name) & (sub["condition"] == cond)]
+                g = g.groupby("ratio")["value"]
+                m, s = g.mean(), g.std(ddof=0).fillna(0.0)
+                if m.empty:
+                    continue
+                c = colors[k % len(colors)]
+                ax.plot(m.index, m.values, "-o", ms=3, color=c, label=name)
+                ax.fill_between(m.index, m - s, m + s, color=c, alpha=0.15)
+            biased = sub[sub["condition"] == "biased"].groupby("ratio")["value"].mean()
+            if not biased.empty:
+                ax.plot(biased.index, biased.values, "--", color="black", lw=1, label="biased")
+            ax.invert_xaxis()
+            if i == 0:
+                ax.set_title(f"β = {beta:g}")
+            if j == 0:
+                ax.set_ylabel(label)
+            if i == len(rows) - 1:
+                ax.set_xlabel("utility ratio (affected / non-affected)")
+    axes[0, 0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
+def plot_fig9_errors(records: Iterable[Mapping] | pd.DataFrame, stem) -> dict[str, Path]:
+    """Per-query error ``mean_q |β̂_q − β_q|`` per heterogeneity setting (groups of bars, one
+    bar per estimator, ± std over repetitions)."""
+    df = _frame(records)
+    settings = list(dict.fromkeys(df["setting"]))
+    names = list(dict.fromkeys(df["estimator"]))
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(settings), 3.2))
+    width = 0.8 / max(len(names), 1)
+    for k, name in enumerate(names):
+        g = df[df["estimator"] == name].groupby("setting")["value"]
+        m = g.mean().reindex(settings)
+        s = g.std(ddof=0).reindex(settings).fillna(0.0)
+        x = np.arange(len(settings)) + (k - (len(names) - 1) / 2) * width
+        ax.bar(x, m.values, width, yerr=s.values, label=name, capsize=2)
+    ax.set_xticks(np.arange(len(settings)), settings)
+    ax.set_ylabel("mean |β̂_q − β_q|")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, stem)

@@ -52,6 +52,9 @@ def _better(metric: str, value: float, reference: float) -> bool:
 
 
 CONDITION_SHORT = {"full": "F", "biased": "B", "corrected": "C"}
+#: the null-check column (β̂ on unbiased data) and the mark of a failed check
+NULL_LABEL = "null β̂"
+VIOLATED_MARK = "!"
 
 
 def _fmt(v: float, digits: int) -> str:
@@ -105,9 +108,11 @@ def _beta_block(
     with_estimate: bool,
     alpha: float,
     digits: int,
+    with_null: bool = False,
 ):
-    """Columns and per-dataset cells of one β block: β̂, then biased / corrected per metric
-    (``*`` on a corrected value better than biased with p < alpha)."""
+    """Columns and per-dataset cells of one β block: β̂, the null check (β̂ on unbiased data,
+    ``!`` when it fails), then biased / corrected per metric (``*`` on a corrected value
+    better than biased with p < alpha)."""
     block = f"β = {beta:g}"
     columns: list[tuple[str, str, str]] = []
     cells: dict[str, list[str]] = {ds: [] for ds in datasets}
@@ -115,6 +120,12 @@ def _beta_block(
         columns.append((block, "β̂", ""))
         for ds in datasets:
             cells[ds].append(_fmt(lookup(ds, beta, "beta_hat", "estimate")[0], digits))
+    if with_null:
+        columns.append((block, NULL_LABEL, ""))
+        for ds in datasets:
+            null = lookup(ds, beta, "null_beta_hat", "diagnostic")[0]
+            bad = lookup(ds, beta, "assumption_violated", "diagnostic")[0]
+            cells[ds].append(_fmt(null, digits) + (VIOLATED_MARK if bad == 1 else ""))
     for metric in metrics:
         for cond in ("biased", "corrected"):
             columns.append((block, METRIC_LABELS.get(metric, metric), CONDITION_SHORT[cond]))
@@ -159,9 +170,17 @@ def paper_table(
             for ds in datasets:
                 rows[ds].append(_fmt(lookup(ds, None, metric, "full")[0], digits))
     with_estimate = bool((df["metric"] == "beta_hat").any())
+    with_null = bool((df["metric"] == "null_beta_hat").any())
     for beta in betas:
         cols, cells = _beta_block(
-            lookup, beta, datasets, metrics, with_estimate=with_estimate, alpha=alpha, digits=digits
+            lookup,
+            beta,
+            datasets,
+            metrics,
+            with_estimate=with_estimate,
+            alpha=alpha,
+            digits=digits,
+            with_null=with_null,
         )
         columns += cols
         for ds in datasets:

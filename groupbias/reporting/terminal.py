@@ -209,10 +209,12 @@ def table_to_text(
     width: int = 100,
     title: str | None = None,
     alpha: float | None = None,
+    note: str | None = None,
     pinned: Sequence[str] = PINNED,
 ) -> str:
     """The table as aligned plain text no wider than ``width`` where possible (see module
-    docstring); ``title`` above, the :func:`legend` (with ``alpha``: the marker) below."""
+    docstring); ``title`` above, the :func:`legend` (with ``alpha``: the marker) and ``note``
+    below, wrapped to ``width``."""
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
     if width < 20:
@@ -227,5 +229,5 @@ def table_to_text(
         if k:
             out.append("")
         out += _render(index, name, _fresh(part), levels)
-    out += textwrap.wrap(legend(table, alpha), width)
+    out += textwrap.wrap(legend(table, alpha), width) + textwrap.wrap(note or "", width)
     return "\n".join(out) + "\n"
