@@ -12,6 +12,7 @@ left as it was. Two CPU runs with the same seed and inputs give identical predic
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import warnings
@@ -187,7 +188,9 @@ class TrainerSpec:
     ``devices``, ``strategy``, ``precision``, ``enable_progress_bar``, ``log_every_n_steps``:
     ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
-    package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword.
+    package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``: CPU
+    threads torch uses while training (None: torch's default, one per core; 1 keeps small
+    models fast on a machine whose cores are busy with other work).
     """
 
     max_epochs: int = 20
@@ -203,9 +206,12 @@ class TrainerSpec:
     log_every_n_steps: int = 10
     loggers: tuple[str, ...] = ("csv",)
     extra: Mapping = field(default_factory=dict)
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         integer("max_epochs", self.max_epochs, low=1)
+        if self.threads is not None:
+            integer("threads", self.threads, low=1)
         if self.patience is not None:
             integer("patience", self.patience, low=1)
         real("min_delta", self.min_delta, low=0.0)
@@ -340,6 +346,18 @@ def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
     return callbacks, ckpt
 
 
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """Run the block with ``n`` torch CPU threads (None: as they are), restored afterwards."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_valid: bool):
     """Build scorer, module and trainer under a forked, seeded torch RNG and fit."""
     spec = recipe.trainer
@@ -348,7 +366,11 @@ def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_
     if not has_valid:
         settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
+    with (
+        torch.random.fork_rng(devices=devices),
+        warnings.catch_warnings(),
+        torch_threads(spec.threads),
+    ):
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*number of training batches.*")
         torch.manual_seed(seed)
