@@ -1,4 +1,5 @@
 # Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
+# `make figure` runs the demo and copies its figure to docs/figures/ (the README shows it).
 # `make wheel` builds dist/groupbias-*.whl (configs shipped as groupbias/configs/);
 # `make test` runs `make lint` (ruff lint + format check, mypy on groupbias/) and then the
 # whole test suite, the wheel test included.
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo test bench lint wheel install clean-venv
+.PHONY: demo figure test bench lint wheel install clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/groupbias
+
+# the README's figure is the demo's
+figure: demo
+	cp runs/demo/demo.png docs/figures/demo.png
 
 test: lint
 	$(PY) -m pytest -q

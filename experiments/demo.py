@@ -1,116 +1,254 @@
 """The demo (plain ``groupbias`` / ``make demo``): the whole method on the embedded synthetic
-dataset in about a minute on two CPU cores.
+dataset in well under a minute on two CPU cores.
 
-1. load the synthetic train/valid/test splits and print their size and group statistics;
-2. tabular regime: simulate group bias (β ∈ bias.betas), estimate β̂ (amortized KS),
-   IPS-correct, evaluate biased vs corrected;
-3. LTR regime: train a small attention LambdaRank ranker on full-information, biased and
-   corrected labels (β = experiment.ltr_beta) and evaluate on the test split;
-4. print both tables and write a figure (biased vs corrected NDCG@10, tabular and LTR).
+1. load the synthetic train/valid/test splits;
+2. tabular regime, for every β of ``bias.betas`` (1.0 = no bias): simulate group bias,
+   estimate β̂ (amortized KS), IPS-correct, evaluate biased vs corrected utilities against
+   full information (the true relevance);
+3. LTR regime: train a small attention LambdaRank ranker on full-information labels, and on
+   biased and corrected labels for every β of ``experiment.ltr_betas``; evaluate on the test
+   split;
+4. every simulation and ranker is repeated ``experiment.repetitions`` times (other simulation
+   draws and initializations);
+5. print both tables (Table 1 / Table 2 layout, first repetition, β in
+   ``experiment.table_betas``) and write the figure ``demo.png``/``demo.pdf``: NDCG@10, ρ(DTR)
+   and Δ(EEL) against β for full information, biased and corrected, mean ± s.d. over the
+   repetitions — degradation with β and recovery by correction.
+
+At β = 1 the per-query noise σ_β is 0, so the biased labels are the true ones (and the
+biased LTR ranker is the full-information ranker of the same repetition, not trained again).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupbias.pipelines.ltr import run_ltr
+import numpy as np
+
+from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.reporting import paper_table, save_table
-from groupbias.reporting.plots import plot_biased_vs_corrected
-from groupbias.reporting.tables import table_to_markdown
+from groupbias.reporting import paper_table, save_table, table_to_text
+from groupbias.reporting.plots import beta_sweep_figure, save_figure
+from groupbias.runs import shown_path
 from groupbias.setup import Setup
-from groupbias.validation import real
+from groupbias.validation import real, sequence
 
 from .common import Entry, check_common, load, rng_for
 
+#: the figure's file name (README.md shows docs/figures/<FIGURE>.png, a copy of it) and the
+#: start of its title (the PNG's Title metadata)
+FIGURE = "demo"
+FIGURE_TITLE = "Group bias and its correction"
 
-def _summary_line(title: str, name: str, s: dict) -> str:
+
+def _betas(name: str, values) -> tuple[float, ...]:
+    return sequence(
+        name,
+        values,
+        lambda n, v: real(n, v, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]"),
+        what="a non-empty list of betas in (0, 1], e.g. [1.0, 0.8, 0.6]",
+    )
+
+
+def _b(beta: float) -> str:
+    """β as written in the config: 1.0, 0.8, 0.75."""
+    text = f"{beta:g}"
+    return text if "." in text else f"{text}.0"
+
+
+def _same(a, b) -> bool:
+    return a is not None and abs(float(a) - float(b)) < 1e-9
+
+
+def _data_line(title: str, summaries: dict, seconds: float) -> str:
+    sizes = ", ".join(f"{name} {s['n_queries']}" for name, s in summaries.items())
+    items = sum(s["n_items"] for s in summaries.values())
+    affected = sum(s.get("affected_share", 0.0) * s["n_items"] for s in summaries.values())
     return (
-        f"[groupbias] {title}/{name}: {s['n_queries']} queries, {s['n_items']} items, "
-        f"{s['n_features']} features; affected share {s['affected_share']:.3f}, "
-        f"utility ratio (affected/non-affected) {s['utility_ratio']:.3f}, "
-        f"{s['queries_with_both_groups']} queries with both groups"
+        f"[groupbias] {title}: {sum(s['n_queries'] for s in summaries.values())} queries "
+        f"({sizes}), {affected / max(items, 1):.0%} affected items: {seconds:.1f} s"
     )
 
 
 @dataclass
 class Demo:
-    """``experiment=demo``: ``ltr_beta``: the β of the LTR part; ``alpha``: significance
-    level of the table markers."""
+    """``experiment=demo``: ``repetitions`` of every simulation and ranker (the figure's
+    intervals); ``ltr_betas``: the β of the LTR part (each trains a biased and a corrected
+    ranker per repetition); ``table_betas``: the β columns of the printed tables; ``alpha``:
+    significance level of the table markers. The tabular part runs every β of bias.betas."""
 
     name: str = "demo"
-    ltr_beta: float = 0.8
+    repetitions: int = 3
+    ltr_betas: list = field(default_factory=lambda: [1.0, 0.8, 0.6])
+    table_betas: list = field(default_factory=lambda: [0.8, 0.6])
     alpha: float = 0.001
 
     def __post_init__(self) -> None:
         check_common(self)
-        real("ltr_beta", self.ltr_beta, low=0.0, high=1.0, low_open=True)
+        self.ltr_betas = list(_betas("ltr_betas", self.ltr_betas))
+        self.table_betas = list(_betas("table_betas", self.table_betas))
+
+    def _tabular(self, setup: Setup, split, title: str, beta: float | None) -> dict:
+        """Every repetition at ``beta``; ``None``: full information (the true relevance,
+        evaluated once: nothing is random about it)."""
+        out = []
+        for rep in range(1 if beta is None else self.repetitions):
+            res = run_tabular(
+                split,
+                beta=1.0 if beta is None else beta,
+                beta_std=0.0 if beta in (None, 1.0) else None,
+                bias=setup.bias,
+                estimator=setup.estimator,
+                diagnostics=setup.diagnostics,
+                rng=rng_for(setup.seed, "demo-tab", beta, rep),
+                dataset=title,
+            )
+            if beta is None:  # unbiased "biased" utilities are the full-information ones
+                out += [
+                    {**r, "condition": "full", "beta": None, "p_value": None, "repetition": rep}
+                    for r in res.records
+                    if r["condition"] == "biased"
+                ]
+            else:
+                out += [{**r, "repetition": rep} for r in res.records]
+        return {"records": out}
+
+    def _unbiased(self, setup: Setup, splits, beta: float) -> bool:
+        """True when the biased labels at ``beta`` are the full-information ones (β = 1 with
+        σ_β = 0): the biased ranker is then the full-information ranker, not trained twice."""
+        if beta != 1.0:
+            return False
+        labels, vlabels, *_ = training_labels(
+            splits,
+            beta=beta,
+            bias=setup.bias,
+            estimator=setup.estimator,
+            rng=rng_for(setup.seed, "demo-ltr-check"),
+            beta_std=0.0,
+        )
+        return all(
+            (a["biased"] is None and a["full"] is None) or np.array_equal(a["biased"], a["full"])
+            for a in (labels, vlabels)
+        )
+
+    def _ltr(
+        self, setup: Setup, splits, title: str, rd, beta: float | None, full=(), reuse=False
+    ) -> dict:
+        """Every repetition's rankers: full information (``beta`` None), else biased and
+        corrected at ``beta``; with ``reuse`` the biased ranker is the repetition's
+        full-information ranker (its records in ``full``)."""
+        conditions = ("full",) if beta is None else ("biased", "corrected")
+        out = []
+        for rep in range(self.repetitions):
+            where = rd.path / "ltr" / f"rep{rep}"
+            res = run_ltr(
+                splits,
+                beta=1.0 if beta is None else beta,
+                beta_std=0.0 if beta in (None, 1.0) else None,
+                conditions=("corrected",) if reuse else conditions,
+                bias=setup.bias,
+                estimator=setup.estimator,
+                diagnostics=setup.diagnostics,
+                recipe=setup.recipe,
+                rng=rng_for(setup.seed, "demo-ltr", beta, rep),
+                seed=setup.seed + rep,
+                out_dir=where if beta is None else where / f"beta{_b(beta)}",
+                dataset=title,
+            )
+            out += [
+                {**r, "repetition": rep}
+                for r in res.records
+                if r["condition"] in conditions or (beta is not None and r["metric"] == "beta_hat")
+            ]
+            if reuse:
+                out += [
+                    {**r, "condition": "biased", "beta": beta}
+                    for r in full
+                    if r["repetition"] == rep and r["condition"] == "full"
+                ]
+        return {"records": out}
 
     def run(self, setup: Setup, rd) -> dict:
         entry = Entry(setup.dataset, setup.grouping, "dataset")
+        reps = self.repetitions
+        print(
+            "[groupbias] demo: simulate group bias, estimate β̂, correct, evaluate; "
+            f"{reps} repetition{'s' * (reps > 1)}"
+        )
+        start = time.perf_counter()
         splits = load(entry)
         summaries = {name: d.summary() for name, d in splits.items()}
-        for name, s in summaries.items():
-            print(_summary_line(entry.title, name, s))
-        records = []
+        print(_data_line(entry.title, summaries, time.perf_counter() - start))
+        tab = functools.partial(self._tabular, setup, splits["train"], entry.title)
+        ltr = functools.partial(self._ltr, setup, splits, entry.title, rd)
+        records = rd.step("tabular_full", lambda: tab(None), label="tabular, full information")[
+            "records"
+        ]
         for beta in setup.bias.betas:
             records += rd.step(
-                f"tabular_beta{beta}",
-                lambda beta=beta: {
-                    "records": run_tabular(
-                        splits["train"],
-                        beta=beta,
-                        bias=setup.bias,
-                        estimator=setup.estimator,
-                        diagnostics=setup.diagnostics,
-                        rng=rng_for(setup.seed, "demo-tab", beta),
-                        dataset=entry.title,
-                    ).records
-                },
+                f"tabular_beta{_b(beta)}",
+                functools.partial(tab, beta),
+                label=f"tabular, β = {_b(beta)} ({reps} × simulate, estimate, correct)",
             )["records"]
-        beta = float(self.ltr_beta)
-        records += rd.step(
-            f"ltr_beta{beta}",
-            lambda: {
-                "records": run_ltr(
-                    splits,
-                    beta=beta,
-                    bias=setup.bias,
-                    estimator=setup.estimator,
-                    diagnostics=setup.diagnostics,
-                    recipe=setup.recipe,
-                    rng=rng_for(setup.seed, "demo-ltr", beta),
-                    seed=setup.seed,
-                    out_dir=rd.path / "ltr",
-                    dataset=entry.title,
-                ).records
-            },
+        full = rd.step(
+            "ltr_full", lambda: ltr(None), label=f"LTR, full information ({reps} rankers)"
         )["records"]
+        records += full
+        for beta in self.ltr_betas:
+            reuse = self._unbiased(setup, splits, beta)
+            records += rd.step(
+                f"ltr_beta{_b(beta)}",
+                functools.partial(ltr, beta, full, reuse),
+                label=f"LTR, β = {_b(beta)} ({reps if reuse else 2 * reps} rankers)",
+            )["records"]
         return {"records": records, "summaries": summaries}
+
+    def tables(self, records: list[dict]):
+        """The Table 1 and Table 2 layouts of the first repetition at ``table_betas``."""
+        first = [
+            r
+            for r in records
+            if r.get("repetition", 0) == 0
+            and (r["condition"] == "full" or any(_same(r["beta"], b) for b in self.table_betas))
+        ]
+        tab = [r for r in first if r["regime"] == "tabular" and r["condition"] != "full"]
+        ltr = [r for r in first if r["regime"] == "ltr" and r["metric"] != "beta_hat"]
+        return (
+            paper_table(tab, alpha=self.alpha),
+            paper_table(ltr, include_full=True, alpha=self.alpha),
+        )
+
+    def figure(self, records: list[dict]):
+        """The degradation-and-recovery figure (:func:`beta_sweep_figure`)."""
+        reps = max(int(r.get("repetition", 0)) for r in records) + 1
+        return beta_sweep_figure(
+            records,
+            title=f"{FIGURE_TITLE} ({records[0]['dataset']} data; mean ± s.d. over {reps} "
+            f"repetition{'s' * (reps > 1)})",
+        )
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         recs = metrics["records"]
-        tab = [r for r in recs if r["regime"] == "tabular"]
-        ltr = [r for r in recs if r["regime"] == "ltr"]
         run_dir = Path(run_dir)
-        t1 = paper_table(tab, alpha=self.alpha)
-        t2 = paper_table(
-            [r for r in ltr if r["metric"] != "beta_hat"], include_full=True, alpha=self.alpha
-        )
+        t1, t2 = self.tables(recs)
         save_table(t1, run_dir / "tabular")
         save_table(t2, run_dir / "ltr")
-        print("\nTabular regime (Table 1 layout; full information is the ideal: NDCG 1, ρ 1, Δ 0)")
-        print(table_to_markdown(t1))
-        print("LTR regime (Table 2 layout; test split)")
-        print(table_to_markdown(t2))
-        fig = plot_biased_vs_corrected(
-            [
-                {**r, "dataset": f"{r['dataset']} ({r['regime']})"}
-                for r in recs
-                if r["metric"] == "ndcg@10" and r["condition"] in ("biased", "corrected")
-            ],
-            run_dir / "demo_ndcg",
-            title="NDCG@10 of biased and corrected labels",
+        print()
+        print(
+            table_to_text(
+                t1,
+                title="Tabular regime (Table 1 layout; full information: NDCG 1, ρ 1, Δ 0)",
+                alpha=self.alpha,
+            )
         )
-        print(f"[groupbias] tables and figure written to {run_dir} ({fig['png'].name})")
+        print(
+            table_to_text(
+                t2, title="LTR regime (Table 2 layout; rankers on the test split)", alpha=self.alpha
+            )
+        )
+        fig = save_figure(self.figure(recs), run_dir / FIGURE)
+        print(f"[groupbias] figure {fig['png'].name} (and .pdf), tables tabular.* and ltr.* in")
+        print(f"[groupbias]   {shown_path(run_dir)}")

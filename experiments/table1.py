@@ -14,7 +14,7 @@ from pathlib import Path
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table, save_table
-from groupbias.reporting.tables import table_to_markdown
+from groupbias.reporting.terminal import table_to_text
 from groupbias.setup import Setup
 
 from .common import (
@@ -99,8 +99,12 @@ class Table1:
             Path(run_dir) / "table1",
             caption="Amortized group bias correction, tabular regime",
         )
-        print(table_to_markdown(table))
-        note = assumption_note(recs)
-        if note:
-            print(note)
+        print(
+            table_to_text(
+                table,
+                title="Table 1. Amortized group bias correction, tabular regime",
+                alpha=self.alpha,
+                note=assumption_note(recs),
+            )
+        )
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")

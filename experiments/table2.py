@@ -11,7 +11,7 @@ from pathlib import Path
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import run_ltr
 from groupbias.reporting import paper_table, save_table
-from groupbias.reporting.tables import table_to_markdown
+from groupbias.reporting.terminal import table_to_text
 from groupbias.setup import Setup
 from groupbias.validation import real
 
@@ -121,7 +121,11 @@ class Table2:
             Path(run_dir) / "table2",
             caption="Amortized group bias correction, general LTR regime",
         )
-        print(table_to_markdown(table))
-        note = assumption_note(recs)
-        if note:
-            print(note)
+        print(
+            table_to_text(
+                table,
+                title="Table 2. Amortized group bias correction, general LTR regime",
+                alpha=self.alpha,
+                note=assumption_note(recs),
+            )
+        )

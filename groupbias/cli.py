@@ -8,6 +8,13 @@ object (``experiment._target_``, a class in ``experiments/``) then does the work
 records are written into the run directory (see :mod:`groupbias.runs`), and a complete run
 is skipped when the same configuration is run again. Expected errors (bad config values,
 missing data) print one line and exit with status 2.
+
+What the command prints is ours: stdout carries the experiment's own lines and tables; the
+console log handler (``hydra.job_logging`` in ``configs/config.yaml``) shows warnings and
+errors on stderr (``verbose=true``: also info lines such as Lightning's banners, which always go
+to the run's ``cli.log``); deprecation notices that dependencies raise about their own code are
+ignored (:func:`configure_warnings`), and :class:`~groupbias.errors.GroupBiasWarning` is always
+shown, as one line on stderr.
 """
 
 from __future__ import annotations
@@ -15,15 +22,63 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from .config import build_setup, plain
-from .errors import GroupBiasError
-from .runs import run_once
+from .errors import GroupBiasError, GroupBiasWarning
+from .runs import run_once, shown_path
 
 log = logging.getLogger("groupbias")
+
+#: top-level packages of the dependencies whose notices about their own deprecated or changing
+#: API are noise to a groupbias user (the dependency's code, not the user's, has to change)
+QUIET_PACKAGES = (
+    "torch",
+    "pytorch_lightning",
+    "lightning",
+    "lightning_fabric",
+    "lightning_utilities",
+    "torchmetrics",
+    "hydra",
+    "omegaconf",
+    "submitit",
+    "hydra_plugins",
+    "matplotlib",
+    "pandas",
+    "numpy",
+    "scipy",
+    "tqdm",
+    "yaml",
+)
+#: the categories of such notices
+QUIET_CATEGORIES = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
+_shown_by_python = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` of the command: a GroupBiasWarning is one plain line on
+    stderr; anything else goes to the display it replaced."""
+    if issubclass(category, GroupBiasWarning):
+        kind = "" if category is GroupBiasWarning else f" ({category.__name__})"
+        print(f"groupbias: warning{kind}: {message}", file=file or sys.stderr, flush=True)
+        return
+    _shown_by_python(message, category, filename, lineno, file, line)
+
+
+def configure_warnings() -> None:
+    """Warning filters of the ``groupbias`` command: deprecation and future notices raised
+    inside :data:`QUIET_PACKAGES` are ignored; every :class:`GroupBiasWarning` is shown (each
+    distinct message once per place, whatever other filters say)."""
+    pattern = "(" + "|".join(QUIET_PACKAGES) + r")(\.|$)"
+    for category in QUIET_CATEGORIES:
+        warnings.filterwarnings("ignore", category=category, module=pattern)
+    warnings.filterwarnings("default", category=GroupBiasWarning)
+    warnings.showwarning = _show_warning
 
 
 def _find_config_dir() -> str:
@@ -82,16 +137,33 @@ def run(
     )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
-        print(f"[groupbias] already complete: {out} (delete metrics.json to re-run)")
+        print(f"[groupbias] already complete: {shown_path(out)} (delete metrics.json to re-run)")
     experiment.present(setup, metrics, out)
     return metrics
 
 
+def show_info_on_console() -> None:
+    """Let the console handlers Hydra installed show info lines too (``verbose=true``)."""
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler:
+            handler.setLevel(logging.INFO)
+
+
 def main() -> None:  # pragma: no cover - exercised through the console script
+    args = sys.argv[1:]
+    if args[:1] == ["help"] or "--help" in args or "-h" in args:
+        from .usage import help_text
+
+        print(help_text(CONFIG_DIR), end="")
+        return
     import hydra
+
+    configure_warnings()
 
     @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
+        if cfg.get("verbose") is True:
+            show_info_on_console()
         try:
             run(cfg)
         except GroupBiasError as exc:

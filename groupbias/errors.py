@@ -2,6 +2,8 @@
 
 Every error raised on bad input derives from :class:`GroupBiasError` (a ``ValueError``), and
 names what was wrong and where: the parameter, the config key, or the file, line and field.
+Every warning groupbias itself emits (a result that may mislead, e.g. a violated estimator
+assumption) is a :class:`GroupBiasWarning`; the ``groupbias`` command always shows them.
 """
 
 from __future__ import annotations
@@ -113,7 +115,9 @@ class GroupingError(DataError):
 
 
 class GroupBiasWarning(UserWarning):
-    """Root of the warnings groupbias emits (the CLI always shows them)."""
+    """Root of every warning groupbias emits: something the user should know about a result
+    (e.g. an estimator assumption that does not hold). The ``groupbias`` command shows these
+    on stderr as ``groupbias: warning: ...`` while it silences dependencies' notices."""
 
 
 class AssumptionWarning(GroupBiasWarning):

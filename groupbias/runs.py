@@ -41,6 +41,16 @@ def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEY
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as printed to the user: relative to the working directory when it lies below
+    it (``runs/demo``), else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
@@ -100,24 +110,41 @@ class RunDir:
             },
         )
 
-    def step(self, name: str, fn: Callable[[], dict], *, key: Mapping | None = None) -> dict:
+    def step(
+        self,
+        name: str,
+        fn: Callable[[], dict],
+        *,
+        key: Mapping | None = None,
+        label: str | None = None,
+    ) -> dict:
         """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
-        under the same config (and ``key``), else computed with ``fn()`` and stored."""
+        under the same config (and ``key``), else computed with ``fn()`` and stored.
+
+        Without ``label`` a line is printed when the step starts and one when it ends; with
+        it, one line when it is done (``[groupbias] <label>: 1.2 s``, or ``reused``), for
+        short steps."""
         fp = config_fingerprint({"run": self.fingerprint, "key": dict(key or {})}, ignore=())
         p = self.path / "steps" / f"{name}.json"
         if p.exists():
             try:
                 saved = read_json(p)
                 if saved.get("fingerprint") == fp:
-                    print(f"[groupbias] {name}: reused from {p}", flush=True)
+                    where = "reused" if label else f"reused from {p}"
+                    print(f"[groupbias] {label or name}: {where}", flush=True)
                     return saved["result"]
             except (OSError, json.JSONDecodeError, KeyError):
                 pass
-        print(f"[groupbias] {name}: running", flush=True)
+        if label is None:
+            print(f"[groupbias] {name}: running", flush=True)
         start = time.perf_counter()
         result = fn()
         write_json_atomic(p, {"fingerprint": fp, "result": result})
-        print(f"[groupbias] {name}: done in {time.perf_counter() - start:.1f} s", flush=True)
+        took = f"{time.perf_counter() - start:.1f} s"
+        print(
+            f"[groupbias] {label}: {took}" if label else f"[groupbias] {name}: done in {took}",
+            flush=True,
+        )
         return read_json(p)["result"]
 
     def finish(self, metrics: Mapping) -> dict:

@@ -132,6 +132,8 @@ def test_trained_loss_is_the_configured_one(option, tmp_path):
         "model.transformer.d_ff=8",
         "model.transformer.h=1",
         "bias.betas=[0.8]",
+        "experiment.repetitions=1",
+        "experiment.ltr_betas=[0.8]",
     ]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
@@ -139,14 +141,13 @@ def test_trained_loss_is_the_configured_one(option, tmp_path):
     import yaml
 
     resolved = yaml.safe_load((tmp_path / "demo" / "config.yaml").read_text())["loss"]
-    for cond in ("full", "biased", "corrected"):
-        used = json.loads(
-            (tmp_path / "demo" / "ltr" / cond / "ranker" / "ranker.json").read_text()
-        )["recipe"]["loss"]
+    ltr = tmp_path / "demo" / "ltr" / "rep0"
+    for where in (ltr / "full", ltr / "beta0.8" / "biased", ltr / "beta0.8" / "corrected"):
+        used = json.loads((where / "ranker" / "ranker.json").read_text())["recipe"]["loss"]
         assert used["class"] == resolved["_target_"].rsplit(".", 1)[1]
         for k, v in resolved.items():
             if k != "_target_":
-                assert used[k] == v, (cond, k, used[k], v)
+                assert used[k] == v, (where, k, used[k], v)
 
 
 @pytest.mark.parametrize("value", [0, "two"])

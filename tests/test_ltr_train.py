@@ -137,6 +137,31 @@ def test_bf16_mixed_training_and_plain_features(rng, tmp_path):
     )
 
 
+def test_threads_hold_while_training_and_are_restored(rng, tmp_path, monkeypatch):
+    import pytorch_lightning as pl
+
+    seen = []
+    fit = pl.Trainer.fit
+
+    def recording_fit(self, *a, **kw):
+        seen.append(torch.get_num_threads())
+        return fit(self, *a, **kw)
+
+    monkeypatch.setattr(pl.Trainer, "fit", recording_fit)
+    before = torch.get_num_threads()
+    target = 1 if before > 1 else 2
+    data = _synthetic(rng, 12)
+    kw = dict(seed=0, out_dir=tmp_path)
+    train_ranker(data, None, recipe=recipe(trainer={"max_epochs": 1, "threads": target}), **kw)
+    train_ranker(data, None, recipe=recipe(trainer={"max_epochs": 1}), **kw)
+    assert seen == [target, before]
+    assert torch.get_num_threads() == before
+    with pytest.raises(ParameterError, match="threads"):
+        TrainerSpec(threads=0)
+    with pytest.raises(ParameterError, match="extra.threads"):
+        TrainerSpec(extra={"threads": 1})
+
+
 def test_configuration_errors(rng, tmp_path):
     with pytest.raises(ParameterError, match="extra.callbacks"):
         TrainerSpec(extra={"callbacks": []})

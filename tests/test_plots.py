@@ -77,3 +77,104 @@ def test_ks_curve_plot_marks_the_estimate(tmp_path):
             )(),
             tmp_path / "x",
         )
+
+
+SWEEP_METRICS = ("ndcg@10", "rho_dtr", "delta_eel")
+
+
+def _sweep_records(rng, betas, reps, regimes=("tabular", "ltr")):
+    recs = []
+    for regime in regimes:
+        for rep in range(reps):
+            for m in SWEEP_METRICS:
+                recs.append(
+                    dict(
+                        regime=regime,
+                        metric=m,
+                        condition="full",
+                        beta=None,
+                        value=float(rng.uniform(0.7, 1.0)),
+                        repetition=rep,
+                    )
+                )
+                for b in betas:
+                    for c in ("biased", "corrected"):
+                        recs.append(
+                            dict(
+                                regime=regime,
+                                metric=m,
+                                condition=c,
+                                beta=b,
+                                value=float(rng.uniform(0, 1)),
+                                repetition=rep,
+                            )
+                        )
+            # β̂ and per-group records are not drawn
+            recs.append(
+                dict(
+                    regime=regime,
+                    metric="beta_hat",
+                    condition="estimate",
+                    beta=0.8,
+                    value=0.79,
+                    repetition=rep,
+                )
+            )
+    return recs
+
+
+def test_beta_sweep_figure_one_panel_per_metric_and_regime_three_lines_each(tmp_path):
+    import statistics
+
+    from matplotlib.collections import PolyCollection
+
+    rng = np.random.default_rng(4)
+    betas = [1.0, 0.9, 0.8, 0.7, 0.6]
+    recs = _sweep_records(rng, betas, reps=3)
+    fig = plots.beta_sweep_figure(recs)
+    assert len(fig.axes) == 6
+    for ax, (regime, metric) in zip(
+        fig.axes, [(r, m) for r in ("tabular", "ltr") for m in SWEEP_METRICS]
+    ):
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert sorted(lines) == ["biased", "corrected", "full information"]
+        for cond in ("biased", "corrected"):
+            x, y = lines[cond].get_data()
+            assert list(x) == betas
+            want = [
+                statistics.mean(
+                    r["value"]
+                    for r in recs
+                    if (r["regime"], r["metric"], r["condition"], r["beta"])
+                    == (regime, metric, cond, b)
+                )
+                for b in betas
+            ]
+            assert np.allclose(y, want)
+        full = [
+            r["value"]
+            for r in recs
+            if (r["regime"], r["metric"], r["condition"]) == (regime, metric, "full")
+        ]
+        assert np.allclose(lines["full information"].get_ydata(), statistics.mean(full))
+        # the band of the full-information line spans mean ± population s.d. of 3 repetitions
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(bands) == 3
+        ys = bands[0].get_paths()[0].vertices[:, 1]
+        sd = statistics.pstdev(full)
+        assert np.isclose(ys.max(), statistics.mean(full) + sd)
+        assert np.isclose(ys.min(), statistics.mean(full) - sd)
+        assert ax.get_xlim()[0] > ax.get_xlim()[1]  # β decreases to the right
+    out = plots.save_figure(fig, tmp_path / "sweep")
+    _png_ok(out["png"])
+    assert out["pdf"].read_bytes()[:4] == b"%PDF"
+
+
+def test_beta_sweep_figure_one_regime_and_bad_records(tmp_path):
+    rng = np.random.default_rng(1)
+    fig = plots.beta_sweep_figure(_sweep_records(rng, [0.8, 0.6], reps=1, regimes=("ltr",)))
+    assert len(fig.axes) == 3 and "LTR" in fig.axes[0].get_title()
+    with pytest.raises(ParameterError, match="regime"):
+        plots.beta_sweep_figure([dict(metric="ndcg@10", value=1.0, regime="other")])
+    out = plots.plot_beta_sweep(_sweep_records(rng, [0.8], reps=2), tmp_path / "s")
+    _png_ok(out["png"])

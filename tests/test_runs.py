@@ -1,4 +1,5 @@
 import json
+import re
 
 from groupbias import runs
 
@@ -49,3 +50,18 @@ def test_killed_run_reuses_finished_steps(tmp_path):
     m, _ = runs.run_once(tmp_path / "r", cfg, fine)
     assert calls == [1] and m["records"][0]["value"] == 1
     assert runs.collect_records(tmp_path) == [{"metric": "v", "value": 1, "run": "r"}]
+
+
+def test_a_labelled_step_prints_one_line_with_its_time(tmp_path, capsys):
+    rd = runs.RunDir(tmp_path / "r", {"a": 1})
+    rd.start()
+    rd.step("tab_b0.8", lambda: {"v": 1}, label="tabular, β = 0.8")
+    rd.step("tab_b0.8", lambda: {"v": 2}, label="tabular, β = 0.8")
+    rd.step("plain", lambda: {"v": 3})
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"\[groupbias\] tabular, β = 0\.8: \d+\.\d s", lines[0]), lines
+    assert lines[1] == "[groupbias] tabular, β = 0.8: reused"
+    assert lines[2] == "[groupbias] plain: running" and lines[3].startswith(
+        "[groupbias] plain: done"
+    )
+    assert len(lines) == 4

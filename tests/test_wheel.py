@@ -48,6 +48,9 @@ DEMO_SHRINK = [
     (("trainer.max_epochs", "trainer.lightning.max_epochs"), "2"),
     (("model.fc_model.sizes",), "[16]"),
     (("model.transformer.d_ff",), "16"),
+    (("experiment.repetitions",), "1"),
+    (("experiment.ltr_betas",), "[0.8]"),
+    (("bias.betas",), "[0.8]"),
 ]
 
 

@@ -41,12 +41,15 @@ def _frame(records) -> pd.DataFrame:
 
 
 def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it."""
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it; the figure's
+    title (``suptitle``) becomes the files' Title metadata."""
     stem = Path(stem)
     out = {}
+    title = fig.get_suptitle()
     for ext in ("png", "pdf"):
         buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
+        meta = {"Title": title} if title else None
+        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight", metadata=meta)
         out[ext] = write_bytes_atomic(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
     plt.close(fig)
     return out
@@ -223,6 +226,108 @@ def plot_ks_curves(
         ax.set_title(title)
     fig.tight_layout()
     return save_figure(fig, stem)
+
+
+#: the lines of :func:`beta_sweep_figure`: condition, legend label, colour, line style
+SWEEP_LINES = (
+    ("full", "full information", "black", "--"),
+    ("biased", "biased", "tab:red", "-"),
+    ("corrected", "corrected", "tab:blue", "-"),
+)
+REGIME_TITLES = {"tabular": "tabular regime", "ltr": "LTR regime"}
+
+
+def _mean_sd(values: pd.Series) -> tuple[float, float]:
+    v = values.to_numpy(dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std())
+
+
+def _sweep_panel(ax, df: pd.DataFrame, betas: list[float]) -> None:
+    """Full information (flat: it does not depend on β), biased and corrected against β, each
+    the mean over repetitions with a ± 1 s.d. band."""
+    for cond, label, color, style in SWEEP_LINES:
+        sub = df[df["condition"] == cond]
+        if cond == "full":
+            m, s = _mean_sd(sub["value"])
+            means, sds = np.full(len(betas), m), np.full(len(betas), s)
+        else:
+            stats = [
+                _mean_sd(sub[(sub["beta"].astype(float) - b).abs() < 1e-9]["value"]) for b in betas
+            ]
+            means, sds = np.array([x[0] for x in stats]), np.array([x[1] for x in stats])
+        ax.plot(
+            betas,
+            means,
+            style,
+            color=color,
+            label=label,
+            marker="" if cond == "full" else "o",
+            ms=4,
+        )
+        ax.fill_between(betas, means - sds, means + sds, color=color, alpha=0.15, lw=0)
+
+
+def beta_sweep_figure(
+    records: Iterable[Mapping] | pd.DataFrame,
+    *,
+    metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
+    title: str | None = None,
+):
+    """The degradation-and-recovery picture (paper Figs. 2, 5-7 in one): one row per regime
+    present (tabular, LTR), one panel per metric, each with three lines against β — full
+    information, biased and corrected — as the mean over the records' repetitions with a ±1
+    s.d. band. β decreases to the right. Records: ``regime``, ``metric``, ``condition``,
+    ``value``, ``beta`` (None for full information). Returns the matplotlib figure."""
+    from .tables import METRIC_LABELS
+
+    df = _frame(records)
+    regimes = [r for r in REGIME_TITLES if r in set(df.get("regime", pd.Series(dtype=str)))]
+    if not regimes:
+        raise ParameterError(
+            "records", "records of the tabular or ltr regime", sorted(set(df.get("regime", [])))
+        )
+    fig, axes = plt.subplots(
+        len(regimes),
+        len(metrics),
+        figsize=(3.6 * len(metrics), 0.5 + 2.7 * len(regimes)),
+        squeeze=False,
+        layout="constrained",
+    )
+    for i, regime in enumerate(regimes):
+        sub = df[(df["regime"] == regime) & df["condition"].isin(["biased", "corrected"])]
+        betas = sorted({float(b) for b in sub["beta"].dropna()}, reverse=True)
+        for j, metric in enumerate(metrics):
+            ax = axes[i][j]
+            _sweep_panel(ax, df[(df["regime"] == regime) & (df["metric"] == metric)], betas)
+            ax.set_xticks(betas, [f"{b:.1f}" if round(b, 1) == b else f"{b:g}" for b in betas])
+            if betas:
+                pad = 0.03 * max(betas[0] - betas[-1], 0.1)
+                ax.set_xlim(betas[0] + pad, betas[-1] - pad)  # β decreases to the right
+            ax.set_title(
+                f"{REGIME_TITLES[regime]}: {METRIC_LABELS.get(metric, metric)}", fontsize=10
+            )
+            ax.grid(alpha=0.3)
+            if i == len(regimes) - 1:
+                ax.set_xlabel("group underestimation factor β")
+    if title:
+        fig.suptitle(title)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    return fig
+
+
+def plot_beta_sweep(
+    records: Iterable[Mapping] | pd.DataFrame,
+    stem: str | os.PathLike,
+    *,
+    metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
+    title: str | None = None,
+) -> dict[str, Path]:
+    """:func:`beta_sweep_figure` written as ``stem.png`` and ``stem.pdf``."""
+    return save_figure(beta_sweep_figure(records, metrics=metrics, title=title), stem)
 
 
 def plot_robustness(

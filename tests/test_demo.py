@@ -1,0 +1,135 @@
+"""The first five minutes: the demo through the real command prints short lines of its own
+only (no Lightning banner, no dependency notice, our warnings shown), its figure has one panel
+per metric and regime with full information, biased and corrected, and the README opens with
+that figure."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from experiments.demo import FIGURE, FIGURE_TITLE, Demo
+
+REPO = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
+#: a shrunk demo: 60 queries, 2-epoch rankers, 2 repetitions, β = 1.0 and 0.6 in the LTR part
+TINY = [
+    "dataset.params.n_queries=60",
+    "dataset.params.list_size=[4,20]",
+    "trainer.max_epochs=2",
+    "model.fc_model.sizes=[16]",
+    "model.transformer.d_ff=16",
+    "experiment.repetitions=2",
+    "experiment.ltr_betas=[1.0,0.6]",
+    "bias.betas=[1.0,0.8,0.6]",
+]
+THIRD_PARTY = re.compile(r"lightning|GPU available|TPU available|💡|litlogger|Warning:", re.I)
+
+
+def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "warns_once.py").write_text(
+        "import warnings\n"
+        "from groupbias.errors import GroupBiasWarning\n"
+        "warnings.warn('an estimator assumption does not hold', GroupBiasWarning)\n"
+    )
+    path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("groupbias")),
+            *TINY,
+            f"paths.runs={tmp_path / 'runs'}",
+            "hydra.run.dir=runs/demo",  # the folder plain `groupbias` writes to
+            "+plugins=[warns_once]",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout.splitlines()
+    assert max(len(s) for s in out) <= 100, max(out, key=len)
+    assert not [s for s in out if THIRD_PARTY.search(s)]
+    steps = [s for s in out if s.startswith(("[groupbias] tabular", "[groupbias] LTR"))]
+    # one line per step with its time: full information and 3 β (tabular), full and 2 β (LTR)
+    assert len(steps) == 7 and all(re.search(r": \d+\.\d s$", s) for s in steps), steps
+    assert "[groupbias] LTR, β = 1.0 (2 rankers)" in res.stdout  # biased = full at β = 1
+    assert "── β = 0.6 ──" in res.stdout and "NDCG@10 ↑" in res.stdout
+    # stderr: our warnings (the plugin's, and any the estimator's diagnostics raise on this
+    # tiny dataset), one line each, and nothing else
+    err = res.stderr.splitlines()
+    assert "groupbias: warning: an estimator assumption does not hold" in err
+    assert all(s.startswith("groupbias: warning") for s in err), err
+
+    (metrics,) = (tmp_path / "runs" / "demo").rglob("metrics.json")
+    run_dir = metrics.parent
+    for name in (f"{FIGURE}.png", f"{FIGURE}.pdf", "tabular.md", "ltr.csv", "ltr.tex"):
+        assert (run_dir / name).is_file(), name
+    assert "β = 0.6 / NDCG@10 ↑ / B" in (run_dir / "tabular.md").read_text()
+    assert Image.open(run_dir / f"{FIGURE}.png").info["Title"].startswith(FIGURE_TITLE)
+    _check_figure(json.loads(metrics.read_text())["records"])
+
+
+def _check_figure(records):
+    fig = Demo().figure(records)
+    assert len(fig.axes) == 6  # NDCG@10, ρ(DTR), Δ(EEL) × tabular, LTR
+    for ax in fig.axes:
+        labels = sorted(line.get_label() for line in ax.get_lines())
+        assert labels == ["biased", "corrected", "full information"], ax.get_title()
+    tab_ndcg, ltr_ndcg = fig.axes[0], fig.axes[3]
+    assert "tabular" in tab_ndcg.get_title() and "NDCG@10" in tab_ndcg.get_title()
+    assert list(tab_ndcg.get_lines()[1].get_xdata()) == [1.0, 0.8, 0.6]
+    assert list(ltr_ndcg.get_lines()[1].get_xdata()) == [1.0, 0.6]
+    # tabular full information is the truth: NDCG@10 = 1; at β = 1 biased = full information
+    lines = {line.get_label(): line for line in tab_ndcg.get_lines()}
+    assert np.allclose(lines["full information"].get_ydata(), 1.0)
+    assert np.isclose(lines["biased"].get_ydata()[0], 1.0)
+    lines = {line.get_label(): line for line in ltr_ndcg.get_lines()}
+    assert np.isclose(lines["biased"].get_ydata()[0], lines["full information"].get_ydata()[0])
+
+
+def test_at_beta_one_the_biased_labels_are_the_full_information_ones():
+    """Why the demo does not train a biased ranker at β = 1: its labels are the true ones."""
+    from hydra import compose, initialize_config_dir
+
+    from experiments.common import Entry, load, rng_for
+    from groupbias.cli import CONFIG_DIR
+    from groupbias.config import build_setup
+    from groupbias.pipelines.ltr import training_labels
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=TINY[:2])
+    setup, _ = build_setup(cfg)
+    splits = load(Entry(setup.dataset, setup.grouping, "dataset"))
+    for beta, same in ((1.0, True), (0.9, False)):
+        labels, vlabels, *_ = training_labels(
+            splits,
+            beta=beta,
+            bias=setup.bias,
+            estimator=setup.estimator,
+            rng=rng_for(0, "t"),
+            beta_std=0.0,
+        )
+        for lab in (labels, vlabels):
+            assert np.array_equal(lab["biased"], lab["full"]) is same
+
+
+def test_readme_opens_with_the_demo_figure():
+    readme = (REPO / "README.md").read_text()
+    first = re.search(r"!\[[^\]]*\]\(([^)\s]+)\)", readme)
+    assert first is not None and first.group(1) == f"docs/figures/{FIGURE}.png"
+    assert first.start() < readme.index("\n## ")  # above the first section
+    png = REPO / first.group(1)
+    assert png.read_bytes()[:8] == PNG
+    title = Image.open(png).info["Title"]  # written by the demo (save_figure)
+    assert title.startswith(f"{FIGURE_TITLE} (synthetic data; mean ± s.d. over 3 repetitions")
