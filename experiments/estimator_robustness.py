@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.config import build
+from groupbias.errors import ParameterError
 from groupbias.io import write_text_atomic
 from groupbias.merit import at_utility_ratio
-from groupbias.pipelines.tabular import correct_and_evaluate, record_base
+from groupbias.pipelines.tabular import correct_and_evaluate, grade_spacing, record_base
 from groupbias.reporting.plots import plot_fig9_errors, plot_robustness
 from groupbias.setup import Setup
 from groupbias.validation import integer, real, sequence
@@ -39,8 +40,6 @@ METRICS = ("rho_dtr", "delta_eel")
 
 def _estimators(nodes, key: str) -> dict:
     if not isinstance(nodes, dict) or not nodes:
-        from groupbias.errors import ParameterError
-
         raise ParameterError(key, "a mapping name -> estimator config with _target_", nodes)
     return {str(name): build(node, f"{key}.{name}") for name, node in nodes.items()}
 
@@ -91,9 +90,8 @@ class EstimatorRobustness:
             allow_empty=True,
         )
         self.built = _estimators(self.estimators, "estimators")
-        self.fig9_built = (
-            _estimators(self.fig9_estimators, "fig9_estimators") if (self.fig9_estimators) else {}
-        )
+        fig9 = self.fig9_estimators
+        self.fig9_built = _estimators(fig9, "fig9_estimators") if fig9 else {}
         self.entries = parse_entries(self.datasets)
 
     # ------------------------------------------------------------------ part 1
@@ -135,7 +133,7 @@ class EstimatorRobustness:
                 data.groups,
                 qptr=data.qptr,
                 rng=rng_for(*tag, name),
-                grade_spacing=None if data.label_max is None else 1.0 / data.label_max,
+                grade_spacing=grade_spacing(data),
                 relevance=sim.relevance,
             )
             err = np.abs(e.beta_hat_per_query - sim.beta_query)

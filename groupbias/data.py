@@ -199,6 +199,26 @@ class RankingData:
             groups=None if self.groups is None else self.groups[items],
         )
 
+    def keep_items(self, keep) -> RankingData:
+        """The items where ``keep`` (bool [n_items]) holds, in order; queries left empty are
+        dropped."""
+        k = np.asarray(keep, dtype=bool)
+        counts = np.zeros(self.n_queries, dtype=np.int64)
+        nonempty = self.list_sizes > 0
+        if k.size:
+            counts[nonempty] = np.add.reduceat(k.astype(np.int64), self.qptr[:-1][nonempty])
+        kept = counts > 0
+        qptr = np.concatenate(([0], np.cumsum(counts[kept]))).astype(np.int64)
+        return replace(
+            self,
+            features=self.features[k],
+            labels=self.labels[k],
+            qptr=qptr,
+            query_ids=self.query_ids[kept],
+            item_ids=None if self.item_ids is None else self.item_ids[k],
+            groups=None if self.groups is None else self.groups[k],
+        )
+
     def summary(self) -> dict:
         """Sizes, label histogram and (if grouped) group statistics, as plain Python values."""
         sizes = self.list_sizes

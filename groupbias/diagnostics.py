@@ -32,6 +32,8 @@ from .bias import GroupBias
 from .data import RankingData
 from .errors import AssumptionWarning
 from .estimation import BetaEstimate, ks_curves
+from .estimators import affected_items
+from .merit import utility_ratio
 from .segments import query_index
 from .validation import real
 
@@ -121,13 +123,6 @@ class AssumptionCheck:
         return head + cause + "; β̂ and the corrected metrics of this run are not reliable."
 
 
-def _ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
-    if not affected.any() or affected.all():
-        return float("nan")
-    mu_n = float(relevance[~affected].mean())
-    return float(relevance[affected].mean()) / mu_n if mu_n > 0 else float("inf")
-
-
 def _relevance_ks(relevance, affected, cluster_of_item, n_clusters) -> tuple[float, float]:
     """``KS(R_A, R_N)`` overall and averaged over the clusters holding both groups."""
     x, y = relevance[affected], relevance[~affected]
@@ -145,6 +140,29 @@ def _relevance_ks(relevance, affected, cluster_of_item, n_clusters) -> tuple[flo
     )[:, 0]
     ok = np.isfinite(per)
     return overall, float(per[ok].mean()) if ok.any() else float("nan")
+
+
+def _null_estimate(data, g, bias, estimator, rng, estimate, grade_spacing, label_max):
+    """The null simulation (β = 1, the run's noise, on a child of ``rng``) and its estimate
+    with the run's clusters (per-query estimators keep their own)."""
+    child = rng.spawn(1)[0]
+    sim = replace(bias, variant="normal", modes=None).simulate(
+        data, beta=1.0, rng=child, label_max=label_max
+    )
+    clusters = None if estimate is None else estimate.cluster_of_query
+    if estimate is not None and estimate.beta_hat.size == data.n_queries:
+        clusters = None
+    # the point estimate only: a configured bootstrap interval is not needed here
+    null = getattr(estimator, "point", estimator.estimate)(
+        sim.attractiveness,
+        g,
+        qptr=data.qptr,
+        clusters=clusters,
+        rng=child,
+        grade_spacing=grade_spacing,
+        relevance=sim.relevance,
+    )
+    return sim, null
 
 
 @dataclass(frozen=True)
@@ -178,25 +196,15 @@ class Diagnostics:
         ``estimate``: the run's estimate, whose clusters the null check reuses (so it tests
         the same amortization); ``rng``: a child generator is spawned from it, so the run's
         own random stream is unchanged; ``where``: names the dataset/grouping in the warning.
+        Estimators with a ``point`` method (those of :mod:`groupbias.estimators`) give the
+        null check their point estimate, without a configured bootstrap interval.
         """
         g = np.asarray(data.groups, dtype=np.float64)
-        affected = g >= 0.5 if np.any((g != 0) & (g != 1)) else g == 1
+        affected = affected_items(g)
         q = data.qptr
         n_q = q.size - 1
-        child = rng.spawn(1)[0]
-        null_bias = replace(bias, variant="normal", modes=None)
-        sim = null_bias.simulate(data, beta=1.0, rng=child, label_max=label_max)
-        clusters = None if estimate is None else estimate.cluster_of_query
-        if estimate is not None and estimate.beta_hat.size == n_q:
-            clusters = None  # per-query estimators keep their own clustering
-        null = estimator.estimate(
-            sim.attractiveness,
-            g,
-            qptr=q,
-            clusters=clusters,
-            rng=child,
-            grade_spacing=grade_spacing,
-            relevance=sim.relevance,
+        sim, null = _null_estimate(
+            data, g, bias, estimator, rng, estimate, grade_spacing, label_max
         )
         per_q = null.beta_hat_per_query
         ok = np.isfinite(per_q)
@@ -205,7 +213,7 @@ class Diagnostics:
             sim.relevance, affected, cq[query_index(q)], int(cq.max(initial=0)) + 1
         )
         check = AssumptionCheck(
-            utility_ratio=_ratio(sim.relevance, affected),
+            utility_ratio=utility_ratio(sim.relevance, affected),
             ks_relevance=overall,
             ks_relevance_cluster=per_cluster,
             null_beta_hat=float(per_q[ok].mean()) if ok.any() else float("nan"),

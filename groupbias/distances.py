@@ -30,30 +30,27 @@ _CELLS = 4_000_000  # segments x grid points evaluated at once (memory bound)
 
 
 def _sorted_by_cluster(v: np.ndarray, c: np.ndarray, n_c: int):
-    """``(values sorted by (cluster, value), sizes [n_c], starts [n_c])``."""
+    """``(values sorted by (cluster, value), sizes [n_c])``."""
     order = np.lexsort((v, c))
-    size = np.bincount(c, minlength=n_c).astype(np.int64)
-    start = np.zeros(n_c, dtype=np.int64)
-    np.cumsum(size[:-1], out=start[1:])
-    return v[order], size, start
+    return v[order], np.bincount(c, minlength=n_c).astype(np.int64)
 
 
 def _segments(x, cx, y, cy, n_c):
     """The merged quantile segments of every cluster with both samples:
     ``(cluster [s], length [s], q_x [s], q_y [s])`` sorted by cluster."""
-    xv, m, xs = _sorted_by_cluster(x, cx, n_c)
-    yv, n, ys = _sorted_by_cluster(y, cy, n_c)
+    xv, m = _sorted_by_cluster(x, cx, n_c)
+    yv, n = _sorted_by_cluster(y, cy, n_c)
     ok = (m > 0) & (n > 0)
-    cxs = np.repeat(np.arange(n_c), m)[np.repeat(ok, m)]
-    cys = np.repeat(np.arange(n_c), n)[np.repeat(ok, n)]
-    # knots i / m (i = 1..m) and j / n of every kept cluster; rank within the cluster
-    xv = xv[np.repeat(ok, m)]
-    yv = yv[np.repeat(ok, n)]
+    # keep the clusters holding both samples; sizes 0 elsewhere
+    xv, yv = xv[np.repeat(ok, m)], yv[np.repeat(ok, n)]
     mk, nk = np.where(ok, m, 0), np.where(ok, n, 0)
     xs = np.concatenate(([0], np.cumsum(mk)[:-1]))
     ys = np.concatenate(([0], np.cumsum(nk)[:-1]))
-    ix = _within(cxs)
-    iy = _within(cys)
+    cxs = np.repeat(np.arange(n_c), mk)
+    cys = np.repeat(np.arange(n_c), nk)
+    # knots i / m (i = 1..m) and j / n: i - 1 is the position within the cluster
+    ix = np.arange(cxs.size) - xs[cxs]
+    iy = np.arange(cys.size) - ys[cys]
     cl = np.concatenate([cxs, cys])
     u = np.concatenate([(ix + 1) / m[cxs], (iy + 1) / n[cys]])
     is_x = np.concatenate([np.ones(cxs.size, bool), np.zeros(cys.size, bool)])
@@ -76,16 +73,6 @@ def _segments(x, cx, y, cy, n_c):
     qx = xv[xs[cl] + np.minimum(nx_before, m[cl] - 1)]
     qy = yv[ys[cl] + np.minimum(ny_before, n[cl] - 1)]
     return cl, length, qx, qy
-
-
-def _within(c: np.ndarray) -> np.ndarray:
-    """Position of each element within its (sorted, contiguous) cluster run."""
-    if c.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.ones(c.size, dtype=bool)
-    first[1:] = c[1:] != c[:-1]
-    starts = np.flatnonzero(first)
-    return np.arange(c.size) - np.repeat(starts, np.diff(np.r_[starts, c.size]))
 
 
 def wasserstein_curves(

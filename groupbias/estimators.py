@@ -43,6 +43,7 @@ __all__ = [
     "bootstrap_interval",
     "per_query_noise",
     "split_threshold",
+    "affected_items",
     "AUTO_SIZES",
 ]
 
@@ -82,7 +83,8 @@ def split_threshold(groups) -> float | None:
     return 0.5 if np.any((g != 0) & (g != 1)) else None
 
 
-def _affected(groups) -> np.ndarray:
+def affected_items(groups) -> np.ndarray:
+    """Bool [n_items]: the affected items (fractional memberships split at 0.5)."""
     g = np.asarray(groups, dtype=np.float64)
     t = split_threshold(g)
     return g == 1 if t is None else g >= t
@@ -126,7 +128,7 @@ def bootstrap_interval(
     q = np.asarray(qptr, dtype=np.int64)
     cq = np.asarray(cluster_of_query, dtype=np.int64)
     n_c = int(cq.max(initial=-1)) + 1
-    aff = _affected(g)
+    aff = affected_items(g)
     draws = []
     for reps in replicate_batches(int(n_boot), a.size):
         i1, q1, c1 = resample_queries(q, cq, reps, rng)
@@ -174,7 +176,7 @@ def per_query_noise(
     q = np.asarray(qptr, dtype=np.int64)
     n_q = q.size - 1
     raw = estimate_beta(a, g, qptr=q, clusters=np.arange(n_q), rng=rng, **search)
-    aff = _affected(g)
+    aff = affected_items(g)
     draws = []
     for reps in replicate_batches(int(n_boot), a.size):
         idx, qb = resample_items(q, aff, reps, rng)
@@ -262,9 +264,11 @@ class KSEstimator:
         object.__setattr__(self, "auto_sizes", _size_candidates("auto_sizes", self.auto_sizes))
         integer("auto_boot", self.auto_boot, low=2)
 
-    def search(self, grade_spacing: float | None) -> dict:
-        """Keyword arguments of :func:`estimate_beta` fixed by this configuration."""
+    def search(self, grade_spacing: float | None, groups) -> dict:
+        """Keyword arguments of :func:`estimate_beta` fixed by this configuration and the
+        memberships ``groups``."""
         return {
+            "group_threshold": split_threshold(groups),
             "grid": default_grid(self.grid_step),
             "distance": self.distance,
             "zero_policy": self.zero_policy,
@@ -290,8 +294,7 @@ class KSEstimator:
             rng=rng,
             clusters=clusters,
             cluster_size=_fixed(size, clusters),
-            group_threshold=split_threshold(groups),
-            **self.search(grade_spacing),
+            **self.search(grade_spacing, groups),
         )
         return replace(est, info=info) if info else est
 
@@ -344,8 +347,7 @@ class KSEstimator:
         in its cluster's estimate); ``MSE(1) = mean_q v_q``. Returns ``(size, {size: MSE})``.
         """
         rng = generator(rng, used_for="cluster_size=auto")
-        search = self.search(grade_spacing)
-        search["group_threshold"] = split_threshold(groups)
+        search = self.search(grade_spacing, groups)
         raw, _, v = per_query_noise(
             attractiveness, groups, qptr=qptr, rng=rng, n_boot=self.auto_boot, **search
         )
@@ -414,7 +416,7 @@ class CalibratedKSEstimator(KSEstimator):
         rel = np.asarray(relevance, dtype=np.float64)
         lab = self.labeled_queries(q.size - 1, rng)
         in_lab = np.isin(query_index(q), lab)
-        ref = rel[in_lab & _affected(groups)]
+        ref = rel[in_lab & affected_items(groups)]
         if not np.any(ref > 0 if self.zero_policy == "exclude" else ref >= 0):
             raise ParameterError(
                 "labeled_fraction",
@@ -430,9 +432,8 @@ class CalibratedKSEstimator(KSEstimator):
             rng=rng,
             clusters=clusters,
             cluster_size=_fixed(size, clusters),
-            group_threshold=split_threshold(groups),
             reference=ref,
-            **self.search(grade_spacing),
+            **self.search(grade_spacing, groups),
         )
         return replace(
             est, info={"labeled_queries": int(lab.size), "reference_size": int(ref.size)}
@@ -495,8 +496,7 @@ class ShrinkageEstimator(KSEstimator):
         self, attractiveness, groups, *, qptr, clusters, rng, grade_spacing, relevance
     ) -> BetaEstimate:
         rng = generator(rng, used_for="the shrinkage estimator's bootstrap")
-        search = self.search(grade_spacing)
-        search["group_threshold"] = split_threshold(groups)
+        search = self.search(grade_spacing, groups)
         prior = estimate_beta(
             attractiveness,
             groups,

@@ -24,30 +24,14 @@ from .errors import ParameterError
 from .simulation import relevance_from_labels
 from .validation import generator, real
 
-__all__ = ["at_utility_ratio", "keep_items", "utility_ratio"]
-
-
-def keep_items(data: RankingData, keep) -> RankingData:
-    """``data`` with only the items where ``keep`` (bool [n_items]) holds; queries left
-    empty are dropped."""
-    k = np.asarray(keep, dtype=bool)
-    counts = np.add.reduceat(k.astype(np.int64), data.qptr[:-1]) if data.n_items else k[:0]
-    counts = np.where(np.diff(data.qptr) > 0, counts, 0)
-    nonempty = counts > 0
-    qptr = np.concatenate(([0], np.cumsum(counts[nonempty]))).astype(np.int64)
-    return replace(
-        data,
-        features=data.features[k],
-        labels=data.labels[k],
-        qptr=qptr,
-        query_ids=np.asarray(data.query_ids)[nonempty],
-        item_ids=None if data.item_ids is None else np.asarray(data.item_ids)[k],
-        groups=None if data.groups is None else data.groups[k],
-    )
+__all__ = ["at_utility_ratio", "utility_ratio"]
 
 
 def utility_ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
-    """Mean relevance of the affected items / of the non-affected items."""
+    """Mean relevance of the affected items / of the non-affected items (NaN with one
+    group only)."""
+    if not affected.any() or affected.all():
+        return float("nan")
     mu_n = float(relevance[~affected].mean())
     return float(relevance[affected].mean()) / mu_n if mu_n > 0 else float("inf")
 
@@ -86,6 +70,6 @@ def at_utility_ratio(
         )
     keep = np.ones(data.n_items, dtype=bool)
     keep[rng.permutation(cand)[: max(d, 0)]] = False
-    out = keep_items(data, keep)
+    out = data.keep_items(keep)
     out = replace(out, meta={**data.meta, "utility_ratio_target": t_ratio})
     return out, utility_ratio(rel[keep], aff[keep])

@@ -13,14 +13,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _groupbias(tmp_path, *overrides: str, timeout: int = 600):
+    """Run the CLI with runs under ``tmp_path``."""
+    env = {**os.environ, "GROUPBIAS_RUNS": str(tmp_path)}
+    cmd = [sys.executable, "-m", "groupbias.cli", "experiment=estimator_robustness", *overrides]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.mark.slow
 def test_robustness_experiment_runs_and_shows_the_calibrated_gain(tmp_path):
-    env = {**os.environ, "GROUPBIAS_RUNS": str(tmp_path)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "groupbias.cli",
-        "experiment=estimator_robustness",
+    out = _groupbias(
+        tmp_path,
         "experiment.repetitions=1",
         "experiment.ratios=[1.0,0.6]",
         "experiment.betas=[1.0]",
@@ -29,8 +32,7 @@ def test_robustness_experiment_runs_and_shows_the_calibrated_gain(tmp_path):
         "experiment.datasets=[{dataset: synthetic, params: {n_queries: 1000, "
         "list_size: [10, 60], affected_share: 0.35}}]",
         "progress=false",
-    ]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "per-query mean |β̂_q − β_q|" in out.stdout
     run = next(tmp_path.glob("estimator_robustness/*"))
@@ -45,14 +47,6 @@ def test_robustness_experiment_runs_and_shows_the_calibrated_gain(tmp_path):
 
 
 def test_a_bad_estimator_key_in_the_experiment_is_named(tmp_path):
-    env = {**os.environ, "GROUPBIAS_RUNS": str(tmp_path)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "groupbias.cli",
-        "experiment=estimator_robustness",
-        "experiment.estimators.wasserstein.distance=energy",
-    ]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = _groupbias(tmp_path, "experiment.estimators.wasserstein.distance=energy", timeout=300)
     assert out.returncode == 2
     assert "experiment.estimators.wasserstein.distance" in out.stderr

@@ -298,3 +298,19 @@ def test_estimate_summary_by_hand():
 
 def test_default_grid_is_what_the_summary_reads():
     assert default_grid(0.25).tolist() == [0.25, 0.5, 0.75, 1.0]
+
+
+def test_keep_items_by_hand_drops_emptied_queries():
+    data = gb.RankingData(
+        features=np.arange(12, dtype=np.float64).reshape(6, 2),
+        labels=np.array([0.0, 1, 2, 3, 4, 5]),
+        qptr=np.array([0, 2, 2, 5, 6]),
+        query_ids=np.array([10, 11, 12, 13]),
+        groups=np.array([0.0, 1, 0, 1, 1, 0]),
+    )
+    out = data.keep_items(np.array([True, False, False, False, True, True]))
+    assert out.qptr.tolist() == [0, 1, 2, 3]
+    assert out.query_ids.tolist() == [10, 12, 13]
+    assert out.labels.tolist() == [0.0, 4.0, 5.0]
+    assert out.groups.tolist() == [0.0, 1.0, 0.0]
+    assert out.features[:, 0].tolist() == [0.0, 8.0, 10.0]
