@@ -189,12 +189,16 @@ class RankingData:
         # item positions: for each chosen query, its range in the source
         starts = np.repeat(self.qptr[qi] - qptr[:-1], sizes)
         items = np.arange(qptr[-1], dtype=np.int64) + starts
+        return self._with_items(items, qptr, self.query_ids[qi])
+
+    def _with_items(self, items, qptr: np.ndarray, query_ids) -> RankingData:
+        """A copy holding the items ``items`` (indices or a mask) laid out by ``qptr``."""
         return replace(
             self,
             features=self.features[items],
             labels=self.labels[items],
             qptr=qptr,
-            query_ids=self.query_ids[qi],
+            query_ids=query_ids,
             item_ids=None if self.item_ids is None else self.item_ids[items],
             groups=None if self.groups is None else self.groups[items],
         )
@@ -209,15 +213,7 @@ class RankingData:
             counts[nonempty] = np.add.reduceat(k.astype(np.int64), self.qptr[:-1][nonempty])
         kept = counts > 0
         qptr = np.concatenate(([0], np.cumsum(counts[kept]))).astype(np.int64)
-        return replace(
-            self,
-            features=self.features[k],
-            labels=self.labels[k],
-            qptr=qptr,
-            query_ids=self.query_ids[kept],
-            item_ids=None if self.item_ids is None else self.item_ids[k],
-            groups=None if self.groups is None else self.groups[k],
-        )
+        return self._with_items(k, qptr, self.query_ids[kept])
 
     def summary(self) -> dict:
         """Sizes, label histogram and (if grouped) group statistics, as plain Python values."""
