@@ -314,3 +314,19 @@ def test_keep_items_by_hand_drops_emptied_queries():
     assert out.labels.tolist() == [0.0, 4.0, 5.0]
     assert out.groups.tolist() == [0.0, 1.0, 0.0]
     assert out.features[:, 0].tolist() == [0.0, 8.0, 10.0]
+
+
+def test_auto_cluster_size_and_bootstrap_reach_the_run_records():
+    data = _data(seed=1)
+    res = run_tabular(
+        data,
+        beta=0.8,
+        bias=gb.GroupBias(beta_std=0.3),
+        estimator=gb.KSEstimator(cluster_size="auto", bootstrap=10),
+        rng=np.random.default_rng(0),
+    )
+    est = next(r for r in res.records if r["metric"] == "beta_hat")
+    assert est["cluster_size"] == "auto"
+    assert est["cluster_size_chosen"] in [k for k in gb.estimators.AUTO_SIZES if k is not None]
+    assert est["ci_low"] <= est["ci_high"]
+    assert all(r["cluster_size"] == "auto" for r in res.records)

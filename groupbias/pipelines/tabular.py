@@ -79,7 +79,7 @@ def record_base(
         "beta": float(beta),
         "beta_std": float(bias.beta_std if beta_std is None else beta_std),
         "variant": bias.variant,
-        "cluster_size": None if cs is None else int(cs),
+        "cluster_size": None if cs is None else cs if cs == "auto" else int(cs),
     }
 
 
@@ -97,9 +97,9 @@ def estimate_record(est: BetaEstimate, base: dict) -> dict:
         "n_clusters": int(est.beta_hat.size),
         **estimate_summary(est),
     }
-    if "cluster_size" in est.info:
+    if "cluster_size" in est.info:  # what cluster_size="auto" chose
         cs = est.info["cluster_size"]
-        rec["cluster_size"] = None if cs is None else int(cs)
+        rec["cluster_size_chosen"] = None if cs is None else int(cs)
     return rec
 
 
