@@ -10,7 +10,7 @@
 """
 
 from .datamodule import BatchSpec
-from .losses import LambdaLoss, lambda_loss, padded_ndcg
+from .losses import CounterfactualLambdaLoss, LambdaLoss, lambda_loss, padded_ndcg
 from .model import ContextScorer, ScorerSpec, make_scorer
 from .normalization import zscore_within_queries
 from .padding import PaddedBatch, from_padded, pad_segments, to_padded
@@ -19,6 +19,7 @@ from .train import RankerRecipe, TrainedRanker, TrainerSpec, train_ranker
 __all__ = [
     "BatchSpec",
     "ContextScorer",
+    "CounterfactualLambdaLoss",
     "LambdaLoss",
     "PaddedBatch",
     "RankerRecipe",

@@ -240,6 +240,66 @@ class LambdaLoss:
         return _reduce(per_list, pair, self.reduction)
 
 
+@dataclass(frozen=True)
+class CounterfactualLambdaLoss:
+    """IPS-weighted counterfactual LambdaLoss, linear in the labels (the ``loss`` config
+    group's ``counterfactual`` option).
+
+    Labels ``y_i`` are debiased click estimates (IPS over positions, optionally over group
+    propensities): unbiased for relevance but noisy, and not graded. Every real item ``i``
+    is pushed above every other real item ``j`` with weight ``y_i``:
+
+        loss = Σ_i y_i Σ_{j ≠ i} |d(π_i) − d(π_j)| log2(1 + exp(−σ (s_i − s_j))) / Z,
+
+    with the discount ``d`` of the module docstring (cutoff ``k``) and ``Z`` the list's ideal
+    DCG of the linear gains ``y`` (no gradient; at least ``eps``). Being linear in ``y``
+    (before ``Z``), the expected loss over clicks equals the loss on the true relevance up to
+    that normalizer -- the unbiasedness of IPS-weighted counterfactual LTR (Joachims et al.
+    2017; Wang et al. 2018) -- where LambdaLoss's ``|G_i − G_j|`` and its ``y_i > y_j`` pair
+    selection are not linear. A pair of two relevant items pulls both ways; its scores settle
+    at ``s_i − s_j = log(y_i / y_j)``. ``reduction`` as in :class:`LambdaLoss`.
+    """
+
+    k: int | None = None
+    sigma: float = 1.0
+    eps: float = 1e-10
+    reduction: str = "mean"
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
+        real("sigma", self.sigma, low=0.0, low_open=True)
+        real("eps", self.eps, low=0.0, low_open=True)
+        choice("reduction", self.reduction, REDUCTIONS)
+
+    def __call__(
+        self, scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
+            raise ParameterError(
+                "scores/labels/mask",
+                "equal 2-D shapes [B, L]",
+                (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)),
+            )
+        mask = mask.to(torch.bool)
+        work = torch.promote_types(scores.dtype, torch.float32)
+        s = scores.to(work).masked_fill(~mask, 0.0)
+        with torch.no_grad():
+            y = labels.to(work).masked_fill(~mask, 0.0).clamp(min=0.0)
+            ranks = _ranks(s, mask).to(work)
+            d = 1.0 / torch.log2(1.0 + ranks)
+            if self.k is not None:
+                d = d.masked_fill(ranks > self.k, 0.0)
+            z = ideal_dcg(y, k=self.k).clamp(min=self.eps)
+            weights = (y / z[:, None])[:, :, None] * (d[:, :, None] - d[:, None, :]).abs()
+            pair = mask[:, :, None] & mask[:, None, :] & (y[:, :, None] > 0)
+            pair &= ~torch.eye(s.shape[1], dtype=torch.bool, device=s.device)
+        loss = pair_loss(s, sigma=self.sigma) * weights
+        per_list = torch.where(pair, loss, torch.zeros((), dtype=work, device=s.device)).sum(
+            dim=(1, 2)
+        )
+        return _reduce(per_list, pair, self.reduction)
+
+
 def lambda_loss(
     scores: torch.Tensor,
     labels: torch.Tensor,
