@@ -75,6 +75,33 @@ def _arrays(per_query: dict) -> dict:
     }
 
 
+def click_settings(exp) -> ClickSettings:
+    """The validated click model and logging policy of an experiment's keys ``positions``,
+    ``user_model``, ``eta``, ``noise``, ``continuation``, ``logging``, ``logging_noise``,
+    ``labeled_fraction``, ``temperature``, ``intervention``, ``intervention_rate``,
+    ``propensity`` (errors name the key)."""
+    integer("positions", exp.positions, low=1)
+    choice("user_model", exp.user_model, USER_MODELS)
+    real("eta", exp.eta, low=0.0)
+    real("noise", exp.noise, low=0.0, high=1.0, high_open=True)
+    real("continuation", exp.continuation, low=0.0, high=1.0)
+    real("temperature", exp.temperature, low=0.0)
+    choice("intervention", exp.intervention, INTERVENTIONS)
+    real("intervention_rate", exp.intervention_rate, low=0.0, high=1.0)
+    choice("propensity", exp.propensity, PROPENSITY_METHODS)
+    return ClickSettings(
+        positions=exp.positions,
+        user=UserModel(exp.user_model, exp.eta, exp.noise, exp.continuation),
+        logging=exp.logging,
+        logging_noise=exp.logging_noise,
+        labeled_fraction=exp.labeled_fraction,
+        temperature=exp.temperature,
+        intervention=exp.intervention,
+        intervention_rate=exp.intervention_rate,
+        propensity=exp.propensity,
+    )
+
+
 @dataclass
 class Clicks:
     """``experiment=clicks`` (module docstring). ``sessions``: train-log sizes;
@@ -117,29 +144,10 @@ class Clicks:
                 what="a list of session counts >= 1",
             )
         )
-        integer("positions", self.positions, low=1)
-        choice("user_model", self.user_model, USER_MODELS)
-        real("eta", self.eta, low=0.0)
-        real("noise", self.noise, low=0.0, high=1.0, high_open=True)
-        real("continuation", self.continuation, low=0.0, high=1.0)
-        real("temperature", self.temperature, low=0.0)
-        choice("intervention", self.intervention, INTERVENTIONS)
-        real("intervention_rate", self.intervention_rate, low=0.0, high=1.0)
-        choice("propensity", self.propensity, PROPENSITY_METHODS)
         if not isinstance(self.save_logs, bool):
             raise ParameterError("save_logs", "true or false", self.save_logs)
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
-        self.settings = ClickSettings(
-            positions=self.positions,
-            user=UserModel(self.user_model, self.eta, self.noise, self.continuation),
-            logging=self.logging,
-            logging_noise=self.logging_noise,
-            labeled_fraction=self.labeled_fraction,
-            temperature=self.temperature,
-            intervention=self.intervention,
-            intervention_rate=self.intervention_rate,
-            propensity=self.propensity,
-        )
+        self.settings = click_settings(self)
         self.metrics, _ = check_metrics(self.metrics, [])
         self.entries = parse_entries(self.datasets)
 

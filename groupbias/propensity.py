@@ -129,14 +129,17 @@ def estimate_propensities(shown, clicks, *, method: str = "harvest") -> Position
     raise ParameterError("method", "one of " + ", ".join(map(repr, PROPENSITY_METHODS)), method)
 
 
-def debiased_attractiveness(shown, clicks, propensity) -> tuple[np.ndarray, np.ndarray]:
+def debiased_attractiveness(
+    shown, clicks, propensity, *, min_propensity: float = 0.01
+) -> tuple[np.ndarray, np.ndarray]:
     """``(attractiveness float64 [n_items], observed bool [n_items])``: the IPS estimate
     ``Σ_k c_dk / Σ_k n_dk θ_k`` (module docstring); items never shown get 0 and
-    ``observed = False``."""
+    ``observed = False``. Propensities below ``min_propensity`` are clipped up to it
+    (propensity clipping: a small log can estimate ``θ̂_k = 0`` for a deep position, which
+    would make its clicks weigh infinitely)."""
     n, c = _counts(shown, clicks)
-    theta = vector("propensity", propensity, n.shape[1], low=0.0)
-    if theta.size and theta.min() <= 0:
-        raise ParameterError("propensity", "positive propensities", f"minimum {theta.min()!r}")
+    floor = real("min_propensity", min_propensity, low=0.0, high=1.0, low_open=True)
+    theta = np.maximum(vector("propensity", propensity, n.shape[1], low=0.0), floor)
     weighted = n @ theta
     observed = n.sum(axis=1) > 0
     out = np.zeros(n.shape[0])

@@ -394,3 +394,13 @@ def test_level_rescales_the_ratio_track(step_log):
     raw = sliding_beta(series, 5000)
     scaled = sliding_beta(series, 5000, level=0.7)
     assert np.allclose(scaled, raw * 0.7 / series.overall())
+
+
+def test_debiased_attractiveness_clips_tiny_propensities():
+    shown = np.array([[2.0, 4.0]])
+    clicks = np.array([[1.0, 1.0]])
+    a, _ = debiased_attractiveness(shown, clicks, [1.0, 0.0], min_propensity=0.1)
+    assert np.allclose(a, [2 / (2 + 0.4)])
+    with pytest.raises(ParameterError) as e:
+        debiased_attractiveness(shown, clicks, [1.0, -0.5])
+    assert e.value.name == "propensity"
