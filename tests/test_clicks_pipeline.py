@@ -1,0 +1,166 @@
+"""Learning from click logs: the per-correction labels against the simulation's truth, and
+experiment=clicks / experiment=drift end to end at small scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from data_loaders.synthetic import make_synthetic
+from groupbias.cli import CONFIG_DIR, run
+from groupbias.clicks import UserModel, read_click_log
+from groupbias.estimators import KSEstimator
+from groupbias.pipelines.clicks import (
+    ClickSettings,
+    comparison_records,
+    labels_from_clicks,
+    logging_scores,
+    simulate_split_log,
+    valid_labels,
+)
+from groupbias.simulation import simulate_attractiveness
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    data = make_synthetic(n_queries=300, list_size=(10, 40), affected_share=0.35, seed=3)
+    rng = np.random.default_rng(0)
+    rel = data.labels / 4.0
+    beta_q = np.full(data.n_queries, 0.6)
+    att = simulate_attractiveness(rel, data.groups, qptr=data.qptr, beta_query=beta_q)
+    settings = ClickSettings(
+        user=UserModel(noise=0.0), logging="noisy_attractiveness", temperature=0.3
+    )
+    scores = logging_scores(data, rel, att, settings, rng)
+    log = simulate_split_log(
+        data,
+        relevance=rel,
+        beta_query=beta_q,
+        scores=scores,
+        n_sessions=300_000,
+        settings=settings,
+        rng=rng,
+    )
+    est = KSEstimator(cluster_size=None)
+    out = labels_from_clicks(log, data, estimator=est, rng=rng, settings=settings)
+    return data, rel, att, log, settings, out
+
+
+def _ratio(labels, truth, mask):
+    return labels[mask].sum() / truth[mask].sum()
+
+
+def test_each_correction_undoes_its_bias(fitted):
+    """Position IPS recovers the attractiveness β·P(R) (affected) and P(R) (others); the
+    group step then recovers P(R) for the affected group; the naive click rate is lower
+    by the mean examination, more so for the affected items shown lower."""
+    data, rel, att, _, _, out = fitted
+    seen = out.observed & (rel > 0)
+    aff = seen & (data.groups == 1)
+    non = seen & (data.groups == 0)
+    assert abs(_ratio(out.labels["position"], att, aff) - 1) < 0.05
+    assert abs(_ratio(out.labels["position"], att, non) - 1) < 0.05
+    assert abs(_ratio(out.labels["both"], rel, aff) - 1) < 0.1
+    assert abs(out.beta_hat["both"] - 0.6) < 0.06
+    naive_aff = _ratio(out.labels["none"], att, aff)
+    naive_non = _ratio(out.labels["none"], att, non)
+    assert naive_aff < naive_non < 0.8
+    assert np.max(np.abs(out.position.theta / UserModel().examination(10) - 1)) < 0.1
+    assert np.all(out.labels["none"][~out.observed] == 0)
+
+
+def test_valid_labels_use_the_train_estimates(fitted):
+    data, rel, _, log, settings, out = fitted
+    vl = valid_labels(log, data, out, settings)
+    assert np.allclose(vl["position"], out.labels["position"])
+    g = data.groups == 1
+    assert np.allclose(vl["both"][g], out.labels["position"][g] / out.beta_hat["both"])
+    assert np.allclose(vl["both"][~g], out.labels["position"][~g])
+
+
+def test_comparison_records_pair_both_with_every_condition():
+    a = np.array([0.5, 0.6, 0.7, 0.8])
+    per_query = {
+        "both": {"m": a},
+        "position": {"m": a - np.array([0.1, 0.12, 0.09, 0.11])},
+        "full": {"m": a.copy()},
+    }
+    recs = comparison_records(per_query, base={"x": 1})
+    both = next(r for r in recs if r["condition"] == "both")
+    assert both["value"] == pytest.approx(0.65)
+    assert both["p_vs_full"] == 1.0  # identical vectors
+    from scipy import stats
+
+    assert both["p_vs_position"] == pytest.approx(
+        stats.ttest_rel(a, per_query["position"]["m"]).pvalue
+    )
+    assert all("p_vs_both" not in r for r in recs)
+
+
+def _run(overrides, tmp_path):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"paths.runs={tmp_path}", *overrides])
+    run(cfg)
+
+
+@pytest.mark.slow
+def test_clicks_experiment_end_to_end(tmp_path, capsys):
+    _run(
+        [
+            "experiment=clicks",
+            "experiment.sessions=[2000,20000]",
+            "experiment.datasets=[{dataset: synthetic,"
+            " params: {n_queries: 80, list_size: [10, 20]}}]",
+            "trainer.max_epochs=2",
+            "model.fc_model.sizes=[8]",
+            "model.transformer.d_ff=8",
+            "model.transformer.h=1",
+        ],
+        tmp_path,
+    )
+    out = capsys.readouterr().out
+    assert "synthetic, β = 0.7" in out
+    run_dir = tmp_path / "clicks"
+    import json
+
+    recs = json.loads((run_dir / "metrics.json").read_text())["records"]
+    df = pd.DataFrame(recs)
+    for n in (2000, 20000):
+        part = df[(df["n_sessions"] == n) & (df["metric"] == "rho_dtr")]
+        assert set(part["condition"]) == {"full", "none", "position", "group", "both"}
+        both = part[part["condition"] == "both"].iloc[0]
+        assert {"p_vs_position", "p_vs_group", "p_vs_none", "p_vs_full"} <= set(both.index)
+    assert set(df[df["metric"] == "beta_hat"]["condition"]) == {"group", "both"}
+    logs = sorted(run_dir.glob("models/*/beta0.7/rep0/n*/train_clicks.parquet"))
+    assert len(logs) == 2
+    assert read_click_log(logs[1]).n_sessions == 20000
+    assert (run_dir / "clicks_synthetic.png").is_file()
+    assert (run_dir / "clicks.txt").read_text().strip()
+
+
+@pytest.mark.slow
+def test_drift_experiment_end_to_end(tmp_path, capsys):
+    _run(
+        [
+            "experiment=drift",
+            "experiment.sessions=40000",
+            "experiment.window=4000",
+            "experiment.half_life=2000",
+            "experiment.bins=20",
+            "experiment.tolerance=0.1",
+        ],
+        tmp_path,
+    )
+    import json
+
+    run_dir = tmp_path / "drift"
+    recs = json.loads((run_dir / "metrics.json").read_text())["records"]
+    step = {r["metric"]: r for r in recs if r["drift"] == "step"}
+    assert abs(step["change_session"]["value"] - 20000) <= 2000
+    assert step["change_session"]["p_value"] < 0.01
+    assert step["settle_sliding"]["value"] is not None
+    assert abs(step["beta_after"]["value"] - 0.6) < 0.05
+    assert (run_dir / "drift_synthetic.png").is_file()
+    assert "settle_sliding" in capsys.readouterr().out
