@@ -55,7 +55,7 @@ from .common import (
 )
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "dataset"
 
 
@@ -172,7 +172,7 @@ class Clicks:
         scale = label_scale(splits)
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
         spec = evaluation_spec(test, scale=scale, bias=setup.bias, metrics=self.metrics)
-        out = rd.path / "models" / _slug(title) / f"rep{rep}" / "full"
+        out = rd.path / "models" / slug(title) / f"rep{rep}" / "full"
         ranker = train_ranker(
             train,
             valid,
@@ -200,7 +200,7 @@ class Clicks:
                 settings=self.settings,
                 rng=rng,
             )
-        folder = rd.path / "models" / _slug(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
+        folder = rd.path / "models" / slug(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
         if self.save_logs:
             write_click_log(folder / "train_clicks.parquet", logs["train"])
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
@@ -249,7 +249,7 @@ class Clicks:
             full = [
                 _arrays(
                     rd.step(
-                        f"clicks_{_slug(title)}_full_rep{rep}",
+                        f"clicks_{slug(title)}_full_rep{rep}",
                         functools.partial(self._full, splits, setup, rd, title, rep),
                         key={**key, "rep": rep},
                     )["per_query"]
@@ -264,7 +264,7 @@ class Clicks:
     def _records(self, splits, setup, rd, title, key, beta, n, full) -> list:
         steps = [
             rd.step(
-                f"clicks_{_slug(title)}_beta{beta}_n{n}_rep{rep}",
+                f"clicks_{slug(title)}_beta{beta}_n{n}_rep{rep}",
                 functools.partial(
                     self._sessions, splits, setup, rd, title=title, beta=beta, rep=rep, n=n
                 ),
@@ -308,7 +308,7 @@ class Clicks:
         write_text_atomic(Path(run_dir) / "clicks.txt", text)
         print(text, end="")
         for ds in df["dataset"].unique():
-            out = plot_clicks(df[df["dataset"] == ds], Path(run_dir) / f"clicks_{_slug(ds)}", ds)
+            out = plot_clicks(df[df["dataset"] == ds], Path(run_dir) / f"clicks_{slug(ds)}", ds)
             print(f"[groupbias] figure: {out['png']}")
 
 

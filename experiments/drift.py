@@ -37,7 +37,7 @@ from groupbias.pipelines.ltr import label_scale
 from groupbias.setup import Setup
 from groupbias.validation import choice, integer, real, sequence
 
-from .clicks import _slug, click_settings
+from .clicks import click_settings, slug
 from .common import available, check_common, entries, parse_entries, rng_for
 
 #: where the tracks' level comes from: the groups' mean ratio itself, or the estimator
@@ -178,7 +178,7 @@ class DriftExperiment:
                 raise ParameterError("datasets", "grouped data", title)
             for kind in self.drifts:
                 res = rd.step(
-                    f"drift_{_slug(title)}_{kind}",
+                    f"drift_{slug(title)}_{kind}",
                     functools.partial(
                         self._one, data, setup, title=title, kind=kind, scale=label_scale(splits)
                     ),
@@ -217,7 +217,7 @@ class DriftExperiment:
                 for k, v in metrics["tracks"].items()
                 if k.startswith(f"{ds}|")
             }
-            out = plot_drift(panels, Path(run_dir) / f"drift_{_slug(ds)}", ds, self)
+            out = plot_drift(panels, Path(run_dir) / f"drift_{slug(ds)}", ds, self)
             print(f"[groupbias] figure: {out['png']}")
 
 
