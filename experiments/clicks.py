@@ -8,8 +8,8 @@ proportion to the valid queries) is simulated, position propensities are estimat
 and the ranker is trained on each correction's labels (none / position / group / both,
 :mod:`groupbias.pipelines.clicks`); a full-information ranker (true relevance) is trained
 once per repetition. Every ranker ranks the test split: NDCG@10, ρ(DTR), Δ(EEL) against the
-true labels; ``both`` gets paired t-tests against each other condition over test queries
-(pooled over repetitions). Printed: a table per dataset and β; written: the figure
+true labels; ``both`` gets paired t-tests against each other condition over the test queries
+(each query's metric averaged over the repetitions first, so a query counts once). Printed: a table per dataset and β; written: the figure
 ``clicks_<dataset>.{png,pdf}`` (metric against sessions, one line per condition, full
 information dashed) and, with ``save_logs``, the train click logs as Parquet.
 """
@@ -73,6 +73,15 @@ def _arrays(per_query: dict) -> dict:
         }
         for c, mets in per_query.items()
     }
+
+
+def per_query_mean(reps: list) -> np.ndarray:
+    """Every query's mean over repetitions (NaN where no repetition has a value)."""
+    stack = np.vstack(reps)
+    ok = ~np.isnan(stack)
+    total = np.where(ok, stack, 0.0).sum(axis=0)
+    count = ok.sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def click_settings(exp) -> ClickSettings:
@@ -272,10 +281,10 @@ class Clicks:
             )
             for rep in range(self.repetitions)
         ]
-        per_query = {"full": {m: np.concatenate([f[m] for f in full]) for m in full[0]}}
+        per_query = {"full": {m: per_query_mean([f[m] for f in full]) for m in full[0]}}
         for cond in CORRECTIONS:
             parts = [_arrays(s["per_query"])[cond] for s in steps]
-            per_query[cond] = {m: np.concatenate([p[m] for p in parts]) for m in parts[0]}
+            per_query[cond] = {m: per_query_mean([p[m] for p in parts]) for m in parts[0]}
         base = {"dataset": title, "beta": float(beta), "n_sessions": int(n)}
         recs = comparison_records(per_query, base=base)
         recs.append(
