@@ -9,9 +9,10 @@ and the ranker is trained on each correction's labels (none / position / group /
 :mod:`groupbias.pipelines.clicks`); a full-information ranker (true relevance) is trained
 once per repetition. Every ranker ranks the test split: NDCG@10, ρ(DTR), Δ(EEL) against the
 true labels; ``both`` gets paired t-tests against each other condition over the test queries
-(each query's metric averaged over the repetitions first, so a query counts once). Printed: a table per dataset and β; written: the figure
-``clicks_<dataset>.{png,pdf}`` (metric against sessions, one line per condition, full
-information dashed) and, with ``save_logs``, the train click logs as Parquet.
+(each query's metric averaged over the repetitions first, so a query counts once).
+Printed: a table per dataset and β; written: the figure ``clicks_<dataset>.{png,pdf}``
+(metric against sessions, one line per condition, full information dashed) and, with
+``save_logs``, the train click logs as Parquet.
 """
 
 from __future__ import annotations

@@ -184,3 +184,10 @@ def test_ranker_logging_policy_fits_a_labeled_fraction():
     with pytest.raises(ParameterError) as e:
         ClickSettings(labeled_fraction=0.0)
     assert e.value.name == "labeled_fraction"
+
+
+def test_per_query_mean_over_repetitions():
+    from experiments.clicks import per_query_mean
+
+    got = per_query_mean([np.array([1.0, np.nan, np.nan]), np.array([3.0, 2.0, np.nan])])
+    assert got[0] == 2.0 and got[1] == 2.0 and np.isnan(got[2])
