@@ -314,11 +314,13 @@ class Clicks:
         if df.empty:
             print("[groupbias] clicks: no dataset available;", *metrics.get("skipped", []))
             return
-        text = clicks_table(df, metric_keys(list(self.metrics)), alpha=self.alpha)
+        cols = metric_keys(list(self.metrics))
+        text = clicks_table(df, cols, alpha=self.alpha)
         write_text_atomic(Path(run_dir) / "clicks.txt", text)
         print(text, end="")
         for ds in df["dataset"].unique():
-            out = plot_clicks(df[df["dataset"] == ds], Path(run_dir) / f"clicks_{slug(ds)}", ds)
+            stem = Path(run_dir) / f"clicks_{slug(ds)}"
+            out = plot_clicks(df[df["dataset"] == ds], stem, ds, cols)
             print(f"[groupbias] figure: {out['png']}")
 
 
@@ -369,14 +371,15 @@ def clicks_table(df, metric_cols, *, alpha: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_clicks(df, stem: Path, title: str) -> dict:
-    """Metric against sessions (log x), one line per condition, full information dashed."""
+def plot_clicks(df, stem: Path, title: str, metric_cols) -> dict:
+    """Metric against sessions (log x), one line per condition, full information dashed;
+    one panel per entry of ``metric_cols`` (per-group variants left out)."""
     import matplotlib.pyplot as plt
 
     from groupbias.reporting.plots import save_figure
 
-    metrics = [m for m in df["metric"].unique() if m not in ("theta_error", "beta_hat")]
-    metrics = [m for m in metrics if ":" not in m]
+    present = set(df["metric"])
+    metrics = [m for m in metric_cols if m in present and ":" not in m]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
     for ax, m in zip(axes[0], metrics):
         part = df[df["metric"] == m]
