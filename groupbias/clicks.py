@@ -41,7 +41,6 @@ chunks; no Python loop per session):
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,7 +202,9 @@ class ClickLog:
 class ClickSimulation:
     """A simulated log with its truth: ``examination`` (θ_k, the PBM's; for the cascade
     model the PBM of the same ``eta`` is not the truth), ``beta_session`` (float64
-    [n_sessions], the propensity ``β_s`` of every session), ``beta_schedule`` (``β(t_s)``)."""
+    [n_sessions], the propensity ``β_s`` of every session), ``beta_schedule`` (the mean
+    propensity ``β(t_s)`` at the session's time; without a drift the mean the per-query
+    propensities were drawn around)."""
 
     log: ClickLog
     examination: np.ndarray
@@ -293,12 +294,16 @@ def _clicks(prob_click: np.ndarray, user: UserModel, theta: np.ndarray, rng) -> 
 
 
 def _session_beta(queries, times, beta_query, beta_mean, drift, beta_min):
+    """``(β_s, β(t_s))`` of every session; without a drift ``β(t_s)`` is ``beta_mean`` (the
+    mean of ``beta_query`` when not given)."""
     schedule = drift.beta_at(times)
     if beta_query is None:
         return np.clip(schedule, beta_min, 1.0), schedule
-    b = np.asarray(beta_query, dtype=np.float64)[queries]
+    bq = np.asarray(beta_query, dtype=np.float64)
+    b = bq[queries]
     if drift.kind == "none":
-        return b, np.full(b.shape, float(beta_mean))
+        mean = float(bq.mean()) if beta_mean is None else float(beta_mean)
+        return b, np.full(b.shape, mean)
     return np.clip(schedule + b - float(beta_mean), beta_min, 1.0), schedule
 
 
@@ -372,7 +377,7 @@ def simulate_click_log(
             shown = _sample_lists(pad_items, pad_scores, queries, k, tau, rng)
         shown = _intervene(shown, intervention, rate, rng)
         times = np.arange(lo, hi, dtype=np.float64)
-        b, sc = _session_beta(queries, times / n, beta_query, beta_mean or 1.0, drift, bmin)
+        b, sc = _session_beta(queries, times / n, beta_query, beta_mean, drift, bmin)
         beta_s[lo:hi], sched[lo:hi] = b, sc
         filled = shown >= 0
         it = np.where(filled, shown, 0)
@@ -474,9 +479,3 @@ def read_click_log(path) -> ClickLog:
         cols["time"] = time
     _check_values(cols, where)
     return ClickLog(**cols, source=where)
-
-
-def expected_session_count(n_sessions: int, share: float) -> int:
-    """``max(1, round(n_sessions * share))``: sessions of a split holding ``share`` of the
-    queries."""
-    return max(1, int(math.floor(n_sessions * share + 0.5)))
