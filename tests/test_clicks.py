@@ -315,6 +315,29 @@ def test_estimated_propensities_are_close_to_the_truth(data, method, n_sessions,
     assert rel_err.max() < bound, (method, est.theta)
 
 
+def test_harvesting_across_several_logging_policies_without_interventions(data):
+    """Three deterministic logging rankers, no intervention: items move between positions
+    across the policies, which is enough for both estimators (3·10⁵ sessions: < 10 %)."""
+    d, rel, _ = data
+    rng = np.random.default_rng(5)
+    shown = clicks = 0
+    for _ in range(3):
+        scores = rel + rng.normal(0, 0.5, rel.size)
+        sim = simulate_click_log(
+            rel,
+            d.groups,
+            qptr=d.qptr,
+            logging_scores=scores,
+            n_sessions=100_000,
+            rng=rng,
+            intervention="none",
+        )
+        s, c = sim.log.counts(d.qptr, 10)
+        shown, clicks = shown + s, clicks + c
+    for est in (harvest_propensities(shown, clicks), em_propensities(shown, clicks)):
+        assert np.abs(est.theta / sim.examination - 1).max() < 0.1, est.method
+
+
 def test_harvesting_needs_interventions(data):
     d, rel, scores = data
     sim = _sim(
