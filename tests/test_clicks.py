@@ -427,3 +427,36 @@ def test_debiased_attractiveness_clips_tiny_propensities():
     with pytest.raises(ParameterError) as e:
         debiased_attractiveness(shown, clicks, [1.0, -0.5])
     assert e.value.name == "propensity"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"n_sessions": 0}, "n_sessions"),
+        ({"intervention": "flip"}, "intervention"),
+        ({"intervention_rate": 1.5}, "intervention_rate"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"positions": 0}, "positions"),
+        ({"beta_query": np.full(3, 1.5)}, "beta_query"),
+        ({"beta_query": np.full(1, 0.5), "drift": Drift("step")}, "beta_mean"),
+        ({"logging_scores": np.zeros(4)}, "logging_scores"),
+    ],
+)
+def test_simulation_refuses_bad_settings_by_name(kwargs, name):
+    rel, groups, qptr, scores = _one_query()
+    args = {"logging_scores": scores, "n_sessions": 10, "rng": np.random.default_rng(0)}
+    args.update(kwargs)
+    with pytest.raises(ParameterError) as e:
+        simulate_click_log(rel, groups, qptr=qptr, **args)
+    assert e.value.name == name
+
+
+def test_user_model_settings_are_refused_by_name():
+    for kwargs, name in (
+        ({"kind": "dbn2"}, "kind"),
+        ({"eta": -1}, "eta"),
+        ({"noise": 1.0}, "noise"),
+    ):
+        with pytest.raises(ParameterError) as e:
+            UserModel(**kwargs)
+        assert e.value.name == name
