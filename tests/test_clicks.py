@@ -437,7 +437,7 @@ def test_debiased_attractiveness_clips_tiny_propensities():
         ({"intervention_rate": 1.5}, "intervention_rate"),
         ({"temperature": -1.0}, "temperature"),
         ({"positions": 0}, "positions"),
-        ({"beta_query": np.full(3, 1.5)}, "beta_query"),
+        ({"beta_query": np.full(1, 1.5)}, "beta_query"),
         ({"beta_query": np.full(1, 0.5), "drift": Drift("step")}, "beta_mean"),
         ({"logging_scores": np.zeros(4)}, "logging_scores"),
     ],
