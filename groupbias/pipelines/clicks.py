@@ -68,8 +68,11 @@ LOGGING_POLICIES = ("noisy_relevance", "noisy_attractiveness", "ranker")
 @dataclass(frozen=True)
 class ClickSettings:
     """How sessions are logged and read back: ``positions`` shown; ``user`` model;
-    ``logging`` policy ("noisy_relevance": ``P(R) + N(0, logging_noise)``; "ranker": least
-    squares on ``labeled_fraction`` of the queries); ``temperature`` of Plackett–Luce logging
+    ``logging`` policy ("noisy_relevance": ``P(R) + N(0, logging_noise)``;
+    "noisy_attractiveness": ``a + N(0, logging_noise)`` with the group-biased attractiveness
+    ``a``, a production ranker that learned from biased clicks and shows affected items
+    lower; "ranker": least squares on the relevance of ``labeled_fraction`` of the
+    queries); ``temperature`` of Plackett–Luce logging
     (0: deterministic); ``intervention`` ("none" | "swap" | "shuffle") in a share
     ``intervention_rate`` of the sessions; ``propensity``: "harvest" or "em"."""
 
