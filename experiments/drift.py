@@ -56,6 +56,8 @@ class DriftExperiment:
     policy keys of ``experiment=clicks``; ``split``; ``alpha`` of the change test;
     ``skip_missing``; ``datasets``."""
 
+    trains_ranker = False  # the ranker groups are not built
+
     name: str = "drift"
     sessions: int = 200_000
     drifts: list = field(default_factory=lambda: ["step", "linear"])
