@@ -7,6 +7,11 @@ name, label_max, meta, array dtypes and shapes). Reloading maps the arrays with
 ``np.load(mmap_mode="r", allow_pickle=False)``: no data is read until used, and the arrays
 are read-only.
 
+``features`` is stored column-major (Fortran order): a feature column is one contiguous run
+of the file, so reading the columns a grouping or the candidate report needs pages in those
+columns only (about 14 MB per column at MSLR-WEB30K size, instead of the whole 2 GB matrix).
+Code that needs whole rows (the LTR data module) copies the matrix to row-major memory once.
+
 Cache root: the ``cache_dir`` argument, else ``$GROUPBIAS_CACHE``, else
 ``~/.cache/groupbias`` (read when called).
 
@@ -49,11 +54,13 @@ __all__ = [
 ]
 
 #: Version of the cache layout and of the parsers' output; part of every key.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 #: hashlib algorithm of the content fingerprint (the whole file is hashed).
 CONTENT_HASH = "sha256"
 _ARRAYS = ("features", "labels", "qptr", "query_ids", "feature_ids", "item_ids", "groups")
+#: rows copied per step when ``features`` is written column-major
+ROW_BLOCK = 65_536
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -115,11 +122,16 @@ def save_ranking_data(
                     f"RankingData.{name} has dtype object; the cache stores "
                     "numeric and fixed-width string arrays only"
                 )
-            with open(tmp / f"{name}.npy", "wb") as fh:
-                np.save(fh, a, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
+            if name == "features":
+                _save_columns(tmp / "features.npy", a)
+            else:
+                with open(tmp / f"{name}.npy", "wb") as fh:
+                    np.save(fh, a, allow_pickle=False)
+                    fh.flush()
+                    os.fsync(fh.fileno())
             arrays[name] = {"dtype": a.dtype.str, "shape": list(a.shape)}
+            if name == "features":
+                arrays[name]["order"] = "F"
         man = dict(manifest or {})
         man.update(
             {
@@ -147,6 +159,25 @@ def save_ranking_data(
     return directory
 
 
+def _save_columns(path: Path, a: np.ndarray) -> None:
+    """Write the 2-D ``a`` as a Fortran-ordered ``.npy``: blocks of :data:`ROW_BLOCK` rows are
+    transposed in memory and each column's piece written at its place in the file (one pass
+    over ``a``; neither a full transposed copy nor a mapping of the output is held)."""
+    n = a.shape[0]
+    header = np.lib.format.open_memmap(
+        path, mode="w+", dtype=a.dtype, shape=a.shape, fortran_order=True
+    )
+    offset, item = header.offset, a.dtype.itemsize
+    del header
+    with open(path, "r+b") as fh:
+        fd = fh.fileno()
+        for s in range(0, n, ROW_BLOCK):
+            block = np.ascontiguousarray(a[s : s + ROW_BLOCK].T)
+            for j in range(block.shape[0]):
+                os.pwrite(fd, block[j], offset + (j * n + s) * item)
+        os.fsync(fd)
+
+
 def load_ranking_data(
     directory: str | os.PathLike, *, mmap: bool = True
 ) -> tuple[RankingData, dict]:
@@ -164,10 +195,15 @@ def load_ranking_data(
     arrays = {}
     for name, spec in man["arrays"].items():
         a = np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
-        if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
+        fortran = spec.get("order") == "F"
+        if (
+            a.dtype.str != spec["dtype"]
+            or list(a.shape) != spec["shape"]
+            or not (a.flags.f_contiguous if fortran else a.flags.c_contiguous)
+        ):
             raise ValueError(
-                f"{directory / (name + '.npy')}: dtype/shape {a.dtype.str} "
-                f"{a.shape} disagree with the manifest {spec}"
+                f"{directory / (name + '.npy')}: dtype/shape/order {a.dtype.str} {a.shape} "
+                f"{'F' if a.flags.f_contiguous else 'C'} disagree with the manifest {spec}"
             )
         arrays[name] = a
     data = RankingData(

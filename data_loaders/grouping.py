@@ -42,8 +42,9 @@ PAPER_SENSITIVE_FEATURES = {
 }
 PAPER_THRESHOLDS = ("mean", "mean-std")
 AFFECTED_SIDES = ("below", "above")
-#: items x features handled per vectorized block in :func:`candidate_report`
-BLOCK_ELEMENTS = 4_000_000
+#: items x features (float64) handled per vectorized block in :func:`candidate_report`
+#: (small enough to stay in the processor's cache)
+BLOCK_ELEMENTS = 1 << 18
 REPORT_COLUMNS = (
     "feature_id",
     "mean",
@@ -217,13 +218,11 @@ def group_by_attribute(data: RankingData, values: np.ndarray, *, affected) -> Ra
     )
 
 
-def _ratios(mask: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Population and mean-label ratios affected / non-affected per column of ``mask``."""
-    n = mask.shape[0]
-    n_aff = mask.sum(axis=0).astype(np.float64)
+def _ratios(n: int, n_aff: np.ndarray, s_aff: np.ndarray, total: float):
+    """Population and mean-label ratios affected / non-affected per column, from the item
+    count ``n``, the affected counts and label sums per column, and the label total."""
     n_non = n - n_aff
-    s_aff = labels @ mask.astype(np.float64)
-    s_non = labels.sum() - s_aff
+    s_non = total - s_aff
     with np.errstate(divide="ignore", invalid="ignore"):
         pop = np.where(n_non > 0, n_aff / n_non, np.inf)
         mu_a = np.where(n_aff > 0, s_aff / np.maximum(n_aff, 1), np.nan)
@@ -233,19 +232,64 @@ def _ratios(mask: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pop, util
 
 
-def _coverage(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str) -> np.ndarray:
-    """Fraction of (non-empty) queries with items from both groups, per column.
+def _both_sides(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str) -> np.ndarray:
+    """Per query and column: whether the query has items on both sides of ``t``.
 
     With per-query minima/maxima ``[n_queries, width]``: for ``x < t`` affected, a query
     has both groups iff ``min < t <= max``; for ``x > t`` iff ``min <= t < max``.
     """
-    if qmin.shape[0] == 0:
-        return np.full(qmin.shape[1], np.nan)
     if affected == "below":
-        both = (qmin < t) & (qmax >= t)
-    else:
-        both = (qmin <= t) & (qmax > t)
-    return both.mean(axis=0)
+        return (qmin < t) & (qmax >= t)
+    return (qmin <= t) & (qmax > t)
+
+
+def _row_blocks(qptr: np.ndarray, limit: int):
+    """``(first item, end item, starts of the non-empty queries relative to the first)`` of
+    consecutive blocks of whole queries of at most ``limit`` items (a longer query alone)."""
+    from groupbias.metric_names import query_blocks
+
+    cuts = query_blocks(qptr, limit)
+    for qa, qb in zip(cuts[:-1], cuts[1:]):
+        starts = qptr[qa:qb]
+        starts = starts[starts < qptr[qa + 1 : qb + 1]] - qptr[qa]
+        yield int(qptr[qa]), int(qptr[qb]), starts
+
+
+def _report_sums(features, labels, qptr, cols, affected: str) -> dict[str, np.ndarray]:
+    """Column statistics of the report in passes over blocks of whole queries (all columns
+    of a block at once): mean and standard deviation (two passes, as numpy's), then per
+    threshold the affected counts, affected label sums and the queries with both groups."""
+    n = features.shape[0]
+    limit = max(1, BLOCK_ELEMENTS // max(cols.size, 1))
+
+    def blocks():
+        for a, b, starts in _row_blocks(qptr, limit):
+            yield np.asarray(features[a:b][:, cols], dtype=np.float64), a, b, starts
+
+    m = sum((x.sum(axis=0) for x, *_ in blocks()), np.zeros(cols.size)) / n
+    var = sum((((x - m) ** 2).sum(axis=0) for x, *_ in blocks()), np.zeros(cols.size)) / n
+    s = np.sqrt(var)
+    out = {"mean": m, "std": s}
+    acc = {k: [np.zeros(cols.size) for _ in range(3)] for k in ("mean", "mean_std")}
+    for x, a, b, starts in blocks():
+        lab = np.asarray(labels[a:b], dtype=np.float64)
+        if starts.size:
+            qmin = np.minimum.reduceat(x, starts, axis=0)
+            qmax = np.maximum.reduceat(x, starts, axis=0)
+        for key, t in (("mean", m), ("mean_std", m - s)):
+            mask = (x < t if affected == "below" else x > t).astype(np.float64)
+            acc[key][0] += mask.sum(axis=0)
+            acc[key][1] += lab @ mask
+            if starts.size:
+                acc[key][2] += _both_sides(qmin, qmax, t, affected).sum(axis=0)
+    n_queries = int(np.count_nonzero(np.diff(qptr) > 0))
+    total = float(np.asarray(labels, dtype=np.float64).sum())
+    for key, (n_aff, s_aff, both) in acc.items():
+        out[f"coverage_{key}"] = both / n_queries if n_queries else np.full(cols.size, np.nan)
+        out[f"population_ratio_{key}"], out[f"utility_ratio_{key}"] = _ratios(
+            n, n_aff, s_aff, total
+        )
+    return out
 
 
 def candidate_report(
@@ -269,8 +313,11 @@ def candidate_report(
       ``nan`` when a ratio is undefined).
 
     Affected = ``x < t`` (``affected="below"``) or ``x > t`` (``"above"``). Computed in
-    vectorized blocks of features (no loop over queries). Returns a DataFrame with the
-    columns :data:`REPORT_COLUMNS`, one row per feature, in feature order.
+    three passes over blocks of whole queries, every column of a block at once (no loop over
+    queries or features; time linear in the data size, working memory bounded by
+    :data:`BLOCK_ELEMENTS`); on the column-major cache only the requested columns are read.
+    Returns a DataFrame with the columns :data:`REPORT_COLUMNS`, one row per feature, in
+    feature order.
     """
     _check_side(affected)
     if not (is_real(coverage) and 0 <= coverage <= 1):
@@ -286,33 +333,11 @@ def candidate_report(
         cols = np.array(
             [int(np.flatnonzero(data.feature_ids == int(f))[0]) for f in fids], dtype=np.int64
         )
-    labels = data.labels
-    nonempty = data.list_sizes > 0
-    starts = data.qptr[:-1][nonempty]
-    width = max(1, BLOCK_ELEMENTS // max(data.n_items, 1))
-    parts = []
-    for b in range(0, cols.size, width):
-        block = data.features[:, cols[b : b + width]]
-        m = block.mean(axis=0, dtype=np.float64)
-        s = block.std(axis=0, dtype=np.float64)
-        if starts.size:
-            qmin = np.minimum.reduceat(block, starts, axis=0).astype(np.float64)
-            qmax = np.maximum.reduceat(block, starts, axis=0).astype(np.float64)
-        else:
-            qmin = qmax = np.empty((0, block.shape[1]))
-        out = {
-            "feature_id": data.feature_ids[cols[b : b + width]],
-            "mean": m,
-            "std": s,
-            "threshold_mean": m,
-            "threshold_mean_std": m - s,
-        }
-        for key, t in (("mean", m), ("mean_std", m - s)):
-            mask = block < t if affected == "below" else block > t
-            out[f"coverage_{key}"] = _coverage(qmin, qmax, t, affected)
-            out[f"population_ratio_{key}"], out[f"utility_ratio_{key}"] = _ratios(mask, labels)
-        parts.append(pd.DataFrame(out))
-    report = pd.concat(parts, ignore_index=True)
+    out = {"feature_id": data.feature_ids[cols]}
+    out.update(_report_sums(data.features, data.labels, data.qptr, cols, affected))
+    out["threshold_mean"] = out["mean"]
+    out["threshold_mean_std"] = out["mean"] - out["std"]
+    report = pd.DataFrame(out)
     report["is_candidate"] = report["coverage_mean_std"] > coverage
     return report[list(REPORT_COLUMNS)]
 

@@ -98,6 +98,8 @@ class AblationClusterSize:
     """``experiment=ablation_cluster_size``: ``split``, ``repetitions`` per β,
     ``cluster_sizes`` (used when ``estimator.cluster_size`` is null)."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "ablation_cluster_size"
     split: str = "train"
     repetitions: int = 3

@@ -26,6 +26,8 @@ class AblationClustering:
     ``beta_stds``: the σ_β values of the normal variant; ``modes`` and ``mode_std``: the
     two-mode mixture."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "ablation_clustering"
     split: str = "train"
     repetitions: int = 3

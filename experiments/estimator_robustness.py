@@ -62,6 +62,8 @@ class EstimatorRobustness:
     ``split``; ``fig9_stds`` and ``fig9_modes``: the heterogeneous settings of part 2, judged
     for ``fig9_estimators``; ``datasets``: names or mappings (skipped when absent)."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "estimator_robustness"
     split: str = "train"
     ratios: list = field(default_factory=lambda: [1.0, 0.9, 0.8, 0.7, 0.6])

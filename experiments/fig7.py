@@ -19,6 +19,8 @@ class Fig7:
     """``experiment=fig7``: ``setups`` (paper | listed), ``datasets`` (for listed),
     ``split``, ``skip_missing``."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "fig7"
     setups: str = "paper"
     datasets: list = field(default_factory=list)

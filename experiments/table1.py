@@ -38,6 +38,8 @@ class Table1:
     ``skip_missing``: licensed datasets that are absent are listed as skipped; ``datasets``:
     names or ``{dataset, title, grouping}`` mappings."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "table1"
     split: str = "train"
     alpha: float = 0.001

@@ -92,6 +92,8 @@ class Theory:
     (``n_pos_N`` relevant) and ``n_A`` affected items (``n_pos_A`` relevant), for every β of
     ``bias.betas``."""
 
+    trains_ranker = False  # tabular regime only: the ranker groups are not built
+
     name: str = "theory"
     n_queries: int = 4000
     n_N: int = 10

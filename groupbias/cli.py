@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -106,17 +107,22 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
         return Path(cfg.paths.runs) / str(cfg.experiment.name)
 
 
-def data_from_command_line() -> bool:
-    """True when the command line chose a dataset or grouping (``dataset=...``,
-    ``grouping.feature_id=...``): then it replaces an experiment's dataset list."""
+def command_line_keys() -> list[str]:
+    """The keys the command line overrides (``trainer.max_epochs=3`` -> ``trainer.max_epochs``;
+    empty outside a Hydra app)."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
         task = HydraConfig.get().overrides.task
     except ValueError:  # not inside a Hydra app
-        return False
-    keys = [o.split("=", 1)[0].lstrip("+~") for o in task]
-    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
+        return []
+    return [o.split("=", 1)[0].lstrip("+~") for o in task]
+
+
+def data_from_command_line() -> bool:
+    """True when the command line chose a dataset or grouping (``dataset=...``,
+    ``grouping.feature_id=...``): then it replaces an experiment's dataset list."""
+    return any(k.split(".")[0] in ("dataset", "grouping") for k in command_line_keys())
 
 
 def run(
@@ -124,11 +130,15 @@ def run(
     run_dir: str | os.PathLike | None = None,
     *,
     data_overridden: bool | None = None,
+    overridden: Sequence[str] | None = None,
 ) -> dict:
-    """Build every config group, then run the experiment (or load its complete result)."""
+    """Build every config group, then run the experiment (or load its complete result).
+
+    ``overridden``: the keys set on the command line (default: Hydra's task overrides)."""
     if data_overridden is None:
         data_overridden = data_from_command_line()
-    setup, experiment = build_setup(cfg, data_from_command_line=data_overridden)
+    keys = command_line_keys() if overridden is None else list(overridden)
+    setup, experiment = build_setup(cfg, data_from_command_line=data_overridden, overridden=keys)
     container = plain(cfg)
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)

@@ -193,6 +193,8 @@ GROUPS = (
     "batching",
     "experiment",
 )
+#: the groups that describe the ranker (built only for an experiment that trains one)
+RANKER_GROUPS = ("model", "loss", "optimizer", "scheduler", "trainer", "batching")
 #: top-level keys beside the groups
 TOP_KEYS = ("seed", "progress", "verbose", "paths", "plugins", "hydra")
 
@@ -272,11 +274,27 @@ def _recipe(cfg: Mapping):
     )
 
 
-def build_setup(cfg, *, data_from_command_line: bool = False):
+def _unused_ranker_keys(experiment, overridden) -> None:
+    """Refuse command-line keys of the ranker groups for an experiment that trains none."""
+    for key in overridden:
+        if key.split(".")[0] in RANKER_GROUPS:
+            name = getattr(experiment, "name", type(experiment).__name__)
+            raise ConfigError(
+                key,
+                f"unused: experiment {name!r} trains no ranker",
+                hint="drop it, or choose an experiment that trains one (table2, impact, demo)",
+            )
+
+
+def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     """Every object of a composed run config: ``(setup, experiment)``.
 
     Raises :class:`ConfigError` naming the first key that is unknown, missing or invalid;
-    nothing is loaded or trained before every group has been built.
+    nothing is loaded or trained before every group has been built. The ranker groups
+    (:data:`RANKER_GROUPS`) are built only when the experiment trains a ranker (its
+    ``trains_ranker`` attribute, true unless an experiment says otherwise); otherwise
+    ``setup.recipe`` is None, torch is never imported, and a key of those groups given on the
+    command line (``overridden``: the keys of the command-line overrides) is refused as unused.
     """
     from .setup import Setup
 
@@ -285,18 +303,21 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
         raise ConfigError("<config>", "expected a mapping")
     seed, progress = _check_top(c)
     import_plugins(c.get("plugins") or [])
+    groups = {
+        key: build(c.get(key), key)
+        for key in ("dataset", "grouping", "bias", "estimator", "diagnostics")
+    }
+    experiment = build(c.get("experiment"), "experiment")
+    trains = bool(getattr(experiment, "trains_ranker", True))
+    if not trains:
+        _unused_ranker_keys(experiment, overridden)
     setup = Setup(
         seed=seed,
         progress=progress,
-        dataset=build(c.get("dataset"), "dataset"),
-        grouping=build(c.get("grouping"), "grouping"),
-        bias=build(c.get("bias"), "bias"),
-        estimator=build(c.get("estimator"), "estimator"),
-        diagnostics=build(c.get("diagnostics"), "diagnostics"),
-        recipe=_recipe(c),
+        recipe=_recipe(c) if trains else None,
         data_from_command_line=data_from_command_line,
+        **groups,
     )
-    experiment = build(c.get("experiment"), "experiment")
     check = getattr(experiment, "check", None)
     if check is not None:
         try:

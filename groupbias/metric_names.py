@@ -21,13 +21,18 @@ Every registered metric has one call shape::
 A metric declared with ``metric_info(ranked=True)`` gets a :class:`groupbias.ranking.Ranking`
 of the scores instead of the array: :func:`compute_metrics` ranks a score vector once and
 every such metric shares that sort.
+
+:func:`compute_metrics` evaluates blocks of whole queries of at most :data:`BLOCK_ITEMS` items
+one after another (a query larger than that is a block of its own) and joins the per-query
+vectors, so its working memory is bounded whatever the data size; a metric's value for a
+query must therefore depend on that query's items only.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -46,6 +51,8 @@ __all__ = [
     "validate_metrics",
     "metric_keys",
     "compute_metrics",
+    "query_blocks",
+    "BLOCK_ITEMS",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -183,6 +190,35 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
     return values
 
 
+#: items per evaluation block of whole queries (bounds the working memory of an evaluation)
+BLOCK_ITEMS = 1 << 19
+#: ``spec`` fields holding one entry (or row) per item, sliced with the scores per block
+_ITEM_FIELDS = ("labels", "relevance", "groups", "membership")
+
+
+def query_blocks(qptr: np.ndarray, limit: int) -> list[int]:
+    """Query indices cutting ``qptr``'s queries into consecutive blocks of at most ``limit``
+    items (a longer query alone), as ``[0, c1, ..., n_queries]``."""
+    nq = len(qptr) - 1
+    cuts = [0]
+    while cuts[-1] < nq:
+        last = int(np.searchsorted(qptr, qptr[cuts[-1]] + limit, side="right")) - 1
+        cuts.append(max(last, cuts[-1] + 1))
+    return cuts
+
+
+def _block_spec(spec, a: int, b: int, qa: int, qb: int):
+    """``spec`` restricted to the items ``a:b`` = queries ``qa:qb`` (offsets rebased)."""
+    names = {f.name for f in fields(spec)}
+    sliced = {
+        n: getattr(spec, n)[a:b]
+        for n in _ITEM_FIELDS
+        if n in names and getattr(spec, n) is not None
+    }
+    qptr = np.asarray(spec.qptr)[qa : qb + 1]
+    return replace(spec, qptr=qptr - qptr[0], **sliced)
+
+
 def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
     ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
@@ -192,6 +228,24 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     metrics reuse their full sort."""
     regime = choice("regime", regime, REGIMES)
     requests = validate_metrics(spec.metrics)
+    qptr = np.asarray(spec.qptr)
+    cuts = query_blocks(qptr, BLOCK_ITEMS)
+    if len(cuts) <= 2 or not is_dataclass(spec):
+        return _compute(scores, spec, requests, regime)
+    scores = np.asarray(scores)
+    parts = [
+        _compute(
+            scores[qptr[qa] : qptr[qb]],
+            _block_spec(spec, int(qptr[qa]), int(qptr[qb]), qa, qb),
+            requests,
+            regime,
+        )
+        for qa, qb in zip(cuts[:-1], cuts[1:])
+    ]
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+def _compute(scores, spec, requests, regime: str) -> dict[str, np.ndarray]:
     ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
     ranking = Ranking(scores, spec.qptr) if any(ranked) else None
     values = {}

@@ -26,7 +26,8 @@ class Setup:
     command line, ``data_from_command_line``, replaces that list); ``bias``: the group-bias
     model; ``estimator``: the β estimator; ``diagnostics``: the assumption checks run beside
     it; ``recipe``: the ranker's model, loss, optimizer,
-    scheduler, trainer and batching (:class:`groupbias.ltr.train.RankerRecipe`).
+    scheduler, trainer and batching (:class:`groupbias.ltr.train.RankerRecipe`; None for an
+    experiment whose ``trains_ranker`` is false).
     """
 
     seed: int

@@ -14,6 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from groupbias.cli import CONFIG_DIR, run
+from groupbias.config import RANKER_GROUPS
 from groupbias.reporting.aggregate import main as report_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -335,9 +336,36 @@ def test_bad_config_values_name_the_key(override, key, tmp_path):
         ]
     )
     with pytest.raises(ConfigError) as info:
-        run(cfg)
+        run(cfg, overridden=[override.split("=")[0]])
     assert info.value.key == key
+    if key.split(".")[0] in RANKER_GROUPS:  # table1 trains no ranker: the key is unused
+        assert "trains no ranker" in str(info.value)
     assert not (tmp_path / "table1").exists()  # nothing ran, nothing was written
+
+
+def test_tabular_experiment_builds_no_ranker_and_never_imports_torch(tmp_path):
+    code = (
+        "import sys\n"
+        "from groupbias.cli import run\n"
+        "from tests.test_cli import _compose, TINY_SYNTH\n"
+        f"cfg = _compose(['experiment=table1', 'paths.runs={tmp_path}', *TINY_SYNTH,"
+        " 'experiment.datasets=[synthetic]'])\n"
+        "run(cfg, overridden=[])\n"
+        "print('torch' in sys.modules, 'lightning' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+    assert (tmp_path / "table1" / "metrics.json").is_file()
+
+
+def test_ranker_key_with_a_tabular_experiment_is_refused_at_the_cli(tmp_path):
+    res = _groupbias(["experiment=table1", "trainer=gpu", f"paths.runs={tmp_path}"])
+    assert res.returncode == 2, res.stderr[-3000:]
+    assert res.stderr.startswith("groupbias: error: trainer: unused: experiment 'table1'")
+    assert "Traceback" not in res.stderr
 
 
 def test_cli_reports_a_bad_key_in_one_line_with_exit_code_2(tmp_path):

@@ -3,6 +3,8 @@ shape, the tabular/LTR variants of ρ(DTR) and Δ(EEL), and identical numbers to
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -294,3 +296,39 @@ def test_user_registered_metric_is_computed(case, scratch_registry):
 
 def test_scratch_registrations_are_gone():
     assert "top_affected_share" not in METRICS and "probe_calls" not in METRICS
+
+
+def test_query_blocks_cut_at_query_boundaries():
+    qptr = np.array([0, 3, 3, 10, 12, 13, 20])  # sizes 3, 0, 7, 2, 1, 7
+    from groupbias.metric_names import query_blocks
+
+    # at most 5 items per block; the 7-item queries stand alone
+    assert query_blocks(qptr, 5) == [0, 2, 3, 5, 6]
+    assert query_blocks(qptr, 100) == [0, 6]
+    assert query_blocks(np.array([0]), 5) == [0]
+
+
+@pytest.mark.parametrize("block", [1, 7, 40])
+def test_blockwise_evaluation_equals_one_pass(case, monkeypatch, block):
+    """Evaluating blocks of whole queries gives the one-pass per-query values (to rounding:
+    sums over a different flat layout may differ in the last bit), for
+    every registered metric, both regimes, with and without an explicit membership."""
+    import groupbias.metric_names as MN
+
+    scores, spec = case
+    names = [*CORE, "ndcg@5:affected", *F.RELATED_WORK]
+    full = with_metrics(spec, names)
+    member = dataclasses.replace(full, membership=membership_from_groups(spec.groups))
+    want = {
+        (fn.__name__, i): fn(scores, s)
+        for fn in (tabular_metrics, ranking_metrics)
+        for i, s in enumerate((full, member))
+    }
+    monkeypatch.setattr(MN, "BLOCK_ITEMS", block)
+    assert len(MN.query_blocks(np.asarray(spec.qptr), block)) > 3
+    for (fname, i), ref in want.items():
+        fn = tabular_metrics if fname == "tabular_metrics" else ranking_metrics
+        got = fn(scores, (full, member)[i])
+        assert list(got) == list(ref)
+        for key in ref:
+            np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12, err_msg=key)

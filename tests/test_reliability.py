@@ -94,8 +94,8 @@ def test_degenerate_settings_are_refused_naming_the_key(override, key, tmp_path)
     cfg = _compose(
         ["experiment=ablation_cluster_size", f"paths.runs={tmp_path}", *TINY, override, *extra]
     )
-    with pytest.raises(ConfigError) as info:
-        run(cfg)
+    with pytest.raises(ConfigError) as info:  # as given on the command line
+        run(cfg, overridden=[o.split("=")[0] for o in (override, *extra)])
     assert info.value.key == (key or "grouping.feature_id")
     assert not (tmp_path / "ablation_cluster_size").exists()  # refused before any data
 

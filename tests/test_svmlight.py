@@ -496,6 +496,46 @@ def test_cache_round_trip_reload_speed_and_no_pickle(tmp_path, rng):
     ]
 
 
+def test_cache_stores_features_column_major(tmp_path, rng):
+    """Each feature column is one contiguous run of features.npy (read here from the raw
+    bytes, independently of numpy's loader), so reading a column pages in that column only;
+    the mapped matrix is Fortran-ordered and equal to the parse; rows still work (LTR)."""
+    from groupbias.ltr.datamodule import as_flat_lists
+
+    p = _mslr_like(tmp_path / "train.txt", 700, rng)
+    cdir = tmp_path / "cache"
+    parsed = load_svmlight(p, n_features=136, cache_dir=cdir)
+    hit = load_svmlight(p, n_features=136, cache_dir=cdir)
+    assert hit.meta["cache"] == "hit"
+    assert hit.features.flags.f_contiguous and not hit.features.flags.c_contiguous
+    np.testing.assert_array_equal(hit.features, parsed.features)
+    raw = (Path(hit.meta["cache_dir"]) / "features.npy").read_bytes()
+    header_len = int.from_bytes(raw[8:10], "little") + 10  # .npy version 1.0 header
+    assert b"'fortran_order': True" in raw[:header_len]
+    n = hit.n_items
+    for j in (0, 57, 135):
+        start = header_len + j * n * 4
+        column = np.frombuffer(raw[start : start + n * 4], dtype="<f4")
+        np.testing.assert_array_equal(column, parsed.features[:, j])
+    rows = as_flat_lists(hit, name="train", normalize=None)
+    assert rows.features.flags.c_contiguous
+    np.testing.assert_array_equal(rows.features, parsed.features)
+
+
+def test_cache_entry_in_the_wrong_memory_order_is_rebuilt(tmp_path, rng):
+    p = _mslr_like(tmp_path / "train.txt", 200, rng)
+    cdir = tmp_path / "cache"
+    a = load_svmlight(p, n_features=136, cache_dir=cdir)
+    f = Path(load_svmlight(p, n_features=136, cache_dir=cdir).meta["cache_dir"]) / "features.npy"
+    with open(f, "wb") as fh:  # same dtype and shape, but row-major
+        np.save(fh, np.ascontiguousarray(a.features), allow_pickle=False)
+    with pytest.warns(UserWarning, match="order"):
+        b = load_svmlight(p, n_features=136, cache_dir=cdir)
+    assert b.meta["cache"] == "stored"
+    np.testing.assert_array_equal(b.features, a.features)
+    assert load_svmlight(p, n_features=136, cache_dir=cdir).features.flags.f_contiguous
+
+
 def test_cache_detects_changed_source(tmp_path):
     p = write(tmp_path, "1 qid:1 1:0.5\n0 qid:1 1:2\n")
     cdir = tmp_path / "cache"
