@@ -195,14 +195,21 @@ class DriftExperiment:
         cp = res["change"]
         recs = [
             {**base, "metric": "beta_level", "value": res["level"]},
-            {**base, "metric": "change_session", "value": cp["session"], "p_value": cp["p_value"]},
+            {
+                **base,
+                "metric": "change_session",
+                "value": float(cp["session"]),
+                "p_value": cp["p_value"],
+            },
             {**base, "metric": "beta_before", "value": cp["before"]},
             {**base, "metric": "beta_after", "value": cp["after"]},
         ]
         for name in ("sliding", "ewma"):
             recs.append({**base, "metric": f"mae_{name}", "value": res[f"mae_{name}"]})
             if f"settle_{name}" in res:
-                recs.append({**base, "metric": f"settle_{name}", "value": res[f"settle_{name}"]})
+                settle = res[f"settle_{name}"]
+                value = None if settle is None else float(settle)
+                recs.append({**base, "metric": f"settle_{name}", "value": value})
         return recs
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:

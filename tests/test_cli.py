@@ -217,6 +217,19 @@ SMOKE = {
         "experiment.fig9_stds=[0.3]",
         "experiment.datasets=[synthetic]",
     ],
+    "clicks": [
+        "experiment.sessions=[3000]",
+        "experiment.repetitions=1",
+        "experiment.datasets=[{dataset: synthetic, params: {n_queries: 60, list_size: [4,20]}}]",
+        *TINY_TRAIN,
+    ],
+    "drift": [
+        "experiment.sessions=20000",
+        "experiment.window=2000",
+        "experiment.half_life=1000",
+        "experiment.bins=20",
+        "experiment.datasets=[{dataset: synthetic, params: {n_queries: 60, list_size: [4,20]}}]",
+    ],
 }
 
 
