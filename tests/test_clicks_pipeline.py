@@ -111,9 +111,9 @@ def test_clicks_experiment_end_to_end(tmp_path, capsys):
     _run(
         [
             "experiment=clicks",
-            "experiment.sessions=[2000,20000]",
+            "experiment.sessions=[2000,8000]",
             "experiment.datasets=[{dataset: synthetic,"
-            " params: {n_queries: 80, list_size: [10, 20]}}]",
+            " params: {n_queries: 60, list_size: [10, 20]}}]",
             "trainer.max_epochs=2",
             "model.fc_model.sizes=[8]",
             "model.transformer.d_ff=8",
@@ -128,7 +128,7 @@ def test_clicks_experiment_end_to_end(tmp_path, capsys):
 
     recs = json.loads((run_dir / "metrics.json").read_text())["records"]
     df = pd.DataFrame(recs)
-    for n in (2000, 20000):
+    for n in (2000, 8000):
         part = df[(df["n_sessions"] == n) & (df["metric"] == "rho_dtr")]
         assert set(part["condition"]) == {"full", "none", "position", "group", "both"}
         both = part[part["condition"] == "both"].iloc[0]
@@ -136,7 +136,7 @@ def test_clicks_experiment_end_to_end(tmp_path, capsys):
     assert set(df[df["metric"] == "beta_hat"]["condition"]) == {"group", "both"}
     logs = sorted(run_dir.glob("models/*/beta0.7/rep0/n*/train_clicks.parquet"))
     assert len(logs) == 2
-    assert read_click_log(logs[1]).n_sessions == 20000
+    assert read_click_log(logs[1]).n_sessions == 8000
     assert (run_dir / "clicks_synthetic.png").is_file()
     assert (run_dir / "clicks.txt").read_text().strip()
 
