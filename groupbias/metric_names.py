@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ParameterError
+from .policies import PlackettLuce
 from .ranking import Ranking
 from .registry import METRICS
 from .validation import check_k, choice
@@ -183,9 +184,25 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
     return values
 
 
+def _policy_metrics(requests, ranked, regime: str) -> None:
+    """A policy is judged by its expected exposure: only ranked metrics in the LTR regime."""
+    if regime != "ltr":
+        raise ParameterError("regime", "'ltr' for a PlackettLuce policy", regime)
+    for r, is_ranked in zip(requests, ranked):
+        if not is_ranked:
+            raise ParameterError(
+                f"metrics ({r.key})",
+                "a metric that accepts a ranking (declared ranked=True) for a policy",
+                r.name,
+            )
+
+
 def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
     ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
+    ``scores`` may be a :class:`~groupbias.ranking.Ranking` of them, or a
+    :class:`~groupbias.policies.PlackettLuce` policy (LTR regime, ranked metrics only:
+    they use its expected exposures).
 
     The scores are ranked once (a :class:`~groupbias.ranking.Ranking`, given to every
     metric declared ``ranked``); metrics without a cutoff run first, so that the top-k
@@ -193,10 +210,13 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     regime = choice("regime", regime, REGIMES)
     requests = validate_metrics(spec.metrics)
     ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
-    ranking = Ranking(scores, spec.qptr) if any(ranked) else None
+    given = isinstance(scores, Ranking)
+    if given and isinstance(scores, PlackettLuce):
+        _policy_metrics(requests, ranked, regime)
+    ranking = Ranking.of(scores, spec.qptr) if any(ranked) or given else None
     values = {}
     first = [i for i, r in enumerate(requests) if ranked[i] and r.k is None]
     for i in first + [i for i in range(len(requests)) if i not in first]:
-        arg = ranking if ranked[i] else scores
+        arg = ranking if ranked[i] else (scores.scores if given else scores)
         values[i] = _call(requests[i], arg, spec, regime)
     return {r.key: values[i] for i, r in enumerate(requests)}

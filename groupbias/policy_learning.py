@@ -1,0 +1,178 @@
+"""Fair-exposure Plackett–Luce policies learned from utility scores (torch).
+
+:class:`FairExposureLearner` learns one PL logit per item, for all queries at once, that
+minimizes per query
+
+    L(s) = λ · ||ε(s) − ε*||² − (1 − λ) · E_π[DCG(π)] / IDCG
+
+with ``ε(s)`` the policy's expected exposure (``e(r) = 1/log2(offset + r)``), ``ε*`` the
+EEL target exposure of the graded utilities (items of equal grade share the exposure of
+the ranks their grade block occupies; Diaz et al. 2020), DCG with linear gain on the
+utilities and ``λ = tradeoff`` ∈ [0, 1]. ``level="group"`` compares group exposures
+``[E_A, E_N]`` instead of item exposures (the paper's EEL).
+
+Gradients are policy gradients (REINFORCE, Williams 1992) over ``samples`` Gumbel-max
+rankings per query and step, with the leave-one-out mean of the other samples' rewards as
+the variance-reducing baseline: the reward of ranking ``π`` is
+``λ · 2 (ε̄ − ε*) · e(π) − (1 − λ) DCG(π)/IDCG`` with ``ε̄`` the mean sampled exposure,
+whose expectation's gradient is ``∇L``. Adam's step size decays linearly to 0 over
+``epochs`` (the noisy gradient then settles). Logits start at ``utility / init_temperature``.
+Runs on the GPU when ``device="auto"`` finds one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ParameterError
+from .metrics import target_exposure
+from .policies import PlackettLuce
+from .ranking import Ranking, log_discount
+from .validation import check_qptr, choice, integer, real, vector
+
+__all__ = ["FairExposureLearner", "LEVELS"]
+
+LEVELS = ("item", "group")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class FairExposureLearner:
+    """Learns PL logits trading NDCG against EEL (see the module docstring).
+
+    ``tradeoff``: λ, the weight of the EEL term (1 = exposure only, 0 = NDCG only);
+    ``epochs``: Adam steps; ``lr``: its learning rate; ``samples``: rankings per query and
+    step; ``level``: ``"item"`` or ``"group"`` exposure; ``init_temperature``: logits start at
+    ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
+    ``"cpu"`` or ``"cuda"``.
+    """
+
+    def __init__(
+        self,
+        tradeoff: float = 1.0,
+        epochs: int = 200,
+        lr: float = 0.1,
+        samples: int = 32,
+        level: str = "item",
+        init_temperature: float = 0.1,
+        seed: int = 0,
+        device: str = "auto",
+    ) -> None:
+        self.tradeoff = real("tradeoff", tradeoff, low=0.0, high=1.0)
+        self.epochs = integer("epochs", epochs, low=0)
+        self.lr = real("lr", lr, low=0.0, low_open=True)
+        self.samples = integer("samples", samples, low=2)
+        self.level = choice("level", level, LEVELS)
+        self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
+        self.seed = integer("seed", seed, low=0)
+        self.device = choice("device", device, DEVICES)
+
+    def fit(
+        self, utility, grades, *, qptr, groups=None, offset: int = 1, **policy_options
+    ) -> PlackettLuce:
+        """The learned policy of every query: ``utility`` (float [n_items], the gains of
+        the NDCG term and the initial logits), ``grades`` (the EEL grades of the target),
+        ``groups`` (needed for ``level="group"``); ``policy_options`` go to
+        :class:`~groupbias.policies.PlackettLuce`."""
+        import torch
+
+        u = vector("utility", utility)
+        q = check_qptr(qptr, u.size)
+        gr = vector("grades", grades, u.size)
+        if self.level == "group" and groups is None:
+            raise ParameterError("groups", "affected-group memberships for level='group'", None)
+        g = None if groups is None else vector("groups", groups, u.size, low=0.0, high=1.0)
+        target = target_exposure(gr, qptr=q, offset=offset)
+        dev = self._device(torch)
+        gen = torch.Generator(device=dev).manual_seed(self.seed)
+        logits = u / self.init_temperature
+        blocks = [
+            _Block(b, u, target, g, logits, offset, dev, torch)
+            for b in Ranking.trusted(u, q).blocks()
+        ]
+        params = [bl.logits for bl in blocks]
+        if params and self.epochs:
+            opt = torch.optim.Adam(params, lr=self.lr)
+            n = self.epochs
+            decay = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0 - t / n)
+            for _ in range(n):
+                opt.zero_grad()
+                loss = sum(bl.surrogate(self, gen, torch) for bl in blocks)
+                loss.backward()
+                opt.step()
+                decay.step()
+        out = logits.copy()
+        for bl in blocks:
+            bl.write(out)
+        return PlackettLuce(out, q, **policy_options)
+
+    def _device(self, torch):
+        if self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available()):
+            if not torch.cuda.is_available():
+                raise ParameterError("device", "'auto' or 'cpu' (no GPU is present)", "cuda")
+            return torch.device("cuda")
+        return torch.device("cpu")
+
+
+class _Block:
+    """One padded block of queries ``[m, w]`` and its trainable logits."""
+
+    def __init__(self, block, u, target, g, logits, offset, dev, torch) -> None:
+        self.block = block
+        valid = block.valid
+        self.valid = torch.as_tensor(valid, device=dev)
+
+        def pad(a, fill):
+            return torch.as_tensor(
+                np.where(valid, block.padded(a, fill), fill), dtype=torch.float64, device=dev
+            )
+
+        self.gain = pad(u, 0.0)
+        self.target = pad(target, 0.0)
+        self.g = None if g is None else pad(g, 0.0)
+        self.logits = torch.nn.Parameter(pad(logits, 0.0))
+        w = block.width
+        self.table = torch.as_tensor(log_discount(w, None, offset), device=dev)
+        ideal = torch.sort(self.gain, dim=1, descending=True).values
+        self.idcg = (ideal * torch.as_tensor(log_discount(w, None, 1), device=dev)).sum(1)
+
+    def surrogate(self, learner, gen, torch):
+        """A scalar whose gradient is the policy-gradient estimate of ``∇L`` (summed over
+        the block's queries)."""
+        s_n, (m, w) = learner.samples, self.logits.shape
+        lam = learner.tradeoff
+        masked = torch.where(self.valid, self.logits, torch.full_like(self.logits, -1e4))
+        u = torch.rand((s_n, m, w), generator=gen, device=masked.device, dtype=masked.dtype)
+        z = masked.detach() - torch.log(-torch.log(u.clamp_min(1e-12)))
+        order = torch.argsort(z, dim=2, descending=True)
+        ordered = torch.gather(masked.expand(s_n, m, w), 2, order)
+        tail = torch.logcumsumexp(ordered.flip(2), dim=2).flip(2)
+        slot_ok = torch.arange(w, device=masked.device) < self.valid.sum(1)[:, None]
+        logp = torch.where(slot_ok, ordered - tail, torch.zeros_like(tail)).sum(2)  # [S, m]
+        with torch.no_grad():
+            expo = torch.zeros_like(z).scatter_(2, order, self.table.expand(s_n, m, w))
+            expo = expo * self.valid
+            diff = expo.mean(0) - self.target  # [m, w]
+            if learner.level == "group":
+                ga, gn = self.g, (1.0 - self.g) * self.valid
+                da, dn = (diff * ga).sum(1), (diff * gn).sum(1)
+                fair = 2 * (da * (expo * ga).sum(2) + dn * (expo * gn).sum(2))
+            else:
+                fair = 2 * (diff * expo).sum(2)  # [S, m]
+            dcg = (torch.gather(self.gain.expand(s_n, m, w), 2, order) * _disc(w, masked)).sum(2)
+            ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)
+            reward = lam * fair - (1.0 - lam) * ndcg
+            baseline = (reward.sum(0, keepdim=True) - reward) / (s_n - 1)
+            adv = reward - baseline
+        return (adv * logp).mean(0).sum()
+
+    def write(self, out: np.ndarray) -> None:
+        b = self.block
+        vals = self.logits.detach().cpu().numpy()
+        valid = b.valid
+        out[b.index()[valid]] = vals[valid]
+
+
+def _disc(w: int, like):
+    import torch
+
+    return torch.as_tensor(log_discount(w, None, 1), device=like.device, dtype=like.dtype)
