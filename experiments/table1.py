@@ -24,6 +24,8 @@ from .common import (
     check_common,
     check_metrics,
     entries,
+    evaluation_key,
+    evaluation_title,
     parse_entries,
     rng_for,
     table_records,
@@ -73,6 +75,7 @@ class Table1:
                         dataset=title,
                         metrics=self.metrics,
                         correlations=self.correlations,
+                        protocol=setup.evaluation,
                     )
                     return {"records": res.records}
 
@@ -83,6 +86,7 @@ class Table1:
                         "dataset": repr(entry.dataset),
                         "grouping": repr(entry.grouping),
                         "beta": beta,
+                        **evaluation_key(setup),
                     },
                 )["records"]
         return {"records": records, "skipped": skipped}
@@ -102,7 +106,8 @@ class Table1:
         print(
             table_to_text(
                 table,
-                title="Table 1. Amortized group bias correction, tabular regime",
+                title="Table 1. Amortized group bias correction, tabular regime"
+                + evaluation_title(setup),
                 alpha=self.alpha,
                 note=assumption_note(recs),
             )

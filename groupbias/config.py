@@ -1,6 +1,7 @@
 """Objects from configuration, strictly.
 
-Every config group (``dataset``, ``grouping``, ``bias``, ``estimator``, ``model``, ``loss``,
+Every config group (``dataset``, ``grouping``, ``bias``, ``estimator``, ``evaluation``,
+``model``, ``loss``,
 ``optimizer``, ``scheduler``, ``trainer``, ``batching``, ``experiment``) is a mapping with a
 ``_target_`` naming the class or function that it builds, the Hydra way
 (:func:`hydra.utils.instantiate`). :func:`build` adds what Hydra leaves open:
@@ -185,6 +186,7 @@ GROUPS = (
     "bias",
     "estimator",
     "diagnostics",
+    "evaluation",
     "model",
     "loss",
     "optimizer",
@@ -195,6 +197,10 @@ GROUPS = (
 )
 #: top-level keys beside the groups
 TOP_KEYS = ("seed", "progress", "verbose", "paths", "plugins", "hydra")
+
+
+#: the evaluation group when a config has none (deterministic evaluation)
+_DETERMINISTIC = {"_target_": "groupbias.protocol.EvaluationProtocol"}
 
 
 def _probe_optimizer(factory) -> None:
@@ -293,6 +299,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False):
         bias=build(c.get("bias"), "bias"),
         estimator=build(c.get("estimator"), "estimator"),
         diagnostics=build(c.get("diagnostics"), "diagnostics"),
+        evaluation=build(c.get("evaluation") or _DETERMINISTIC, "evaluation"),
         recipe=_recipe(c),
         data_from_command_line=data_from_command_line,
     )

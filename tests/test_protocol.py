@@ -1,0 +1,180 @@
+"""Evaluation protocols and their convention options, each against values computed by hand
+in this file (written out with math.log2, not with the library)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from groupbias import metrics as M
+from groupbias.errors import ParameterError
+from groupbias.metric_names import compute_metrics
+from groupbias.pipelines.evaluation import EvalSpec
+from groupbias.protocol import EvaluationProtocol
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "evaluation"
+L3, L5 = math.log2(3), math.log2(5)
+
+
+def _preset(name: str, **changes) -> EvaluationProtocol:
+    cfg = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+    cfg.pop("_target_")
+    return EvaluationProtocol(**{**cfg, **changes})
+
+
+def _spec(labels, groups, qptr, metrics, thresholds=(0.5,)):
+    lab = np.asarray(labels, dtype=float)
+    return EvalSpec(
+        labels=lab,
+        relevance=lab,
+        groups=np.asarray(groups, dtype=float),
+        qptr=np.asarray(qptr),
+        thresholds=thresholds,
+        metrics=tuple(metrics),
+    )
+
+
+def test_discount_offset_two_shifts_the_exposure_down_one_rank():
+    s, rel, g, q = [3.0, 2.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0, 3]
+    e = M.expected_exposure(s, qptr=q, offset=2)
+    np.testing.assert_allclose(e, [1 / L3, 1 / 2, 1 / L5])
+    ea, en = 1 / L3, 1 / 2 + 1 / L5  # U_A = U_N = 1
+    np.testing.assert_allclose(
+        M.rho_dtr_ranking_per_query(s, rel, qptr=q, groups=g, offset=2), [ea / en]
+    )
+    with pytest.raises(ParameterError, match="offset"):
+        M.expected_exposure(s, qptr=q, offset=3)
+
+
+def test_rho_dtr_zero_utility_conventions():
+    # q0: U_A = 0 but the estimate gives A utility; q1: A has no utility in either;
+    # q2: no true utility at all
+    est = [0.5, 1.0, 0.0, 1.0, 0.3, 0.2]
+    true = [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    g = [1, 0, 1, 0, 1, 0]
+    q = [0, 2, 4, 6]
+    want = {
+        "extend": [0.0, 1.0, np.nan],
+        "skip": [np.nan, np.nan, np.nan],
+        "one": [1.0, 1.0, 1.0],
+        "zero": [0.0, 0.0, 0.0],
+    }
+    for rule, values in want.items():
+        got = M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g, on_zero_utility=rule)
+        np.testing.assert_array_equal(got, values)
+
+
+def test_ndcg_over_queries_with_positive_ndcg_and_no_relevant_items():
+    # q0: the relevant item ranks 2nd, NDCG@1 = 0; q1: NDCG@1 = 1; q2: no relevant item
+    s, lab, q = [2.0, 1.0, 2.0, 1.0, 1.0, 0.0], [0, 1, 1, 0, 0, 0], [0, 2, 4, 6]
+    keep = M.ndcg_per_query(s, lab, qptr=q, k=1, on_no_relevant="zero")
+    np.testing.assert_array_equal(keep, [0.0, 1.0, 0.0])
+    assert M.ndcg(s, lab, qptr=q, k=1, on_no_relevant="zero") == pytest.approx(1 / 3)
+    assert M.ndcg(s, lab, qptr=q, k=1, on_zero_ndcg="skip") == 1.0
+    np.testing.assert_array_equal(
+        M.ndcg_per_query(s, lab, qptr=q, k=1, on_zero_ndcg="skip"), [np.nan, 1.0, np.nan]
+    )
+
+
+def test_query_minmax_bins():
+    v = np.array([0.2, 0.5, 0.9, 0.4, 0.4])
+    q = np.array([0, 3, 5])
+    # (0.5 - 0.2) / (0.7 / 2) = 0.86 -> 0; 0.9 is the top of the range -> 1; a constant
+    # query: every value is 1e-10 above lo, one bin of width 1e-10 -> grade 1
+    np.testing.assert_array_equal(
+        M.query_minmax_grades(v, q, np.array([0, 0, 0, 1, 1]), 2), [0, 0, 1, 1, 1]
+    )
+    # Δ(EEL) with per-query min-max bins, squared ℓ2: estimate [0.2, 0.5, 0.9] grades
+    # [0, 0, 1] against true [1, 1, 0] grades [1, 1, 0]; groups A = {0}, N = {1, 2}
+    est, true, g = [0.2, 0.5, 0.9], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]
+    e1, e2, e3 = 1.0, 1 / L3, 0.5
+    est_a, true_a = (e2 + e3) / 2, (e1 + e2) / 2
+    d = est_a - true_a
+    got = M.delta_eel_tabular_per_query(
+        est, true, qptr=[0, 3], groups=g, bins="query_minmax", levels=2, distance="sq_l2"
+    )
+    np.testing.assert_allclose(got, [2 * d * d])
+    with pytest.raises(ParameterError, match="thresholds"):
+        M.delta_eel_tabular_per_query(
+            est, true, qptr=[0, 3], groups=g, bins="query_minmax", thresholds=[0.5]
+        )
+
+
+def test_default_protocol_computes_exactly_the_bare_metrics():
+    rng = np.random.default_rng(0)
+    q = np.array([0, 4, 9, 12])
+    lab = rng.integers(0, 2, 12).astype(float)
+    spec = _spec(lab, rng.integers(0, 2, 12), q, ["ndcg@10", "rho_dtr", "delta_eel"])
+    s = rng.random(12)
+    for regime in ("tabular", "ltr"):
+        want = compute_metrics(s, spec, regime=regime)
+        got = EvaluationProtocol().evaluate(s, spec, regime=regime)
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key])
+    assert _preset("deterministic") == EvaluationProtocol()
+
+
+def test_top_n_truncation_and_dropping_single_group_queries():
+    s = np.array([0.1, 0.9, 0.5, 0.7, 0.3, 0.2])
+    lab = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+    spec = _spec(lab, [1, 0, 0, 1, 1, 1], [0, 4, 6], ["ndcg@10"])
+    p = EvaluationProtocol(top_n=2, single_group="drop", ndcg_no_relevant="zero")
+    kept, sub = p.truncate(s, spec)
+    np.testing.assert_array_equal(kept, [0.9, 0.7, 0.3, 0.2])  # top 2 of q0, all of q1
+    np.testing.assert_array_equal(sub.qptr, [0, 2, 4])
+    np.testing.assert_array_equal(sub.labels, [1.0, 0.0, 1.0, 1.0])
+    out = p.evaluate(s, spec, regime="ltr")["ndcg@10"]
+    # q0 after truncation: labels [1, 0] ranked [1, 0] -> 1, groups [0, 1]; q1 has one
+    # group only -> dropped (judged after truncation, as the groups of q0 would be)
+    np.testing.assert_array_equal(out, [1.0, np.nan])
+
+
+def test_paper_code_preset_by_hand_on_a_two_item_policy():
+    """Policy with logits [log 3, 0]: item 0 first with probability 3/4."""
+    p = _preset("paper_code", learn=False, temperature=1.0)
+    assert p.mode == "policy" and p.offset == 2 and p.top_n == 20
+    s = np.array([math.log(3.0), 0.0, 0.0, 1.0])
+    lab = [1.0, 0.0, 1.0, 0.0]
+    spec = _spec(lab, [1, 0, 1, 1], [0, 2, 4], ["ndcg@10", "rho_dtr", "delta_eel"])
+    out = p.evaluate(s, spec, regime="tabular")
+    # NDCG keeps the DCG discount 1/log2(1 + r): E[DCG] = 3/4 + (1/4)/log2(3), IDCG = 1
+    assert out["ndcg@10"][0] == pytest.approx(0.75 + 0.25 / L3, abs=1e-15)
+    # ρ(DTR): the non-affected group has no utility -> 1 (fair)
+    assert out["rho_dtr"][0] == 1.0
+    # Δ(EEL), offset 2, squared ℓ2: ε_A = 3/4·(1/log2 3) + 1/4·(1/2); the target of the
+    # grades [1, 0] gives A 1/log2 3; the two components are ±δ
+    d = (0.75 / L3 + 0.25 / 2) - 1 / L3
+    assert out["delta_eel"][0] == pytest.approx(2 * d * d, abs=1e-15)
+    # the second query has one group only: dropped
+    assert all(np.isnan(v[1]) for v in out.values())
+
+
+def test_bogus_protocol_values_name_their_option():
+    for key, value in (
+        ("mode", "random"),
+        ("offset", 0),
+        ("eel_bins", "quantile"),
+        ("top_n", 0),
+        ("tradeoff", 2.0),
+        ("train_samples", 1),
+        ("learn", "yes"),
+    ):
+        with pytest.raises(ParameterError) as info:
+            EvaluationProtocol(**{key: value})
+        assert info.value.name == key
+
+
+def test_policy_protocol_learns_from_the_scores():
+    """A learned policy puts the relevant items first and shares exposure among equal
+    grades: NDCG near 1 on binary labels, Δ(EEL) near 0 for the true scores."""
+    lab = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]
+    spec = _spec(lab, [1, 0, 1, 0, 1, 0, 0], [0, 4, 7], ["ndcg@10", "delta_eel"])
+    p = replace(_preset("policy"), epochs=150)
+    out = p.evaluate(np.array(lab), spec, regime="tabular")
+    assert np.all(out["ndcg@10"] > 0.97)
+    assert np.all(out["delta_eel"] < 0.05)
