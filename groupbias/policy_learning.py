@@ -86,8 +86,8 @@ class FairExposureLearner:
         gen = torch.Generator(device=dev).manual_seed(self.seed)
         logits = u / self.init_temperature
         blocks = [
-            _Block(b, u, target, g, logits, offset, dev, torch)
-            for b in Ranking.trusted(u, q).blocks()
+            _Block(starts, sizes, u, target, g, logits, offset, dev, torch)
+            for starts, sizes in _layouts(u, q)
         ]
         params = [bl.logits for bl in blocks]
         if params and self.epochs:
@@ -113,24 +113,38 @@ class FairExposureLearner:
         return torch.device("cpu")
 
 
-class _Block:
-    """One padded block of queries ``[m, w]`` and its trainable logits."""
+def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(starts, sizes)`` of the padded blocks trained together: every non-empty query in
+    one block when padding at most quadruples the items, else blocks of similar lengths."""
+    sizes = np.diff(q)
+    rows = np.flatnonzero(sizes > 0)
+    if rows.size and int(sizes.max()) * rows.size <= 4 * u.size:
+        return [(q[rows], sizes[rows])]
+    return [(b.starts, b.sizes) for b in Ranking.trusted(u, q).blocks()]
 
-    def __init__(self, block, u, target, g, logits, offset, dev, torch) -> None:
-        self.block = block
-        valid = block.valid
+
+class _Block:
+    """The queries starting at ``starts`` with ``sizes`` items, padded to ``[m, w]``, and
+    their trainable logits."""
+
+    def __init__(self, starts, sizes, u, target, g, logits, offset, dev, torch) -> None:
+        w = int(sizes.max())
+        valid = np.arange(w) < sizes[:, None]
+        self.index = np.minimum(
+            starts[:, None] + np.arange(w), starts[:, None] + sizes[:, None] - 1
+        )
+        self.valid_np = valid
         self.valid = torch.as_tensor(valid, device=dev)
 
         def pad(a, fill):
             return torch.as_tensor(
-                np.where(valid, block.padded(a, fill), fill), dtype=torch.float64, device=dev
+                np.where(valid, a[self.index], fill), dtype=torch.float64, device=dev
             )
 
         self.gain = pad(u, 0.0)
         self.target = pad(target, 0.0)
         self.g = None if g is None else pad(g, 0.0)
         self.logits = torch.nn.Parameter(pad(logits, 0.0))
-        w = block.width
         self.table = torch.as_tensor(log_discount(w, None, offset), device=dev)
         ideal = torch.sort(self.gain, dim=1, descending=True).values
         self.idcg = (ideal * torch.as_tensor(log_discount(w, None, 1), device=dev)).sum(1)
@@ -166,10 +180,8 @@ class _Block:
         return (adv * logp).mean(0).sum()
 
     def write(self, out: np.ndarray) -> None:
-        b = self.block
         vals = self.logits.detach().cpu().numpy()
-        valid = b.valid
-        out[b.index()[valid]] = vals[valid]
+        out[self.index[self.valid_np]] = vals[self.valid_np]
 
 
 def _disc(w: int, like):
