@@ -216,15 +216,6 @@ def assumption_note(records) -> str | None:
     )
 
 
-def evaluation_key(setup) -> dict:
-    """The resume key of the evaluation protocol: empty for the default (deterministic)
-    protocol, so that existing run directories stay valid."""
-    from groupbias.protocol import EvaluationProtocol
-
-    ev = getattr(setup, "evaluation", None)
-    return {} if ev is None or ev == EvaluationProtocol() else {"evaluation": repr(ev)}
-
-
 def evaluation_title(setup) -> str:
     """A title suffix naming a non-default evaluation protocol."""
     ev = getattr(setup, "evaluation", None)

@@ -24,7 +24,6 @@ from .common import (
     check_common,
     check_metrics,
     entries,
-    evaluation_key,
     evaluation_title,
     parse_entries,
     rng_for,
@@ -86,7 +85,6 @@ class Table1:
                         "dataset": repr(entry.dataset),
                         "grouping": repr(entry.grouping),
                         "beta": beta,
-                        **evaluation_key(setup),
                     },
                 )["records"]
         return {"records": records, "skipped": skipped}

@@ -56,6 +56,11 @@ _ENUMERATE_LIMIT = 8
 _PACKED_WIDTH = 1024
 #: smallest uniform draw (keeps -log(-log u) finite)
 _TINY = np.float32(2.0**-25)
+#: exponential race (one logarithm per draw) when every logit of a block is at most this
+#: far below its row's maximum (exp(60) stays far inside float32)
+_RACE_SPREAD = 60.0
+#: 1 / p of padding slots in the race (they come last)
+_RACE_PAD = 1e36
 
 
 @dataclass(frozen=True)
@@ -159,13 +164,18 @@ class PlackettLuce(Ranking):
         top = np.nanmax(base, axis=1, keepdims=True)
         low = np.nanmin(base, axis=1, keepdims=True)
         centered = np.where(valid, base - top, low - top - 100.0)
+        race = None
+        if np.all(low - top >= -_RACE_SPREAD):  # exponential race: keys log(u) / p
+            race = np.where(valid, np.exp(-centered), _RACE_PAD).astype(np.float32)
         rows_per = max(1, self.batch_items // w)
         for r0 in range(0, centered.shape[0], rows_per):
-            part = centered[r0 : r0 + rows_per]
+            sl = slice(r0, r0 + rows_per)
+            part = centered[sl] if race is None else race[sl]
             per = max(1, self.batch_items // part.size)
             for s0 in range(0, n_samples, per):
                 s_b = min(per, n_samples - s0)
-                yield slice(r0, r0 + part.shape[0]), s0, _sample_slots(part, s_b, rng)
+                cols = _sample_slots(part, s_b, rng, race=race is not None)
+                yield slice(r0, r0 + part.shape[0]), s0, cols
 
     def sample(self, n_samples: int, *, rng: np.random.Generator) -> np.ndarray:
         """``n_samples`` rankings of every query: the 1-based rank of every item in each,
@@ -276,22 +286,35 @@ class PlackettLuce(Ranking):
         )
 
 
-def _sample_slots(centered: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
-    """Gumbel-max rankings of the rows of ``centered`` [m, w] (logits minus the row maximum;
-    padding far below every real logit): the column of the item in every ascending slot,
-    int [n_samples, m, w] (slot ``j`` has rank ``w - j``)."""
-    m, w = centered.shape
+def _sample_slots(
+    values: np.ndarray, n_samples: int, rng: np.random.Generator, *, race: bool
+) -> np.ndarray:
+    """PL rankings of the rows of ``values`` [m, w]: the column of the item in every
+    ascending slot, int [n_samples, m, w] (slot ``j`` has rank ``w - j``).
+
+    ``race=False``: ``values`` are the logits minus the row maximum (padding far below),
+    keys ``logit + G`` (Gumbel-max, two logarithms per draw). ``race=True``: ``values``
+    are ``exp(-(logit - max))`` (padding huge), keys ``log(u) · values = -E / p`` with
+    ``E = -log u`` exponential — the item with the smallest ``E / p`` comes first, which
+    is the same PL law (exponential race) with one logarithm per draw."""
+    m, w = values.shape
     if w > _PACKED_WIDTH:
-        z = centered[None] + rng.gumbel(size=(n_samples, m, w))
+        if race:
+            z = np.log(rng.random((n_samples, m, w)) + 2.0**-60) * values[None]
+        else:
+            z = values[None] + rng.gumbel(size=(n_samples, m, w))
         return np.argsort(z, axis=2, kind="stable")
     bits = max(1, int(np.ceil(np.log2(w))))
     low = np.int32((1 << bits) - 1)
     u = rng.random((n_samples, m, w), dtype=np.float32)
     np.maximum(u, _TINY, out=u)
     np.log(u, out=u)
-    np.negative(u, out=u)
-    np.log(u, out=u)  # log(-log u) = -G
-    np.subtract(centered.astype(np.float32), u, out=u)  # logit + G
+    if race:
+        np.multiply(u, values, out=u)  # -E / p
+    else:
+        np.negative(u, out=u)
+        np.log(u, out=u)  # log(-log u) = -G
+        np.subtract(values.astype(np.float32), u, out=u)  # logit + G
     keys = u.view(np.int32)
     keys &= ~low
     keys |= np.arange(w, dtype=np.int32)
