@@ -218,3 +218,61 @@ def test_demo_evaluates_tables_and_rankers_as_policies(tmp_path):
     # utilities in [0, 1] as logits: a nearly uniform policy, far below the sorted NDCG 1
     assert ndcg[("tabular", "full")] < 0.95
     assert all(0 < v <= 1 for v in ndcg.values())
+
+
+def _paper_style(scores, labels, groups, qptr, top_n=20, levels=2):
+    """The released evaluation code's conventions for one deterministic ranking per query,
+    re-implemented here loop by loop: candidates cut to the top ``top_n`` by score,
+    single-group queries dropped, exposure 1/log2(2 + r), EEL target from ``levels``
+    per-query min-max bins of the labels, squared distance of the group exposures, DTR as
+    max/min of exposure-per-utility minus 1 (0 when a group has no utility), NDCG@10 with
+    1/log2(1 + r) and 0 without relevant items. Returns per-query (ndcg, rho, eel) of the
+    kept queries, rho = 1 / (1 + DTR - 1)."""
+    out = []
+    for a, b in zip(qptr[:-1], qptr[1:]):
+        order = sorted(range(a, b), key=lambda i: -scores[i])[:top_n]
+        lab = [labels[i] for i in order]  # in ranked order
+        grp = [groups[i] for i in order]
+        if min(grp) == max(grp):
+            continue
+        n = len(order)
+        expo = [1 / math.log2(2 + r) for r in range(1, n + 1)]
+        lo, hi = min(lab) - 1e-10, max(lab) + 1e-10
+        grade = [math.floor((v - lo) / ((hi - lo) / levels)) for v in lab]
+        ranked_grades = sorted(grade, reverse=True)
+        target_of = {
+            gr: sum(e for e, x in zip(expo, ranked_grades) if x == gr) / ranked_grades.count(gr)
+            for gr in set(grade)
+        }
+        eel = 0.0
+        ratios = []
+        for gv in (0.0, 1.0):
+            e = sum(x for x, gg in zip(expo, grp) if gg == gv)
+            t = sum(target_of[gr] for gr, gg in zip(grade, grp) if gg == gv)
+            eel += (e - t) ** 2
+            u = sum(v for v, gg in zip(lab, grp) if gg == gv)
+            ratios.append(0.0 if u == 0 else e / u)
+        dtr = 0.0 if ratios[0] * ratios[1] == 0 else max(ratios) / min(ratios) - 1
+        ideal = sorted(lab, reverse=True)
+        idcg = sum((2**v - 1) / math.log2(1 + r) for r, v in enumerate(ideal[:10], 1))
+        dcg = sum((2**v - 1) / math.log2(1 + r) for r, v in enumerate(lab[:10], 1))
+        out.append((dcg / idcg if idcg > 0 else 0.0, 1 / (1 + dtr), eel))
+    return np.array(out)
+
+
+def test_paper_code_preset_matches_the_released_conventions_on_deterministic_rankings():
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 30, size=60)
+    q = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(q[-1])
+    scores = rng.random(n)
+    labels = (rng.random(n) < 0.3).astype(float)
+    groups = (rng.random(n) < 0.4).astype(float)
+    spec = _spec(labels, groups, q, ["ndcg@10", "rho_dtr", "delta_eel"])
+    p = _preset("paper_code", mode="deterministic")
+    got = p.evaluate(scores, spec, regime="ltr")
+    kept = ~np.isnan(got["ndcg@10"])
+    want = _paper_style(scores, labels, groups, q)
+    assert kept.sum() == len(want) > 20
+    for j, key in enumerate(("ndcg@10", "rho_dtr", "delta_eel")):
+        np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
