@@ -46,7 +46,7 @@ from .ranking import Exposure, Ranking, rank_weights
 from .segments import segment_sum
 from .validation import check_k, integer, vector
 
-__all__ = ["PlackettLuce", "ExpectedExposure", "EXACT_MAX"]
+__all__ = ["PlackettLuce", "ExpectedExposure", "EXACT_MAX", "all_rankings", "ranking_log_probs"]
 
 #: longest list whose expected exposure is enumerated exactly by default (6! = 720 rankings)
 EXACT_MAX = 6
@@ -87,7 +87,7 @@ class _PolicyExposure(Exposure):
         return segment_sum(x * self.dense(), self.qptr)
 
 
-def _permutations(n: int) -> tuple[np.ndarray, np.ndarray]:
+def all_rankings(n: int) -> tuple[np.ndarray, np.ndarray]:
     """All rankings of ``n`` items (item in each slot, int [n!, n]) and the 0-based slot of
     every item in each (int [n!, n])."""
     perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64).reshape(-1, n)
@@ -106,7 +106,7 @@ def ranking_log_probs(logits: np.ndarray, perms: np.ndarray) -> np.ndarray:
 
 def _exact(logits: np.ndarray, qptr: np.ndarray, table: np.ndarray, n: int, rows) -> np.ndarray:
     """Exact expected exposure [m, n] of the queries ``rows`` (all of length ``n``)."""
-    perms, slots = _permutations(n)
+    perms, slots = all_rankings(n)
     items = qptr[rows][:, None] + np.arange(n)
     p = np.exp(ranking_log_probs(logits[items], perms))  # [m, n!]
     return p @ table[:n][slots]  # [m, n]

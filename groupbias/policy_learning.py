@@ -11,7 +11,9 @@ the ranks their grade block occupies; Diaz et al. 2020), DCG with linear gain on
 utilities and ``λ = tradeoff`` ∈ [0, 1]. ``level="group"`` compares group exposures
 ``[E_A, E_N]`` instead of item exposures (the paper's EEL).
 
-Gradients are policy gradients (REINFORCE, Williams 1992) over ``samples`` Gumbel-max
+Lists of at most ``EXACT_MAX`` (6) items get the exact loss and gradient (expected
+exposures enumerated over all rankings, as in :mod:`groupbias.policies`). Longer lists get
+policy gradients (REINFORCE, Williams 1992) over ``samples`` Gumbel-max
 rankings per query and step, with the leave-one-out mean of the other samples' rewards as
 the variance-reducing baseline: the reward of ranking ``π`` is
 ``λ · 2 (ε̄ − ε*) · e(π) − (1 − λ) DCG(π)/IDCG`` with ``ε̄`` the mean sampled exposure,
@@ -26,7 +28,7 @@ import numpy as np
 
 from .errors import ParameterError
 from .metrics import target_exposure
-from .policies import PlackettLuce
+from .policies import EXACT_MAX, PlackettLuce, all_rankings
 from .ranking import Ranking, log_discount
 from .validation import check_qptr, choice, integer, real, vector
 
@@ -43,7 +45,8 @@ class FairExposureLearner:
     ``epochs``: Adam steps; ``lr``: its learning rate; ``samples``: rankings per query and
     step; ``level``: ``"item"`` or ``"group"`` exposure; ``init_temperature``: logits start at
     ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
-    ``"cpu"`` or ``"cuda"``.
+    ``"cpu"`` or ``"cuda"``; ``threads``: torch CPU threads while fitting (None: torch's
+    default; 1 keeps the many small steps fast when other work shares the cores).
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class FairExposureLearner:
         init_temperature: float = 0.1,
         seed: int = 0,
         device: str = "auto",
+        threads: int | None = 1,
     ) -> None:
         self.tradeoff = real("tradeoff", tradeoff, low=0.0, high=1.0)
         self.epochs = integer("epochs", epochs, low=0)
@@ -65,6 +69,7 @@ class FairExposureLearner:
         self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
         self.seed = integer("seed", seed, low=0)
         self.device = choice("device", device, DEVICES)
+        self.threads = None if threads is None else integer("threads", threads, low=1)
 
     def fit(
         self, utility, grades, *, qptr, groups=None, offset: int = 1, **policy_options
@@ -90,6 +95,20 @@ class FairExposureLearner:
             for starts, sizes in _layouts(u, q)
         ]
         params = [bl.logits for bl in blocks]
+        before = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            self._train(blocks, params, gen, torch)
+        finally:
+            torch.set_num_threads(before)
+        out = logits.copy()
+        for bl in blocks:
+            bl.write(out)
+        return PlackettLuce(out, q, **policy_options)
+
+    def _train(self, blocks, params, gen, torch) -> None:
+        """Adam on the logits of every block, the step size decaying linearly to 0."""
         if params and self.epochs:
             opt = torch.optim.Adam(params, lr=self.lr)
             n = self.epochs
@@ -100,10 +119,6 @@ class FairExposureLearner:
                 loss.backward()
                 opt.step()
                 decay.step()
-        out = logits.copy()
-        for bl in blocks:
-            bl.write(out)
-        return PlackettLuce(out, q, **policy_options)
 
     def _device(self, torch):
         if self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available()):
@@ -145,16 +160,24 @@ class _Block:
         self.target = pad(target, 0.0)
         self.g = None if g is None else pad(g, 0.0)
         self.logits = torch.nn.Parameter(pad(logits, 0.0))
+        self.rankings = None
+        if w <= EXACT_MAX:  # short lists: the exact expected exposure, an exact gradient
+            perms, slots = all_rankings(w)
+            # slots last to first: the suffix sums of the PL denominators are prefix sums
+            self.rankings = torch.as_tensor(perms[:, ::-1].copy(), device=dev)
+            self.slots = torch.as_tensor(slots, device=dev)
         self.table = torch.as_tensor(log_discount(w, None, offset), device=dev)
         ideal = torch.sort(self.gain, dim=1, descending=True).values
         self.idcg = (ideal * torch.as_tensor(log_discount(w, None, 1), device=dev)).sum(1)
 
     def surrogate(self, learner, gen, torch):
         """A scalar whose gradient is the policy-gradient estimate of ``∇L`` (summed over
-        the block's queries)."""
+        the block's queries); the exact ``L`` for lists of at most ``EXACT_MAX`` items."""
         s_n, (m, w) = learner.samples, self.logits.shape
         lam = learner.tradeoff
         masked = torch.where(self.valid, self.logits, torch.full_like(self.logits, -1e4))
+        if self.rankings is not None:
+            return self._exact_loss(masked, lam, learner.level, torch)
         u = torch.rand((s_n, m, w), generator=gen, device=masked.device, dtype=masked.dtype)
         z = masked.detach() - torch.log(-torch.log(u.clamp_min(1e-12)))
         order = torch.argsort(z, dim=2, descending=True)
@@ -178,6 +201,23 @@ class _Block:
             baseline = (reward.sum(0, keepdim=True) - reward) / (s_n - 1)
             adv = reward - baseline
         return (adv * logp).mean(0).sum()
+
+    def _exact_loss(self, masked, lam: float, level: str, torch):
+        """``Σ_q L_q`` with the expected exposures enumerated over every ranking (padding
+        slots have logit -1e4: they come last with probability 1 - O(e^-1e4))."""
+        lw = masked[:, self.rankings]  # [m, P, w], last slot first
+        p = torch.exp((lw - torch.logcumsumexp(lw, dim=2)).sum(2))  # [m, P]
+        expo = (p @ self.table[self.slots]) * self.valid  # [m, w]
+        diff = expo - self.target
+        if level == "group":
+            ga, gn = self.g, (1.0 - self.g) * self.valid
+            fair = (diff * ga).sum(1) ** 2 + (diff * gn).sum(1) ** 2
+        else:
+            fair = (diff * diff).sum(1)
+        w = masked.shape[1]
+        dcg = (p @ _disc(w, masked)[self.slots] * self.gain).sum(1)
+        ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)
+        return (lam * fair - (1.0 - lam) * ndcg).sum()
 
     def write(self, out: np.ndarray) -> None:
         vals = self.logits.detach().cpu().numpy()

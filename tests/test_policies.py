@@ -164,6 +164,21 @@ def test_learner_gives_equal_utility_items_equal_exposure():
     assert ((e - target) ** 2).sum() < ((start - target) ** 2).sum() / 10
 
 
+def test_learner_policy_gradient_on_a_long_list():
+    """Lists over six items are learned by REINFORCE: the same optimum within its noise."""
+    u = np.array([1.0, 0.9, 0.8, 0.0, 0.1, 0.0, 0.2, 0.0])
+    q = np.array([0, 8])
+    grades = (u >= 0.5).astype(float)
+    target = M.target_exposure(grades, qptr=q)
+    start = PlackettLuce(u / 0.1, q, samples=20_000).expected_exposure().mean
+    pol = FairExposureLearner(tradeoff=1.0, epochs=300, lr=0.1, samples=32, device="cpu").fit(
+        u, grades, qptr=q, samples=20_000
+    )
+    e = pol.expected_exposure().mean
+    assert np.ptp(start[:3]) > 0.2 and np.ptp(e[:3]) < 0.05
+    assert ((e - target) ** 2).sum() < ((start - target) ** 2).sum() / 10
+
+
 def test_learner_ndcg_only_keeps_the_utility_order():
     u = np.array([0.9, 0.1, 0.5])
     q = np.array([0, 3])

@@ -211,9 +211,7 @@ def test_demo_evaluates_tables_and_rankers_as_policies(tmp_path):
         cfg = compose(config_name="config", overrides=overrides)
     run(cfg)
     recs = json.loads((tmp_path / "demo" / "metrics.json").read_text())["records"]
-    ndcg = {
-        (r["regime"], r["condition"]): r["value"] for r in recs if r["metric"] == "ndcg@10"
-    }
+    ndcg = {(r["regime"], r["condition"]): r["value"] for r in recs if r["metric"] == "ndcg@10"}
     assert {("tabular", "full"), ("ltr", "full"), ("ltr", "biased")} <= set(ndcg)
     # utilities in [0, 1] as logits: a nearly uniform policy, far below the sorted NDCG 1
     assert ndcg[("tabular", "full")] < 0.95
