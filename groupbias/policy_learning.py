@@ -158,7 +158,7 @@ class _Block:
 
         self.gain = pad(u, 0.0)
         self.target = pad(target, 0.0)
-        self.g = None if g is None else pad(g, 0.0)
+        self.g = pad(np.zeros(u.size) if g is None else g, 0.0)  # level="group" needs g
         self.logits = torch.nn.Parameter(pad(logits, 0.0))
         self.rankings = None
         if w <= EXACT_MAX:  # short lists: the exact expected exposure, an exact gradient
