@@ -32,9 +32,10 @@ from .policies import EXACT_MAX, PlackettLuce, all_rankings
 from .ranking import Ranking, log_discount
 from .validation import check_qptr, choice, integer, real, vector
 
-__all__ = ["FairExposureLearner", "LEVELS"]
+__all__ = ["FairExposureLearner", "LEVELS", "OBJECTIVES"]
 
 LEVELS = ("item", "group")
+OBJECTIVES = ("eel", "dtr")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -43,7 +44,10 @@ class FairExposureLearner:
 
     ``tradeoff``: λ, the weight of the EEL term (1 = exposure only, 0 = NDCG only);
     ``epochs``: Adam steps; ``lr``: its learning rate; ``samples``: rankings per query and
-    step; ``level``: ``"item"`` or ``"group"`` exposure; ``init_temperature``: logits start at
+    step; ``level``: ``"item"`` or ``"group"`` exposure; ``objective``: ``"eel"`` (the loss
+    above) or ``"dtr"`` (fairness term ``(log (E_A/U_A) − log (E_N/U_N))²``, the squared log
+    disparate treatment ratio of the utilities; 0 where a group has no utility);
+    ``init_temperature``: logits start at
     ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
     ``"cpu"`` or ``"cuda"``; ``threads``: torch CPU threads while fitting (None: torch's
     default; 1 keeps the many small steps fast when other work shares the cores).
@@ -57,6 +61,7 @@ class FairExposureLearner:
         samples: int = 32,
         level: str = "item",
         init_temperature: float = 0.1,
+        objective: str = "eel",
         seed: int = 0,
         device: str = "auto",
         threads: int | None = 1,
@@ -66,6 +71,7 @@ class FairExposureLearner:
         self.lr = real("lr", lr, low=0.0, low_open=True)
         self.samples = integer("samples", samples, low=2)
         self.level = choice("level", level, LEVELS)
+        self.objective = choice("objective", objective, OBJECTIVES)
         self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
         self.seed = integer("seed", seed, low=0)
         self.device = choice("device", device, DEVICES)
@@ -83,8 +89,10 @@ class FairExposureLearner:
         u = vector("utility", utility)
         q = check_qptr(qptr, u.size)
         gr = vector("grades", grades, u.size)
-        if self.level == "group" and groups is None:
-            raise ParameterError("groups", "affected-group memberships for level='group'", None)
+        if (self.level == "group" or self.objective == "dtr") and groups is None:
+            raise ParameterError(
+                "groups", "affected-group memberships (level='group' or objective='dtr')", None
+            )
         g = None if groups is None else vector("groups", groups, u.size, low=0.0, high=1.0)
         target = target_exposure(gr, qptr=q, offset=offset)
         dev = self._device(torch)
@@ -170,6 +178,23 @@ class _Block:
         ideal = torch.sort(self.gain, dim=1, descending=True).values
         self.idcg = (ideal * torch.as_tensor(log_discount(w, None, 1), device=dev)).sum(1)
 
+    def fairness(self, expo, learner, torch):
+        """The fairness term per query (float [m]) of the expected exposures ``expo``
+        [m, w]: squared EEL distance (item or group level) or the squared log disparate
+        treatment ratio (0 where a group has no utility)."""
+        ga, gn = self.g * self.valid, (1.0 - self.g) * self.valid
+        if learner.objective == "dtr":
+            ua, un = (self.gain * ga).sum(1), (self.gain * gn).sum(1)
+            ok = (ua > 0) & (un > 0)
+            ea, en = (expo * ga).sum(1), (expo * gn).sum(1)
+            x = torch.log(ea.clamp_min(1e-300) / ua.clamp_min(1e-300))
+            x = x - torch.log(en.clamp_min(1e-300) / un.clamp_min(1e-300))
+            return torch.where(ok, x * x, torch.zeros_like(x))
+        diff = expo - self.target
+        if learner.level == "group":
+            return (diff * ga).sum(1) ** 2 + (diff * gn).sum(1) ** 2
+        return (diff * diff).sum(1)
+
     def surrogate(self, learner, gen, torch):
         """A scalar whose gradient is the policy-gradient estimate of ``∇L`` (summed over
         the block's queries); the exact ``L`` for lists of at most ``EXACT_MAX`` items."""
@@ -177,7 +202,7 @@ class _Block:
         lam = learner.tradeoff
         masked = torch.where(self.valid, self.logits, torch.full_like(self.logits, -1e4))
         if self.rankings is not None:
-            return self._exact_loss(masked, lam, learner.level, torch)
+            return self._exact_loss(masked, lam, learner, torch)
         u = torch.rand((s_n, m, w), generator=gen, device=masked.device, dtype=masked.dtype)
         z = masked.detach() - torch.log(-torch.log(u.clamp_min(1e-12)))
         order = torch.argsort(z, dim=2, descending=True)
@@ -185,16 +210,14 @@ class _Block:
         tail = torch.logcumsumexp(ordered.flip(2), dim=2).flip(2)
         slot_ok = torch.arange(w, device=masked.device) < self.valid.sum(1)[:, None]
         logp = torch.where(slot_ok, ordered - tail, torch.zeros_like(tail)).sum(2)  # [S, m]
+        expo = torch.zeros_like(z).scatter_(2, order, self.table.expand(s_n, m, w))
+        expo = expo * self.valid
+        # the fairness term is a function f of the expected exposure: its gradient is
+        # (df/dε)·∇ε, so each ranking's reward is (df/dε at the sample mean)·ε(π)
+        mean = expo.mean(0).requires_grad_(True)
+        (coef,) = torch.autograd.grad(self.fairness(mean, learner, torch).sum(), mean)
         with torch.no_grad():
-            expo = torch.zeros_like(z).scatter_(2, order, self.table.expand(s_n, m, w))
-            expo = expo * self.valid
-            diff = expo.mean(0) - self.target  # [m, w]
-            if learner.level == "group":
-                ga, gn = self.g, (1.0 - self.g) * self.valid
-                da, dn = (diff * ga).sum(1), (diff * gn).sum(1)
-                fair = 2 * (da * (expo * ga).sum(2) + dn * (expo * gn).sum(2))
-            else:
-                fair = 2 * (diff * expo).sum(2)  # [S, m]
+            fair = (coef * expo).sum(2)  # [S, m]
             dcg = (torch.gather(self.gain.expand(s_n, m, w), 2, order) * _disc(w, masked)).sum(2)
             ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)
             reward = lam * fair - (1.0 - lam) * ndcg
@@ -202,18 +225,13 @@ class _Block:
             adv = reward - baseline
         return (adv * logp).mean(0).sum()
 
-    def _exact_loss(self, masked, lam: float, level: str, torch):
+    def _exact_loss(self, masked, lam: float, learner, torch):
         """``Σ_q L_q`` with the expected exposures enumerated over every ranking (padding
         slots have logit -1e4: they come last with probability 1 - O(e^-1e4))."""
         lw = masked[:, self.rankings]  # [m, P, w], last slot first
         p = torch.exp((lw - torch.logcumsumexp(lw, dim=2)).sum(2))  # [m, P]
         expo = (p @ self.table[self.slots]) * self.valid  # [m, w]
-        diff = expo - self.target
-        if level == "group":
-            ga, gn = self.g, (1.0 - self.g) * self.valid
-            fair = (diff * ga).sum(1) ** 2 + (diff * gn).sum(1) ** 2
-        else:
-            fair = (diff * diff).sum(1)
+        fair = self.fairness(expo, learner, torch)
         w = masked.shape[1]
         dcg = (p @ _disc(w, masked)[self.slots] * self.gain).sum(1)
         ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)

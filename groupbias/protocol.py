@@ -47,7 +47,7 @@ from .metrics import (
     query_minmax_grades,
 )
 from .policies import EXACT_MAX, PlackettLuce
-from .policy_learning import FairExposureLearner
+from .policy_learning import OBJECTIVES, FairExposureLearner
 from .ranking import Ranking
 from .segments import query_index, segment_sum
 from .validation import check_k, choice, integer, real
@@ -64,7 +64,10 @@ class EvaluationProtocol:
     scores / temperature when not learning), ``samples`` (Monte-Carlo rankings per query
     for the expected exposure of lists longer than ``exact_max``), ``seed``, and the
     learner's ``tradeoff``, ``epochs``, ``lr``, ``train_samples``, ``level``,
-    ``init_temperature`` (:class:`~groupbias.policy_learning.FairExposureLearner`)."""
+    ``init_temperature`` (:class:`~groupbias.policy_learning.FairExposureLearner`) and
+    ``objective``: ``"eel"``, ``"dtr"`` or ``"per_metric"`` (ρ(DTR) from a policy learned
+    for DTR, every other metric from one learned for EEL: each fairness metric judges the
+    policy optimized for it)."""
 
     mode: str = "deterministic"
     offset: int = 1
@@ -89,6 +92,7 @@ class EvaluationProtocol:
     train_samples: int = 32
     level: str = "item"
     init_temperature: float = 0.1
+    objective: str = "eel"
 
     def __post_init__(self) -> None:
         self.mode = choice("mode", self.mode, MODES)
@@ -111,6 +115,7 @@ class EvaluationProtocol:
         self.samples = integer("samples", self.samples, low=1)
         self.exact_max = integer("exact_max", self.exact_max, low=0, high=8)
         self.seed = integer("seed", self.seed, low=0)
+        self.objective = choice("objective", self.objective, OBJECTIVES + ("per_metric",))
         self.learner = FairExposureLearner(
             tradeoff=self.tradeoff,
             epochs=self.epochs,
@@ -120,6 +125,7 @@ class EvaluationProtocol:
             init_temperature=self.init_temperature,
             seed=self.seed,
         )
+        self.dtr_learner = replace_learner(self.learner, objective="dtr")
 
     # ------------------------------------------------------------------ metric options
 
@@ -174,8 +180,10 @@ class EvaluationProtocol:
         if self.mode == "policy":
             regime = "ltr"
         spec = replace(spec, metrics=tuple(self.metric_entries(spec.metrics, regime)))
-        arg = self.policy(scores, spec) if self.mode == "policy" else scores
-        out = compute_metrics(arg, spec, regime=regime)
+        if self.mode == "policy":
+            out = self._policy_metrics(scores, spec)
+        else:
+            out = compute_metrics(scores, spec, regime=regime)
         if self.single_group == "drop":
             one = _single_group(spec.groups, spec.qptr)
             for v in out.values():
@@ -201,13 +209,32 @@ class EvaluationProtocol:
         )
         return scores[keep], spec
 
-    def policy(self, scores: np.ndarray, spec) -> PlackettLuce:
-        """The PL policy of ``scores``: learned (``learn``) against the EEL grades of the
-        scores under this protocol's binning, or ``scores / temperature``."""
+    def _policy_metrics(self, scores: np.ndarray, spec) -> dict[str, np.ndarray]:
+        """The metrics of the policy of ``scores``; with ``objective="per_metric"`` ρ(DTR)
+        comes from the policy learned for DTR and everything else from the EEL policy."""
+        split = self.learn and self.objective == "per_metric"
+        names = [parse_metric(e).name for e in spec.metrics]
+        dtr = [e for e, n in zip(spec.metrics, names) if n == "rho_dtr"] if split else []
+        rest = [e for e, n in zip(spec.metrics, names) if not (split and n == "rho_dtr")]
+        out: dict[str, np.ndarray] = {}
+        for entries, objective in ((rest, "eel"), (dtr, "dtr")):
+            if entries:
+                pol = self.policy(scores, spec, objective if split else self.objective)
+                sub = replace(spec, metrics=tuple(entries))
+                out.update(compute_metrics(pol, sub, regime="ltr"))
+        return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
+
+    def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
+        """The PL policy of ``scores``: learned (``learn``) for ``objective`` (``"eel"``:
+        against the EEL grades of the scores under this protocol's binning; ``"dtr"``:
+        exposure proportional to the scores' group utilities; default this protocol's),
+        or ``scores / temperature``."""
         opts: dict = {"samples": self.samples, "exact_max": self.exact_max, "seed": self.seed}
         if not self.learn:
             return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
-        return self.learner.fit(
+        objective = self.objective if objective in (None, "per_metric") else objective
+        learner = self.learner if objective == "eel" else self.dtr_learner
+        return learner.fit(
             scores,
             self.grades(scores, spec),
             qptr=spec.qptr,
@@ -232,3 +259,9 @@ def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:
     na = segment_sum(groups, qptr)
     n = np.diff(qptr)
     return (na == 0) | (na == n)
+
+
+def replace_learner(learner: FairExposureLearner, **changes) -> FairExposureLearner:
+    """A learner with the settings of ``learner`` and ``changes``."""
+    keys = ("tradeoff", "epochs", "lr", "samples", "level", "init_temperature", "seed")
+    return FairExposureLearner(**{k: getattr(learner, k) for k in keys}, **changes)

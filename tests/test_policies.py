@@ -179,6 +179,24 @@ def test_learner_policy_gradient_on_a_long_list():
     assert ((e - target) ** 2).sum() < ((start - target) ** 2).sum() / 10
 
 
+@pytest.mark.parametrize("extra", [0, 4])  # 4 items: exact gradient; 8: REINFORCE
+def test_learner_dtr_objective_gives_exposure_proportional_to_utility(extra):
+    """objective='dtr': the optimum has E_A / U_A = E_N / U_N (ρ(DTR) = 1 against the
+    utilities it learned from); the start, sorted by utility, does not."""
+    u = np.array([1.0, 0.9, 0.3, 0.0] + [0.0] * extra)
+    g = np.array([1.0, 0.0, 1.0, 0.0] + [0.0, 1.0] * (extra // 2))
+    q = np.array([0, u.size])
+    start = PlackettLuce(u / 0.1, q, samples=20_000)
+    pol = FairExposureLearner(
+        tradeoff=1.0, epochs=300, lr=0.1, samples=32, objective="dtr", device="cpu"
+    ).fit(u, u, qptr=q, groups=g, samples=20_000)
+    rho0 = M.rho_dtr_ranking_per_query(start, u, qptr=q, groups=g)[0]
+    rho = M.rho_dtr_ranking_per_query(pol, u, qptr=q, groups=g)[0]
+    assert rho0 < 0.97 and rho > 0.99
+    with pytest.raises(ParameterError, match="groups"):
+        FairExposureLearner(objective="dtr").fit(u, u, qptr=q)
+
+
 def test_learner_ndcg_only_keeps_the_utility_order():
     u = np.array([0.9, 0.1, 0.5])
     q = np.array([0, 3])

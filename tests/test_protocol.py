@@ -274,3 +274,18 @@ def test_paper_code_preset_matches_the_released_conventions_on_deterministic_ran
     assert kept.sum() == len(want) > 20
     for j, key in enumerate(("ndcg@10", "rho_dtr", "delta_eel")):
         np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
+
+
+def test_per_metric_objective_judges_rho_dtr_on_the_dtr_policy():
+    """objective=per_metric: ρ(DTR) from the policy learned for DTR (near 1 against the
+    utilities it learned from), NDCG and Δ(EEL) exactly those of the EEL policy."""
+    lab = [1.0, 0.6, 0.0, 0.2, 1.0, 0.0, 0.8, 0.0]
+    spec = _spec(lab, [1, 0, 1, 0, 0, 1, 1, 0], [0, 4, 8], ["ndcg@10", "rho_dtr", "delta_eel"])
+    s = np.array(lab)
+    base = replace(_preset("policy"), epochs=150)
+    eel = replace(base, objective="eel").evaluate(s, spec, regime="tabular")
+    both = replace(base, objective="per_metric").evaluate(s, spec, regime="tabular")
+    assert list(both) == ["ndcg@10", "rho_dtr", "delta_eel"]
+    for key in ("ndcg@10", "delta_eel"):
+        np.testing.assert_array_equal(both[key], eel[key])
+    assert np.all(both["rho_dtr"] > 0.99) and np.all(both["rho_dtr"] > eel["rho_dtr"])
