@@ -289,3 +289,13 @@ def test_per_metric_objective_judges_rho_dtr_on_the_dtr_policy():
     for key in ("ndcg@10", "delta_eel"):
         np.testing.assert_array_equal(both[key], eel[key])
     assert np.all(both["rho_dtr"] > 0.99) and np.all(both["rho_dtr"] > eel["rho_dtr"])
+
+
+def test_learner_target_grades_follow_the_binning():
+    s = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 0.3, 0.6])
+    spec = _spec([0.0] * 7, [0] * 7, [0, 5, 7], ["ndcg@10"], thresholds=(0.25, 0.5, 0.75))
+    # the data's thresholds: #{t <= v}
+    np.testing.assert_array_equal(EvaluationProtocol().grades(s, spec), [0, 1, 2, 3, 3, 1, 2])
+    # 5 per-query min-max levels over [0, 1]: bins of width 0.2; [0.3, 0.6]: 0.3 -> 0, 0.6 -> 4
+    p = EvaluationProtocol(eel_bins="query_minmax", eel_levels=2, train_levels=5)
+    np.testing.assert_array_equal(p.grades(s, spec), [0, 1, 2, 3, 4, 0, 4])
