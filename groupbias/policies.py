@@ -240,12 +240,16 @@ class PlackettLuce(Ranking):
             tab = table[:w][::-1].astype(np.float32)  # weight of ascending slot j: rank w - j
             acc = np.zeros((b.rows.size, w))
             acc2 = np.zeros((b.rows.size, w))
+            tiled: dict[tuple, tuple] = {}  # per batch shape: row offsets, tiled weights
             for sl, _, cols in self._draws(b, s_total, rng):
                 # scatter the slot weights to the items: one flat assignment
-                s_b, m = cols.shape[:2]
-                flat = cols + (np.arange(s_b * m, dtype=np.int64) * w).reshape(s_b, m, 1)
+                if cols.shape not in tiled:
+                    s_b, m = cols.shape[:2]
+                    offsets = (np.arange(s_b * m, dtype=np.int64) * w).reshape(s_b, m, 1)
+                    tiled = {cols.shape: (offsets, np.tile(tab, s_b * m))}
+                offsets, weights = tiled[cols.shape]
                 ex = np.empty(cols.shape, dtype=np.float32)
-                ex.ravel()[flat.ravel()] = np.broadcast_to(tab, cols.shape).ravel()
+                ex.ravel()[(cols + offsets).ravel()] = weights
                 acc[sl] += ex.sum(axis=0, dtype=np.float64)
                 np.square(ex, out=ex)
                 acc2[sl] += ex.sum(axis=0, dtype=np.float64)
