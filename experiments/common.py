@@ -214,3 +214,11 @@ def assumption_note(records) -> str | None:
         + ", ".join(bad)
         + " (try estimator=calibrated)"
     )
+
+
+def evaluation_title(setup) -> str:
+    """A title suffix naming a non-default evaluation protocol."""
+    ev = getattr(setup, "evaluation", None)
+    if ev is None or ev.mode == "deterministic":
+        return ""
+    return " (stochastic: Plackett–Luce policies, expected exposure)"

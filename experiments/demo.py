@@ -36,7 +36,7 @@ from groupbias.runs import shown_path
 from groupbias.setup import Setup
 from groupbias.validation import real, sequence
 
-from .common import Entry, check_common, load, rng_for
+from .common import Entry, check_common, evaluation_title, load, rng_for
 
 #: the figure's file name (README.md shows docs/figures/<FIGURE>.png, a copy of it) and the
 #: start of its title (the PNG's Title metadata)
@@ -105,6 +105,7 @@ class Demo:
                 diagnostics=setup.diagnostics,
                 rng=rng_for(setup.seed, "demo-tab", beta, rep),
                 dataset=title,
+                protocol=setup.evaluation,
             )
             if beta is None:  # unbiased "biased" utilities are the full-information ones
                 out += [
@@ -157,6 +158,7 @@ class Demo:
                 seed=setup.seed + rep,
                 out_dir=where if beta is None else where / f"beta{_b(beta)}",
                 dataset=title,
+                protocol=setup.evaluation,
             )
             out += [
                 {**r, "repetition": rep}
@@ -240,13 +242,17 @@ class Demo:
         print(
             table_to_text(
                 t1,
-                title="Tabular regime (Table 1 layout; full information: NDCG 1, ρ 1, Δ 0)",
+                title="Tabular regime (Table 1 layout; full information: NDCG 1, ρ 1, Δ 0)"
+                + evaluation_title(setup),
                 alpha=self.alpha,
             )
         )
         print(
             table_to_text(
-                t2, title="LTR regime (Table 2 layout; rankers on the test split)", alpha=self.alpha
+                t2,
+                title="LTR regime (Table 2 layout; rankers on the test split)"
+                + evaluation_title(setup),
+                alpha=self.alpha,
             )
         )
         fig = save_figure(self.figure(recs), run_dir / FIGURE)

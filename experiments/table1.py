@@ -24,6 +24,7 @@ from .common import (
     check_common,
     check_metrics,
     entries,
+    evaluation_title,
     parse_entries,
     rng_for,
     table_records,
@@ -75,6 +76,7 @@ class Table1:
                         dataset=title,
                         metrics=self.metrics,
                         correlations=self.correlations,
+                        protocol=setup.evaluation,
                     )
                     return {"records": res.records}
 
@@ -104,7 +106,8 @@ class Table1:
         print(
             table_to_text(
                 table,
-                title="Table 1. Amortized group bias correction, tabular regime",
+                title="Table 1. Amortized group bias correction, tabular regime"
+                + evaluation_title(setup),
                 alpha=self.alpha,
                 note=assumption_note(recs),
             )

@@ -23,6 +23,7 @@ from .common import (
     check_common,
     check_metrics,
     entries,
+    evaluation_title,
     parse_entries,
     rng_for,
     table_records,
@@ -48,6 +49,7 @@ def _ltr_step(
         dataset=title,
         metrics=exp.metrics,
         correlations=exp.correlations,
+        protocol=setup.evaluation,
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
         out_dir=rd.path / "models" / title / sub,
     )
@@ -124,7 +126,8 @@ class Table2:
         print(
             table_to_text(
                 table,
-                title="Table 2. Amortized group bias correction, general LTR regime",
+                title="Table 2. Amortized group bias correction, general LTR regime"
+                + evaluation_title(setup),
                 alpha=self.alpha,
                 note=assumption_note(recs),
             )

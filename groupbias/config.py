@@ -1,6 +1,7 @@
 """Objects from configuration, strictly.
 
-Every config group (``dataset``, ``grouping``, ``bias``, ``estimator``, ``model``, ``loss``,
+Every config group (``dataset``, ``grouping``, ``bias``, ``estimator``, ``evaluation``,
+``model``, ``loss``,
 ``optimizer``, ``scheduler``, ``trainer``, ``batching``, ``experiment``) is a mapping with a
 ``_target_`` naming the class or function that it builds, the Hydra way
 (:func:`hydra.utils.instantiate`). :func:`build` adds what Hydra leaves open:
@@ -185,6 +186,7 @@ GROUPS = (
     "bias",
     "estimator",
     "diagnostics",
+    "evaluation",
     "model",
     "loss",
     "optimizer",
@@ -197,6 +199,10 @@ GROUPS = (
 RANKER_GROUPS = ("model", "loss", "optimizer", "scheduler", "trainer", "batching")
 #: top-level keys beside the groups
 TOP_KEYS = ("seed", "progress", "verbose", "paths", "plugins", "hydra")
+
+
+#: the evaluation group when a config has none (deterministic evaluation)
+_DETERMINISTIC = {"_target_": "groupbias.protocol.EvaluationProtocol"}
 
 
 def _probe_optimizer(factory) -> None:
@@ -307,6 +313,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
         key: build(c.get(key), key)
         for key in ("dataset", "grouping", "bias", "estimator", "diagnostics")
     }
+    groups["evaluation"] = build(c.get("evaluation") or _DETERMINISTIC, "evaluation")
     experiment = build(c.get("experiment"), "experiment")
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:

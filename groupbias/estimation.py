@@ -16,7 +16,14 @@ Conventions
 -----------
 - ``grid``: strictly increasing values in (0, 1]; default ``0.01, 0.02, ..., 1.00``.
 - Ties of the statistic on the grid go to the **largest** ``beta`` among the minimizers
-  (the most conservative correction: a flat curve leaves the scores least changed).
+  by default (the most conservative correction: a flat curve leaves the scores least
+  changed); ``tie="smallest"`` or ``"middle"`` (the middle of the flat region) instead.
+  Flat curves are the rule for small clusters of binary labels: each group has a handful
+  of positive scores, the KS statistic between ``m`` and ``n`` points takes few values
+  (multiples of ``1 / lcm(m, n)``; with one point per group it is 1 for every ``beta``),
+  and its minimum is a wide plateau. ``"largest"`` then makes small clusters
+  over-estimate ``beta``, ``"smallest"`` under-estimate it (the direction the paper
+  reports); docs/method.md measures both on TREC 2019.
 - Zero attractiveness (``zero_policy``): with binary or graded labels many items have
   ``a = 0``. That atom does not move when the affected scores are divided by ``beta``, so it
   carries no information about ``beta``; but any difference in the zero fractions of the two
@@ -77,6 +84,7 @@ __all__ = [
     "ks_statistic",
     "ks_curves",
     "argmin_largest",
+    "grid_argmin",
     "tie_break_jitter",
     "random_clusters",
     "ZERO_POLICIES",
@@ -84,6 +92,8 @@ __all__ = [
 ]
 
 ZERO_POLICIES = ("exclude", "include")
+#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`)
+TIES = ("largest", "smallest", "middle")
 JITTER_SCALES = ("grade", "gap")
 _REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
@@ -724,13 +734,25 @@ class BetaEstimate:
 def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Grid value minimizing each row of ``curves`` [n_rows, n_grid], ties to the largest
     grid value (float [n_rows]); rows that are entirely NaN (failed clusters) give NaN."""
+    return grid_argmin(curves, grid, "largest")
+
+
+def grid_argmin(curves: np.ndarray, grid: np.ndarray, tie: str = "largest") -> np.ndarray:
+    """Grid value minimizing each row of ``curves`` [n_rows, n_grid] (float [n_rows]; NaN
+    for rows that are entirely NaN). Among the grid values attaining the minimum,
+    ``tie="largest"`` takes the largest, ``"smallest"`` the smallest and ``"middle"`` the
+    one halfway between them (index ``(first + last) // 2``: the middle of a flat region)."""
+    choice("tie", tie, TIES)
     curves = np.asarray(curves, dtype=np.float64)
     grid = np.asarray(grid, dtype=np.float64)
     out = np.full(curves.shape[0], np.nan)
     ok = ~np.all(np.isnan(curves), axis=1)
     if ok.any():
-        rev = curves[ok, ::-1]
-        idx = grid.size - 1 - np.argmin(rev, axis=1)
+        c = curves[ok]
+        at = c == np.nanmin(c, axis=1)[:, None]
+        first = np.argmax(at, axis=1)
+        last = grid.size - 1 - np.argmax(at[:, ::-1], axis=1)
+        idx = {"largest": last, "smallest": first, "middle": (first + last) // 2}[tie]
         out[ok] = grid[idx]
     return out
 
@@ -749,6 +771,7 @@ class _Inputs:
     split: int
     distance: str = "ks"
     reference: np.ndarray | None = None  # float [n_ref], replaces the non-affected sample
+    tie: str = "largest"
 
 
 def _affected(groups, n: int, group_threshold) -> np.ndarray:
@@ -794,10 +817,12 @@ def _validated(
     split,
     distance="ks",
     reference=None,
+    tie="largest",
 ) -> _Inputs:
     """Every parameter of :func:`estimate_beta` checked, before any random draw."""
     a = _scores("attractiveness", attractiveness)
     choice("distance", distance, DISTANCES)
+    choice("tie", tie, TIES)
     ref = None if reference is None else _scores("reference", reference)
     q = check_qptr(qptr, a.size)
     if q.size < 2:
@@ -840,6 +865,7 @@ def _validated(
         int(split),
         distance,
         ref,
+        tie,
     )
 
 
@@ -881,7 +907,7 @@ def _search(
     if inp.reference is not None:
         y, cy = _shared_reference(inp, n_c, rng)
     curves = grid_curves(x, cx, y, cy, n_c, inp.grid, distance=inp.distance, split=inp.split)
-    beta_hat = argmin_largest(curves, inp.grid)
+    beta_hat = grid_argmin(curves, inp.grid, inp.tie)
     return BetaEstimate(
         beta_hat=beta_hat,
         cluster_of_query=cq,
@@ -949,6 +975,7 @@ def estimate_beta(
     split: int = 16,
     distance: str = "ks",
     reference=None,
+    tie: str = "largest",
 ) -> BetaEstimate:
     """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
 
@@ -976,6 +1003,8 @@ def estimate_beta(
     reference : float [n_ref] or None: a comparison sample that replaces the non-affected
         scores in every cluster (the calibrated estimator passes the affected group's
         editorial relevance here); the zero policy and the jitter apply to it as well
+    tie : which minimizer of a flat curve: ``"largest"`` (default), ``"smallest"`` or
+        ``"middle"`` (:func:`grid_argmin`)
 
     ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
     of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
@@ -997,6 +1026,7 @@ def estimate_beta(
         split=split,
         distance=distance,
         reference=reference,
+        tie=tie,
     )
     cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
     return _search(inp, cq, labels, rng)

@@ -29,7 +29,7 @@ import numpy as np
 
 from .distances import DISTANCES
 from .errors import ParameterError
-from .estimation import ZERO_POLICIES, BetaEstimate, default_grid, estimate_beta
+from .estimation import TIES, ZERO_POLICIES, BetaEstimate, default_grid, estimate_beta
 from .registry import ESTIMATORS
 from .resampling import replicate_batches, resample_items, resample_queries
 from .segments import query_index
@@ -219,8 +219,9 @@ class KSEstimator:
     [0, 1); ``jitter_scale``: ``"grade"`` (noise on the grade spacing the caller passes) or
     ``"gap"`` (on the smallest gap between scores); ``bootstrap``: replicates of the
     confidence interval (0 = none) at level ``confidence``; ``auto_boot``: item-bootstrap
-    replicates of the per-query noise used by ``"auto"``. Fractional memberships are split
-    at 0.5.
+    replicates of the per-query noise used by ``"auto"``; ``tie``: the minimizer of a flat
+    curve, ``"largest"`` (default), ``"smallest"`` or ``"middle"``
+    (:func:`groupbias.estimation.grid_argmin`). Fractional memberships are split at 0.5.
     """
 
     cluster_size: int | str | None = None
@@ -233,8 +234,10 @@ class KSEstimator:
     confidence: float = 0.9
     auto_sizes: tuple = AUTO_SIZES
     auto_boot: int = 30
+    tie: str = "largest"
 
     def __post_init__(self) -> None:
+        choice("tie", self.tie, TIES)
         if self.cluster_size is not None and self.cluster_size != "auto":
             integer(
                 "cluster_size",
@@ -274,6 +277,7 @@ class KSEstimator:
             "zero_policy": self.zero_policy,
             "jitter": self.jitter,
             "grade_spacing": grade_spacing if self.jitter_scale == "grade" else None,
+            "tie": self.tie,
         }
 
     def point(

@@ -52,14 +52,14 @@ def _small_codes(key: np.ndarray):
 
 
 def tie_average_exposure(
-    key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None
+    key: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None, offset: int = 1
 ) -> np.ndarray:
     """Per-item exposure of the ranking by ``key`` (descending) with every tie block
     sharing the mean exposure of its ranks: ``eps_i = (C(a + c) - C(a)) / c`` where ``a``
     items of the query rank above the block, ``c`` is the block size and ``C`` the prefix
-    sum of the position exposures."""
+    sum of the position exposures ``1 / log2(offset + r)``."""
     n = key.size
-    table = discount_table(max_list_size(qptr), k)
+    table = discount_table(max_list_size(qptr), k, offset)
     n_queries = qptr.size - 1
     codes, n_codes = _small_codes(key)
     if codes is not None and n_queries * n_codes <= 4 * n + 1024:
@@ -71,17 +71,22 @@ def tie_average_exposure(
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = (prefix[above + counts] - prefix[above]) / counts
         return mean.ravel()[cell]
-    return Ranking.trusted(key, qptr).weights(k, "average").dense()
+    return Ranking.trusted(key, qptr).weights(k, "average", offset=offset).dense()
 
 
 def item_exposure(
-    scores: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, k: int | None, ties: str
+    scores: np.ndarray,
+    qptr: np.ndarray,
+    qidx: np.ndarray,
+    k: int | None,
+    ties: str,
+    offset: int = 1,
 ) -> np.ndarray:
-    """Per-item exposure of the ranking by ``scores`` with ``ties`` "average" or
-    "stable"."""
+    """Per-item exposure ``1 / log2(offset + rank)`` of the ranking by ``scores`` with
+    ``ties`` "average" or "stable"."""
     if ties == "average":
-        return tie_average_exposure(scores, qptr, qidx, k)
-    return Ranking.trusted(scores, qptr).weights(k, "stable").dense()
+        return tie_average_exposure(scores, qptr, qidx, k, offset)
+    return Ranking.trusted(scores, qptr).weights(k, "stable", offset=offset).dense()
 
 
 def nanmean(values: np.ndarray) -> float:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 import numpy as np
 
 from .errors import ParameterError
+from .policies import PlackettLuce
 from .ranking import Ranking
 from .registry import METRICS
 from .validation import check_k, choice
@@ -219,9 +220,25 @@ def _block_spec(spec, a: int, b: int, qa: int, qb: int):
     return replace(spec, qptr=qptr - qptr[0], **sliced)
 
 
+def _policy_metrics(requests, ranked, regime: str) -> None:
+    """A policy is judged by its expected exposure: only ranked metrics in the LTR regime."""
+    if regime != "ltr":
+        raise ParameterError("regime", "'ltr' for a PlackettLuce policy", regime)
+    for r, is_ranked in zip(requests, ranked):
+        if not is_ranked:
+            raise ParameterError(
+                f"metrics ({r.key})",
+                "a metric that accepts a ranking (declared ranked=True) for a policy",
+                r.name,
+            )
+
+
 def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
     ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
+    ``scores`` may be a :class:`~groupbias.ranking.Ranking` of them, or a
+    :class:`~groupbias.policies.PlackettLuce` policy (LTR regime, ranked metrics only:
+    they use its expected exposures).
 
     The scores are ranked once (a :class:`~groupbias.ranking.Ranking`, given to every
     metric declared ``ranked``); metrics without a cutoff run first, so that the top-k
@@ -230,7 +247,7 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     requests = validate_metrics(spec.metrics)
     qptr = np.asarray(spec.qptr)
     cuts = query_blocks(qptr, BLOCK_ITEMS)
-    if len(cuts) <= 2 or not is_dataclass(spec):
+    if len(cuts) <= 2 or not is_dataclass(spec) or isinstance(scores, Ranking):
         return _compute(scores, spec, requests, regime)
     scores = np.asarray(scores)
     parts = [
@@ -247,10 +264,13 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
 
 def _compute(scores, spec, requests, regime: str) -> dict[str, np.ndarray]:
     ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
-    ranking = Ranking(scores, spec.qptr) if any(ranked) else None
+    given = isinstance(scores, Ranking)
+    if given and isinstance(scores, PlackettLuce):
+        _policy_metrics(requests, ranked, regime)
+    ranking = Ranking.of(scores, spec.qptr) if any(ranked) or given else None
     values = {}
     first = [i for i, r in enumerate(requests) if ranked[i] and r.k is None]
     for i in first + [i for i in range(len(requests)) if i not in first]:
-        arg = ranking if ranked[i] else scores
+        arg = ranking if ranked[i] else (scores.scores if given else scores)
         values[i] = _call(requests[i], arg, spec, regime)
     return {r.key: values[i] for i, r in enumerate(requests)}

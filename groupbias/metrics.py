@@ -39,9 +39,10 @@ from .kernels import (
     sorted_ranks,
 )
 from .metric_names import metric_info
+from .policies import PlackettLuce
 from .ranking import Ranking
 from .registry import METRICS
-from .segments import query_index, segment_sum, sort_within
+from .segments import query_index, segment_max, segment_sum, sort_within
 from .validation import check_k, check_qptr, choice, is_integer, vector
 
 __all__ = [
@@ -67,7 +68,9 @@ TIES = ("average", "stable", "pessimistic")
 EXPOSURE_TIES = ("average", "stable")
 GROUPS = ("all", "affected", "non_affected")
 ON_NO_RELEVANT = ("skip", "zero", "one")
-ON_ZERO_UTILITY = ("extend", "skip")
+ON_ZERO_UTILITY = ("extend", "skip", "one", "zero")
+ON_ZERO_NDCG = ("keep", "skip")
+BINS = ("thresholds", "query_minmax")
 ON_SINGLE_GROUP = ("count", "skip")
 DTR_AGGREGATES = ("per_query", "amortized")
 EEL_AGGREGATES = ("mean", "sum")
@@ -161,21 +164,34 @@ def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
     return out
 
 
-def expected_exposure(scores, *, qptr, k: int | None = None, ties: str = "average") -> np.ndarray:
+def expected_exposure(
+    scores, *, qptr, k: int | None = None, ties: str = "average", offset: int = 1
+) -> np.ndarray:
     """Exposure of every item when each query is ranked by ``scores`` (descending).
 
     ``eps_i = e(rank_i) = 1 / log2(1 + rank_i)`` (0 for ``rank_i > k``). With
     ``ties="average"`` items with equal scores share the mean exposure of the ranks their
     tie block occupies: the expected exposure of the stochastic ranking that permutes tied
     items uniformly at random (Diaz et al. 2020). ``ties="stable"``: ties broken by original
-    position. Shapes: ``scores`` float [n_items], ``qptr`` int [n_queries + 1]; returns
-    float64 [n_items].
+    position. ``offset=2`` uses ``e(r) = 1 / log2(2 + r)`` instead. A
+    :class:`groupbias.policies.PlackettLuce` policy gives its expected exposures. Shapes:
+    ``scores`` float [n_items], ``qptr`` int [n_queries + 1]; returns float64 [n_items].
     """
     s, _, q, _ = _inputs("scores", scores, None, None, qptr, None, need_groups=False)
-    return ranking_of(scores, s, q).weights(check_k(k), ties).dense().copy()
+    offset = check_offset(offset)
+    return ranking_of(scores, s, q).weights(check_k(k), ties, offset=offset).dense().copy()
 
 
-def target_exposure(grades, *, qptr, k: int | None = None) -> np.ndarray:
+def check_offset(offset) -> int:
+    """The discount offset ``o`` of ``e(r) = 1 / log2(o + r)``: 1 (DCG) or 2."""
+    if not is_integer(offset) or offset not in (1, 2):
+        raise ParameterError(
+            "offset", "1 (e(r) = 1/log2(1 + r)) or 2 (e(r) = 1/log2(2 + r))", offset
+        )
+    return int(offset)
+
+
+def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> np.ndarray:
     """EEL target exposure of every item from discrete ``grades`` (§4.2.1, Diaz et al. 2020).
 
     The ideal stochastic ranking sorts items by grade (descending) and permutes items of equal
@@ -183,7 +199,7 @@ def target_exposure(grades, *, qptr, k: int | None = None) -> np.ndarray:
     block occupies: ``eps*_i = mean_{r in block(i)} e(r)``. Continuous scores must be
     discretized first (:func:`discretize`). Returns float64 [n_items].
     """
-    return expected_exposure(grades, qptr=qptr, k=k, ties="average")
+    return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
 
 
 def _group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.ndarray):
@@ -253,6 +269,7 @@ def ndcg_per_query(
     gain: str = "exp2",
     ties: str = "average",
     on_no_relevant: str = "skip",
+    on_zero_ndcg: str = "keep",
 ) -> np.ndarray:
     """NDCG@k of every query (§4.1, §6.2 Fig. 2/5), float64 [n_queries].
 
@@ -270,6 +287,11 @@ def ndcg_per_query(
       ``"stable"`` (original position) or ``"pessimistic"`` (smallest gain first).
     * ``on_no_relevant``: a query with ``IDCG = 0`` is ``"skip"`` (NaN, excluded from the
       mean; default), ``"zero"`` (0) or ``"one"`` (1). Empty queries are always NaN.
+    * ``on_zero_ndcg``: ``"skip"`` makes every query with NDCG = 0 NaN (the mean is then
+      over the queries with NDCG > 0); ``"keep"`` (default) counts them.
+    * ``scores`` may be a :class:`groupbias.policies.PlackettLuce` policy: its expected
+      NDCG (DCG is linear in the expected exposures); ``ties`` then has no effect and
+      ``"pessimistic"`` is refused.
     """
     s, lab, q, g = _inputs(
         "scores", scores, "labels", labels, qptr, groups, need_groups=group != "all"
@@ -278,9 +300,17 @@ def ndcg_per_query(
     gain = choice("gain", gain, GAINS)
     ties = choice("ties", ties, TIES)
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
+    on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
     r = ranking_of(scores, s, q)
-    return _ndcg(r, lab, g, group, k, gain, ties, on_no_relevant)
+    if ties == "pessimistic" and isinstance(r, PlackettLuce):
+        raise ParameterError(
+            "ties", "'average' or 'stable' for a policy (it has no worst-case order)", ties
+        )
+    out = _ndcg(r, lab, g, group, k, gain, ties, on_no_relevant)
+    if on_zero_ndcg == "skip":
+        out[out == 0.0] = np.nan
+    return out
 
 
 def _base_gain(gain: str):
@@ -343,6 +373,7 @@ def ndcg(
     gain: str = "exp2",
     ties: str = "average",
     on_no_relevant: str = "skip",
+    on_zero_ndcg: str = "keep",
 ) -> float:
     """Mean NDCG@k over the queries that are not skipped (see :func:`ndcg_per_query`);
     NaN when every query is skipped."""
@@ -357,6 +388,7 @@ def ndcg(
             gain=gain,
             ties=ties,
             on_no_relevant=on_no_relevant,
+            on_zero_ndcg=on_zero_ndcg,
         )
     )
 
@@ -380,9 +412,13 @@ def _rho(xa, xn, ya, yn, on_zero_utility: str) -> np.ndarray:
     lo = np.minimum(num, den)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0)
+    zero = (ya == 0) | (yn == 0)
     if on_zero_utility == "skip":
-        rho = np.where((ya == 0) | (yn == 0), np.nan, rho)
+        rho = np.where(zero, np.nan, rho)
     undefined = ((xa + xn) <= 0) | ((ya + yn) <= 0)
+    if on_zero_utility in ("one", "zero"):  # any query without utility in a group
+        fill = 1.0 if on_zero_utility == "one" else 0.0
+        return np.where(zero, fill, np.where(undefined, np.nan, rho))
     return np.where(undefined, np.nan, rho)
 
 
@@ -426,8 +462,9 @@ def rho_dtr_tabular_per_query(
 
     Queries with no true or no estimated utility at all are NaN. A group with zero true
     utility (including a group with no items): ``on_zero_utility="extend"`` (default)
-    gives 1 when ``Ũ`` also gives it zero and 0 otherwise; ``"skip"`` gives NaN.
-    Both inputs float [n_items], non-negative; returns float64 [n_queries].
+    gives 1 when ``Ũ`` also gives it zero and 0 otherwise; ``"skip"`` gives NaN;
+    ``"one"`` (fair) and ``"zero"`` give 1 and 0 whatever ``Ũ`` is (also when no group has
+    utility). Both inputs float [n_items], non-negative; returns float64 [n_queries].
     """
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _rho(
@@ -457,12 +494,13 @@ def rho_dtr_tabular(
 
 
 def _dtr_ranking_sums(
-    scores, true_relevance, qptr, groups, k, ties
+    scores, true_relevance, qptr, groups, k, ties, offset=1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     s, y, q, g = _inputs(
         "scores", scores, "true_relevance", true_relevance, qptr, groups, need_groups=True
     )
-    e = ranking_of(scores, s, q).weights(check_k(k), ties).dense()
+    offset = check_offset(offset)
+    e = ranking_of(scores, s, q).weights(check_k(k), ties, offset=offset).dense()
     qidx = query_index(q)
     xa, xn = _group_sums(e, g, q, qidx)
     ya, yn = _group_sums(y, g, q, qidx)
@@ -478,6 +516,7 @@ def rho_dtr_ranking_per_query(
     k: int | None = None,
     ties: str = "average",
     on_zero_utility: str = "extend",
+    offset: int = 1,
 ) -> np.ndarray:
     """ρ(DTR) of a model's ranking (general LTR regime, §6.2–6.3), per query.
 
@@ -488,10 +527,15 @@ def rho_dtr_ranking_per_query(
     and ``U_g = sum_i w_g(i) rel_i`` its true utility. ρ = 1 when exposure is exactly
     proportional to utility. Degenerate queries as in :func:`rho_dtr_tabular_per_query`
     (with ``E`` in place of ``Ũ``): with ``"extend"`` a group that has items but no
-    utility gets ρ = 0 when it receives exposure. Returns float64 [n_queries].
+    utility gets ρ = 0 when it receives exposure. ``offset=2``: ``e(r) = 1/log2(2 + r)``.
+    A :class:`groupbias.policies.PlackettLuce` policy is judged by its expected exposure.
+    Returns float64 [n_queries].
     """
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _rho(*_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties), on_zero_utility)
+    return _rho(
+        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties, offset),
+        on_zero_utility,
+    )
 
 
 def rho_dtr_ranking(
@@ -504,13 +548,14 @@ def rho_dtr_ranking(
     ties: str = "average",
     aggregate: str = "per_query",
     on_zero_utility: str = "extend",
+    offset: int = 1,
 ) -> float:
     """ρ(DTR) of a ranking: mean over queries (``"per_query"``, default) or ρ of the
     exposure and utility sums over all queries (``"amortized"``)."""
     aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     return _aggregate_rho(
-        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties),
+        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties, offset),
         aggregate,
         on_zero_utility,
     )
@@ -547,6 +592,46 @@ def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
+def _eel_grader(thresholds, levels, bins: str):
+    """``(values, qptr, qidx) -> grades`` of the Δ(EEL) discretization ``bins``."""
+    bins = choice("bins", bins, BINS)
+    if bins == "thresholds":
+        t = _thresholds(thresholds, levels)
+        return lambda v, q, qidx: _grades(v, t)
+    if thresholds is not None:
+        raise ParameterError(
+            "thresholds",
+            "None with bins='query_minmax' (the bins come from each query's range)",
+            thresholds,
+        )
+    n = 2 if levels is None else levels
+    if not is_integer(n) or n < 1:
+        raise ParameterError("levels", "an integer >= 1", levels)
+    return lambda v, q, qidx: query_minmax_grades(v, q, qidx, int(n))
+
+
+def query_minmax_grades(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, levels: int):
+    """Grades ``floor((v - lo) / ((hi - lo) / levels))`` with ``lo = min - 1e-10`` and
+    ``hi = max + 1e-10`` of each query: ``levels`` equal-width bins over the query's own
+    range (0 .. levels - 1; a query whose values are all equal has one grade)."""
+    lo = -segment_max(-values, qptr)[qidx] - 1e-10
+    hi = segment_max(values, qptr)[qidx] + 1e-10
+    return np.floor((values - lo) / ((hi - lo) / levels))
+
+
+def _eel_parts(x, y, q, g, grade, k, offset, model_exposure, discretize_true):
+    """Group exposures ``(E_A, E_N, T_A, T_N)`` of the model (``model_exposure``, or the
+    target exposure of the grades of ``x``) and of the target from ``y``."""
+    qidx = query_index(q)
+    if model_exposure is None:
+        model_exposure = item_exposure(grade(x, q, qidx), q, qidx, k, "average", offset)
+    tgt_grades = grade(y, q, qidx) if discretize_true else y
+    tgt = item_exposure(tgt_grades, q, qidx, k, "average", offset)
+    ea, en = _group_sums(model_exposure, g, q, qidx)
+    ta, tn = _group_sums(tgt, g, q, qidx)
+    return ea, en, ta, tn, qidx
+
+
 def delta_eel_tabular_per_query(
     estimated_scores,
     true_relevance,
@@ -559,6 +644,8 @@ def delta_eel_tabular_per_query(
     k: int | None = None,
     distance: str = "l2",
     on_single_group: str = "count",
+    bins: str = "thresholds",
+    offset: int = 1,
 ) -> np.ndarray:
     """Δ(EEL) between the EEL group target exposure from estimated and from true scores
     (tabular regime, §4.2.1), per query.
@@ -574,8 +661,11 @@ def delta_eel_tabular_per_query(
     with ``distance="l2"`` (default, as stated in §6.2), ``"l1"`` or ``"sq_l2"``. Since both
     vectors sum to the same total exposure, the two components are ``±δ`` and ℓ2 = √2·|δ|,
     ℓ1 = 2|δ| (the "multiply it by 2" of the Theorem 4.2 proof). A query whose items are all
-    in one group has Δ = 0; ``on_single_group="skip"`` makes it NaN instead. Returns float64
-    [n_queries] (unnormalized exposure units).
+    in one group has Δ = 0; ``on_single_group="skip"`` makes it NaN instead.
+    ``bins="query_minmax"`` grades by ``levels`` (default 2) equal-width bins over each
+    query's own min–max range (:func:`query_minmax_grades`) instead of fixed thresholds;
+    ``offset=2`` uses ``e(r) = 1/log2(2 + r)``. Returns float64 [n_queries] (unnormalized
+    exposure units).
     """
     x, y, q, g = _inputs(
         "estimated_scores",
@@ -590,12 +680,10 @@ def delta_eel_tabular_per_query(
     k = check_k(k)
     distance = choice("distance", distance, DISTANCES)
     on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
-    t = _thresholds(thresholds, levels)
-    qidx = query_index(q)
-    est = item_exposure(_grades(x, t), q, qidx, k, "average")
-    tgt = item_exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
-    ea, en = _group_sums(est, g, q, qidx)
-    ta, tn = _group_sums(tgt, g, q, qidx)
+    grade = _eel_grader(thresholds, levels, bins)
+    offset = check_offset(offset)
+    parts = _eel_parts(x, y, q, g, grade, k, offset, None, discretize_true)
+    ea, en, ta, tn, qidx = parts
     return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
 
 
@@ -607,34 +695,14 @@ def _aggregate_eel(values: np.ndarray, aggregate: str) -> float:
 
 
 def delta_eel_tabular(
-    estimated_scores,
-    true_relevance,
-    *,
-    qptr,
-    groups,
-    thresholds=None,
-    levels: int | None = None,
-    discretize_true: bool = True,
-    k: int | None = None,
-    distance: str = "l2",
-    on_single_group: str = "count",
-    aggregate: str = "mean",
+    estimated_scores, true_relevance, *, qptr, groups, aggregate: str = "mean", **options
 ) -> float:
     """Δ(EEL), tabular regime: the mean (default) or sum over non-NaN queries of
-    :func:`delta_eel_tabular_per_query`."""
+    :func:`delta_eel_tabular_per_query` (``options``: its keyword options)."""
     aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
     return _aggregate_eel(
         delta_eel_tabular_per_query(
-            estimated_scores,
-            true_relevance,
-            qptr=qptr,
-            groups=groups,
-            thresholds=thresholds,
-            levels=levels,
-            discretize_true=discretize_true,
-            k=k,
-            distance=distance,
-            on_single_group=on_single_group,
+            estimated_scores, true_relevance, qptr=qptr, groups=groups, **options
         ),
         aggregate,
     )
@@ -653,14 +721,18 @@ def delta_eel_ranking_per_query(
     ties: str = "average",
     distance: str = "l2",
     on_single_group: str = "count",
+    bins: str = "thresholds",
+    offset: int = 1,
 ) -> np.ndarray:
     """Δ(EEL) of a model's ranking (general LTR regime, §6.2–6.3), per query.
 
     The group exposure of the deterministic ranking by ``scores``
-    (``E_g = sum_i w_g(i) e(rank_i)``, ties as in :func:`expected_exposure`) against the
-    full-information EEL group target exposure from ``true_relevance`` (discretized as in
-    :func:`delta_eel_tabular_per_query`), with the same cutoff ``k``, distance and
-    single-group handling. Returns float64 [n_queries].
+    (``E_g = sum_i w_g(i) e(rank_i)``, ties as in :func:`expected_exposure`) — or the
+    expected group exposure of a :class:`groupbias.policies.PlackettLuce` policy — against
+    the full-information EEL group target exposure from ``true_relevance`` (discretized as
+    in :func:`delta_eel_tabular_per_query`, with the same ``bins``), with the same cutoff
+    ``k``, discount ``offset``, distance and single-group handling. Returns float64
+    [n_queries].
     """
     s, y, q, g = _inputs(
         "scores",
@@ -676,47 +748,21 @@ def delta_eel_ranking_per_query(
     ties = choice("ties", ties, EXPOSURE_TIES)
     distance = choice("distance", distance, DISTANCES)
     on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
-    t = _thresholds(thresholds, levels)
-    qidx = query_index(q)
-    model = ranking_of(scores, s, q).weights(k, ties).dense()
-    tgt = item_exposure(_grades(y, t) if discretize_true else y, q, qidx, k, "average")
-    ea, en = _group_sums(model, g, q, qidx)
-    ta, tn = _group_sums(tgt, g, q, qidx)
+    grade = _eel_grader(thresholds, levels, bins)
+    offset = check_offset(offset)
+    model = ranking_of(scores, s, q).weights(k, ties, offset=offset).dense()
+    ea, en, ta, tn, qidx = _eel_parts(s, y, q, g, grade, k, offset, model, discretize_true)
     return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
 
 
 def delta_eel_ranking(
-    scores,
-    true_relevance,
-    *,
-    qptr,
-    groups,
-    thresholds=None,
-    levels: int | None = None,
-    discretize_true: bool = True,
-    k: int | None = None,
-    ties: str = "average",
-    distance: str = "l2",
-    on_single_group: str = "count",
-    aggregate: str = "mean",
+    scores, true_relevance, *, qptr, groups, aggregate: str = "mean", **options
 ) -> float:
     """Δ(EEL) of a ranking: the mean (default) or sum over non-NaN queries of
-    :func:`delta_eel_ranking_per_query`."""
+    :func:`delta_eel_ranking_per_query` (``options``: its keyword options)."""
     aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
     return _aggregate_eel(
-        delta_eel_ranking_per_query(
-            scores,
-            true_relevance,
-            qptr=qptr,
-            groups=groups,
-            thresholds=thresholds,
-            levels=levels,
-            discretize_true=discretize_true,
-            k=k,
-            ties=ties,
-            distance=distance,
-            on_single_group=on_single_group,
-        ),
+        delta_eel_ranking_per_query(scores, true_relevance, qptr=qptr, groups=groups, **options),
         aggregate,
     )
 
@@ -770,5 +816,6 @@ def _delta_eel_metric(scores, spec, *, regime, k, group, **options) -> np.ndarra
     tabular, the scores are utility estimates (:func:`delta_eel_tabular_per_query`), or
     of the ranking by the scores (:func:`delta_eel_ranking_per_query`)."""
     fn = delta_eel_tabular_per_query if regime == "tabular" else delta_eel_ranking_per_query
-    options = {"thresholds": spec.thresholds, **options}
+    if options.get("bins", "thresholds") == "thresholds":
+        options = {"thresholds": spec.thresholds, **options}
     return fn(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options)

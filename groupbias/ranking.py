@@ -31,7 +31,7 @@ from .errors import ParameterError
 from .segments import segment_sum
 from .validation import check_k, check_qptr, choice, vector
 
-__all__ = ["Ranking", "Exposure", "TIES", "log_discount"]
+__all__ = ["Ranking", "Exposure", "TIES", "log_discount", "rank_weights"]
 
 TIES = ("average", "stable")
 #: widths of one padded block differ by at most this factor
@@ -41,13 +41,29 @@ _WIDTH_RATIO = 1.25
 _PARTITION_FACTOR = 2
 
 
-def log_discount(max_len: int, k: int | None) -> np.ndarray:
-    """``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``."""
+def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:
+    """``table[r - 1] = 1 / log2(offset + r)`` for ``r = 1..max_len``, 0 beyond ``k``
+    (``offset=1``: the DCG discount; ``offset=2``: the same discount shifted down one rank,
+    ``1 / log2(2 + r)``)."""
     r = np.arange(1, max_len + 1, dtype=np.float64)
-    table = 1.0 / np.log2(1.0 + r)
+    table = 1.0 / np.log2(float(offset) + r)
     if k is not None:
         table[k:] = 0.0
     return table
+
+
+def rank_weights(
+    max_len: int, k: int | None, offset: int = 1, table: np.ndarray | None = None
+) -> np.ndarray:
+    """The weight of ranks ``1..max_len``: ``table[r - 1]`` (0 where ``table`` is shorter)
+    or, without a table, :func:`log_discount`; 0 beyond ``k``."""
+    if table is None:
+        return log_discount(max_len, k, offset)
+    t = np.zeros(max_len)
+    t[: min(max_len, table.size)] = table[:max_len]
+    if k is not None:
+        t[k:] = 0.0
+    return t
 
 
 @dataclass(frozen=True)
@@ -346,23 +362,21 @@ class Ranking:
         return self._top[(k, stable)]
 
     def weights(
-        self, k: int | None = None, ties: str = "average", table: np.ndarray | None = None
+        self,
+        k: int | None = None,
+        ties: str = "average",
+        table: np.ndarray | None = None,
+        offset: int = 1,
     ) -> Exposure:
-        """Rank weights ``table[r - 1]`` (default: the DCG discount ``1 / log2(1 + r)``)
+        """Rank weights ``table[r - 1]`` (default: the discount ``1 / log2(offset + r)``)
         of every item, 0 beyond rank ``k``; cached for the default table."""
         k = check_k(k)
         ties = choice("ties", ties, TIES)
-        key = (k, ties) if table is None else None
+        key = (k, ties, offset) if table is None else None
         if key is not None and key in self._weights:
             return self._weights[key]
         max_len = int(np.max(np.diff(self.qptr))) if self.n_queries else 0
-        if table is None:
-            t = log_discount(max_len, k)
-        else:
-            t = np.zeros(max_len)
-            t[: min(max_len, table.size)] = table[:max_len]
-            if k is not None:
-                t[k:] = 0.0
+        t = rank_weights(max_len, k, offset, table)
         parts = []
         for v in self.top(k, ties == "stable"):
             weight = _table_weights(v, t)

@@ -6,13 +6,14 @@ composes library calls only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .bias import GroupBias
 from .datasets import DatasetSpec, Grouping
 from .diagnostics import Diagnostics
 from .estimators import Estimator
+from .protocol import EvaluationProtocol
 
 __all__ = ["Setup", "Experiment"]
 
@@ -25,9 +26,10 @@ class Setup:
     over several datasets list their own in ``experiment.datasets``; a dataset chosen on the
     command line, ``data_from_command_line``, replaces that list); ``bias``: the group-bias
     model; ``estimator``: the β estimator; ``diagnostics``: the assumption checks run beside
-    it; ``recipe``: the ranker's model, loss, optimizer,
-    scheduler, trainer and batching (:class:`groupbias.ltr.train.RankerRecipe`; None for an
-    experiment whose ``trains_ranker`` is false).
+    it; ``evaluation``: how scores are evaluated (:mod:`groupbias.protocol`); ``recipe``:
+    the ranker's model, loss, optimizer, scheduler, trainer and batching
+    (:class:`groupbias.ltr.train.RankerRecipe`; None for an experiment whose
+    ``trains_ranker`` is false).
     """
 
     seed: int
@@ -39,6 +41,7 @@ class Setup:
     recipe: Any
     data_from_command_line: bool = False
     diagnostics: Diagnostics = Diagnostics()
+    evaluation: EvaluationProtocol = field(default_factory=EvaluationProtocol)
 
 
 class Experiment(Protocol):

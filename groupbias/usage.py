@@ -26,6 +26,7 @@ COMMON_KEYS = (
 #: group choices worth naming beside the experiments and datasets
 COMMON_CHOICES = (
     ("grouping=feature grouping.feature_id=N", "groups by a feature of the data"),
+    ("evaluation=policy", "judge scores as learned Plackett-Luce policies (expected exposure)"),
     ("trainer=gpu", "train on a GPU (trainer=ddp: several)"),
     ("launcher=submitit_local", "each sweep job its own process (launcher=slurm: a cluster)"),
 )

@@ -503,3 +503,28 @@ def test_every_parameter_is_checked_before_any_random_draw():
     with pytest.raises(ParameterError, match="split"):
         estimate_beta(a, g, qptr=qptr, rng=rng, cluster_size=3, split=1)
     assert rng.bit_generator.state == before
+
+
+def test_tie_rule_picks_the_top_bottom_or_middle_of_a_flat_minimum():
+    from groupbias.estimation import grid_argmin
+
+    grid = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    curves = np.array(
+        [
+            [0.9, 0.5, 0.5, 0.5, 0.5, 0.8],  # plateau at indices 1..4
+            [0.4, 0.9, 0.4, 0.9, 0.9, 0.9],  # two separate minima: 0 and 2
+            [np.nan] * 6,
+        ]
+    )
+    np.testing.assert_array_equal(grid_argmin(curves, grid, "largest")[:2], [0.5, 0.3])
+    np.testing.assert_array_equal(grid_argmin(curves, grid, "smallest")[:2], [0.2, 0.1])
+    np.testing.assert_array_equal(grid_argmin(curves, grid, "middle")[:2], [0.3, 0.2])
+    assert np.isnan(grid_argmin(curves, grid, "middle")[2])
+    # one positive item per group: the KS curve is 1 everywhere, the rule alone decides
+    a = np.array([0.705, 1.0])  # 0.705 / beta never equals 1 on the grid
+    g = np.array([1.0, 0.0])
+    for tie, want in (("largest", 1.0), ("smallest", 0.01), ("middle", 0.5)):
+        est = estimate_beta(a, g, qptr=[0, 2], jitter=0, tie=tie)
+        assert est.beta_hat[0] == pytest.approx(want)
+    with pytest.raises(ParameterError, match="tie"):
+        estimate_beta(a, g, qptr=[0, 2], jitter=0, tie="random")

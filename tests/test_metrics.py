@@ -604,7 +604,7 @@ def test_inputs_not_mutated(rng):
         (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=None), "groups"),
         (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, ties="pessimistic"), "ties"),
         (
-            lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, on_zero_utility="one"),
+            lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=g, on_zero_utility="half"),
             "on_zero_utility",
         ),
         (lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, distance="l3"), "distance"),

@@ -39,6 +39,7 @@ __all__ = [
     "validate_metrics",
     "tabular_metrics",
     "ranking_metrics",
+    "evaluate_with",
     "records_for",
     "correlation_records",
 ]
@@ -93,6 +94,15 @@ def tabular_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]
 def ranking_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]:
     """Per-query metric vectors of a model's ranking by ``scores`` (LTR regime)."""
     return compute_metrics(scores, spec, regime="ltr")
+
+
+def evaluate_with(protocol, scores: np.ndarray, spec: EvalSpec, *, regime: str):
+    """Per-query metric vectors of ``scores`` under the evaluation ``protocol``
+    (:class:`groupbias.protocol.EvaluationProtocol`; None: deterministic, the metric
+    defaults) in ``regime`` (a policy protocol always evaluates in the LTR regime)."""
+    if protocol is None:
+        return compute_metrics(scores, spec, regime=regime)
+    return protocol.evaluate(scores, spec, regime=regime)
 
 
 def _nanmean(x: np.ndarray) -> float:

@@ -38,7 +38,7 @@ from .evaluation import (
     EvalSpec,
     correlation_records,
     eel_thresholds,
-    ranking_metrics,
+    evaluate_with,
     records_for,
 )
 from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, grade_spacing, record_base
@@ -197,13 +197,17 @@ def run_ltr(
     correlations=(),
     beta_std: float | None = None,
     diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
+    protocol=None,
 ) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
     ``recipe``: a :class:`groupbias.ltr.train.RankerRecipe` (model, loss, optimizer,
     scheduler, trainer, batching); ``metrics``: names of :data:`groupbias.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
-    ``diagnostics``: the assumption check on the train split (None: skipped)."""
+    ``diagnostics``: the assumption check on the train split (None: skipped);
+    ``protocol``: the :class:`~groupbias.protocol.EvaluationProtocol` of the test scores
+    (None: deterministic; a policy protocol evaluates each ranker's scores as a
+    Plackett–Luce policy)."""
     from ..ltr.train import train_ranker
 
     _check_splits(splits, conditions)
@@ -232,7 +236,7 @@ def run_ltr(
             out_dir=out / cond,
         )
         preds[cond] = scores = ranker.predict(test)
-        per_query[cond] = ranking_metrics(scores, spec)
+        per_query[cond] = evaluate_with(protocol, scores, spec, regime="ltr")
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
         write_trec_run(out / cond / "test.run", scores, test, tag=f"groupbias-{cond}")
     records = records_for(per_query, base=base)

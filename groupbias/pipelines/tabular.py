@@ -31,8 +31,8 @@ from .evaluation import (
     EvalSpec,
     correlation_records,
     eel_thresholds,
+    evaluate_with,
     records_for,
-    tabular_metrics,
 )
 
 DEFAULT_DIAGNOSTICS = Diagnostics()
@@ -141,9 +141,11 @@ def correct_and_evaluate(
     metrics: Sequence = DEFAULT_METRICS,
     correlations=(),
     clusters: np.ndarray | None = None,
+    protocol=None,
 ):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
-    corrected utilities. Returns ``(estimate, corrected, per_query, records)``."""
+    corrected utilities under the evaluation ``protocol`` (None: deterministic). Returns
+    ``(estimate, corrected, per_query, records)``."""
     est = estimator.estimate(
         sim.attractiveness,
         data.groups,
@@ -167,8 +169,8 @@ def correct_and_evaluate(
         metrics=tuple(metrics),
     )
     per_query = {
-        "biased": tabular_metrics(sim.attractiveness, spec),
-        "corrected": tabular_metrics(corrected, spec),
+        "biased": evaluate_with(protocol, sim.attractiveness, spec, regime="tabular"),
+        "corrected": evaluate_with(protocol, corrected, spec, regime="tabular"),
     }
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
@@ -190,6 +192,7 @@ def run_tabular(
     beta_std: float | None = None,
     keep_scores: bool = False,
     diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
+    protocol=None,
 ) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
@@ -197,7 +200,8 @@ def run_tabular(
     ``estimator``: any :class:`~groupbias.estimation.Estimator` (``clusters``: explicit query
     clusters for it); ``metrics``: names of :data:`groupbias.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
-    ``diagnostics``: the assumption check run beside (None: skipped)."""
+    ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
+    :class:`~groupbias.protocol.EvaluationProtocol` (None: deterministic)."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(
@@ -209,6 +213,7 @@ def run_tabular(
         metrics=metrics,
         correlations=correlations,
         clusters=clusters,
+        protocol=protocol,
     )
     if diagnostics is not None:
         records += diagnose(

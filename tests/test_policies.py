@@ -1,0 +1,208 @@
+"""Plackett–Luce policies: sampling and expected exposure against exact enumeration written
+here independently (product formula over all permutations), expected metrics against brute
+force, and the fair-exposure learner on a toy case with a known optimum."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from groupbias import metrics as M
+from groupbias.errors import ParameterError
+from groupbias.metric_names import compute_metrics
+from groupbias.pipelines.evaluation import EvalSpec
+from groupbias.policies import PlackettLuce
+from groupbias.policy_learning import FairExposureLearner
+
+
+def _brute(logits, offset=1, k=None):
+    """{perm: probability} and the expected exposure of one list, by the product formula."""
+    n = len(logits)
+    w = [math.exp(x) for x in logits]
+    probs, expo = {}, [0.0] * n
+    for perm in itertools.permutations(range(n)):
+        p, left = 1.0, sum(w)
+        for i in perm:
+            p *= w[i] / left
+            left -= w[i]
+        probs[perm] = p
+        for r, i in enumerate(perm, start=1):
+            if k is None or r <= k:
+                expo[i] += p / math.log2(offset + r)
+    return probs, np.array(expo)
+
+
+def _lists(seed, sizes):
+    rng = np.random.default_rng(seed)
+    q = np.concatenate([[0], np.cumsum(sizes)])
+    return rng.normal(size=q[-1]) * 1.5, q
+
+
+def test_exact_exposure_matches_product_formula_for_lists_up_to_six():
+    logits, q = _lists(0, [1, 2, 3, 4, 5, 6, 6])
+    for offset, k in ((1, None), (2, None), (1, 3)):
+        got = PlackettLuce(logits, q).expected_exposure(k, offset=offset)
+        assert got.exact.all() and np.all(got.stderr == 0)
+        for a, b in zip(q[:-1], q[1:]):
+            np.testing.assert_allclose(got.mean[a:b], _brute(logits[a:b], offset, k)[1], 1e-12)
+
+
+def test_two_equal_logits_share_the_first_two_ranks():
+    e = PlackettLuce([0.0, 0.0], [0, 2]).expected_exposure().mean
+    np.testing.assert_allclose(e, [(1 + 1 / math.log2(3)) / 2] * 2)
+
+
+def test_sampled_first_positions_and_monte_carlo_exposure_within_error():
+    logits, q = _lists(1, [3, 5, 6, 4])
+    rng = np.random.default_rng(7)
+    n = 20_000
+    ranks = PlackettLuce(logits, q).sample(n, rng=rng)
+    for a, b in zip(q[:-1], q[1:]):
+        probs, _ = _brute(logits[a:b])
+        first = np.zeros(b - a)
+        for perm, p in probs.items():
+            first[perm[0]] += p
+        observed = (ranks[:, a:b] == 1).mean(axis=0)
+        se = np.sqrt(first * (1 - first) / n)
+        assert np.all(np.abs(observed - first) <= 5 * se + 1e-9)
+        assert sorted(ranks[0, a:b]) == list(range(1, b - a + 1))  # each sample a permutation
+    mc = PlackettLuce(logits, q, samples=20_000, exact_max=0, seed=3).expected_exposure()
+    assert not mc.exact.any() and np.all(mc.stderr > 0)
+    for a, b in zip(q[:-1], q[1:]):
+        exact = _brute(logits[a:b])[1]
+        assert np.all(np.abs(mc.mean[a:b] - exact) <= 5 * mc.stderr[a:b] + 1e-6)
+
+
+def test_monte_carlo_over_memory_bounded_batches_of_mixed_lengths():
+    """Long lists in several batches: the z-scores against exact values look standard."""
+    logits, q = _lists(2, np.random.default_rng(3).integers(1, 8, size=200))
+    exact = PlackettLuce(logits, q, exact_max=7).expected_exposure().mean
+    mc = PlackettLuce(logits, q, samples=3000, exact_max=0, batch_items=5000).expected_exposure()
+    z = (mc.mean - exact)[mc.stderr > 0] / mc.stderr[mc.stderr > 0]
+    assert abs(z.mean()) < 0.15 and 0.8 < z.std() < 1.2
+
+
+def test_expected_ndcg_and_fairness_metrics_of_a_policy_by_brute_force():
+    logits, q = _lists(4, [4, 5])
+    labels = np.array([1.0, 0, 2, 0, 0, 1, 1, 0, 2])
+    groups = np.array([1.0, 0, 0, 1, 1, 0, 1, 0, 0])
+    pol = PlackettLuce(logits, q)
+    got = M.ndcg_per_query(pol, labels, qptr=q, k=3)
+    want = []
+    for a, b in zip(q[:-1], q[1:]):
+        probs, _ = _brute(logits[a:b])
+        lab = labels[a:b]
+        ideal = sorted(2**lab - 1, reverse=True)
+        idcg = sum(gv / math.log2(1 + r) for r, gv in enumerate(ideal[:3], 1))
+        want.append(
+            sum(
+                p * sum((2 ** lab[i] - 1) / math.log2(1 + r) for r, i in enumerate(perm[:3], 1))
+                for perm, p in probs.items()
+            )
+            / idcg
+        )
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # ρ(DTR) and Δ(EEL) use the expected group exposure
+    e = np.concatenate([_brute(logits[a:b])[1] for a, b in zip(q[:-1], q[1:])])
+    ea = np.array([(e * groups)[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    en = np.array([(e * (1 - groups))[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    ua = np.array([(labels * groups)[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    un = np.array([(labels * (1 - groups))[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    r = (ea / ua) / (en / un)
+    np.testing.assert_allclose(
+        M.rho_dtr_ranking_per_query(pol, labels, qptr=q, groups=groups), np.minimum(r, 1 / r)
+    )
+    tgt = M.target_exposure(labels, qptr=q)
+    ta = np.array([(tgt * groups)[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    tn = np.array([(tgt * (1 - groups))[a:b].sum() for a, b in zip(q[:-1], q[1:])])
+    np.testing.assert_allclose(
+        M.delta_eel_ranking_per_query(
+            pol, labels, qptr=q, groups=groups, discretize_true=False, distance="sq_l2"
+        ),
+        (ea - ta) ** 2 + (en - tn) ** 2,
+    )
+
+
+def test_a_policy_is_refused_where_one_ranking_is_needed():
+    pol = PlackettLuce([0.0, 1.0, 2.0], [0, 3])
+    with pytest.raises(ParameterError, match="ties"):
+        M.ndcg_per_query(pol, [1.0, 0, 1], qptr=[0, 3], ties="pessimistic")
+    spec = EvalSpec(
+        labels=np.array([1.0, 0, 1]),
+        relevance=np.array([1.0, 0, 1]),
+        groups=np.array([1.0, 0, 0]),
+        qptr=np.array([0, 3]),
+        thresholds=(0.5,),
+        metrics=("ndcg@2", "rank_bias"),
+    )
+    with pytest.raises(ParameterError, match="deterministic ranking"):
+        compute_metrics(pol, spec, regime="ltr")
+    with pytest.raises(ParameterError, match="regime"):
+        compute_metrics(pol, spec, regime="tabular")
+    with pytest.raises(ParameterError, match="samples"):
+        PlackettLuce([0.0], [0, 1], samples=0)
+
+
+def test_learner_gives_equal_utility_items_equal_exposure():
+    """Pure EEL (λ = 1): the optimum gives items of one grade equal expected exposure (the
+    target); the start (logits from slightly different utilities) does not."""
+    u = np.array([1.0, 0.9, 0.0, 0.8, 0.8, 0.8, 0.1])
+    q = np.array([0, 3, 7])
+    grades = (u >= 0.5).astype(float)
+    target = M.target_exposure(grades, qptr=q)
+    start = PlackettLuce(u / 0.1, q).expected_exposure().mean
+    pol = FairExposureLearner(tradeoff=1.0, epochs=300, lr=0.1, samples=32, device="cpu").fit(
+        u, grades, qptr=q
+    )
+    e = pol.expected_exposure().mean
+    assert abs(start[0] - start[1]) > 0.1
+    assert abs(e[0] - e[1]) < 0.03
+    assert np.ptp(e[3:6]) < 0.04
+    assert ((e - target) ** 2).sum() < ((start - target) ** 2).sum() / 10
+
+
+def test_learner_policy_gradient_on_a_long_list():
+    """Lists over six items are learned by REINFORCE: the same optimum within its noise."""
+    u = np.array([1.0, 0.9, 0.8, 0.0, 0.1, 0.0, 0.2, 0.0])
+    q = np.array([0, 8])
+    grades = (u >= 0.5).astype(float)
+    target = M.target_exposure(grades, qptr=q)
+    start = PlackettLuce(u / 0.1, q, samples=20_000).expected_exposure().mean
+    pol = FairExposureLearner(tradeoff=1.0, epochs=300, lr=0.1, samples=32, device="cpu").fit(
+        u, grades, qptr=q, samples=20_000
+    )
+    e = pol.expected_exposure().mean
+    assert np.ptp(start[:3]) > 0.2 and np.ptp(e[:3]) < 0.05
+    assert ((e - target) ** 2).sum() < ((start - target) ** 2).sum() / 10
+
+
+@pytest.mark.parametrize("extra", [0, 4])  # 4 items: exact gradient; 8: REINFORCE
+def test_learner_dtr_objective_gives_exposure_proportional_to_utility(extra):
+    """objective='dtr': the optimum has E_A / U_A = E_N / U_N (ρ(DTR) = 1 against the
+    utilities it learned from); the start, sorted by utility, does not."""
+    u = np.array([1.0, 0.9, 0.3, 0.0] + [0.0] * extra)
+    g = np.array([1.0, 0.0, 1.0, 0.0] + [0.0, 1.0] * (extra // 2))
+    q = np.array([0, u.size])
+    start = PlackettLuce(u / 0.1, q, samples=20_000)
+    pol = FairExposureLearner(
+        tradeoff=1.0, epochs=300, lr=0.1, samples=32, objective="dtr", device="cpu"
+    ).fit(u, u, qptr=q, groups=g, samples=20_000)
+    rho0 = M.rho_dtr_ranking_per_query(start, u, qptr=q, groups=g)[0]
+    rho = M.rho_dtr_ranking_per_query(pol, u, qptr=q, groups=g)[0]
+    assert rho0 < 0.97 and rho > 0.99
+    with pytest.raises(ParameterError, match="groups"):
+        FairExposureLearner(objective="dtr").fit(u, u, qptr=q)
+
+
+def test_learner_ndcg_only_keeps_the_utility_order():
+    u = np.array([0.9, 0.1, 0.5])
+    q = np.array([0, 3])
+    pol = FairExposureLearner(tradeoff=0.0, epochs=100, lr=0.1, device="cpu").fit(
+        u, u, qptr=q, samples=100
+    )
+    assert M.ndcg_per_query(pol, u, qptr=q, gain="linear")[0] > 0.99
+    with pytest.raises(ParameterError, match="tradeoff"):
+        FairExposureLearner(tradeoff=1.5)
