@@ -113,18 +113,10 @@ def click_settings(exp) -> ClickSettings:
 
 
 @dataclass
-class Clicks:
-    """``experiment=clicks`` (module docstring). ``sessions``: train-log sizes;
-    ``repetitions``; the click model: ``positions``, ``user_model`` (pbm | cascade), ``eta``,
-    ``noise``, ``continuation``; the logging policy: ``logging`` (noisy_relevance |
-    noisy_attractiveness | ranker), ``logging_noise``, ``labeled_fraction``, ``temperature``,
-    ``intervention`` (none | swap | shuffle), ``intervention_rate``; ``propensity`` (harvest
-    | em); ``save_logs``; ``alpha`` of the table's markers; ``metrics``; ``skip_missing``;
-    ``valid_fraction``; ``datasets``."""
+class ClickLogKeys:
+    """The click model and logging policy keys shared by ``experiment=clicks`` and
+    ``experiment=drift`` (validated by :func:`click_settings`)."""
 
-    name: str = "clicks"
-    sessions: list = field(default_factory=lambda: [1000, 10_000, 100_000, 1_000_000])
-    repetitions: int = 1
     positions: int = 10
     user_model: str = "pbm"
     eta: float = 1.0
@@ -137,6 +129,21 @@ class Clicks:
     intervention: str = "shuffle"
     intervention_rate: float = 0.1
     propensity: str = "harvest"
+
+
+@dataclass
+class Clicks(ClickLogKeys):
+    """``experiment=clicks`` (module docstring). ``sessions``: train-log sizes;
+    ``repetitions``; the click model: ``positions``, ``user_model`` (pbm | cascade), ``eta``,
+    ``noise``, ``continuation``; the logging policy: ``logging`` (noisy_relevance |
+    noisy_attractiveness | ranker), ``logging_noise``, ``labeled_fraction``, ``temperature``,
+    ``intervention`` (none | swap | shuffle), ``intervention_rate``; ``propensity`` (harvest
+    | em); ``save_logs``; ``alpha`` of the table's markers; ``metrics``; ``skip_missing``;
+    ``valid_fraction``; ``datasets``."""
+
+    name: str = "clicks"
+    sessions: list = field(default_factory=lambda: [1000, 10_000, 100_000, 1_000_000])
+    repetitions: int = 1
     save_logs: bool = True
     alpha: float = 0.01
     metrics: list = field(default_factory=lambda: list(TABLE_METRICS))

@@ -37,7 +37,7 @@ from groupbias.pipelines.ltr import label_scale
 from groupbias.setup import Setup
 from groupbias.validation import choice, integer, real, sequence
 
-from .clicks import click_settings, slug
+from .clicks import ClickLogKeys, click_settings, slug
 from .common import available, check_common, entries, parse_entries, rng_for
 
 #: where the tracks' level comes from: the groups' mean ratio itself, or the estimator
@@ -47,7 +47,7 @@ FIGURE_POINTS = 400
 
 
 @dataclass
-class DriftExperiment:
+class DriftExperiment(ClickLogKeys):
     """``experiment=drift`` (module docstring): ``sessions``; ``drifts`` (linear | step),
     ``start``, ``end``, ``at``; the trackers' ``window``, ``half_life`` (sessions),
     ``bins`` of the change test, ``tolerance`` of settling, ``level`` (ratio: the tracks
@@ -69,18 +69,6 @@ class DriftExperiment:
     bins: int = 100
     tolerance: float = 0.05
     level: str = "ratio"
-    positions: int = 10
-    user_model: str = "pbm"
-    eta: float = 1.0
-    noise: float = 0.01
-    continuation: float = 0.5
-    logging: str = "noisy_attractiveness"
-    logging_noise: float = 0.2
-    labeled_fraction: float = 0.1
-    temperature: float = 0.2
-    intervention: str = "shuffle"
-    intervention_rate: float = 0.1
-    propensity: str = "harvest"
     split: str = "train"
     alpha: float = 0.01
     skip_missing: bool = True

@@ -168,6 +168,21 @@ def _valid_pairs(y: torch.Tensor, mask: torch.Tensor, ranks, k) -> torch.Tensor:
     return pair
 
 
+def _padded_scores(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor):
+    """Check the ``[B, L]`` shapes of a loss's inputs; return ``(scores in the working
+    dtype with padded entries 0, bool mask, working dtype)``: padded scores never reach the
+    gradient."""
+    if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
+        raise ParameterError(
+            "scores/labels/mask",
+            "equal 2-D shapes [B, L]",
+            (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)),
+        )
+    mask = mask.to(torch.bool)
+    work = torch.promote_types(scores.dtype, torch.float32)
+    return scores.to(work).masked_fill(~mask, 0.0), mask, work
+
+
 def _reduce(per_list: torch.Tensor, pair: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "none":
         return per_list
@@ -212,15 +227,7 @@ class LambdaLoss:
     def __call__(
         self, scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
-        if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
-            raise ParameterError(
-                "scores/labels/mask",
-                "equal 2-D shapes [B, L]",
-                (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)),
-            )
-        mask = mask.to(torch.bool)
-        work = torch.promote_types(scores.dtype, torch.float32)
-        s = scores.to(work).masked_fill(~mask, 0.0)  # padded scores never reach the gradient
+        s, mask, work = _padded_scores(scores, labels, mask)
         y = labels.to(work).masked_fill(~mask, 0.0)
         fn = WEIGHTINGS[self.weighting]
         with torch.no_grad():
@@ -274,15 +281,7 @@ class CounterfactualLambdaLoss:
     def __call__(
         self, scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
-        if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
-            raise ParameterError(
-                "scores/labels/mask",
-                "equal 2-D shapes [B, L]",
-                (tuple(scores.shape), tuple(labels.shape), tuple(mask.shape)),
-            )
-        mask = mask.to(torch.bool)
-        work = torch.promote_types(scores.dtype, torch.float32)
-        s = scores.to(work).masked_fill(~mask, 0.0)
+        s, mask, work = _padded_scores(scores, labels, mask)
         with torch.no_grad():
             y = labels.to(work).masked_fill(~mask, 0.0).clamp(min=0.0)
             ranks = _ranks(s, mask).to(work)
