@@ -27,7 +27,6 @@ import numpy as np
 from groupbias.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
 from groupbias.errors import ParameterError
 from groupbias.io import write_text_atomic
-from groupbias.ltr.train import train_ranker
 from groupbias.pipelines.clicks import (
     CORRECTIONS,
     ClickSettings,
@@ -186,6 +185,8 @@ class Clicks(ClickLogKeys):
         return world
 
     def _full(self, splits, setup: Setup, rd, title: str, rep: int) -> dict:
+        from groupbias.ltr.train import train_ranker  # torch: only where a ranker is trained
+
         scale = label_scale(splits)
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
         spec = evaluation_spec(test, scale=scale, bias=setup.bias, metrics=self.metrics)
@@ -202,6 +203,8 @@ class Clicks(ClickLogKeys):
         return {"per_query": _lists({"full": evaluate_ranker(ranker, test, spec, out)})}
 
     def _sessions(self, splits, setup: Setup, rd, *, title, beta, rep, n) -> dict:
+        from groupbias.ltr.train import train_ranker  # torch: only where a ranker is trained
+
         world = self._world(splits, setup, title, beta, rep)
         rng = rng_for(setup.seed, "clicks-log", title, beta, rep, n)
         logs = {}
