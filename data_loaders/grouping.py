@@ -34,6 +34,7 @@ import pandas as pd
 from groupbias.data import RankingData
 from groupbias.datasets import MIN_TWO_GROUP_QUERIES, DatasetInfo, check_two_groups
 from groupbias.errors import GroupingError, ParameterError
+from groupbias.metric_names import query_blocks
 from groupbias.validation import choice, integer, is_real
 
 PAPER_SENSITIVE_FEATURES = {
@@ -246,8 +247,6 @@ def _both_sides(qmin: np.ndarray, qmax: np.ndarray, t: np.ndarray, affected: str
 def _row_blocks(qptr: np.ndarray, limit: int):
     """``(first item, end item, starts of the non-empty queries relative to the first)`` of
     consecutive blocks of whole queries of at most ``limit`` items (a longer query alone)."""
-    from groupbias.metric_names import query_blocks
-
     cuts = query_blocks(qptr, limit)
     for qa, qb in zip(cuts[:-1], cuts[1:]):
         starts = qptr[qa:qb]

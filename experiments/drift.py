@@ -108,14 +108,10 @@ class DriftExperiment(ClickLogKeys):
             logging_scores=scores,
             n_sessions=self.sessions,
             rng=rng,
-            positions=self.positions,
-            user=self.settings.user,
             beta_query=sim.beta_query,
             beta_mean=self.start,
             drift=drift,
-            temperature=self.temperature,
-            intervention=self.intervention,
-            intervention_rate=self.intervention_rate,
+            **self.settings.simulation_options(),
         )
         fitted = labels_from_clicks(
             out.log,

@@ -91,6 +91,17 @@ class ClickSettings:
         real("logging_noise", self.logging_noise, low=0.0)
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
 
+    def simulation_options(self) -> dict:
+        """The keyword arguments of :func:`~groupbias.clicks.simulate_click_log` that these
+        settings fix (positions, user model, logging temperature, interventions)."""
+        return {
+            "positions": self.positions,
+            "user": self.user,
+            "temperature": self.temperature,
+            "intervention": self.intervention,
+            "intervention_rate": self.intervention_rate,
+        }
+
 
 def logging_scores(
     data: RankingData,
@@ -133,12 +144,8 @@ def simulate_split_log(
         logging_scores=scores,
         n_sessions=n_sessions,
         rng=rng,
-        positions=settings.positions,
-        user=settings.user,
         beta_query=beta_query,
-        temperature=settings.temperature,
-        intervention=settings.intervention,
-        intervention_rate=settings.intervention_rate,
+        **settings.simulation_options(),
     ).log
 
 
