@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from groupbias.errors import DataFormatError, MissingFilesError
+
+from ._lazy import pandas as pd
 
 
 def resolve_path(

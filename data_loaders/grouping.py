@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from groupbias.data import RankingData
 from groupbias.datasets import MIN_TWO_GROUP_QUERIES, DatasetInfo, check_two_groups
 from groupbias.errors import GroupingError, ParameterError
 from groupbias.metric_names import query_blocks
 from groupbias.validation import choice, integer, is_real
+
+from ._lazy import pandas as pd
 
 PAPER_SENSITIVE_FEATURES = {
     "yahoo": (5, 88, 100, 141, 155, 264, 393, 426),

@@ -42,11 +42,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from groupbias.data import RankingData
 from groupbias.errors import DataError, DataFormatError, ParameterError
 
+from ._lazy import pandas as pd
 from ._tables import read_table, record_line, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_IITJEE"

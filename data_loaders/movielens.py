@@ -57,11 +57,11 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from groupbias.data import RankingData
 from groupbias.errors import DataError, DataFormatError, MissingFilesError, ParameterError
 
+from ._lazy import pandas as pd
 from ._tables import first_bad, numeric_column, read_table, record_line, resolve_path
 
 ENV_VAR = "GROUPBIAS_MOVIELENS"

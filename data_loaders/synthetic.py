@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
-from scipy.optimize import brentq
 
 from groupbias.data import RankingData
 from groupbias.errors import ParameterError
@@ -77,6 +76,8 @@ def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray
     def tilted(t):
         w = p * np.exp(t * k - np.max(t * k))
         return w / w.sum()
+
+    from scipy.optimize import brentq  # imported here: scipy.optimize is large
 
     t = brentq(lambda t: float(k @ tilted(t)) - target, -60.0, 60.0, xtol=1e-12)
     return p, tilted(t)

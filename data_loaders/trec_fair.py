@@ -53,12 +53,12 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from groupbias.data import RankingData
 from groupbias.errors import DataError, DataFormatError, ParameterError
 from groupbias.validation import is_integer
 
+from ._lazy import pandas as pd
 from ._tables import first_bad, numeric_column, read_table, record_line, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_TREC_FAIR"

@@ -17,7 +17,6 @@ from pathlib import Path
 from groupbias.bias import GroupBias
 from groupbias.errors import ParameterError
 from groupbias.pipelines.tabular import correct_and_evaluate, record_base
-from groupbias.reporting.plots import plot_cluster_size
 from groupbias.setup import Setup
 from groupbias.validation import integer, sequence
 
@@ -116,6 +115,8 @@ class AblationClusterSize:
         return {"records": cluster_sweep(self, setup, rd, bias=setup.bias, tag="cluster_size")}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting.plots import plot_cluster_size
+
         recs = metrics["records"]
         for beta in sorted({r["beta"] for r in recs}, reverse=True):
             sub = [r for r in recs if r["beta"] == beta]

@@ -8,7 +8,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupbias.reporting.plots import plot_cluster_size
 from groupbias.setup import Setup
 from groupbias.validation import real, sequence
 
@@ -64,6 +63,8 @@ class AblationClustering:
         return {"records": records}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting.plots import plot_cluster_size
+
         recs = metrics["records"]
         keys = sorted({(r["variant"], r["beta_std"], r["beta"]) for r in recs})
         for variant, std, beta in keys:

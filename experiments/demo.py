@@ -30,8 +30,6 @@ import numpy as np
 
 from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.reporting import paper_table, save_table, table_to_text
-from groupbias.reporting.plots import beta_sweep_figure, save_figure
 from groupbias.runs import shown_path
 from groupbias.setup import Setup
 from groupbias.validation import real, sequence
@@ -210,6 +208,8 @@ class Demo:
 
     def tables(self, records: list[dict]):
         """The Table 1 and Table 2 layouts of the first repetition at ``table_betas``."""
+        from groupbias.reporting import paper_table
+
         first = [
             r
             for r in records
@@ -225,6 +225,8 @@ class Demo:
 
     def figure(self, records: list[dict]):
         """The degradation-and-recovery figure (:func:`beta_sweep_figure`)."""
+        from groupbias.reporting.plots import beta_sweep_figure
+
         reps = max(int(r.get("repetition", 0)) for r in records) + 1
         return beta_sweep_figure(
             records,
@@ -233,6 +235,9 @@ class Demo:
         )
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting import save_table, table_to_text
+        from groupbias.reporting.plots import save_figure
+
         recs = metrics["records"]
         run_dir = Path(run_dir)
         t1, t2 = self.tables(recs)

@@ -29,7 +29,6 @@ from groupbias.errors import ParameterError
 from groupbias.io import write_text_atomic
 from groupbias.merit import at_utility_ratio
 from groupbias.pipelines.tabular import correct_and_evaluate, grade_spacing, record_base
-from groupbias.reporting.plots import plot_fig9_errors, plot_robustness
 from groupbias.setup import Setup
 from groupbias.validation import integer, real, sequence
 
@@ -193,6 +192,8 @@ class EstimatorRobustness:
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         import pandas as pd
+
+        from groupbias.reporting.plots import plot_fig9_errors, plot_robustness
 
         df = pd.DataFrame(metrics["records"])
         if df.empty:

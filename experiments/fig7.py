@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.reporting.plots import plot_biased_vs_corrected
 from groupbias.setup import Setup
 
 from .common import available, check_common, parse_entries, rng_for
@@ -61,6 +60,8 @@ class Fig7:
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting.plots import plot_biased_vs_corrected
+
         recs = [r for r in metrics["records"] if r["metric"] == "ndcg@10"]
         if recs:
             out = plot_biased_vs_corrected(

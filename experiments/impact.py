@@ -17,7 +17,6 @@ from groupbias.datasets import DatasetSpec
 from groupbias.errors import ParameterError
 from groupbias.pipelines.ltr import run_ltr
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.reporting.plots import plot_degradation
 from groupbias.setup import Setup
 from groupbias.validation import choice
 
@@ -132,6 +131,8 @@ class Impact:
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting.plots import plot_degradation
+
         recs = metrics["records"]
         for regime in REGIMES:
             sub = [r for r in recs if r["regime"] == regime]

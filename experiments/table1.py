@@ -13,8 +13,6 @@ from pathlib import Path
 
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.reporting import paper_table, save_table
-from groupbias.reporting.terminal import table_to_text
 from groupbias.setup import Setup
 
 from .common import (
@@ -92,6 +90,8 @@ class Table1:
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting import paper_table, save_table, table_to_text
+
         cols = tuple(metric_keys(list(self.metrics)))
         recs = table_records(metrics["records"], cols)
         if not recs:

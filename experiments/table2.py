@@ -10,8 +10,6 @@ from pathlib import Path
 
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import run_ltr
-from groupbias.reporting import paper_table, save_table
-from groupbias.reporting.terminal import table_to_text
 from groupbias.setup import Setup
 from groupbias.validation import real
 
@@ -112,6 +110,8 @@ class Table2:
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
+        from groupbias.reporting import paper_table, save_table, table_to_text
+
         cols = tuple(metric_keys(list(self.metrics)))
         recs = table_records(metrics["records"], cols, extras=TABLE_EXTRAS[1:])
         if not recs:

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
 
 from .errors import ParameterError
 from .kernels import max_list_size, nanmean, tie_average_exposure
@@ -922,9 +921,11 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
     x, y = a[ok], b[ok]
     if np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan"), float("nan"), n
+    from scipy import stats  # imported here: scipy.stats is large and only this needs it
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = _sps.pearsonr(x, y)
+        res = stats.pearsonr(x, y)
     return float(res.statistic), float(res.pvalue), n
 
 

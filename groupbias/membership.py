@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .errors import DataFormatError, MissingFilesError, ParameterError
 
@@ -172,6 +171,8 @@ class TermMembership:
 
 
 def _texts(texts) -> list[str]:
+    import pandas as pd  # imported where used: pandas is large
+
     if isinstance(texts, (str, bytes)) or not isinstance(texts, (Sequence, np.ndarray, pd.Series)):
         raise ParameterError(
             "texts",
@@ -233,6 +234,8 @@ def term_membership(texts, term_lists: Mapping[str, Iterable[str]]) -> TermMembe
         lengths[i] = len(toks)
         tokens.extend(toks)
     doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    import pandas as pd
+
     codes, vocab = pd.factorize(pd.Series(tokens, dtype=object))
     vocab = pd.Index(vocab)
     counts = np.zeros((n, len(lists)), dtype=np.float64)

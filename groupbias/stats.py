@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as _sps
 
 from .errors import ParameterError
 from .validation import choice, is_real
@@ -39,7 +38,7 @@ def paired_test(
     """Paired test of ``a`` against ``b`` over queries; returns ``(statistic, p_value, n)``.
 
     Pairs where either value is NaN (a skipped query) are dropped; ``n`` is the number of
-    pairs used. ``test="ttest"``: paired Student t-test (``scipy.stats.ttest_rel``), the
+    pairs used. ``test="ttest"``: paired Student t-test (as ``scipy.stats.ttest_rel``), the
     statistic is ``mean(d) / (sd(d) / sqrt(n))`` with ``d = a - b``. ``test="wilcoxon"``:
     Wilcoxon signed-rank test (``scipy.stats.wilcoxon``, zero differences discarded).
     ``alternative``: ``"two-sided"`` (default), ``"greater"`` (``a > b``) or ``"less"``.
@@ -65,10 +64,31 @@ def paired_test(
     if np.all(d == 0):
         return 0.0, 1.0, n
     if test == "ttest":
-        res = _sps.ttest_rel(a, b, alternative=alternative)
-    else:
-        res = _sps.wilcoxon(a, b, zero_method="wilcox", alternative=alternative)
+        return (*_paired_t(d, alternative), n)
+    from scipy import stats  # imported here: scipy.stats is large and only this test needs it
+
+    res = stats.wilcoxon(a, b, zero_method="wilcox", alternative=alternative)
     return float(res.statistic), float(res.pvalue), n
+
+
+def _paired_t(d: np.ndarray, alternative: str) -> tuple[float, float]:
+    """Student's paired t-test on the differences ``d`` (n >= 2, not all zero):
+    ``t = mean(d) / (sd(d) / sqrt(n))`` with ``n - 1`` degrees of freedom and the p-value
+    from the t distribution's CDF (``scipy.special.stdtr``); the same statistic and p-value
+    as ``scipy.stats.ttest_rel``. A zero standard deviation gives ``t = ±inf``, ``p = 0``."""
+    from scipy.special import stdtr
+
+    n = d.size
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = float(np.mean(d) / np.sqrt(np.var(d, ddof=1) / n))
+    df = n - 1
+    if alternative == "two-sided":
+        p = 2.0 * float(stdtr(df, -abs(t)))
+    elif alternative == "greater":
+        p = float(stdtr(df, -t))
+    else:
+        p = float(stdtr(df, t))
+    return t, min(p, 1.0)
 
 
 def significance_marker(p, *, alpha: float = 0.001) -> str:

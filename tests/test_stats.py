@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -103,3 +104,23 @@ def test_significance_marker():
         significance_marker(1.2)
     with pytest.raises(ParameterError, match="p"):
         significance_marker("0.01")
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_ttest_agrees_with_scipy_over_sizes_and_edge_cases(rng, alternative):
+    """The t-test is computed here (scipy.stats is not imported for it); scipy's
+    ``ttest_rel`` is the reference: random sizes, tiny and huge effects, constant
+    non-zero differences (sd 0: t = ±inf, p = 0 or 1)."""
+    cases = []
+    for n in (2, 3, 5, 30, 1000):
+        a = rng.normal(size=n)
+        cases += [(a, a - rng.normal(0.0, 1.0, n)), (a, a - rng.normal(3.0, 0.01, n))]
+    cases += [(np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.5, 2.5]))]  # d = 0.5 always
+    cases += [(np.array([0.0, 0.0, 0.0]), np.array([0.5, 0.5, 0.5]))]  # d = -0.5 always
+    for a, b in cases:
+        stat, p, _ = paired_test(a, b, alternative=alternative)
+        with warnings.catch_warnings():  # scipy warns of the constant differences
+            warnings.simplefilter("ignore")
+            ref = sps.ttest_rel(a, b, alternative=alternative)
+        assert stat == pytest.approx(ref.statistic, rel=1e-12)
+        assert p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-300)
