@@ -30,7 +30,7 @@ from omegaconf import DictConfig
 
 from .config import build_setup, plain
 from .errors import GroupBiasError, GroupBiasWarning
-from .runs import run_once, shown_path
+from .runs import release_free_memory, run_once, shown_path
 
 log = logging.getLogger("groupbias")
 
@@ -148,6 +148,7 @@ def run(
     if skipped:
         log.info("run already complete, results loaded from %s", out)
         print(f"[groupbias] already complete: {shown_path(out)} (delete metrics.json to re-run)")
+    release_free_memory()
     experiment.present(setup, metrics, out)
     return metrics
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ParameterError
-from .segments import query_index
+from .simulation import item_propensity
 from .validation import check_qptr, vector
 
 __all__ = ["ips_correct", "correct_with_estimate"]
@@ -49,8 +49,8 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
         raise ParameterError(
             "beta_hat_per_query", "propensities in (0, 1] or NaN", f"value {bad[0]!r}"
         )
-    bq = np.where(known, b, 1.0)[query_index(q)]
-    return a / (g * bq + (1.0 - g))
+    factor = item_propensity(g, np.where(known, b, 1.0), q)
+    return np.divide(a, factor, out=factor)
 
 
 def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:

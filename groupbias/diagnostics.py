@@ -123,13 +123,17 @@ class AssumptionCheck:
         return head + cause + "; β̂ and the corrected metrics of this run are not reliable."
 
 
-def _relevance_ks(relevance, affected, cluster_of_item, n_clusters) -> tuple[float, float]:
+def _relevance_ks(relevance, affected, qptr, cluster_of_query) -> tuple[float, float]:
     """``KS(R_A, R_N)`` overall and averaged over the clusters holding both groups."""
     x, y = relevance[affected], relevance[~affected]
     if x.size == 0 or y.size == 0:
         return float("nan"), float("nan")
     one = np.ones(1)
     overall = float(ks_curves(x, y, grid=one)[0, 0])
+    n_clusters = int(cluster_of_query.max(initial=0)) + 1
+    if n_clusters == 1:  # one global cluster: the same statistic
+        return overall, overall
+    cluster_of_item = cluster_of_query[query_index(qptr)]
     per = ks_curves(
         x,
         y,
@@ -144,7 +148,8 @@ def _relevance_ks(relevance, affected, cluster_of_item, n_clusters) -> tuple[flo
 
 def _null_estimate(data, g, bias, estimator, rng, estimate, grade_spacing, label_max):
     """The null simulation (β = 1, the run's noise, on a child of ``rng``) and its estimate
-    with the run's clusters (per-query estimators keep their own)."""
+    with the run's clusters (per-query estimators keep their own): ``(relevance,
+    beta_query, estimate)`` (the simulated attractiveness is not kept)."""
     child = rng.spawn(1)[0]
     sim = replace(bias, variant="normal", modes=None).simulate(
         data, beta=1.0, rng=child, label_max=label_max
@@ -162,7 +167,7 @@ def _null_estimate(data, g, bias, estimator, rng, estimate, grade_spacing, label
         grade_spacing=grade_spacing,
         relevance=sim.relevance,
     )
-    return sim, null
+    return sim.relevance, sim.beta_query, null
 
 
 @dataclass(frozen=True)
@@ -203,21 +208,19 @@ class Diagnostics:
         affected = affected_items(g)
         q = data.qptr
         n_q = q.size - 1
-        sim, null = _null_estimate(
+        relevance, beta_query, null = _null_estimate(
             data, g, bias, estimator, rng, estimate, grade_spacing, label_max
         )
         per_q = null.beta_hat_per_query
         ok = np.isfinite(per_q)
         cq = np.zeros(n_q, np.int64) if estimate is None else estimate.cluster_of_query
-        overall, per_cluster = _relevance_ks(
-            sim.relevance, affected, cq[query_index(q)], int(cq.max(initial=0)) + 1
-        )
+        overall, per_cluster = _relevance_ks(relevance, affected, q, cq)
         check = AssumptionCheck(
-            utility_ratio=utility_ratio(sim.relevance, affected),
+            utility_ratio=utility_ratio(relevance, affected),
             ks_relevance=overall,
             ks_relevance_cluster=per_cluster,
             null_beta_hat=float(per_q[ok].mean()) if ok.any() else float("nan"),
-            null_beta_true=float(sim.beta_query[ok].mean()) if ok.any() else 1.0,
+            null_beta_true=float(beta_query[ok].mean()) if ok.any() else 1.0,
             tolerance=float(self.null_tolerance),
         )
         if warn and check.violated:

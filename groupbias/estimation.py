@@ -179,7 +179,7 @@ class _Sample:
         one = n_clusters == 1
         if one:
             v = np.sort(values)
-            c = np.zeros(v.size, dtype=np.int64)
+            c = _zeros(v.size)
             self.size = np.array([v.size], dtype=np.int64)
         else:
             order = np.lexsort((values, cluster))
@@ -193,24 +193,38 @@ class _Sample:
         self.end = self.start + self.size
         n = v.size
         # right-continuous rank within the cluster: #{same-cluster values <= v[i]}
+        if one:  # ranks are searched when asked for (rank_at): no per-value rank array
+            self._rank = None
+            self.key = v
+            return
         last = np.ones(n, dtype=bool)
         if n > 1:
-            last[:-1] = v[1:] != v[:-1]
-            if not one:
-                last[:-1] |= c[1:] != c[:-1]
+            last[:-1] = (v[1:] != v[:-1]) | (c[1:] != c[:-1])
         pos = np.arange(1, n + 1, dtype=np.int64)
         if not last.all():
             last_idx = np.flatnonzero(last)
             first = np.ones(n, dtype=bool)
             first[1:] = last[:-1]
             pos = last_idx[np.cumsum(first) - 1] + 1
-        self.rank = pos if one else pos - self.start[c]
-        # search keys: lexicographic (cluster, value) as complex numbers, plain values if one
-        # cluster (cluster ids are exact in the real part)
-        self.key = v if one else _complex(c, v)
+        self._rank = pos - self.start[c]
+        # search keys: lexicographic (cluster, value) as complex numbers (cluster ids are
+        # exact in the real part)
+        self.key = _complex(c, v)
+
+    def rank_at(self, idx: np.ndarray) -> np.ndarray:
+        """Right-continuous rank within the cluster of the sorted values ``idx``:
+        ``#{same-cluster values <= v[idx]}``."""
+        if self._rank is None:
+            return np.searchsorted(self.v, self.v[idx], side="right")
+        return self._rank[idx]
 
     def probe(self, cluster: np.ndarray, values: np.ndarray):
         return values if np.isrealobj(self.key) else _complex(cluster, values)
+
+
+def _zeros(n: int) -> np.ndarray:
+    """Cluster index 0 for ``n`` values without ``n`` values of memory (a read-only view)."""
+    return np.broadcast_to(np.zeros(1, dtype=np.int64), (n,))
 
 
 def _complex(real: np.ndarray, imag: np.ndarray) -> np.ndarray:
@@ -263,11 +277,11 @@ def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray, xs: _S
     beta = grid[g]
     if fam == 0:
         c = xs.c[idx]
-        f1 = xs.rank[idx] / xs.size[c]
+        f1 = xs.rank_at(idx) / xs.size[c]
         f2 = _count_le(ys, c, xs.v[idx] / beta) / ys.size[c]
     else:
         c = ys.c[idx]
-        f2 = ys.rank[idx] / ys.size[c]
+        f2 = ys.rank_at(idx) / ys.size[c]
         f1 = _count_scaled_le(xs, c, ys.v[idx], beta) / xs.size[c]
     return c, f1, f2
 
@@ -491,8 +505,8 @@ def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: 
         cnt2 = n[local][:, None] - np.cumsum(cnt2, axis=1)[:, :n_grid]
         ly = np.repeat(np.arange(cl.size, dtype=np.int64), n)
         # [n_grid, points] layout: the per-cluster maximum runs along contiguous rows
-        d_y = np.abs(cnt1.T / m[ly] - ys.rank[yi] / n[ly])
-        d_x = np.abs(xs.rank[xi] / m[local] - cnt2.T / n[local])
+        d_y = np.abs(cnt1.T / m[ly] - ys.rank_at(yi) / n[ly])
+        d_x = np.abs(xs.rank_at(xi) / m[local] - cnt2.T / n[local])
         out[cl] = np.maximum(
             np.maximum.reduceat(d_x, xrow, axis=1), np.maximum.reduceat(d_y, yrow, axis=1)
         ).T
@@ -644,7 +658,11 @@ def _jitter(
         # curve of small clusters; scores of different grades keep their order
         h = jitter * scale / 2.0
         u = rng.uniform(-h, h, size=v.size)
-        return np.where(v == 0, np.abs(u), np.maximum(v + u, v * 0.5))
+        # where(v == 0, |u|, max(v + u, v / 2)) computed in u: v + u is u where v == 0
+        zero = v == 0
+        np.add(v, u, out=u)
+        np.abs(u, out=u, where=zero)
+        return np.maximum(u, np.multiply(v, 0.5), out=u)
     srt = np.sort(v)
     steps = np.diff(srt)
     gap = float(np.min(steps, where=steps > 0, initial=np.inf))
@@ -897,8 +915,9 @@ def _search(
     if inp.jitter != 0:
         vals = _jitter(vals, generator(rng), inp.jitter, inp.grade_spacing)
     x, y = vals[aff], vals[~aff]
+    del vals
     if n_c == 1:
-        cx, cy = np.zeros(x.size, dtype=np.int64), np.zeros(y.size, dtype=np.int64)
+        cx, cy = _zeros(x.size), _zeros(y.size)
     else:
         cl = cq[query_index(inp.qptr)]
         if used is not None:

@@ -32,8 +32,10 @@ def utility_ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
     group only)."""
     if not affected.any() or affected.all():
         return float("nan")
-    mu_n = float(relevance[~affected].mean())
-    return float(relevance[affected].mean()) / mu_n if mu_n > 0 else float("inf")
+    n_a = np.count_nonzero(affected)
+    s_a = float(np.sum(relevance, where=affected))  # masked sums: no copies of the groups
+    mu_n = float(np.sum(relevance, where=~affected)) / (affected.size - n_a)
+    return s_a / n_a / mu_n if mu_n > 0 else float("inf")
 
 
 def at_utility_ratio(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterError
-from .segments import query_index, ranks_within
+from .segments import ranks_within
 from .validation import check_qptr, choice, generator, is_integer, real, vector
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "draw_query_beta",
     "draw_two_mode_beta",
     "simulate_attractiveness",
+    "item_propensity",
     "Simulation",
     "simulate_group_bias",
     "examination_probability",
@@ -243,8 +244,17 @@ def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarra
         raise ParameterError(
             "beta_query", "propensities in (0, 1]", f"range [{b.min()!r}, {b.max()!r}]"
         )
-    bq = b[query_index(q)]
-    return rel * (g * bq + (1.0 - g))
+    factor = item_propensity(g, b, q)
+    return np.multiply(rel, factor, out=factor)
+
+
+def item_propensity(groups: np.ndarray, beta_query: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """The group propensity of every item, ``g_d * beta_q + (1 - g_d)`` (float64 [n_items],
+    a new array): ``beta_q`` for affected items, 1 for non-affected ones. Computed in place
+    (two per-item arrays at most); inputs are trusted (checked by the callers)."""
+    out = np.repeat(beta_query, np.diff(qptr))
+    np.multiply(groups, out, out=out)
+    return np.add(out, np.subtract(1.0, groups), out=out)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,6 +26,7 @@ __all__ = [
     "generator",
     "check_qptr",
     "check_k",
+    "all_integral",
 ]
 
 
@@ -168,6 +169,17 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
             name, f"non-decreasing offsets from 0 to n_items={n_items}", f"[{q[0]} .. {q[-1]}]"
         )
     return q
+
+
+def all_integral(values: np.ndarray, block: int = 1 << 20) -> bool:
+    """Every value is a whole number (False for NaN), checked over blocks of ``block``
+    values: no temporaries the size of ``values``."""
+    flat = np.asarray(values).ravel()
+    for s in range(0, flat.size, block):
+        part = flat[s : s + block]
+        if not np.array_equal(part, np.round(part)):
+            return False
+    return True
 
 
 def check_k(k, name: str = "k") -> int | None:

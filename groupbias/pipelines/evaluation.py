@@ -28,6 +28,7 @@ from ..metric_names import (
     validate_metrics,
 )
 from ..stats import paired_test
+from ..validation import all_integral
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -57,7 +58,7 @@ def eel_thresholds(
     hide all but the most severe bias.
     """
     lab = np.asarray(labels, dtype=np.float64)
-    integral = lab.size > 0 and np.all(lab == np.round(lab))
+    integral = lab.size > 0 and all_integral(lab)
     top = float(label_max) if label_max else (float(lab.max()) if lab.size else 1.0)
     if integral and top >= 2 and top == round(top):
         L = int(top)

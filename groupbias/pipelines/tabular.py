@@ -26,6 +26,7 @@ from ..errors import ParameterError
 from ..estimation import BetaEstimate
 from ..estimators import Estimator
 from ..simulation import Simulation
+from ..validation import all_integral
 from .evaluation import (
     DEFAULT_METRICS,
     EvalSpec,
@@ -57,7 +58,7 @@ def grade_spacing(data: RankingData) -> float | None:
     (1 for binary labels), None for continuous labels. Estimators with
     ``jitter_scale="grade"`` put their tie-breaking noise on this spacing."""
     lab = data.labels
-    if lab.size == 0 or np.any(lab != np.round(lab)):
+    if lab.size == 0 or not all_integral(lab):
         return None
     top = float(data.label_max or lab.max())
     return 1.0 / top if top >= 1 else None
@@ -215,6 +216,9 @@ def run_tabular(
         clusters=clusters,
         protocol=protocol,
     )
+    kept = (sim.attractiveness, corrected) if keep_scores else (None, None)
+    beta_query = sim.beta_query
+    del sim, corrected  # the assumption check simulates its own scores: free these first
     if diagnostics is not None:
         records += diagnose(
             data,
@@ -229,9 +233,9 @@ def run_tabular(
         beta=float(beta),
         beta_hat=est.beta_hat,
         beta_hat_per_query=est.beta_hat_per_query,
-        beta_query=sim.beta_query,
+        beta_query=beta_query,
         per_query=per_query,
         records=records,
-        attractiveness=sim.attractiveness if keep_scores else None,
-        corrected=corrected if keep_scores else None,
+        attractiveness=kept[0],
+        corrected=kept[1],
     )
