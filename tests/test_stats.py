@@ -124,3 +124,24 @@ def test_ttest_agrees_with_scipy_over_sizes_and_edge_cases(rng, alternative):
             ref = sps.ttest_rel(a, b, alternative=alternative)
         assert stat == pytest.approx(ref.statistic, rel=1e-12)
         assert p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-300)
+
+
+def test_t_distribution_tail_against_closed_forms_and_scipy():
+    """P(|T| >= t): exact for 1 (Cauchy) and 2 degrees of freedom; scipy.special.stdtr
+    elsewhere, from tiny to huge t and up to 10^5 degrees of freedom."""
+    from scipy.special import stdtr
+
+    from groupbias.stats import t_two_sided_p
+
+    for t in (1e-6, 1e-3, 0.5, 1.0, 3.0, 30.0, 1e3, 1e6):
+        cauchy = 2 * math.atan(1 / t) / math.pi  # 1 - (2/pi) atan(t)
+        two = 2 / (math.sqrt(2 + t * t) * (math.sqrt(2 + t * t) + t))  # 1 - t / sqrt(2 + t^2)
+        assert t_two_sided_p(1, t) == pytest.approx(cauchy, rel=1e-14)
+        assert t_two_sided_p(2, t) == pytest.approx(two, rel=1e-14)
+        assert t_two_sided_p(7, -t) == t_two_sided_p(7, t)
+    for df in (3, 5, 29, 99, 100, 101, 199, 999, 4999, 29999, 99999):
+        for t in (0.01, 0.3, 1.0, 1.96, 2.5, 3.3, 5.0, 8.0, 15.0, 40.0):
+            ref = 2 * stdtr(df, -t)
+            if ref > 1e-300:
+                assert t_two_sided_p(df, t) == pytest.approx(ref, rel=1e-10), (df, t)
+    assert t_two_sided_p(10, 0.0) == 1.0 and t_two_sided_p(10, math.inf) == 0.0
