@@ -54,6 +54,8 @@ def main(argv=None) -> None:
     ap.add_argument("--items", type=int, default=120)
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="PlackettLuce device: cpu|torch|cuda|auto")
+    ap.add_argument("--threads", type=int, default=None, help="numpy threads (default: all)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     qptr = np.arange(args.queries + 1, dtype=np.int64) * args.items
@@ -63,9 +65,26 @@ def main(argv=None) -> None:
         f"({args.queries * args.items * args.samples / 1e6:.0f}M sampled keys)"
     )
 
+    def policy():
+        return PlackettLuce(
+            logits,
+            qptr,
+            samples=args.samples,
+            exact_max=0,
+            seed=1,
+            device=args.device,
+            threads=args.threads,
+        )
+
+    pol = policy()
+    where = {"cpu": "numpy", "torch": "torch on the CPU"}.get(pol.device, f"torch on {pol.device}")
+    print(f"ours: device={args.device} ({where}), {pol.threads} thread(s)")
+    if pol.device != "cpu":  # torch's first call sets up its kernels: not timed
+        warm = PlackettLuce(logits[:120], qptr[:2], samples=2, exact_max=0, device=args.device)
+        warm.expected_exposure()
+
     def ours():
-        pol = PlackettLuce(logits, qptr, samples=args.samples, exact_max=0, seed=1)
-        return pol.expected_exposure()
+        return policy().expected_exposure()
 
     t_ours, got = median_time(ours, args.repeats)
     t_loop, (mean, se) = median_time(
