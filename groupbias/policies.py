@@ -19,24 +19,31 @@ paper's §4.2) judges a policy by the **expected exposure** of every item,
   queries at once (queries of similar length padded into blocks). The per-item standard
   error is ``sd / sqrt(samples)`` and comes back with the mean (:class:`ExpectedExposure`).
 
-Sampling (``device="cpu"``, numpy). A ranking is the order of the keys ``E_i / p_i``
+Sampling (``device="cpu"``). A ranking is the ascending order of the keys ``E_i / p_i``
 (``E_i = -log u_i`` i.i.d. exponential, ``p_i ∝ exp(s_i)``: an exponential race, the same
-law as Gumbel-max, one logarithm per draw). The uniforms come from the raw 64-bit output of
-a PCG64 generator, 32 bits each, as the midpoints of ``2^22`` equal cells of ``(0, 1)``
-(mantissa fill, no division; ``-log u ≤ 15.9``): each is within ``2^-23`` of an exact
-uniform draw, which moves a ranking probability by ``O(2^-20)``. The keys are float32 with
-the item's column packed into the lowest mantissa bits and sorted as int32 (one SIMD sort,
-no argsort): two keys closer than ``2^-(23 - bits)`` of their magnitude (``bits =
-ceil(log2(width))``, about ``2^-16`` for 120 items) are ordered by column instead of by
-value, a bias far below the Monte-Carlo error. Lists over 1024 items, and blocks whose
-logits spread over more than 60 (where ``1 / p`` would leave float32), use float64 keys and
-an argsort (Gumbel keys ``log E_i - s_i`` for the latter).
+law as Gumbel-max, one logarithm per draw). The uniforms are 32 raw bits each of a 64-bit
+generator, turned into the midpoints of ``2^22`` equal cells of ``(0, 1)`` by mantissa
+fill (no division; ``-log u ≤ 15.9``): each is within ``2^-23`` of an exact uniform draw,
+which moves a ranking probability by about ``2^-19`` at most. The logarithm is a float32
+series (:func:`_log32`) within ``2^-22`` (relative) of the exact one on every uniform that
+can be drawn (numpy's float32 ``log``: ``2^-21.8``). The keys are float32 with the
+item's column packed into the lowest mantissa bits and sorted as int32 (one SIMD sort, no
+argsort): two keys closer than ``2^-(23 - bits)`` of their magnitude (``bits =
+ceil(log2(width))``, ``2^-16`` for 120 items) are ordered by column instead of by value, a
+bias far below the Monte-Carlo error. Lists over 1024 items, and blocks whose logits spread
+over more than 60 (where ``1 / p`` would leave float32), use float64 keys and an argsort
+(Gumbel keys ``log E_i - s_i`` for the latter).
 
 The draws run in steps of ``batch_items`` values (default ``2^16``: every pass stays in
 the L2 cache) and in tasks of 16 steps; task ``t`` of block ``b`` draws from its own
-generator, ``PCG64(SeedSequence(seed, spawn_key=(b, t)))``, so the tasks run on
-``threads`` worker threads (numpy releases the GIL in its loops) and the same ``seed``
-gives bit-identical exposures whatever the number of threads.
+generator, ``SFC64(SeedSequence(seed, spawn_key=(b, t)))``, so the tasks run on
+``threads`` worker threads (numpy and the compiled loops release the GIL) and the same
+``seed`` gives bit-identical exposures whatever the number of threads. When numba is
+installed (the ``fast`` extra) and one exposure samples at least ``10^8`` values (or the
+loops are already loaded: :func:`load_kernels`), :mod:`groupbias.policy_kernels` replaces
+the generator, the elementwise passes and the scatter of the slot weights with compiled
+loops that compute the same bits (same generator words, same float32 arithmetic, same
+summation order); the sort stays numpy's.
 
 Devices. ``device="cpu"`` (default) is the numpy path above; ``"torch"`` (torch on the
 CPU), ``"cuda"`` (torch on the GPU) and ``"auto"`` (``"cuda"`` when
@@ -57,6 +64,7 @@ need one deterministic ranking (rank positions, ``ties="pessimistic"``) refuse a
 from __future__ import annotations
 
 import itertools
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -72,6 +80,7 @@ __all__ = [
     "ExpectedExposure",
     "EXACT_MAX",
     "DEVICES",
+    "load_kernels",
     "all_rankings",
     "ranking_log_probs",
 ]
@@ -89,6 +98,15 @@ _NUMPY_STEP = 1 << 16
 _TORCH_STEP = 1 << 24
 #: steps per task (one generator and one thread per task)
 _TASK_STEPS = 16
+#: sampled values of one exposure from which the compiled kernels are loaded (loading them,
+#: about 0.7 s once per process, costs what they save on about 10^8 values); once loaded,
+#: they serve every size
+_COMPILED_MIN = 100_000_000
+_KERNELS_MODULE = "groupbias.policy_kernels"
+#: the float32 logarithm (:func:`_log32`): range split at √½, atanh series coefficients
+_LOG_OFFSET = 0x3F3504F3
+_ATANH = (2.0, 2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0)
+_LN2 = 0.6931471805599453
 #: smallest exponential draw of the torch path (keeps log E finite)
 _TORCH_TINY = 2.0**-40
 #: exponential race (one logarithm per draw) when every logit of a block is at most this
@@ -210,7 +228,7 @@ class PlackettLuce(Ranking):
                 fix="use expected_exposure, which streams the samples",
             )
         out = np.empty((n_samples, self.n_items), dtype=np.int32)
-        bitgen = rng.bit_generator
+        draw = rng.bit_generator.random_raw
         for b in self.blocks():
             w = b.width
             values, race = _block_values(b, self.scores)
@@ -219,7 +237,7 @@ class PlackettLuce(Ranking):
             rank = np.broadcast_to(np.arange(1, w + 1, dtype=np.int32), (1, 1, w))
             for r0, rows_b, s0, s_b in _steps(values.shape[0], w, n_samples, self.batch_items):
                 sl = slice(r0, r0 + rows_b)
-                cols = _sample_slots(values[sl], s_b, bitgen, race=race)
+                cols = _sample_slots(values[sl], s_b, draw, race=race)
                 ranks = np.empty(cols.shape, dtype=np.int32)
                 np.put_along_axis(ranks, cols, np.broadcast_to(rank, cols.shape), 2)
                 out[s0 : s0 + s_b, index[sl][valid[sl]]] = ranks[:, valid[sl]]
@@ -258,12 +276,18 @@ class PlackettLuce(Ranking):
 
     def _monte_carlo(self, table: np.ndarray, mean: np.ndarray, stderr: np.ndarray) -> None:
         s_total = self.samples
-        for block_no, b in enumerate(self._blocks_to_sample()):
+        blocks = list(self._blocks_to_sample())
+        kernels = None
+        keys = s_total * sum(b.rows.size * b.width for b in blocks)
+        if self.device == "cpu" and (keys >= _COMPILED_MIN or _KERNELS_MODULE in sys.modules):
+            kernels = _numba_kernels()
+        for block_no, b in enumerate(blocks):
             w = b.width
             values, race = _block_values(b, self.scores)
             tab = table[:w].astype(np.float32)  # weight of slot j: rank j + 1
             if self.device == "cpu":
-                acc, acc2 = self._numpy_sums(values, race, tab, block_no)
+                use = kernels if race and w <= _PACKED_WIDTH else None
+                acc, acc2 = self._numpy_sums(values, race, tab, block_no, use)
             else:
                 seed = self._torch_seed(block_no)
                 acc, acc2 = _torch_sums(
@@ -277,20 +301,20 @@ class PlackettLuce(Ranking):
             mean[idx] = m[valid]
             stderr[idx] = se[valid]
 
-    def _numpy_sums(self, values: np.ndarray, race: bool, tab: np.ndarray, block_no: int):
+    def _numpy_sums(self, values, race: bool, tab: np.ndarray, block_no: int, kernels):
         """Sums over the samples of the slot weights of every item, and of their squares
         (float64 [rows, width] each): tasks of ``_TASK_STEPS`` steps, each with its own
-        generator, on up to ``threads`` threads."""
+        generator, on up to ``threads`` threads (``kernels``: see :func:`_exposure_sums`)."""
         rows, w = values.shape
         per_task = max(1, _TASK_STEPS * self.batch_items // (w * self.samples))
         starts = range(0, rows, per_task)
 
         def task(t: int):
             r0 = starts[t]
-            bitgen = np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(block_no, t)))
-            return _exposure_sums(
-                values[r0 : r0 + per_task], race, tab, self.samples, bitgen, self.batch_items
-            )
+            bitgen = np.random.SFC64(np.random.SeedSequence(self.seed, spawn_key=(block_no, t)))
+            draw = bitgen.random_raw if kernels is None else kernels.SFC64Stream(bitgen).random_raw
+            part = values[r0 : r0 + per_task]
+            return _exposure_sums(part, race, tab, self.samples, draw, self.batch_items, kernels)
 
         if self.threads == 1 or len(starts) == 1:
             parts = [task(t) for t in range(len(starts))]
@@ -380,15 +404,53 @@ def _steps(rows: int, width: int, n_samples: int, step: int):
             yield r0, 1, s0, min(s_per, n_samples - s0)
 
 
-def _exposure_sums(values, race: bool, tab: np.ndarray, n_samples: int, bitgen, step: int):
+def _numba_kernels():
+    """:mod:`groupbias.policy_kernels` when numba is installed, else ``None``."""
+    try:
+        from . import policy_kernels
+    except ImportError:
+        return None
+    return policy_kernels
+
+
+def load_kernels() -> bool:
+    """Load the compiled loops of the CPU sampler now (about 0.7 s once per process;
+    compiled on first use, about 5 s once per machine, then cached on disk), so that they
+    serve every later exposure whatever its size (otherwise an exposure loads them from
+    ``10^8`` sampled values on). ``False`` when numba is not installed (the numpy passes,
+    same results)."""
+    kernels = _numba_kernels()
+    if kernels is None:
+        return False
+    bits = np.zeros((1, 1, 2), dtype=np.uint32)
+    kernels.SFC64Stream(np.random.SFC64(0)).random_raw(1)
+    kernels.race_keys(bits, np.full((1, 2), -1.0, dtype=np.float32), np.int32(1))
+    ones = np.ones(2, dtype=np.float32)
+    kernels.accumulate(
+        bits.view(np.int32), np.int32(1), ones, ones, np.zeros((1, 2)), np.zeros((1, 2))
+    )
+    return True
+
+
+def _exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, kernels=None):
     """Sums over ``n_samples`` rankings of the slot weight ``tab[slot]`` of every item of
-    the rows of ``values``, and of its square (float64 [rows, width] each)."""
+    the rows of ``values``, and of its square (float64 [rows, width] each; summed per step
+    from 0 in sample order, then added). ``draw(n)``: ``n`` raw 64-bit words; ``kernels``
+    (:mod:`groupbias.policy_kernels`, for packed race keys only): the same bits in compiled
+    loops."""
     rows, w = values.shape
     acc = np.zeros((rows, w))
     acc2 = np.zeros((rows, w))
-    scatter: dict[tuple, tuple] = {}  # per step shape: flat row offsets, tiled weights, buffers
+    tab2 = np.square(tab)
+    scatter: dict[tuple, tuple] = {}  # per step shape: flat row offsets, tiled weights, buffer
     for r0, rows_b, _, s_b in _steps(rows, w, n_samples, step):
-        cols = _sample_slots(values[r0 : r0 + rows_b], s_b, bitgen, race=race)
+        part = values[r0 : r0 + rows_b]
+        out, out2 = acc[r0 : r0 + rows_b], acc2[r0 : r0 + rows_b]
+        if kernels is not None:
+            keys, low = _sorted_race_keys(part, s_b, draw, kernels)
+            kernels.accumulate(keys, low, tab, tab2, out, out2)
+            continue
+        cols = _sample_slots(part, s_b, draw, race=race)
         if cols.shape not in scatter:
             offsets = (np.arange(s_b * rows_b, dtype=np.int64) * w).reshape(s_b, rows_b, 1)
             flat = np.empty(cols.shape, dtype=np.int64)
@@ -397,46 +459,88 @@ def _exposure_sums(values, race: bool, tab: np.ndarray, n_samples: int, bitgen, 
         np.add(cols, offsets, out=flat)
         ex = np.empty(cols.shape, dtype=np.float32)
         ex.ravel()[flat.ravel()] = weights  # item of slot j gets tab[j]
-        acc[r0 : r0 + rows_b] += ex.sum(axis=0, dtype=np.float64)
-        ex2 = ex.reshape(s_b, -1)
-        acc2[r0 : r0 + rows_b] += np.einsum("ij,ij->j", ex2, ex2, dtype=np.float64).reshape(
-            rows_b, w
-        )
+        out += ex.sum(axis=0, dtype=np.float64)
+        out2 += np.square(ex, out=ex).sum(axis=0, dtype=np.float64)
     return acc, acc2
 
 
-def _uniform32(bitgen, shape: tuple) -> np.ndarray:
-    """float32 uniforms: the midpoints ``(2k + 1) · 2^-23`` of ``2^22`` equal cells of
-    ``(0, 1)``, from 32 raw bits each (mantissa fill of ``[1, 2)``, minus 1: exact)."""
-    n = int(np.prod(shape))
-    bits = bitgen.random_raw((n + 1) // 2).view(np.uint32)[:n].reshape(shape)
+def _low_bits(w: int) -> np.int32:
+    """The lowest mantissa bits that hold a column of ``w``."""
+    return np.int32((1 << max(1, int(np.ceil(np.log2(w))))) - 1)
+
+
+def _sorted_race_keys(values: np.ndarray, n_samples: int, draw, kernels=None):
+    """Race keys of the rows of ``values`` (``-1 / p``, float32 [m, w]), sorted: int32
+    [n_samples, m, w] with the column in the bits ``low`` (returned too)."""
+    m, w = values.shape
+    n = n_samples * m * w
+    bits = draw((n + 1) // 2).view(np.uint32)[:n].reshape(n_samples, m, w)
+    low = _low_bits(w)
+    if kernels is not None:
+        kernels.race_keys(bits, values, low)
+    else:
+        _race_keys(bits, values, low)
+    keys = bits.view(np.int32)
+    keys.sort(axis=2)
+    return keys, low
+
+
+def _race_keys(bits: np.ndarray, values: np.ndarray, low: np.int32) -> None:
+    """Raw 32-bit words [n_samples, m, w] → in place, as int32, the race keys ``log u ·
+    values`` (``values = -1 / p``: ``E / p > 0``, so int32 order is float order) with the
+    column in the bits ``low``. ``u`` is the midpoint ``(2k + 1) · 2^-23`` of one of
+    ``2^22`` cells of (0, 1) (mantissa fill of [1, 2), minus 1: exact)."""
     bits >>= np.uint32(9)
     bits |= np.uint32(0x3F800001)
     u = bits.view(np.float32)
     np.subtract(u, np.float32(1.0), out=u)
-    return u
+    log_u = _log32(u)
+    np.multiply(log_u, values, out=log_u)
+    keys = bits.view(np.int32)
+    keys[...] = log_u.view(np.int32)
+    keys &= ~low
+    keys |= np.arange(bits.shape[2], dtype=np.int32)  # column in the lowest mantissa bits
 
 
-def _sample_slots(values: np.ndarray, n_samples: int, bitgen, *, race: bool) -> np.ndarray:
+def _log32(u: np.ndarray) -> np.ndarray:
+    """Natural logarithm of float32 ``u > 0`` (normal), in float32 operations only:
+    ``u = 2^k · m`` with ``m`` in ``[√½, √2)``, ``log m = 2 atanh(t)``, ``t = (m - 1) /
+    (m + 1)``, by its series to ``t^7`` (``|t| < 0.172``: truncation below ``2^-23``).
+    Largest relative error on the sampled uniforms: ``2^-22`` (numpy's float32 log:
+    ``2^-21.8``); :func:`groupbias.policy_kernels.race_keys` repeats it operation for
+    operation. ``u`` is overwritten."""
+    ub = u.view(np.int32)
+    k = ub - np.int32(_LOG_OFFSET)
+    k >>= np.int32(23)
+    ub -= k << np.int32(23)  # u is now m
+    f = np.subtract(u, np.float32(1.0), out=u)
+    t = f + np.float32(2.0)
+    np.divide(f, t, out=t)
+    z = t * t
+    p = z * np.float32(_ATANH[3])
+    p += np.float32(_ATANH[2])
+    p *= z
+    p += np.float32(_ATANH[1])
+    p *= z
+    p += np.float32(_ATANH[0])
+    p *= t
+    out = k.astype(np.float32)
+    out *= np.float32(_LN2)
+    out += p
+    return out
+
+
+def _sample_slots(values: np.ndarray, n_samples: int, draw, *, race: bool) -> np.ndarray:
     """PL rankings of the rows of ``values`` [m, w] (see :func:`_block_values`): the column
     of the item in every slot, int [n_samples, m, w] (slot ``j`` has rank ``j + 1``), drawn
-    from the raw output of ``bitgen``."""
+    from the raw 64-bit words ``draw(n)``."""
     m, w = values.shape
-    shape = (n_samples, m, w)
     if w > _PACKED_WIDTH or not race:  # float64 keys, argsort
-        raw = bitgen.random_raw(shape)
+        raw = draw((n_samples, m, w))
         e = -np.log(((raw >> np.uint64(11)) + 0.5) * 2.0**-53)  # exponential
         keys = e * -values if race else np.log(e) + values
         return np.argsort(keys, axis=2, kind="stable")
-    u = _uniform32(bitgen, shape)
-    np.log(u, out=u)  # log u < 0
-    np.multiply(u, values, out=u)  # E / p > 0: as int32 in the same order
-    keys = u.view(np.int32)
-    bits = max(1, int(np.ceil(np.log2(w))))
-    low = np.int32((1 << bits) - 1)
-    keys &= ~low
-    keys |= np.arange(w, dtype=np.int32)  # column in the lowest mantissa bits
-    keys.sort(axis=2)
+    keys, low = _sorted_race_keys(values, n_samples, draw)
     keys &= low
     return keys
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -217,6 +218,37 @@ def test_numpy_exposure_does_not_depend_on_the_threads():
         assert np.array_equal(r.mean, runs[0].mean) and np.array_equal(r.stderr, runs[0].stderr)
     other = PlackettLuce(logits, q, samples=64, seed=10, batch_items=2000).expected_exposure()
     assert not np.array_equal(other.mean, runs[0].mean)
+
+
+def test_float32_logarithm_on_every_uniform_the_sampler_can_draw():
+    """The sampler's uniforms are the 2^22 midpoints (2k + 1) · 2^-23: its float32
+    logarithm is within 2^-21.5 (relative) of float64's on every one of them."""
+    from groupbias import policies
+
+    u64 = (2 * np.arange(2**22, dtype=np.float64) + 1) * 2.0**-23
+    u = u64.astype(np.float32)
+    assert np.array_equal(u, u64)  # exact in float32
+    got = policies._log32(u.copy()).astype(np.float64)
+    want = np.log(u64)
+    assert np.max(np.abs(got - want) / np.abs(want)) < 2**-21.5
+
+
+def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
+    """With numba, the race keys and the sums run in compiled loops: the same bits as the
+    numpy passes (same float32 arithmetic, same summation order)."""
+    pytest.importorskip("numba")
+    import groupbias.policies as policies
+
+    logits, q = _lists(8, np.random.default_rng(9).integers(7, 150, size=120))
+    kwargs = {"samples": 300, "seed": 4, "batch_items": 30_000}
+    monkeypatch.setattr(policies, "_COMPILED_MIN", 0)
+    fast = PlackettLuce(logits, q, **kwargs).expected_exposure()
+    assert "groupbias.policy_kernels" in sys.modules
+    monkeypatch.setattr(policies, "_COMPILED_MIN", 1 << 62)
+    monkeypatch.delitem(sys.modules, "groupbias.policy_kernels")
+    assert "groupbias.policy_kernels" not in sys.modules
+    slow = PlackettLuce(logits, q, **kwargs).expected_exposure()
+    assert np.array_equal(fast.mean, slow.mean) and np.array_equal(fast.stderr, slow.stderr)
 
 
 @pytest.mark.parametrize(
