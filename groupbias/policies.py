@@ -293,9 +293,11 @@ class PlackettLuce(Ranking):
                 acc, acc2 = _torch_sums(
                     values, b.valid, race, tab, s_total, seed, self.device, self.batch_items
                 )
-            m = acc / s_total
-            var = np.maximum(acc2 / s_total - m * m, 0.0)
-            se = np.sqrt(var / max(s_total - 1, 1))
+            m = np.divide(acc, s_total, out=acc)
+            var = np.divide(acc2, s_total, out=acc2)
+            var -= m * m
+            np.maximum(var, 0.0, out=var)
+            se = np.sqrt(np.divide(var, max(s_total - 1, 1), out=var), out=var)
             valid = b.valid
             idx = b.index()[valid]
             mean[idx] = m[valid]
@@ -466,7 +468,7 @@ def _exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, ker
 
 def _low_bits(w: int) -> np.int32:
     """The lowest mantissa bits that hold a column of ``w``."""
-    return np.int32((1 << max(1, int(np.ceil(np.log2(w))))) - 1)
+    return np.int32((1 << max(1, (w - 1).bit_length())) - 1)
 
 
 def _sorted_race_keys(values: np.ndarray, n_samples: int, draw, kernels=None):
