@@ -34,11 +34,12 @@ bias far below the Monte-Carlo error. Lists over 1024 items, and blocks whose lo
 over more than 60 (where ``1 / p`` would leave float32), use float64 keys and an argsort
 (Gumbel keys ``log E_i - s_i`` for the latter).
 
-The draws run in steps of ``batch_items`` values (default ``2^16``: every pass stays in
-the L2 cache) and in tasks of 16 steps; task ``t`` of block ``b`` draws from its own
-generator, ``SFC64(SeedSequence(seed, spawn_key=(b, t)))``, so the tasks run on
-``threads`` worker threads (numpy and the compiled loops release the GIL) and the same
-``seed`` gives bit-identical exposures whatever the number of threads. When numba is
+The draws run in steps of ``batch_items`` values (default ``2^17``: 512 KiB of keys, the
+L2 cache of one core, where the passes over them stay) and in tasks of 16 steps; task
+``t`` of block ``b`` draws from its own generator, ``SFC64(SeedSequence(seed,
+spawn_key=(b, t)))``, so the tasks run on ``threads`` worker threads (numpy and the
+compiled loops release the GIL) and the same ``seed`` (and ``batch_items``) gives
+bit-identical exposures whatever the number of threads. When numba is
 installed (the ``fast`` extra) and one exposure samples at least ``10^8`` values (or the
 loops are already loaded: :func:`load_kernels`), :mod:`groupbias.policy_kernels` replaces
 the generator, the elementwise passes and the scatter of the slot weights with compiled
@@ -94,7 +95,7 @@ DEVICES = ("cpu", "torch", "cuda", "auto")
 #: widest padded block sampled with packed float32 keys
 _PACKED_WIDTH = 1024
 #: values drawn per step: numpy (cache-sized) and torch (one device kernel per pass)
-_NUMPY_STEP = 1 << 16
+_NUMPY_STEP = 1 << 17
 _TORCH_STEP = 1 << 24
 #: steps per task (one generator and one thread per task)
 _TASK_STEPS = 16
@@ -172,7 +173,7 @@ class PlackettLuce(Ranking):
     drawn per query for lists longer than ``exact_max`` (1 or more); ``exact_max``: longest
     list enumerated exactly (0..8); ``seed``: the Monte-Carlo draws (every exposure of one
     policy uses the same draws, so metrics of one policy share them); ``batch_items``: the
-    sampled values of one step (memory ≈ 16 bytes each per thread; default ``2^16`` on the
+    sampled values of one step (memory ≈ 16 bytes each per thread; default ``2^17`` on the
     CPU, ``2^24`` with torch); ``threads``: worker threads of the numpy path (default: the
     cores this process may use; the exposures do not depend on it); ``device``: one of
     :data:`DEVICES`.
