@@ -311,20 +311,23 @@ class PlackettLuce(Ranking):
         rows, w = values.shape
         per_task = max(1, _TASK_STEPS * self.batch_items // (w * self.samples))
         starts = range(0, rows, per_task)
+        acc = np.zeros((rows, w))
+        acc2 = np.zeros((rows, w))
 
-        def task(t: int):
-            r0 = starts[t]
+        def task(t: int) -> None:  # fills its own rows of acc and acc2
+            sl = slice(starts[t], starts[t] + per_task)
             bitgen = np.random.SFC64(np.random.SeedSequence(self.seed, spawn_key=(block_no, t)))
             draw = bitgen.random_raw if kernels is None else kernels.SFC64Stream(bitgen).random_raw
-            part = values[r0 : r0 + per_task]
-            return _exposure_sums(part, race, tab, self.samples, draw, self.batch_items, kernels)
+            sums, step = (acc[sl], acc2[sl]), self.batch_items
+            _exposure_sums(values[sl], race, tab, self.samples, draw, step, sums, kernels)
 
         if self.threads == 1 or len(starts) == 1:
-            parts = [task(t) for t in range(len(starts))]
+            for t in range(len(starts)):
+                task(t)
         else:
             with ThreadPoolExecutor(min(self.threads, len(starts))) as pool:
-                parts = list(pool.map(task, range(len(starts))))
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+                list(pool.map(task, range(len(starts))))
+        return acc, acc2
 
     def _torch_seed(self, block_no: int) -> int:
         state = np.random.SeedSequence(self.seed, spawn_key=(block_no,)).generate_state(2)
@@ -435,15 +438,14 @@ def load_kernels() -> bool:
     return True
 
 
-def _exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, kernels=None):
-    """Sums over ``n_samples`` rankings of the slot weight ``tab[slot]`` of every item of
-    the rows of ``values``, and of its square (float64 [rows, width] each; summed per step
-    from 0 in sample order, then added). ``draw(n)``: ``n`` raw 64-bit words; ``kernels``
-    (:mod:`groupbias.policy_kernels`, for packed race keys only): the same bits in compiled
-    loops."""
+def _exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, sums, kernels):
+    """Adds to ``sums = (acc, acc2)`` (float64 [rows, width] each) the sums over
+    ``n_samples`` rankings of the slot weight ``tab[slot]`` of every item of the rows of
+    ``values``, and of its square (summed per step from 0 in sample order, then added).
+    ``draw(n)``: ``n`` raw 64-bit words; ``kernels`` (:mod:`groupbias.policy_kernels`, for
+    packed race keys only, or ``None``): the same bits in compiled loops."""
     rows, w = values.shape
-    acc = np.zeros((rows, w))
-    acc2 = np.zeros((rows, w))
+    acc, acc2 = sums
     tab2 = np.square(tab)
     scatter: dict[tuple, tuple] = {}  # per step shape: flat row offsets, tiled weights, buffer
     for r0, rows_b, _, s_b in _steps(rows, w, n_samples, step):
@@ -464,7 +466,6 @@ def _exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, ker
         ex.ravel()[flat.ravel()] = weights  # item of slot j gets tab[j]
         out += ex.sum(axis=0, dtype=np.float64)
         out2 += np.square(ex, out=ex).sum(axis=0, dtype=np.float64)
-    return acc, acc2
 
 
 def _low_bits(w: int) -> np.int32:
