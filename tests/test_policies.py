@@ -234,16 +234,21 @@ def test_float32_logarithm_on_every_uniform_the_sampler_can_draw():
 
 
 def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
-    """With numba, the race keys and the sums run in compiled loops: the same bits as the
-    numpy passes (same float32 arithmetic, same summation order)."""
+    """With numba, the generator, the race keys and the sums run in compiled loops: the
+    same bits as the numpy passes (same words, same float32 arithmetic, same summation
+    order), over widths of 7 to 149 (3 to 8 packed bits) and rows split over steps."""
     pytest.importorskip("numba")
     import groupbias.policies as policies
 
     logits, q = _lists(8, np.random.default_rng(9).integers(7, 150, size=120))
     kwargs = {"samples": 300, "seed": 4, "batch_items": 30_000}
-    monkeypatch.setattr(policies, "_COMPILED_MIN", 0)
+    assert policies.load_kernels()  # from now on they serve exposures of every size
+    kernels = sys.modules["groupbias.policy_kernels"]
+    calls = []
+    race_keys = kernels.race_keys
+    monkeypatch.setattr(kernels, "race_keys", lambda *a: calls.append(1) or race_keys(*a))
     fast = PlackettLuce(logits, q, **kwargs).expected_exposure()
-    assert "groupbias.policy_kernels" in sys.modules
+    assert calls  # the compiled loops ran
     monkeypatch.setattr(policies, "_COMPILED_MIN", 1 << 62)
     monkeypatch.delitem(sys.modules, "groupbias.policy_kernels")
     assert "groupbias.policy_kernels" not in sys.modules
