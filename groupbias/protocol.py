@@ -46,11 +46,11 @@ from .metrics import (
     check_offset,
     query_minmax_grades,
 )
-from .policies import EXACT_MAX, PlackettLuce
+from .policies import DEVICES, EXACT_MAX, PlackettLuce
 from .policy_learning import OBJECTIVES, FairExposureLearner
 from .ranking import Ranking
 from .segments import query_index, segment_sum
-from .validation import check_k, choice, integer, real
+from .validation import check_k, check_threads, choice, integer, real
 
 __all__ = ["EvaluationProtocol", "MODES"]
 
@@ -67,7 +67,9 @@ class EvaluationProtocol:
     ``init_temperature`` (:class:`~groupbias.policy_learning.FairExposureLearner`) and
     ``objective``: ``"eel"``, ``"dtr"`` or ``"per_metric"`` (ρ(DTR) from a policy learned
     for DTR, every other metric from one learned for EEL: each fairness metric judges the
-    policy optimized for it)."""
+    policy optimized for it); ``exposure_device`` and ``exposure_threads``: where the
+    Monte-Carlo expected exposure runs (``device`` and ``threads`` of
+    :class:`~groupbias.policies.PlackettLuce`)."""
 
     mode: str = "deterministic"
     offset: int = 1
@@ -86,6 +88,8 @@ class EvaluationProtocol:
     samples: int = 1000
     exact_max: int = EXACT_MAX
     seed: int = 0
+    exposure_device: str = "cpu"
+    exposure_threads: int | None = None
     tradeoff: float = 1.0
     epochs: int = 200
     lr: float = 0.1
@@ -115,6 +119,9 @@ class EvaluationProtocol:
         self.samples = integer("samples", self.samples, low=1)
         self.exact_max = integer("exact_max", self.exact_max, low=0, high=8)
         self.seed = integer("seed", self.seed, low=0)
+        self.exposure_device = choice("exposure_device", self.exposure_device, DEVICES)
+        if self.exposure_threads is not None:
+            self.exposure_threads = check_threads(self.exposure_threads, "exposure_threads")
         self.objective = choice("objective", self.objective, OBJECTIVES + ("per_metric",))
         self.learner = FairExposureLearner(
             tradeoff=self.tradeoff,
@@ -229,7 +236,13 @@ class EvaluationProtocol:
         against the EEL grades of the scores under this protocol's binning; ``"dtr"``:
         exposure proportional to the scores' group utilities; default this protocol's),
         or ``scores / temperature``."""
-        opts: dict = {"samples": self.samples, "exact_max": self.exact_max, "seed": self.seed}
+        opts: dict = {
+            "samples": self.samples,
+            "exact_max": self.exact_max,
+            "seed": self.seed,
+            "device": self.exposure_device,
+            "threads": self.exposure_threads,
+        }
         if not self.learn:
             return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
         objective = self.objective if objective in (None, "per_metric") else objective

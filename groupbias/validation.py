@@ -9,6 +9,7 @@ Python, but ``k=True`` is a mistake).
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "check_qptr",
     "check_k",
     "all_integral",
+    "check_threads",
 ]
 
 
@@ -187,3 +189,14 @@ def check_k(k, name: str = "k") -> int | None:
     if k is None:
         return None
     return integer(name, k, low=1, what="an integer >= 1, or None for no cutoff")
+
+
+def check_threads(threads, name: str = "threads") -> int:
+    """Worker threads: an integer of at least 1, or ``None`` for the cores this process may
+    run on (``os.sched_getaffinity``, else ``os.cpu_count()``)."""
+    if threads is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+            return max(1, os.cpu_count() or 1)
+    return integer(name, threads, low=1, what="an integer of at least 1, or null (all cores)")

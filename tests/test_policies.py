@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -24,10 +25,9 @@ def _brute(logits, offset=1, k=None):
     w = [math.exp(x) for x in logits]
     probs, expo = {}, [0.0] * n
     for perm in itertools.permutations(range(n)):
-        p, left = 1.0, sum(w)
-        for i in perm:
-            p *= w[i] / left
-            left -= w[i]
+        p = 1.0
+        for r, i in enumerate(perm):
+            p *= w[i] / sum(w[j] for j in perm[r:])
         probs[perm] = p
         for r, i in enumerate(perm, start=1):
             if k is None or r <= k:
@@ -74,15 +74,6 @@ def test_sampled_first_positions_and_monte_carlo_exposure_within_error():
     for a, b in zip(q[:-1], q[1:]):
         exact = _brute(logits[a:b])[1]
         assert np.all(np.abs(mc.mean[a:b] - exact) <= 5 * mc.stderr[a:b] + 1e-6)
-
-
-def test_monte_carlo_over_memory_bounded_batches_of_mixed_lengths():
-    """Long lists in several batches: the z-scores against exact values look standard."""
-    logits, q = _lists(2, np.random.default_rng(3).integers(1, 8, size=200))
-    exact = PlackettLuce(logits, q, exact_max=7).expected_exposure().mean
-    mc = PlackettLuce(logits, q, samples=3000, exact_max=0, batch_items=5000).expected_exposure()
-    z = (mc.mean - exact)[mc.stderr > 0] / mc.stderr[mc.stderr > 0]
-    assert abs(z.mean()) < 0.15 and 0.8 < z.std() < 1.2
 
 
 def test_expected_ndcg_and_fairness_metrics_of_a_policy_by_brute_force():
@@ -206,3 +197,135 @@ def test_learner_ndcg_only_keeps_the_utility_order():
     assert M.ndcg_per_query(pol, u, qptr=q, gain="linear")[0] > 0.99
     with pytest.raises(ParameterError, match="tradeoff"):
         FairExposureLearner(tradeoff=1.5)
+
+
+# ---------------------------------------------------------------------- sampling paths
+
+
+def _exact_of(logits, q):
+    return np.concatenate([_brute(logits[a:b])[1] for a, b in zip(q[:-1], q[1:])])
+
+
+def test_numpy_exposure_does_not_depend_on_the_threads():
+    """Tasks draw from generators keyed by (seed, block, task): 1, 2 or 3 threads give the
+    same bits; another seed gives other draws."""
+    logits, q = _lists(5, np.random.default_rng(6).integers(7, 40, size=300))
+    runs = [
+        PlackettLuce(logits, q, samples=64, seed=9, threads=t, batch_items=2000).expected_exposure()
+        for t in (1, 2, 3)
+    ]
+    for r in runs[1:]:
+        assert np.array_equal(r.mean, runs[0].mean) and np.array_equal(r.stderr, runs[0].stderr)
+    other = PlackettLuce(logits, q, samples=64, seed=10, batch_items=2000).expected_exposure()
+    assert not np.array_equal(other.mean, runs[0].mean)
+
+
+def test_float32_logarithm_on_every_uniform_the_sampler_can_draw():
+    """The sampler's uniforms are the 2^22 midpoints (2k + 1) · 2^-23: its float32
+    logarithm is within 2^-21.5 (relative) of float64's on every one of them."""
+    from groupbias import policies
+
+    u64 = (2 * np.arange(2**22, dtype=np.float64) + 1) * 2.0**-23
+    u = u64.astype(np.float32)
+    assert np.array_equal(u, u64)  # exact in float32
+    got = policies._log32(u.copy()).astype(np.float64)
+    want = np.log(u64)
+    assert np.max(np.abs(got - want) / np.abs(want)) < 2**-21.5
+
+
+def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
+    """With numba, the generator, the race keys and the sums run in compiled loops: the
+    same bits as the numpy passes (same words, same float32 arithmetic, same summation
+    order), over widths of 7 to 149 (3 to 8 packed bits) and rows split over steps."""
+    pytest.importorskip("numba")
+    import groupbias.policies as policies
+
+    logits, q = _lists(8, np.random.default_rng(9).integers(7, 150, size=120))
+    kwargs = {"samples": 300, "seed": 4, "batch_items": 30_000}
+    assert policies.load_kernels()  # from now on they serve exposures of every size
+    kernels = sys.modules["groupbias.policy_kernels"]
+    calls = []
+    race_keys = kernels.race_keys
+    monkeypatch.setattr(kernels, "race_keys", lambda *a: calls.append(1) or race_keys(*a))
+    fast = PlackettLuce(logits, q, **kwargs).expected_exposure()
+    assert calls  # the compiled loops ran
+    monkeypatch.setattr(policies, "_COMPILED_MIN", 1 << 62)
+    monkeypatch.delitem(sys.modules, "groupbias.policy_kernels")
+    assert "groupbias.policy_kernels" not in sys.modules
+    slow = PlackettLuce(logits, q, **kwargs).expected_exposure()
+    assert np.array_equal(fast.mean, slow.mean) and np.array_equal(fast.stderr, slow.stderr)
+
+
+@pytest.mark.parametrize(
+    "far, device",
+    [(0.0, "cpu"), (-70.0, "cpu"), (0.0, "torch"), (-70.0, "torch")],
+    ids=["race", "gumbel", "torch-race", "torch-gumbel"],
+)
+def test_every_sampling_path_matches_exact_enumeration(far, device):
+    """Race keys (logits within 60 of the row maximum) and Gumbel keys (one logit of every
+    list moved 70 lower), numpy and torch: Monte Carlo within 5 standard errors of the exact
+    exposure, and every sampled ranking a permutation (the exposures of a list add up to the
+    sum of the rank weights in every sample, so their means do too)."""
+    rng = np.random.default_rng(11)
+    sizes = [3, 4, 5, 6, 6]
+    q = np.concatenate([[0], np.cumsum(sizes)])
+    logits = rng.normal(size=q[-1]) * 1.5
+    logits[q[:-1]] += far
+    mc = PlackettLuce(
+        logits, q, samples=20_000, exact_max=0, seed=2, device=device
+    ).expected_exposure()
+    exact = _exact_of(logits, q)
+    assert np.all(np.abs(mc.mean - exact) <= 5 * mc.stderr + 1e-6)
+    for a, b in zip(q[:-1], q[1:]):
+        weights = 1 / np.log2(1 + np.arange(1, b - a + 1))
+        assert mc.mean[a:b].sum() == pytest.approx(weights.sum(), rel=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", "torch"])
+def test_monte_carlo_z_scores_over_many_lists(device):
+    """Many lists and steps: the z-scores against exact values look standard."""
+    logits, q = _lists(2, np.random.default_rng(3).integers(1, 8, size=200))
+    exact = PlackettLuce(logits, q, exact_max=7).expected_exposure().mean
+    mc = PlackettLuce(
+        logits, q, samples=3000, exact_max=0, batch_items=5000, device=device
+    ).expected_exposure()
+    z = (mc.mean - exact)[mc.stderr > 0] / mc.stderr[mc.stderr > 0]
+    assert abs(z.mean()) < 0.15 and 0.8 < z.std() < 1.2
+
+
+def test_a_list_wider_than_the_packed_keys_is_sampled_by_argsort():
+    """1100 items (over the 1024 of the packed keys): equal logits give every item the same
+    expected exposure, the mean rank weight; each sample a permutation."""
+    n = 1100
+    pol = PlackettLuce(np.zeros(n), [0, n], samples=200, exact_max=0)
+    e = pol.expected_exposure()
+    weights = 1 / np.log2(1 + np.arange(1, n + 1))
+    assert e.mean.sum() == pytest.approx(weights.sum(), rel=1e-7)  # float32 weights
+    z = (e.mean - weights.mean()) / np.sqrt(np.mean(e.stderr**2))
+    assert 0.8 < z.std() < 1.2 and np.abs(z).max() < 5
+    ranks = pol.sample(3, rng=np.random.default_rng(0))
+    assert all(sorted(r) == list(range(1, n + 1)) for r in ranks)
+
+
+def test_bad_device_and_threads_are_refused_by_name():
+    for kwargs, name in (
+        ({"device": "gpu"}, "device"),
+        ({"device": 0}, "device"),
+        ({"threads": 0}, "threads"),
+        ({"threads": 1.5}, "threads"),
+        ({"threads": True}, "threads"),
+    ):
+        with pytest.raises(ParameterError) as info:
+            PlackettLuce([0.0, 1.0], [0, 2], **kwargs)
+        assert info.value.name == name
+
+
+def test_auto_and_cuda_devices_follow_what_torch_sees():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        assert PlackettLuce([0.0, 1.0], [0, 2], device="auto").device == "cuda"
+        return
+    assert PlackettLuce([0.0, 1.0], [0, 2], device="auto").device == "cpu"
+    with pytest.raises(ParameterError) as info:
+        PlackettLuce([0.0, 1.0], [0, 2], device="cuda")
+    assert info.value.name == "device"

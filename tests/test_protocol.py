@@ -163,10 +163,31 @@ def test_bogus_protocol_values_name_their_option():
         ("tradeoff", 2.0),
         ("train_samples", 1),
         ("learn", "yes"),
+        ("exposure_device", "gpu"),
+        ("exposure_threads", 0),
     ):
         with pytest.raises(ParameterError) as info:
             EvaluationProtocol(**{key: value})
         assert info.value.name == key
+
+
+def test_exposure_device_and_threads_reach_the_policy():
+    """The same Monte-Carlo draws on one thread or two; torch draws others (same law)."""
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=40)
+    spec = _spec(rng.integers(0, 2, 40), rng.integers(0, 2, 40), [0, 20, 40], ["ndcg@10"])
+    pols = [
+        _preset("policy", learn=False, samples=500, exposure_threads=t).policy(s, spec)
+        for t in (1, 2)
+    ]
+    assert [p.threads for p in pols] == [1, 2] and pols[0].device == "cpu"
+    e = [p.expected_exposure().mean for p in pols]
+    assert np.array_equal(e[0], e[1])
+    pol = _preset("policy", learn=False, samples=500, exposure_device="torch").policy(s, spec)
+    assert pol.device == "torch"
+    ex = pol.expected_exposure()
+    assert not np.array_equal(ex.mean, e[0])
+    assert np.all(np.abs(ex.mean - e[0]) < 6 * ex.stderr + 1e-9)
 
 
 def test_policy_protocol_learns_from_the_scores():
