@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import ParameterError
 from .segments import query_index
-from .validation import check_k, check_qptr, is_integer
+from .validation import all_integral, check_k, check_qptr, is_integer
 
 __all__ = [
     "expected_nu",
@@ -56,7 +56,7 @@ def _discount(i: np.ndarray) -> np.ndarray:
 
 def _count(name: str, value) -> np.ndarray:
     a = np.asarray(value, dtype=np.float64)
-    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a != np.round(a)):
+    if not np.all(np.isfinite(a)) or np.any(a < 0) or not all_integral(a):
         raise ParameterError(name, "non-negative integer counts", value)
     return a
 

@@ -113,6 +113,8 @@ def test_expected_dcg_hand_value():
     assert expected_ndcg(1.0, 3, 7, 4) == pytest.approx(1.0)  # nu = 1: ideal
     with pytest.raises(ParameterError, match="n_pos_N"):
         expected_dcg(0.5, 4, 3, 1)
+    with pytest.raises(ParameterError, match="n_N"):  # counts are whole numbers
+        expected_dcg(0.5, 1, 2.5, 1)
 
 
 @pytest.mark.parametrize("beta", [0.6, 0.8, 0.9])
