@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .errors import ParameterError
-from .validation import choice, is_real
+from .validation import choice, is_real, real
 
 __all__ = ["paired_test", "per_query_values", "significance_marker", "t_two_sided_p"]
 
@@ -92,8 +92,11 @@ def t_two_sided_p(df: float, t: float) -> float:
     fraction (modified Lentz) on the side of ``x`` where it converges fast, with the
     prefactor in logarithms (``log1p`` and an asymptotic series for ``log Γ(a + 1/2) -
     log Γ(a)`` at large ``a``, so its relative error stays near 1e-12 up to 10^5 degrees of
-    freedom)."""
-    t2 = t * t
+    freedom). ``df`` > 0; ``t`` a number, ±inf allowed (p = 0)."""
+    df = real("df", df, low=0.0, low_open=True, what="degrees of freedom > 0")
+    if not is_real(t) or math.isnan(t):
+        raise ParameterError("t", "a number (±inf allowed)", t)
+    t2 = float(t) * float(t)
     if math.isinf(t2):
         return 0.0
     if t2 == 0:

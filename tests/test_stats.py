@@ -145,3 +145,14 @@ def test_t_distribution_tail_against_closed_forms_and_scipy():
             if ref > 1e-300:
                 assert t_two_sided_p(df, t) == pytest.approx(ref, rel=1e-10), (df, t)
     assert t_two_sided_p(10, 0.0) == 1.0 and t_two_sided_p(10, math.inf) == 0.0
+
+
+def test_t_distribution_tail_refuses_bad_input_by_name():
+    from groupbias.stats import t_two_sided_p
+
+    for df in (0, -1.0, math.nan, math.inf):
+        with pytest.raises(ParameterError, match="df"):
+            t_two_sided_p(df, 1.0)
+    for t in (math.nan, "1.0", None):
+        with pytest.raises(ParameterError, match="t"):
+            t_two_sided_p(5, t)
