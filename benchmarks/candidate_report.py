@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _timing import median_time as timed  # noqa: E402
 
 from data_loaders.grouping import candidate_report  # noqa: E402
-from groupbias.data import RankingData  # noqa: E402
+from groupbias.data.ranking_data import RankingData  # noqa: E402
 
 
 def make_input(n_queries: int, list_max: int = 249, seed: int = 0) -> RankingData:

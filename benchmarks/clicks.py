@@ -4,7 +4,7 @@ Input: the embedded synthetic dataset (400 queries, lists of 10..60 items, grade
 35 % affected items), per-query propensities β_q ~ N(0.8, 0.1), a noisy-relevance logging
 ranking, PBM users (η = 1, 2 % noise clicks), shuffle interventions in 10 % of the sessions.
 
-Ours: :func:`groupbias.clicks.simulate_click_log` for all sessions (median of repeats),
+Ours: :func:`groupbias.simulate.clicks.simulate_click_log` for all sessions (median of repeats),
 building the whole columnar log. Baseline: the obvious per-session Python loop (draw the
 query, copy its top-10, maybe shuffle it, draw a click per position) with the same model;
 it is timed on ``--loop-sessions`` sessions and extrapolated linearly to the full count (it
@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import median_time  # noqa: E402
 
 from data_loaders.synthetic import make_synthetic  # noqa: E402
-from groupbias.clicks import UserModel, simulate_click_log, top_k_table  # noqa: E402
-from groupbias.simulation import draw_query_beta, relevance_from_labels  # noqa: E402
+from groupbias.simulate.clicks import UserModel, simulate_click_log, top_k_table  # noqa: E402
+from groupbias.simulate.group_bias import draw_query_beta, relevance_from_labels  # noqa: E402
 
 
 def loop_simulation(rel, groups, qptr, scores, beta_q, n_sessions, rng):

@@ -3,7 +3,7 @@
 Input (MSLR-test-sized): 6,000 queries, ~750k items (list sizes uniform in 1..249), random
 scores, binary relevance, two groups: term-count-like magnitudes (0-3 per group, ~30 % of
 the items without any group term) and their row shares as membership. Each metric is
-computed by ``groupbias.fairness`` and by a loop over queries that sorts each query's
+computed by ``groupbias.evaluation.fairness`` and by a loop over queries that sorts each query's
 slice with numpy (the obvious baseline); both must agree to 1e-9. Timings are medians of
 ``--repeats`` runs; the last line is ``ratio: <loop time / vectorized time>`` over all
 metrics together.

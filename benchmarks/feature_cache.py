@@ -46,7 +46,7 @@ def hwm():
             return int(line.split()[1]) / 1024
 from data_loaders.mslr import load_mslr
 from data_loaders.grouping import candidate_report, group_by_feature
-from groupbias.data import RankingData
+from groupbias.data.ranking_data import RankingData
 d = load_mslr({root!r}, split="train")
 if {row_major!r}:
     d = RankingData(features=np.load({row_file!r}, mmap_mode="r"), labels=d.labels,

@@ -4,7 +4,7 @@ Input: 1M affected + 1M non-affected positive attractiveness scores in one clust
 relevance 1..4 / 4; affected scores multiplied by per-query propensities N(0.8, 0.1) over
 queries of 20 items), tie-broken by the estimator's jitter. Baseline: a loop over the
 grid calling ``scipy.stats.ks_2samp(A_A / beta, A_N).statistic`` (the full loop, no
-extrapolation). Ours: ``groupbias.estimation.ks_curves`` on the same arrays (sorting
+extrapolation). Ours: ``groupbias.estimate.ks.ks_curves`` on the same arrays (sorting
 included), and the whole public ``estimate_beta`` call for information. Both curves are
 checked equal (max |diff| and argmin). Times are medians of repeats.
 
@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from groupbias.estimation import (
+from groupbias.estimate.ks import (
     argmin_largest,
     default_grid,
     estimate_beta,

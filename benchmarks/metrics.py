@@ -6,7 +6,7 @@ with MSLR's distribution, random scores (no ties), 30 % of the items affected.
 
 NDCG@10 (exp2 gain) from the same flat arrays (scores, labels, qptr), by:
 
-* ``ours``: ``groupbias.metrics.ndcg_per_query`` (validation included);
+* ``ours``: ``groupbias.evaluation.metrics.ndcg_per_query`` (validation included);
 * ``ranx kernel``: ranx's numba kernel (``ranx.metrics.ndcg_burges``, parallel over all
   cores) on rows sorted by numpy: the time is the per-row ``argsort`` of the padded
   ``[queries, width]`` scores, packing the sorted ``(doc, score)`` rows and the kernel; the

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import median_time  # noqa: E402
 
-from groupbias.errors import ParameterError  # noqa: E402
-from groupbias.policies import PlackettLuce, load_kernels  # noqa: E402
+from groupbias.core.errors import ParameterError  # noqa: E402
+from groupbias.rank.plackett_luce import PlackettLuce, load_kernels  # noqa: E402
 
 
 def loop_exposure(logits: np.ndarray, qptr: np.ndarray, samples: int, seed: int):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.errors import DataFormatError, MissingFilesError
+from groupbias.core.errors import DataFormatError, MissingFilesError
 
 from ._lazy import pandas as pd
 

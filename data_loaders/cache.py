@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
+from groupbias.data.ranking_data import RankingData
 
 __all__ = [
     "FORMAT_VERSION",

@@ -30,11 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.datasets import MIN_TWO_GROUP_QUERIES, DatasetInfo, check_two_groups
-from groupbias.errors import GroupingError, ParameterError
-from groupbias.metric_names import query_blocks
-from groupbias.validation import choice, integer, is_real
+from groupbias.core.errors import GroupingError, ParameterError
+from groupbias.core.validation import choice, integer, is_real
+from groupbias.data.datasets import (
+    MIN_TWO_GROUP_QUERIES,
+    DatasetInfo,
+    check_two_groups,
+)
+from groupbias.data.ranking_data import RankingData
+from groupbias.evaluation.catalog import query_blocks
 
 from ._lazy import pandas as pd
 

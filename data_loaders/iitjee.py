@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import DataError, DataFormatError, ParameterError
+from groupbias.core.errors import DataError, DataFormatError, ParameterError
+from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
 from ._tables import read_table, record_line, require_files, resolve_path

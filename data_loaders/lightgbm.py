@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import DataFormatError, MissingFilesError
+from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.data.ranking_data import RankingData
 
 from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
 

@@ -58,8 +58,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import DataError, DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.errors import DataError, DataFormatError, MissingFilesError, ParameterError
+from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
 from ._tables import first_bad, numeric_column, read_table, record_line, resolve_path

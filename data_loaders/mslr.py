@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from groupbias.data import RankingData
-from groupbias.errors import MissingFilesError
-from groupbias.validation import is_integer
+from groupbias.core.errors import MissingFilesError
+from groupbias.core.validation import is_integer
+from groupbias.data.ranking_data import RankingData
 
 from ._tables import resolve_path
 from .svmlight import load_svmlight
@@ -54,7 +54,7 @@ def load_mslr(
     :class:`MissingFilesError` for a missing file, :class:`DataFormatError` for a
     malformed line or a grade outside 0..4.
     """
-    from groupbias.errors import ParameterError
+    from groupbias.core.errors import ParameterError
 
     if split not in SPLITS:
         fix = "MSLR names the validation split 'vali'" if split == "valid" else None

@@ -1,8 +1,8 @@
 """The built-in datasets, each declared once: loader, environment variable, expected files,
 split names and whether a sensitive attribute comes with the data.
 
-This module is the ``groupbias.datasets`` entry point of the package: importing it fills
-:data:`groupbias.registry.DATASETS`, so ``gb.load_dataset("trec2020")`` and
+This module is the ``groupbias.data.datasets`` entry point of the package: importing it fills
+:data:`groupbias.core.registry.DATASETS`, so ``gb.load_dataset("trec2020")`` and
 ``configs/dataset/trec2020.yaml`` (``name: trec2020``) reach the loaders below without the
 core importing ``data_loaders``.
 """
@@ -13,10 +13,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from groupbias.data import RankingData
-from groupbias.datasets import DatasetInfo, register_dataset
-from groupbias.errors import ParameterError
-from groupbias.validation import choice, integer, real
+from groupbias.core.errors import ParameterError
+from groupbias.core.validation import choice, integer, real
+from groupbias.data.datasets import DatasetInfo, register_dataset
+from groupbias.data.ranking_data import RankingData
 
 from . import iitjee, lightgbm, movielens, mslr, synthetic, trec_fair, yahoo
 

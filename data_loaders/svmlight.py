@@ -51,9 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import DataFormatError, MissingFilesError
-from groupbias.validation import is_integer
+from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.validation import is_integer
+from groupbias.data.ranking_data import RankingData
 
 __all__ = [
     "FORMAT_VERSION",
@@ -989,7 +989,7 @@ class SvmlightRows:
 
 
 def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 << 20):
-    from groupbias.errors import ParameterError
+    from groupbias.core.errors import ParameterError
 
     def is_int(v):
         return is_integer(v)
@@ -1240,7 +1240,7 @@ def load_svmlight(
 
     name = name or Path(path).name
     if graded and label_max is None:
-        from groupbias.errors import ParameterError
+        from groupbias.core.errors import ParameterError
 
         raise ParameterError("label_max", "a number when graded=True", label_max)
 

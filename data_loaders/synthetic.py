@@ -29,9 +29,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import ParameterError
-from groupbias.validation import generator, integer, is_integer
+from groupbias.core.errors import ParameterError
+from groupbias.core.validation import generator, integer, is_integer
+from groupbias.data.ranking_data import RankingData
 
 SENSITIVE_FEATURE_ID = 1
 SENSITIVE_THRESHOLD = 0.5

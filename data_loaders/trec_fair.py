@@ -54,9 +54,9 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.data import RankingData
-from groupbias.errors import DataError, DataFormatError, ParameterError
-from groupbias.validation import is_integer
+from groupbias.core.errors import DataError, DataFormatError, ParameterError
+from groupbias.core.validation import is_integer
+from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
 from ._tables import first_bad, numeric_column, read_table, record_line, require_files, resolve_path

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from groupbias.data import RankingData
-from groupbias.errors import MissingFilesError
+from groupbias.core.errors import MissingFilesError
+from groupbias.data.ranking_data import RankingData
 
 from ._tables import resolve_path
 from .svmlight import load_svmlight
@@ -49,7 +49,7 @@ def load_yahoo(
     :class:`DataFormatError` for a malformed line or a grade outside 0..4.
     """
     if split not in SPLIT_FILES:
-        from groupbias.errors import ParameterError
+        from groupbias.core.errors import ParameterError
 
         raise ParameterError("split", f"one of {sorted(SPLIT_FILES)}", split)
     d = yahoo_root(root)

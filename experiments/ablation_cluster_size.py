@@ -14,11 +14,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupbias.bias import GroupBias
-from groupbias.errors import ParameterError
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
+from groupbias.core.validation import integer, sequence
 from groupbias.pipelines.tabular import correct_and_evaluate, record_base
-from groupbias.setup import Setup
-from groupbias.validation import integer, sequence
+from groupbias.simulate.bias import GroupBias
 
 from .common import Entry, check_common, entries, load, rng_for
 

@@ -8,8 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupbias.setup import Setup
-from groupbias.validation import real, sequence
+from groupbias.app.setup import Setup
+from groupbias.core.validation import real, sequence
 
 from .ablation_cluster_size import DEFAULT_SIZES, check_estimator, check_sizes, cluster_sweep
 from .common import check_common

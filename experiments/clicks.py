@@ -24,9 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
-from groupbias.errors import ParameterError
-from groupbias.io import write_text_atomic
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
+from groupbias.core.io import write_text_atomic
+from groupbias.core.validation import choice, integer, real, sequence
+from groupbias.estimate.propensity import PROPENSITY_METHODS
 from groupbias.pipelines.clicks import (
     CORRECTIONS,
     ClickSettings,
@@ -39,9 +41,7 @@ from groupbias.pipelines.clicks import (
 )
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import evaluation_spec, label_scale
-from groupbias.propensity import PROPENSITY_METHODS
-from groupbias.setup import Setup
-from groupbias.validation import choice, integer, real, sequence
+from groupbias.simulate.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
 
 from .common import (
     TABLE_METRICS,

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from groupbias.config import build
-from groupbias.data import RankingData
-from groupbias.datasets import BuiltinGrouping, DatasetSpec, Grouping
-from groupbias.errors import ConfigError, GroupBiasError, ParameterError
+from groupbias.app.config import build
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ConfigError, GroupBiasError, ParameterError
+from groupbias.core.validation import choice, integer, real
+from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
+from groupbias.data.ranking_data import RankingData
 from groupbias.pipelines.evaluation import metric_keys
-from groupbias.setup import Setup
-from groupbias.validation import choice, integer, real
 
 log = logging.getLogger("groupbias")
 
@@ -163,7 +163,7 @@ def check_metrics(metrics, correlations) -> tuple[tuple, tuple]:
         keys = metric_keys(list(metrics))  # parses and checks every name
     except GroupBiasError as exc:
         raise ParameterError(
-            "metrics", "names of groupbias.registry.METRICS", metrics, fix=str(exc)
+            "metrics", "names of groupbias.core.registry.METRICS", metrics, fix=str(exc)
         ) from None
     if isinstance(correlations, (str, Mapping)) or not isinstance(correlations, Sequence):
         raise ParameterError("correlations", "a list of [metric, metric] pairs", correlations)

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from groupbias.app.runs import shown_path
+from groupbias.app.setup import Setup
+from groupbias.core.validation import real, sequence
 from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.runs import shown_path
-from groupbias.setup import Setup
-from groupbias.validation import real, sequence
 
 from .common import Entry, check_common, evaluation_title, load, rng_for
 

@@ -6,7 +6,7 @@ step: ``start`` before the share ``at`` of the log, ``end`` after): per-query pr
 sessions are logged (the click model and logging policy of ``experiment=clicks``). From the
 log alone: position propensities θ̂ (intervention harvesting or EM), the level β̂ of the
 whole log (the configured estimator on the position-debiased attractiveness), then
-:mod:`groupbias.drift`'s sliding-window and EWMA tracks of β̂_t and the CUSUM change-point
+:mod:`groupbias.estimate.drift`'s sliding-window and EWMA tracks of β̂_t and the CUSUM change-point
 test. Recorded: the mean absolute error of each track against the schedule β(t) (after
 the first ``window`` sessions), for a step the sessions each track needs to settle within
 ``tolerance`` of the new value, and the detected change (session, p-value, β̂ before and
@@ -22,20 +22,20 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.clicks import DRIFTS, Drift, simulate_click_log
-from groupbias.drift import (
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
+from groupbias.core.io import write_text_atomic
+from groupbias.core.validation import choice, integer, real, sequence
+from groupbias.estimate.drift import (
     detect_change,
     ewma_beta,
     group_click_series,
     settling_sessions,
     sliding_beta,
 )
-from groupbias.errors import ParameterError
-from groupbias.io import write_text_atomic
 from groupbias.pipelines.clicks import labels_from_clicks, logging_scores
 from groupbias.pipelines.ltr import label_scale
-from groupbias.setup import Setup
-from groupbias.validation import choice, integer, real, sequence
+from groupbias.simulate.clicks import DRIFTS, Drift, simulate_click_log
 
 from .clicks import ClickLogKeys, click_settings, slug
 from .common import available, check_common, entries, parse_entries, rng_for

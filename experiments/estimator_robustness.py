@@ -5,7 +5,7 @@ repetition, one simulation (β_q ~ N(β, σ_β)); every configured estimator est
 corrects, and records ``abs_error = |β̂ - β|`` and the corrected ρ(DTR) and Δ(EEL) (biased
 values beside). The synthetic dataset reaches each ratio through its generator's
 ``utility_ratio``; other datasets by removing affected items at random
-(:func:`groupbias.merit.at_utility_ratio`).
+(:func:`groupbias.simulate.merit.at_utility_ratio`).
 
 Part 2 (Fig. 9 settings): on the first dataset at its own ratio, per-query propensities with
 σ_β 0.2 / 0.3 and two modes; per estimator of ``fig9_estimators`` the per-query error
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.config import build
-from groupbias.errors import ParameterError
-from groupbias.io import write_text_atomic
-from groupbias.merit import at_utility_ratio
+from groupbias.app.config import build
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
+from groupbias.core.io import write_text_atomic
+from groupbias.core.validation import integer, real, sequence
 from groupbias.pipelines.tabular import correct_and_evaluate, grade_spacing, record_base
-from groupbias.setup import Setup
-from groupbias.validation import integer, real, sequence
+from groupbias.simulate.merit import at_utility_ratio
 
 from .common import available, check_common, entries, parse_entries, rng_for
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from groupbias.app.setup import Setup
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.setup import Setup
 
 from .common import available, check_common, parse_entries, rng_for
 from .impact import check_setups, setups

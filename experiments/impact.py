@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_loaders.grouping import FeatureGrouping, paper_setups
-from groupbias.datasets import DatasetSpec
-from groupbias.errors import ParameterError
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
+from groupbias.core.validation import choice
+from groupbias.data.datasets import DatasetSpec
 from groupbias.pipelines.ltr import run_ltr
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.setup import Setup
-from groupbias.validation import choice
 
 from .common import Entry, available, check_common, entries, parse_entries, rng_for
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from groupbias.app.setup import Setup
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.tabular import run_tabular
-from groupbias.setup import Setup
 
 from .common import (
     TABLE_METRICS,
@@ -32,7 +32,7 @@ from .common import (
 @dataclass
 class Table1:
     """``experiment=table1``: ``split`` evaluated; ``alpha`` of the significance markers;
-    ``metrics``: table columns (names of ``groupbias.registry.METRICS``, e.g. add ``awrf``);
+    ``metrics``: table columns (names of ``groupbias.core.registry.METRICS``, e.g. add ``awrf``);
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``skip_missing``: licensed datasets that are absent are listed as skipped; ``datasets``:
     names or ``{dataset, title, grouping}`` mappings."""

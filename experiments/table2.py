@@ -8,10 +8,10 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from groupbias.app.setup import Setup
+from groupbias.core.validation import real
 from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import run_ltr
-from groupbias.setup import Setup
-from groupbias.validation import real
 
 from .common import (
     TABLE_EXTRAS,
@@ -88,7 +88,7 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
 @dataclass
 class Table2:
     """``experiment=table2``: ``alpha`` of the significance markers; ``metrics``: table
-    columns (names of ``groupbias.registry.METRICS``); ``correlations``: metric pairs whose
+    columns (names of ``groupbias.core.registry.METRICS``); ``correlations``: metric pairs whose
     per-query Pearson correlation is recorded; ``skip_missing``; ``datasets``."""
 
     name: str = "table2"

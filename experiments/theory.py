@@ -1,6 +1,6 @@
 """§4: the closed-form approximations against simulation.
 
-Construction of "uniformly distributed scores" (§4.1, see :mod:`groupbias.theory`): per
+Construction of "uniformly distributed scores" (§4.1, see :mod:`groupbias.evaluation.theory`): per
 query ``n_N`` non-affected items (``n_N^+`` relevant) and ``n_A`` affected items (``n_A^+``
 relevant); unbiased scores ``u ~ U[1/2, 1]`` for relevant and ``U[0, 1/2)`` for non-relevant
 items; the simulator applies ``a = β u`` to the affected group. For each β on the grid the
@@ -21,10 +21,10 @@ import numpy as np
 
 from groupbias import metrics as M
 from groupbias import theory as T
-from groupbias.io import write_text_atomic
-from groupbias.setup import Setup
-from groupbias.simulation import simulate_attractiveness
-from groupbias.validation import integer
+from groupbias.app.setup import Setup
+from groupbias.core.io import write_text_atomic
+from groupbias.core.validation import integer
+from groupbias.simulate.group_bias import simulate_attractiveness
 
 from .common import check_common, rng_for
 

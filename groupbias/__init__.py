@@ -12,19 +12,16 @@ report. The whole method is available flat::
                            beta_hat_per_query=est.beta_hat_per_query)
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
 
-Modules: :mod:`~groupbias.metrics` and :mod:`~groupbias.fairness` (every metric as a
-function), :mod:`~groupbias.registry` (estimators, metrics and datasets by name),
-:mod:`~groupbias.theory` (§4), :mod:`groupbias.ltr` (the attention ranker; imports torch, so
-it is imported on demand), :mod:`~groupbias.pipelines` (the two regimes),
-:mod:`~groupbias.reporting` (tables and figures).
+Subpackages, one per stage, each importing only the ones listed before it:
+:mod:`~groupbias.core`, :mod:`~groupbias.data`, :mod:`~groupbias.simulate`,
+:mod:`~groupbias.estimate`, :mod:`~groupbias.rank`, :mod:`~groupbias.evaluation`,
+:mod:`groupbias.ltr` (the attention ranker; imports torch, so it is imported on demand),
+:mod:`~groupbias.pipelines` (the two regimes), :mod:`~groupbias.app` (the command) and
+:mod:`~groupbias.reporting` (tables and figures). docs/architecture.md is the map.
 """
 
-from . import fairness, metrics, registry, theory
-from .bias import GroupBias
-from .correction import correct_with_estimate, ips_correct
-from .data import QueryView, RankingData
-from .datasets import BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset, register_dataset
-from .errors import (
+from .core import registry
+from .core.errors import (
     ConfigError,
     DataError,
     DataFormatError,
@@ -33,16 +30,21 @@ from .errors import (
     MissingFilesError,
     ParameterError,
 )
-from .estimation import BetaEstimate, estimate_beta, ks_curves
-from .estimators import (
+from .data.datasets import BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset, register_dataset
+from .data.ranking_data import QueryView, RankingData
+from .estimate.correction import correct_with_estimate, ips_correct
+from .estimate.estimators import (
     CalibratedKSEstimator,
     Estimator,
     KSEstimator,
     ShrinkageEstimator,
     bootstrap_interval,
 )
-from .evaluate import evaluate, evaluate_per_query
-from .simulation import (
+from .estimate.ks import BetaEstimate, estimate_beta, ks_curves
+from .evaluation import fairness, metrics, theory
+from .evaluation.evaluate import evaluate, evaluate_per_query
+from .simulate.bias import GroupBias
+from .simulate.group_bias import (
     Simulation,
     attractiveness_from_clicks,
     draw_query_beta,

@@ -237,7 +237,7 @@ def trec_root() -> Path | None:
 def run_case(experiment, overrides, data_overridden, runs) -> list:
     from hydra import compose, initialize_config_dir
 
-    from groupbias.cli import CONFIG_DIR, run
+    from groupbias.app.cli import CONFIG_DIR, run
 
     over = [f"experiment={experiment}", f"paths.runs={runs}", *overrides]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):

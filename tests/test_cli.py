@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from groupbias.cli import CONFIG_DIR, run
-from groupbias.config import RANKER_GROUPS
+from groupbias.app.cli import CONFIG_DIR, run
+from groupbias.app.config import RANKER_GROUPS
 from groupbias.reporting.aggregate import main as report_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def _compose(overrides):
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_config_composes_and_builds(experiment):
-    from groupbias.config import build_setup
+    from groupbias.app.config import build_setup
 
     cfg = _compose([f"experiment={experiment}"])
     assert cfg.experiment.name == experiment
@@ -337,7 +337,7 @@ def test_table2_with_related_work_metrics(tmp_path):
     ],
 )
 def test_bad_config_values_name_the_key(override, key, tmp_path):
-    from groupbias.errors import ConfigError
+    from groupbias.core.errors import ConfigError
 
     cfg = _compose(
         [
@@ -363,7 +363,7 @@ def test_tabular_experiment_builds_no_ranker_and_never_imports_torch(tmp_path):
         "import sys\n"
         "from hydra import compose, initialize_config_dir\n"
         "import experiments.table1 as t\n"
-        "from groupbias.cli import CONFIG_DIR, run\n"
+        "from groupbias.app.cli import CONFIG_DIR, run\n"
         "shown = t.Table1.present\n"
         "def present(self, *a):\n"
         "    heavy = ('pandas', 'pyarrow', 'scipy.stats', 'matplotlib')\n"

@@ -9,7 +9,21 @@ import pandas as pd
 import pytest
 
 from data_loaders.synthetic import make_synthetic
-from groupbias.clicks import (
+from groupbias.core.errors import DataFormatError, ParameterError
+from groupbias.estimate.drift import (
+    detect_change,
+    ewma_beta,
+    group_click_series,
+    settling_sessions,
+    sliding_beta,
+)
+from groupbias.estimate.propensity import (
+    debiased_attractiveness,
+    em_propensities,
+    estimate_propensities,
+    harvest_propensities,
+)
+from groupbias.simulate.clicks import (
     ClickLog,
     Drift,
     UserModel,
@@ -18,21 +32,7 @@ from groupbias.clicks import (
     top_k_table,
     write_click_log,
 )
-from groupbias.drift import (
-    detect_change,
-    ewma_beta,
-    group_click_series,
-    settling_sessions,
-    sliding_beta,
-)
-from groupbias.errors import DataFormatError, ParameterError
-from groupbias.propensity import (
-    debiased_attractiveness,
-    em_propensities,
-    estimate_propensities,
-    harvest_propensities,
-)
-from groupbias.simulation import draw_query_beta, relevance_from_labels
+from groupbias.simulate.group_bias import draw_query_beta, relevance_from_labels
 
 
 @pytest.fixture(scope="module")

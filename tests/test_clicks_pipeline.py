@@ -9,10 +9,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from data_loaders.synthetic import make_synthetic
-from groupbias.cli import CONFIG_DIR, run
-from groupbias.clicks import UserModel, read_click_log
-from groupbias.errors import ParameterError
-from groupbias.estimators import KSEstimator
+from groupbias.app.cli import CONFIG_DIR, run
+from groupbias.core.errors import ParameterError
+from groupbias.estimate.estimators import KSEstimator
 from groupbias.pipelines.clicks import (
     ClickSettings,
     comparison_records,
@@ -21,7 +20,8 @@ from groupbias.pipelines.clicks import (
     simulate_split_log,
     valid_labels,
 )
-from groupbias.simulation import simulate_attractiveness
+from groupbias.simulate.clicks import UserModel, read_click_log
+from groupbias.simulate.group_bias import simulate_attractiveness
 
 
 @pytest.fixture(scope="module")

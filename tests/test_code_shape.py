@@ -54,7 +54,7 @@ def test_no_module_imports_private_names_of_another():
 
 
 def test_one_exception_root():
-    import groupbias.errors as E
+    import groupbias.core.errors as E
 
     ours = [
         cls

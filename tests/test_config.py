@@ -13,9 +13,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from experiments.common import Entry, load
-from groupbias.cli import CONFIG_DIR, run
-from groupbias.config import GROUPS, HYDRA_KEYS, build_setup
-from groupbias.errors import ConfigError
+from groupbias.app.cli import CONFIG_DIR, run
+from groupbias.app.config import GROUPS, HYDRA_KEYS, build_setup
+from groupbias.core.errors import ConfigError
 
 CONFIGS = Path(CONFIG_DIR)
 #: groups whose options are files; the launcher group sets Hydra's own keys only
@@ -26,7 +26,7 @@ BOGUS = ("bogus!", -7, 12345.5, [1, "x"], {"x": 1})
 def _compose(overrides=()):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides))
-    from groupbias.config import plain
+    from groupbias.app.config import plain
 
     out = plain(cfg)
     out.pop("hydra", None)

@@ -9,8 +9,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from groupbias.cli import configure_warnings
-from groupbias.errors import GroupBiasWarning
+from groupbias.app.cli import configure_warnings
+from groupbias.core.errors import GroupBiasWarning
 
 
 class AssumptionWarning(GroupBiasWarning):
@@ -29,7 +29,7 @@ def test_dependency_notices_are_silenced_and_ours_are_not():
         _emit(DeprecationWarning, "old torch api", "torch.utils._pytree")
         _emit(PendingDeprecationWarning, "hydra will change", "hydra.core.utils")
         # the same categories raised in our own code stay visible: we have to fix those
-        _emit(FutureWarning, "our own future change", "groupbias.metrics")
+        _emit(FutureWarning, "our own future change", "groupbias.evaluation.metrics")
         # a dependency's other warnings are not touched
         _emit(UserWarning, "a user warning from lightning", "pytorch_lightning.trainer")
     assert [str(w.message) for w in shown] == [
@@ -56,8 +56,8 @@ def test_help_lists_experiments_datasets_and_the_most_used_keys():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from groupbias.cli import CONFIG_DIR
-    from groupbias.usage import COMMON_KEYS, help_text
+    from groupbias.app.cli import CONFIG_DIR
+    from groupbias.app.usage import COMMON_KEYS, help_text
 
     text = help_text(CONFIG_DIR)
     lines = text.splitlines()
@@ -81,8 +81,8 @@ def test_help_lists_experiments_datasets_and_the_most_used_keys():
 
 
 def test_help_through_the_command():
-    from groupbias.cli import CONFIG_DIR
-    from groupbias.usage import help_text
+    from groupbias.app.cli import CONFIG_DIR
+    from groupbias.app.usage import help_text
 
     exe = Path(sys.executable).with_name("groupbias")
     outs = [
@@ -98,7 +98,7 @@ def test_help_through_the_command():
 def test_verbose_lets_the_console_handler_show_info_lines(tmp_path):
     import logging
 
-    from groupbias.cli import show_info_on_console
+    from groupbias.app.cli import show_info_on_console
 
     root = logging.getLogger()
     console = logging.StreamHandler(sys.stderr)

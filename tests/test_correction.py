@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from groupbias.correction import correct_with_estimate, ips_correct
-from groupbias.errors import ParameterError
-from groupbias.estimation import estimate_beta
-from groupbias.simulation import simulate_attractiveness
+from groupbias.core.errors import ParameterError
+from groupbias.estimate.correction import correct_with_estimate, ips_correct
+from groupbias.estimate.ks import estimate_beta
+from groupbias.simulate.group_bias import simulate_attractiveness
 
 
 def test_hand_example():

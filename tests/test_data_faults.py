@@ -7,7 +7,7 @@ import pytest
 
 from data_loaders._tables import numeric_column, read_table
 from data_loaders.movielens import load_movielens
-from groupbias.errors import DataFormatError
+from groupbias.core.errors import DataFormatError
 
 
 @pytest.mark.parametrize(

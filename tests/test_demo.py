@@ -38,7 +38,7 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(tmp_path):
     plugins.mkdir()
     (plugins / "warns_once.py").write_text(
         "import warnings\n"
-        "from groupbias.errors import GroupBiasWarning\n"
+        "from groupbias.core.errors import GroupBiasWarning\n"
         "warnings.warn('an estimator assumption does not hold', GroupBiasWarning)\n"
     )
     path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
@@ -103,8 +103,8 @@ def test_at_beta_one_the_biased_labels_are_the_full_information_ones():
     from hydra import compose, initialize_config_dir
 
     from experiments.common import Entry, load, rng_for
-    from groupbias.cli import CONFIG_DIR
-    from groupbias.config import build_setup
+    from groupbias.app.cli import CONFIG_DIR
+    from groupbias.app.config import build_setup
     from groupbias.pipelines.ltr import training_labels
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):

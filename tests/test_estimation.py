@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from groupbias import estimation
-from groupbias.errors import ParameterError
-from groupbias.estimation import (
+from groupbias.core.errors import ParameterError
+from groupbias.estimate import ks as estimation
+from groupbias.estimate.ks import (
     BetaEstimate,
     argmin_largest,
     default_grid,
@@ -444,8 +444,8 @@ def _toy(rng, n_q=200, size=8, beta=0.7):
 
 
 def test_ks_estimator_is_registered_and_equals_estimate_beta():
-    from groupbias.estimators import KSEstimator
-    from groupbias.registry import ESTIMATORS
+    from groupbias.core.registry import ESTIMATORS
+    from groupbias.estimate.estimators import KSEstimator
 
     assert ESTIMATORS.get("ks") is KSEstimator
     a, g, qptr = _toy(np.random.default_rng(0))
@@ -466,7 +466,7 @@ def test_ks_estimator_is_registered_and_equals_estimate_beta():
 
 
 def test_ks_estimator_splits_fractional_groups_at_one_half():
-    from groupbias.estimators import KSEstimator
+    from groupbias.estimate.estimators import KSEstimator
 
     a, g, qptr = _toy(np.random.default_rng(1))
     frac = np.where(g == 1, 0.8, 0.1)
@@ -489,7 +489,7 @@ def test_ks_estimator_splits_fractional_groups_at_one_half():
     ],
 )
 def test_ks_estimator_names_the_bad_field(field, value):
-    from groupbias.estimators import KSEstimator
+    from groupbias.estimate.estimators import KSEstimator
 
     with pytest.raises(ParameterError) as info:
         KSEstimator(**{field: value})
@@ -506,7 +506,7 @@ def test_every_parameter_is_checked_before_any_random_draw():
 
 
 def test_tie_rule_picks_the_top_bottom_or_middle_of_a_flat_minimum():
-    from groupbias.estimation import grid_argmin
+    from groupbias.estimate.ks import grid_argmin
 
     grid = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     curves = np.array(

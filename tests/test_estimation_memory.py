@@ -1,4 +1,4 @@
-"""Peak memory of :func:`groupbias.estimation.estimate_beta` stays bounded as the data grow.
+"""Peak memory of :func:`groupbias.estimate.ks.estimate_beta` stays bounded as the data grow.
 
 Each case runs in a fresh subprocess: generated graded scores (queries of 20 items, half of
 the items affected, zeros included), then one ``estimate_beta`` call. The increase is the
@@ -23,7 +23,7 @@ GROWTH = 1.30  # 2M items vs 1M items
 SCRIPT = r"""
 import json, resource, sys
 import numpy as np
-from groupbias.estimation import estimate_beta
+from groupbias.estimate.ks import estimate_beta
 
 n, cs = int(sys.argv[1]), int(sys.argv[2])
 size = 20

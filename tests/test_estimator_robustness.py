@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _groupbias(tmp_path, *overrides: str, timeout: int = 600):
     """Run the CLI with runs under ``tmp_path``."""
     env = {**os.environ, "GROUPBIAS_RUNS": str(tmp_path)}
-    cmd = [sys.executable, "-m", "groupbias.cli", "experiment=estimator_robustness", *overrides]
+    cmd = [sys.executable, "-m", "groupbias.app.cli", "experiment=estimator_robustness", *overrides]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 

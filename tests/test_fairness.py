@@ -1,5 +1,5 @@
-"""Tests of groupbias.fairness: AWRF, nDCG×AWRF, TED/TExFAIR/RBDF, NFaiRR, CWEx/ΔExposure,
-RaB/ARaB and the per-query correlation.
+"""Tests of groupbias.evaluation.fairness: AWRF, nDCG×AWRF, TED/TExFAIR/RBDF, NFaiRR,
+CWEx/ΔExposure, RaB/ARaB and the per-query correlation.
 
 Golden values are hand arithmetic (written out with comments), the reference notebook's
 own worked ARaB example, brute force over tie permutations, and per-query reference loops
@@ -18,8 +18,8 @@ from scipy import stats
 
 from groupbias import fairness as F
 from groupbias import metrics as M
-from groupbias.errors import ParameterError
-from groupbias.membership import membership_from_groups, term_membership
+from groupbias.core.errors import ParameterError
+from groupbias.data.membership import membership_from_groups, term_membership
 
 L2 = math.log2
 V1, V2, V3, V4 = (1.0 / L2(1 + r) for r in (1, 2, 3, 4))  # 1, 0.63093, 0.5, 0.43068
@@ -779,7 +779,7 @@ def test_fairness_metrics_per_query_bundle(rng):
 @pytest.mark.realdata
 def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
     from data_loaders.trec_fair import load_trec_fair_track
-    from groupbias.membership import load_term_lists
+    from groupbias.data.membership import load_term_lists
 
     data = load_trec_fair_track(trec_root, 2020)
     papers = pd.read_csv(

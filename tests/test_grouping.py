@@ -15,8 +15,8 @@ from data_loaders.grouping import (
     plot_candidates,
 )
 from data_loaders.synthetic import make_synthetic
-from groupbias.data import RankingData
-from groupbias.errors import GroupingError, ParameterError
+from groupbias.core.errors import GroupingError, ParameterError
+from groupbias.data.ranking_data import RankingData
 
 # Three queries (sizes 4, 2, 2). Feature ids are the dataset's own numbers (10, 20, 30).
 #   feature 10: [0, 0, 4, 4 | 0, 4 | 0, 4]      mean 2, std 2

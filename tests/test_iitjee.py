@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from data_loaders.iitjee import load_iitjee
-from groupbias.errors import DataFormatError, MissingFilesError
+from groupbias.core.errors import DataFormatError, MissingFilesError
 
 HEADER = "REGST_NO,NAME,category,sub_category,GENDER,PIN_RES,PARENT_NAM,math,phys,chem,mark"
 NAMES = [

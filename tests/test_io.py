@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from groupbias import io
+from groupbias.core import io
 
 
 def test_json_roundtrip_and_nonfinite(tmp_path):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.ltr.losses import CounterfactualLambdaLoss
 
 

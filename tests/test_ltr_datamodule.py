@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from groupbias.data import RankingData
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
+from groupbias.data.ranking_data import RankingData
 from groupbias.ltr.datamodule import (
     EpochBatchSampler,
     EvalBatches,

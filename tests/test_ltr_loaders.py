@@ -10,7 +10,7 @@ import pytest
 from data_loaders.lightgbm import load_lightgbm, read_query_file
 from data_loaders.mslr import load_mslr
 from data_loaders.yahoo import load_yahoo
-from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 
 
 # ---- Yahoo! -----------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def test_lightgbm_errors(tmp_path):
 
 
 def test_registry_uses_these_loaders(yahoo_dir, tmp_path, rng):
-    from groupbias.datasets import DatasetSpec
+    from groupbias.data.datasets import DatasetSpec
 
     d, truth = yahoo_dir
     out = DatasetSpec(
@@ -255,7 +255,7 @@ def test_registry_uses_these_loaders(yahoo_dir, tmp_path, rng):
 def test_cache_false_bypasses_the_cache_in_every_cached_loader(
     yahoo_dir, tmp_path, rng, monkeypatch
 ):
-    from groupbias.datasets import DatasetSpec
+    from groupbias.data.datasets import DatasetSpec
 
     cdir = tmp_path / "cache"
     monkeypatch.setenv("GROUPBIAS_CACHE", str(cdir))

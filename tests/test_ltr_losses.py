@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.ltr.losses import lambda_loss, list_gains, padded_ndcg
 
 LOG2_3 = math.log2(3)

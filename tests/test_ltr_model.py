@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.ltr.allrank_compat import allrank_to_scorer_state, load_allrank_weights
 from groupbias.ltr.model import make_scorer
 

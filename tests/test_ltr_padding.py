@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.ltr.normalization import zscore_within_queries
 from groupbias.ltr.padding import from_padded, pad_segments, to_padded
 

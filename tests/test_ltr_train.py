@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from data_loaders.trec_fair import load_trec_fair_ppg
-from groupbias.data import RankingData
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
+from groupbias.data.ranking_data import RankingData
+from groupbias.evaluation.metrics import ndcg
 from groupbias.ltr.datamodule import BatchSpec
 from groupbias.ltr.losses import LambdaLoss
 from groupbias.ltr.model import ScorerSpec
@@ -21,7 +22,6 @@ from groupbias.ltr.train import (
     load_best_state,
     train_ranker,
 )
-from groupbias.metrics import ndcg
 
 TINY = {
     "fc_model": {"sizes": [16], "input_norm": False, "activation": "ReLU", "dropout": 0.0},
@@ -242,7 +242,7 @@ def test_bf16_training_on_gpu(rng, tmp_path):
 def test_loggers_by_name(tmp_path):
     import importlib.util
 
-    from groupbias.errors import ParameterError
+    from groupbias.core.errors import ParameterError
     from groupbias.ltr.train import make_loggers
 
     (csv,) = make_loggers("csv", tmp_path)

@@ -1,4 +1,4 @@
-"""Tests of groupbias.membership: affected-group and term-based membership matrices, and
+"""Tests of groupbias.data.membership: affected-group and term-based membership matrices, and
 term-list files (typed errors naming file and line). Counts are checked by hand and, on the
 real TREC Fair titles, against a per-document ``collections.Counter`` loop."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
-from groupbias.membership import (
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.data.membership import (
     TermMembership,
     load_term_list,
     load_term_lists,

@@ -8,11 +8,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-import groupbias.fairness as F
-import groupbias.metrics as M
-from groupbias.errors import ParameterError
-from groupbias.membership import membership_from_groups
-from groupbias.metric_names import MetricRequest, parse_metric
+import groupbias.evaluation.fairness as F
+import groupbias.evaluation.metrics as M
+from groupbias.core.errors import ParameterError
+from groupbias.core.registry import METRICS
+from groupbias.data.membership import membership_from_groups
+from groupbias.evaluation.catalog import MetricRequest, parse_metric
 from groupbias.pipelines.evaluation import (
     DEFAULT_METRICS,
     EvalSpec,
@@ -22,7 +23,6 @@ from groupbias.pipelines.evaluation import (
     tabular_metrics,
     validate_metrics,
 )
-from groupbias.registry import METRICS
 
 CORE = ("ndcg", "rho_dtr", "delta_eel")
 
@@ -300,7 +300,7 @@ def test_scratch_registrations_are_gone():
 
 def test_query_blocks_cut_at_query_boundaries():
     qptr = np.array([0, 3, 3, 10, 12, 13, 20])  # sizes 3, 0, 7, 2, 1, 7
-    from groupbias.metric_names import query_blocks
+    from groupbias.evaluation.catalog import query_blocks
 
     # at most 5 items per block; the 7-item queries stand alone
     assert query_blocks(qptr, 5) == [0, 2, 3, 5, 6]
@@ -313,7 +313,7 @@ def test_blockwise_evaluation_equals_one_pass(case, monkeypatch, block):
     """Evaluating blocks of whole queries gives the one-pass per-query values (to rounding:
     sums over a different flat layout may differ in the last bit), for
     every registered metric, both regimes, with and without an explicit membership."""
-    import groupbias.metric_names as MN
+    import groupbias.evaluation.catalog as MN
 
     scores, spec = case
     names = [*CORE, "ndcg@5:affected", *F.RELATED_WORK]

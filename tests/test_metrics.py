@@ -1,4 +1,4 @@
-"""Tests of groupbias.metrics: NDCG, ρ(DTR), Δ(EEL) and the exposure primitives.
+"""Tests of groupbias.evaluation.metrics: NDCG, ρ(DTR), Δ(EEL) and the exposure primitives.
 
 Golden values are hand arithmetic (written out), ir_measures (pytrec_eval), or brute force
 over permutations (itertools) and per-query loops written here independently.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from groupbias import metrics as M
-from groupbias.errors import ParameterError
-from groupbias.ranking import Ranking
+from groupbias.core.errors import ParameterError
+from groupbias.rank.ranking import Ranking
 
 L2 = math.log2
 
@@ -255,7 +255,7 @@ def test_exposure_paths_agree(rng):
 
 @pytest.mark.parametrize("n_queries", [7, 70_000])
 def test_order_matches_segments_sort_within(rng, n_queries):
-    from groupbias.segments import query_index, sort_within
+    from groupbias.core.segments import query_index, sort_within
 
     sizes = rng.integers(0, 4, size=n_queries)
     q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from data_loaders.movielens import load_movielens
-from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 
 # (user, movie, rating) in scrambled file order; user 1 rates 10, 20, 30; user 2 rates 20,
 # 40; user 3 rates 40

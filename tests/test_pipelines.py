@@ -9,12 +9,12 @@ import scipy.stats
 
 import groupbias as gb
 from groupbias import metrics as M
-from groupbias.bias import GroupBias
-from groupbias.errors import ParameterError
-from groupbias.estimators import KSEstimator
+from groupbias.core.errors import ParameterError
+from groupbias.estimate.estimators import KSEstimator
 from groupbias.pipelines.evaluation import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, write_trec_run
 from groupbias.pipelines.tabular import run_tabular
+from groupbias.simulate.bias import GroupBias
 
 BIAS = GroupBias(beta_std=0.1)
 GLOBAL = KSEstimator()
@@ -192,8 +192,8 @@ def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
 
 
 def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
-    from groupbias.fairness import awrf_per_query, texfair_per_query
-    from groupbias.membership import membership_from_groups
+    from groupbias.data.membership import membership_from_groups
+    from groupbias.evaluation.fairness import awrf_per_query, texfair_per_query
 
     d = synthetic["train"]
     res = tab(

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.reporting import plots
 
 
@@ -59,7 +59,7 @@ def test_plot_rejects_empty(tmp_path):
 
 
 def test_ks_curve_plot_marks_the_estimate(tmp_path):
-    from groupbias.estimation import estimate_beta
+    from groupbias.estimate.ks import estimate_beta
 
     rng = np.random.default_rng(0)
     n_q, size = 40, 10

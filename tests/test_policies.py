@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from groupbias import metrics as M
-from groupbias.errors import ParameterError
-from groupbias.metric_names import compute_metrics
+from groupbias.core.errors import ParameterError
+from groupbias.evaluation.catalog import compute_metrics
+from groupbias.evaluation.fair_exposure import FairExposureLearner
 from groupbias.pipelines.evaluation import EvalSpec
-from groupbias.policies import PlackettLuce
-from groupbias.policy_learning import FairExposureLearner
+from groupbias.rank.plackett_luce import PlackettLuce
 
 
 def _brute(logits, offset=1, k=None):
@@ -223,7 +223,7 @@ def test_numpy_exposure_does_not_depend_on_the_threads():
 def test_float32_logarithm_on_every_uniform_the_sampler_can_draw():
     """The sampler's uniforms are the 2^22 midpoints (2k + 1) · 2^-23: its float32
     logarithm is within 2^-21.5 (relative) of float64's on every one of them."""
-    from groupbias import policies
+    from groupbias.rank import plackett_luce as policies
 
     u64 = (2 * np.arange(2**22, dtype=np.float64) + 1) * 2.0**-23
     u = u64.astype(np.float32)
@@ -238,20 +238,20 @@ def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
     same bits as the numpy passes (same words, same float32 arithmetic, same summation
     order), over widths of 7 to 149 (3 to 8 packed bits) and rows split over steps."""
     pytest.importorskip("numba")
-    import groupbias.policies as policies
+    import groupbias.rank.plackett_luce as policies
 
     logits, q = _lists(8, np.random.default_rng(9).integers(7, 150, size=120))
     kwargs = {"samples": 300, "seed": 4, "batch_items": 30_000}
     assert policies.load_kernels()  # from now on they serve exposures of every size
-    kernels = sys.modules["groupbias.policy_kernels"]
+    kernels = sys.modules["groupbias.rank.compiled"]
     calls = []
     race_keys = kernels.race_keys
     monkeypatch.setattr(kernels, "race_keys", lambda *a: calls.append(1) or race_keys(*a))
     fast = PlackettLuce(logits, q, **kwargs).expected_exposure()
     assert calls  # the compiled loops ran
     monkeypatch.setattr(policies, "_COMPILED_MIN", 1 << 62)
-    monkeypatch.delitem(sys.modules, "groupbias.policy_kernels")
-    assert "groupbias.policy_kernels" not in sys.modules
+    monkeypatch.delitem(sys.modules, "groupbias.rank.compiled")
+    assert "groupbias.rank.compiled" not in sys.modules
     slow = PlackettLuce(logits, q, **kwargs).expected_exposure()
     assert np.array_equal(fast.mean, slow.mean) and np.array_equal(fast.stderr, slow.stderr)
 

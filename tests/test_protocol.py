@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from groupbias import metrics as M
-from groupbias.errors import ParameterError
-from groupbias.metric_names import compute_metrics
+from groupbias.core.errors import ParameterError
+from groupbias.evaluation.catalog import compute_metrics
+from groupbias.evaluation.protocol import EvaluationProtocol
 from groupbias.pipelines.evaluation import EvalSpec
-from groupbias.protocol import EvaluationProtocol
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "evaluation"
 L3, L5 = math.log2(3), math.log2(5)
@@ -210,7 +210,7 @@ def test_demo_evaluates_tables_and_rankers_as_policies(tmp_path):
 
     from hydra import compose, initialize_config_dir
 
-    from groupbias.cli import CONFIG_DIR, run
+    from groupbias.app.cli import CONFIG_DIR, run
 
     overrides = [
         "experiment=demo",
@@ -328,9 +328,9 @@ def test_policy_protocol_on_real_trec(trec_root, monkeypatch):
     """Under evaluation=policy on TREC 2019 (train, β = 0.6): biased NDCG@10 below 1, and
     correction improves ρ(DTR) and Δ(EEL) with a paired t-test over queries at p < 0.001."""
     import groupbias as gb
-    from groupbias.bias import GroupBias
-    from groupbias.estimators import KSEstimator
+    from groupbias.estimate.estimators import KSEstimator
     from groupbias.pipelines.tabular import run_tabular
+    from groupbias.simulate.bias import GroupBias
 
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
     data = gb.load_dataset("trec2019", split="train")

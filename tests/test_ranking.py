@@ -1,4 +1,4 @@
-"""groupbias.ranking: one within-query sort per score vector, shared by every metric.
+"""groupbias.rank.ranking: one within-query sort per score vector, shared by every metric.
 
 References are per-query loops written here (tie blocks found by comparing scores, ranks by
 Python's sorted), and ir_measures (pytrec_eval) for NDCG@k on long lists, where the top-k
@@ -9,17 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import groupbias.fairness as F
-import groupbias.metrics as M
-import groupbias.ranking as R
-from groupbias.errors import ParameterError
+import groupbias.evaluation.fairness as F
+import groupbias.evaluation.metrics as M
+import groupbias.rank.ranking as R
+from groupbias.core.errors import ParameterError
 from groupbias.pipelines.evaluation import (
     EvalSpec,
     eel_thresholds,
     ranking_metrics,
     tabular_metrics,
 )
-from groupbias.ranking import Ranking
+from groupbias.rank.ranking import Ranking
 
 
 def lists(rng, n_queries, max_len, ties):

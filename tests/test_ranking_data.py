@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from groupbias import segments
-from groupbias.data import RankingData
-from groupbias.errors import DataError
+from groupbias.core import segments
+from groupbias.core.errors import DataError
+from groupbias.data.ranking_data import RankingData
 
 
 def _toy():

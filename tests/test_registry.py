@@ -10,10 +10,15 @@ import pytest
 
 import groupbias as gb
 from data_loaders.grouping import FeatureGrouping
-from groupbias.cli import CONFIG_DIR
-from groupbias.datasets import BuiltinGrouping, DatasetInfo, DatasetSpec, register_dataset
-from groupbias.errors import GroupingError, MissingFilesError, ParameterError
-from groupbias.registry import DATASETS, ESTIMATORS, Registry
+from groupbias.app.cli import CONFIG_DIR
+from groupbias.core.errors import GroupingError, MissingFilesError, ParameterError
+from groupbias.core.registry import DATASETS, ESTIMATORS, Registry
+from groupbias.data.datasets import (
+    BuiltinGrouping,
+    DatasetInfo,
+    DatasetSpec,
+    register_dataset,
+)
 
 
 def _write_lightgbm(path, rng, n_queries):

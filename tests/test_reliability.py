@@ -17,9 +17,9 @@ from hydra import compose, initialize_config_dir
 
 import groupbias as gb
 from experiments.common import with_validation
-from groupbias.cli import CONFIG_DIR, run
-from groupbias.datasets import BuiltinGrouping, DatasetInfo
-from groupbias.errors import ConfigError, GroupingError
+from groupbias.app.cli import CONFIG_DIR, run
+from groupbias.core.errors import ConfigError, GroupingError
+from groupbias.data.datasets import BuiltinGrouping, DatasetInfo
 from groupbias.reporting.aggregate import main as report_main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,13 +10,14 @@ import scipy.stats as st
 
 import groupbias as gb
 from data_loaders.synthetic import make_synthetic
-from groupbias.diagnostics import AssumptionCheck, estimate_summary
-from groupbias.distances import wasserstein_curves
-from groupbias.errors import AssumptionWarning
-from groupbias.estimation import BetaEstimate, default_grid
+from groupbias.core.errors import AssumptionWarning
+from groupbias.estimate.diagnostics import AssumptionCheck, estimate_summary
+from groupbias.estimate.distances import wasserstein_curves
+from groupbias.estimate.estimators import AUTO_SIZES
+from groupbias.estimate.ks import BetaEstimate, default_grid
+from groupbias.estimate.resampling import resample_items, resample_queries
 from groupbias.pipelines.tabular import grade_spacing, run_tabular
 from groupbias.reporting import paper_table
-from groupbias.resampling import resample_items, resample_queries
 
 
 def _data(ratio=1.0, n_queries=240, seed=7):
@@ -201,7 +202,7 @@ def test_auto_cluster_size_follows_the_heterogeneity(beta_std, small):
     sim = gb.GroupBias(beta_std=beta_std).simulate(data, beta=0.8, rng=np.random.default_rng(1))
     est = _estimate(gb.KSEstimator(cluster_size="auto"), data, sim)
     k = est.info["cluster_size"]
-    assert set(est.info["mse"]) == set(gb.estimators.AUTO_SIZES)
+    assert set(est.info["mse"]) == set(AUTO_SIZES)
     if small:
         assert k is not None and k <= 2
     else:
@@ -327,6 +328,6 @@ def test_auto_cluster_size_and_bootstrap_reach_the_run_records():
     )
     est = next(r for r in res.records if r["metric"] == "beta_hat")
     assert est["cluster_size"] == "auto"
-    assert est["cluster_size_chosen"] in [k for k in gb.estimators.AUTO_SIZES if k is not None]
+    assert est["cluster_size_chosen"] in [k for k in AUTO_SIZES if k is not None]
     assert est["ci_low"] <= est["ci_high"]
     assert all(r["cluster_size"] == "auto" for r in res.records)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from groupbias.data import RankingData
-from groupbias.errors import ParameterError
-from groupbias.simulation import (
+from groupbias.core.errors import ParameterError
+from groupbias.data.ranking_data import RankingData
+from groupbias.simulate.group_bias import (
     Simulation,
     attractiveness_from_clicks,
     draw_query_beta,

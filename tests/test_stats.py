@@ -1,4 +1,4 @@
-"""Tests of groupbias.stats: paired tests against scipy and hand cases."""
+"""Tests of groupbias.evaluation.stats: paired tests against scipy and hand cases."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from groupbias.errors import ParameterError
-from groupbias.stats import paired_test, significance_marker
+from groupbias.core.errors import ParameterError
+from groupbias.evaluation.stats import paired_test, significance_marker
 
 
 def test_ttest_matches_scipy_and_hand_formula(rng):
@@ -131,7 +131,7 @@ def test_t_distribution_tail_against_closed_forms_and_scipy():
     elsewhere, from tiny to huge t and up to 10^5 degrees of freedom."""
     from scipy.special import stdtr
 
-    from groupbias.stats import t_two_sided_p
+    from groupbias.evaluation.stats import t_two_sided_p
 
     for t in (1e-6, 1e-3, 0.5, 1.0, 3.0, 30.0, 1e3, 1e6):
         cauchy = 2 * math.atan(1 / t) / math.pi  # 1 - (2/pi) atan(t)
@@ -148,7 +148,7 @@ def test_t_distribution_tail_against_closed_forms_and_scipy():
 
 
 def test_t_distribution_tail_refuses_bad_input_by_name():
-    from groupbias.stats import t_two_sided_p
+    from groupbias.evaluation.stats import t_two_sided_p
 
     for df in (0, -1.0, math.nan, math.inf):
         with pytest.raises(ParameterError, match="df"):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from data_loaders import cache as cache_mod
 from data_loaders import svmlight as svm
 from data_loaders.svmlight import load_svmlight, parse_svmlight, read_svmlight
-from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 
 # ---- independent reference ------------------------------------------------------------------
 # The documented grammar, written directly with str methods (no shared code with the parser).

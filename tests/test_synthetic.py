@@ -9,7 +9,7 @@ from data_loaders.synthetic import (
     make_synthetic,
     make_synthetic_splits,
 )
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 
 
 def _same(a, b):

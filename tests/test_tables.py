@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.reporting import paper_table, save_table
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groupbias.errors import ParameterError
+from groupbias.core.errors import ParameterError
 from groupbias.reporting.tables import paper_table
 from groupbias.reporting.terminal import display_width, table_to_text
 

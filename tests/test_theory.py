@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from groupbias.errors import ParameterError
-from groupbias.simulation import simulate_attractiveness
-from groupbias.theory import (
+from groupbias.core.errors import ParameterError
+from groupbias.evaluation.theory import (
     PAPER_ALPHA,
     PAPER_ALPHA_PRIME,
     delta_eel_theory,
@@ -27,6 +26,7 @@ from groupbias.theory import (
     nu,
     rho_dtr_theory,
 )
+from groupbias.simulate.group_bias import simulate_attractiveness
 
 N_N, N_POS_N, N_A, N_POS_A = 10, 5, 10, 5  # a top-20 list, as in §4.2.1
 L = N_N + N_A

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from data_loaders.trec_fair import load_trec_fair_ppg, load_trec_fair_track
-from groupbias.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 
 # ---------------------------------------------------------------------------------------
 # tiny files in the track's exact layout

@@ -1,11 +1,11 @@
-"""Tests of groupbias.validation helpers that scan large arrays."""
+"""Tests of groupbias.core.validation helpers that scan large arrays."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from groupbias.merit import utility_ratio
-from groupbias.validation import all_integral
+from groupbias.core.validation import all_integral
+from groupbias.simulate.merit import utility_ratio
 
 
 def test_all_integral_checks_every_block():

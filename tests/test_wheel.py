@@ -172,7 +172,7 @@ def test_installed_wheel_runs_outside_source_tree(tmp_path):
 
     # (a) the installed copy is imported, its configs found, the source tree not on sys.path
     probe = (
-        "import os, sys, groupbias, groupbias.cli as c\n"
+        "import os, sys, groupbias, groupbias.app.cli as c\n"
         "print(groupbias.__file__)\n"
         "print(c.CONFIG_DIR)\n"
         "print(any('__editable__' in m for m in sys.modules))\n"

@@ -29,7 +29,7 @@ import re
 
 import torch
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 from .model import ContextScorer
 
 

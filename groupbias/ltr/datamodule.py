@@ -29,8 +29,8 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from ..errors import ParameterError
-from ..validation import check_qptr, integer
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr, integer
 from .normalization import zscore_within_queries
 from .padding import pad_segments
 

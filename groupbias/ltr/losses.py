@@ -48,8 +48,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..errors import ParameterError
-from ..validation import check_k, choice, real
+from ..core.errors import ParameterError
+from ..core.validation import check_k, choice, real
 
 GAINS = ("exp2", "linear")
 REDUCTIONS = ("mean", "sum", "none")

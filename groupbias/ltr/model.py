@@ -48,8 +48,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ParameterError
-from ..validation import choice, integer, real, sequence
+from ..core.errors import ParameterError
+from ..core.validation import choice, integer, real, sequence
 
 LN_EPS = 1e-6
 _MODEL_KEYS = ("fc_model", "transformer", "post_model")

@@ -3,7 +3,7 @@
 Batches are the dicts of :mod:`groupbias.ltr.datamodule` (``features`` [B, L, f], ``labels``
 [B, L], ``mask`` [B, L] True = real, ``positions`` [B, L], ``items`` [n_real]).
 
-Everything the module trains with is an object built from config (:mod:`groupbias.config`):
+Everything the module trains with is an object built from config (:mod:`groupbias.app.config`):
 
 - ``loss``: ``loss(scores, labels, mask) -> scalar`` (e.g.
   :class:`groupbias.ltr.losses.LambdaLoss`, the ``loss`` config group);

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..validation import check_qptr
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr
 
 _BLOCK = 32
 

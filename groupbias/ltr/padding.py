@@ -1,6 +1,6 @@
 """The one conversion between flat ranking arrays and padded tensors.
 
-Flat layout (as in :class:`groupbias.data.RankingData`): the items of all queries are
+Flat layout (as in :class:`groupbias.data.ranking_data.RankingData`): the items of all queries are
 concatenated; the items of query ``i`` are ``qptr[i]:qptr[i+1]``.
 
 Padded layout (what the scorer and the loss see): ``features`` float32 ``[B, L, f]``,
@@ -21,8 +21,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..errors import ParameterError
-from ..validation import check_qptr
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr
 
 
 class PaddedBatch(NamedTuple):

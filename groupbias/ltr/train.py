@@ -25,8 +25,8 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
-from ..errors import ParameterError
-from ..validation import check_k, choice, integer, is_integer, real
+from ..core.errors import ParameterError
+from ..core.validation import check_k, choice, integer, is_integer, real
 from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
 from .losses import LambdaLoss
 from .model import ContextScorer, ScorerSpec, make_scorer

@@ -6,10 +6,10 @@ For one dataset + grouping + β and a number of sessions:
    ranker fitted by least squares on the labels of a small random fraction of the training
    queries);
 2. sessions are simulated on the train split (and, in proportion to its queries, on the
-   valid split) with :func:`groupbias.clicks.simulate_click_log`: users biased by position
+   valid split) with :func:`groupbias.simulate.clicks.simulate_click_log`: users biased by position
    (θ_k) and by group (β_q);
 3. position propensities θ̂ are estimated from the train log without knowing η
-   (:mod:`groupbias.propensity`); every item's attractiveness is estimated per condition
+   (:mod:`groupbias.estimate.propensity`); every item's attractiveness is estimated per condition
    (:func:`labels_from_clicks`):
 
    - ``none``: the naive click rate ``Σ c / Σ n`` (no correction);
@@ -37,15 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..clicks import ClickLog, UserModel, simulate_click_log
-from ..correction import ips_correct
-from ..data import RankingData
-from ..errors import ParameterError
-from ..estimators import Estimator
-from ..io import write_npz_atomic
-from ..propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
-from ..stats import paired_test
-from ..validation import choice, real
+from ..core.errors import ParameterError
+from ..core.io import write_npz_atomic
+from ..core.validation import choice, real
+from ..data.ranking_data import RankingData
+from ..estimate.correction import ips_correct
+from ..estimate.estimators import Estimator
+from ..estimate.propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
+from ..evaluation.stats import paired_test
+from ..simulate.clicks import ClickLog, UserModel, simulate_click_log
 from .evaluation import ranking_metrics
 
 __all__ = [
@@ -92,7 +92,7 @@ class ClickSettings:
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
 
     def simulation_options(self) -> dict:
-        """The keyword arguments of :func:`~groupbias.clicks.simulate_click_log` that these
+        """The keyword arguments of :func:`~groupbias.simulate.clicks.simulate_click_log` that these
         settings fix (positions, user model, logging temperature, interventions)."""
         return {
             "positions": self.positions,

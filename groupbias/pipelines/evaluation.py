@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..metric_names import (
+from ..core.errors import ParameterError
+from ..core.validation import all_integral
+from ..evaluation.catalog import (
     DEFAULT_METRICS,
     MetricRequest,
     compute_metrics,
@@ -27,8 +28,7 @@ from ..metric_names import (
     parse_metric,
     validate_metrics,
 )
-from ..stats import paired_test
-from ..validation import all_integral
+from ..evaluation.stats import paired_test
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -73,7 +73,7 @@ def eel_thresholds(
 class EvalSpec:
     """What to evaluate against: true labels (NDCG), true relevance P(R) (ρ(DTR), Δ(EEL)),
     groups, offsets, the EEL grade thresholds, and the metrics to compute (names or
-    mappings of :data:`groupbias.registry.METRICS`, see :func:`parse_metric`).
+    mappings of :data:`groupbias.core.registry.METRICS`, see :func:`parse_metric`).
     ``membership``: [n_items, n_groups] for the related-work metrics (default
     ``[groups, 1 - groups]``)."""
 
@@ -99,7 +99,7 @@ def ranking_metrics(scores: np.ndarray, spec: EvalSpec) -> dict[str, np.ndarray]
 
 def evaluate_with(protocol, scores: np.ndarray, spec: EvalSpec, *, regime: str):
     """Per-query metric vectors of ``scores`` under the evaluation ``protocol``
-    (:class:`groupbias.protocol.EvaluationProtocol`; None: deterministic, the metric
+    (:class:`groupbias.evaluation.protocol.EvaluationProtocol`; None: deterministic, the metric
     defaults) in ``regime`` (a policy protocol always evaluates in the LTR regime)."""
     if protocol is None:
         return compute_metrics(scores, spec, regime=regime)
@@ -151,7 +151,7 @@ def correlation_records(
     TExFAIR with
     NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
     fewer than two queries with both defined give NaN."""
-    from ..fairness import per_query_correlation
+    from ..evaluation.fairness import per_query_correlation
 
     recs = []
     for a, b in pairs:

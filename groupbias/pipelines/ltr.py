@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bias import GroupBias
-from ..correction import ips_correct
-from ..data import RankingData
-from ..diagnostics import Diagnostics
-from ..errors import ParameterError
-from ..estimators import Estimator
-from ..io import write_npz_atomic, write_text_atomic
-from ..simulation import relevance_from_labels
+from ..core.errors import ParameterError
+from ..core.io import write_npz_atomic, write_text_atomic
+from ..data.ranking_data import RankingData
+from ..estimate.correction import ips_correct
+from ..estimate.diagnostics import Diagnostics
+from ..estimate.estimators import Estimator
+from ..simulate.bias import GroupBias
+from ..simulate.group_bias import relevance_from_labels
 from .evaluation import (
     DEFAULT_METRICS,
     EvalSpec,
@@ -54,7 +54,7 @@ def write_trec_run(
     Item ids are the dataset's (``data.item_ids``) or ``<qid>_<index in query>``; ranks start
     at 1 and ties keep the original order.
     """
-    from ..segments import ranks_within
+    from ..core.segments import ranks_within
 
     ranks = ranks_within(scores, data.qptr)
     qidx = data.query_index()
@@ -202,10 +202,10 @@ def run_ltr(
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
     ``recipe``: a :class:`groupbias.ltr.train.RankerRecipe` (model, loss, optimizer,
-    scheduler, trainer, batching); ``metrics``: names of :data:`groupbias.registry.METRICS`;
+    scheduler, trainer, batching); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check on the train split (None: skipped);
-    ``protocol``: the :class:`~groupbias.protocol.EvaluationProtocol` of the test scores
+    ``protocol``: the :class:`~groupbias.evaluation.protocol.EvaluationProtocol` of the test scores
     (None: deterministic; a policy protocol evaluates each ranker's scores as a
     Plackett–Luce policy)."""
     from ..ltr.train import train_ranker

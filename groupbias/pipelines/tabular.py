@@ -3,7 +3,7 @@
 Head queries: attractiveness P(A) is observed directly (clicks already debiased for position
 and trust), only group bias remains. For one dataset + grouping + β:
 
-1. relevance P(R) from the labels (:func:`groupbias.simulation.relevance_from_labels`);
+1. relevance P(R) from the labels (:func:`groupbias.simulate.group_bias.relevance_from_labels`);
 2. biased attractiveness ``a = β_q P(R)`` for the affected group, β_q ~ N(β, σ_β) per query;
 3. β̂ per query cluster by the amortized KS grid search (Eq. 14);
 4. IPS-corrected utilities ``a / β̂`` for the affected group;
@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..bias import GroupBias
-from ..correction import ips_correct
-from ..data import RankingData
-from ..diagnostics import Diagnostics, estimate_summary
-from ..errors import ParameterError
-from ..estimation import BetaEstimate
-from ..estimators import Estimator
-from ..simulation import Simulation
-from ..validation import all_integral
+from ..core.errors import ParameterError
+from ..core.validation import all_integral
+from ..data.ranking_data import RankingData
+from ..estimate.correction import ips_correct
+from ..estimate.diagnostics import Diagnostics, estimate_summary
+from ..estimate.estimators import Estimator
+from ..estimate.ks import BetaEstimate
+from ..simulate.bias import GroupBias
+from ..simulate.group_bias import Simulation
 from .evaluation import (
     DEFAULT_METRICS,
     EvalSpec,
@@ -86,7 +86,7 @@ def record_base(
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
     """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
-    says about itself (:func:`groupbias.diagnostics.estimate_summary`: curve minimum, flat
+    says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
     width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
     rec = {
@@ -198,11 +198,11 @@ def run_tabular(
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
     ``bias``: the group-bias model (simulates at ``beta``; ``beta_std`` overrides its noise);
-    ``estimator``: any :class:`~groupbias.estimation.Estimator` (``clusters``: explicit query
-    clusters for it); ``metrics``: names of :data:`groupbias.registry.METRICS`;
+    ``estimator``: any :class:`~groupbias.estimate.ks.Estimator` (``clusters``: explicit query
+    clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
-    :class:`~groupbias.protocol.EvaluationProtocol` (None: deterministic)."""
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (None: deterministic)."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(

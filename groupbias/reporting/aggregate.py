@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import GroupBiasError
-from ..io import write_text_atomic
-from ..runs import collect_records
+from ..app.runs import collect_records
+from ..core.errors import GroupBiasError
+from ..core.io import write_text_atomic
 from .plots import plot_cluster_size, plot_degradation
 from .tables import paper_table, save_table
 

@@ -21,8 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..errors import ParameterError  # noqa: E402
-from ..io import write_bytes_atomic  # noqa: E402
+from ..core.errors import ParameterError  # noqa: E402
+from ..core.io import write_bytes_atomic  # noqa: E402
 
 GROUP_SERIES = (
     ("ndcg@10", "overall", "tab:red"),
@@ -202,7 +202,7 @@ def plot_ks_curves(
     title: str | None = None,
 ) -> dict[str, Path]:
     """The KS statistic of Eq. (14) against the candidate β for some clusters of a
-    :class:`groupbias.estimation.BetaEstimate` (default: up to 8 clusters), with each
+    :class:`groupbias.estimate.ks.BetaEstimate` (default: up to 8 clusters), with each
     cluster's β̂ marked (and the true β dashed when given)."""
     curves = np.asarray(estimate.ks_curve, dtype=np.float64)
     grid = np.asarray(estimate.grid, dtype=np.float64)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ParameterError
-from ..io import write_text_atomic
+from ..core.errors import ParameterError
+from ..core.io import write_text_atomic
 
 METRIC_LABELS = {
     "ndcg@10": "NDCG@10 ↑",

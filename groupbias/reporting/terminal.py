@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 
 #: gap between two columns that differ first at level 0 (blocks), 1, 2, ...
 GAPS = (4, 3, 2)

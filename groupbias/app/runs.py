@@ -1,0 +1,236 @@
+"""Run directories: resolved config, seed, version and metrics, written atomically; resume.
+
+Layout of one run directory::
+
+    config.yaml     the resolved configuration (YAML, written first)
+    meta.json       seed, package version, config fingerprint, start/end time, status
+    steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid)
+    metrics.json    the run's result records, written last: its presence marks completion
+
+A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same
+fingerprint (of the result-relevant configuration and the package version). Re-running a
+sweep skips complete runs, and a run killed half-way re-uses the
+sub-steps it had finished, so nothing is computed twice and nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import gc
+import hashlib
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import yaml
+
+from .. import __version__
+from ..core.errors import DataFormatError, NothingComputedError
+from ..core.io import read_json, write_json_atomic, write_text_atomic
+
+#: Config keys that do not change results (where to write, how to launch, how verbose).
+NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "report")
+
+
+def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEYS) -> str:
+    """SHA-256 (16 hex digits) of the canonical JSON of ``cfg`` without ``ignore`` keys."""
+    clean = {k: v for k, v in cfg.items() if k not in ignore}
+    blob = json.dumps(clean, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as printed to the user: relative to the working directory when it lies below
+    it (``runs/demo``), else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+class RunDir:
+    """One run's directory (see module docstring)."""
+
+    def __init__(self, path: str | os.PathLike, cfg: Mapping, *, seed: int | None = None):
+        self.path = Path(path)
+        self.cfg = dict(cfg)
+        self.seed = seed
+        # the package version is part of the identity: a new release recomputes
+        self.fingerprint = config_fingerprint({**self.cfg, "_groupbias": __version__})
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.json"
+
+    def is_complete(self) -> bool:
+        """Finished under this fingerprint, with no dataset skipped for missing data (a run
+        with skipped datasets is recomputed, reusing its finished steps, so data that has
+        appeared since is used)."""
+        meta = self.path / "meta.json"
+        if not (self.metrics_path.exists() and meta.exists()):
+            return False
+        try:
+            m = read_json(meta)
+            skipped = read_json(self.metrics_path).get("skipped")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return False
+        complete = m.get("fingerprint") == self.fingerprint and m.get("status") == "complete"
+        return complete and not skipped
+
+    def load_metrics(self) -> dict:
+        return read_json(self.metrics_path)
+
+    def start(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(self.path)
+        write_text_atomic(
+            self.path / "config.yaml", yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True)
+        )
+        self._meta("running")
+
+    def _meta(self, status: str, **extra) -> None:
+        write_json_atomic(
+            self.path / "meta.json",
+            {
+                "status": status,
+                "fingerprint": self.fingerprint,
+                "seed": self.seed,
+                "groupbias_version": __version__,
+                "python": platform.python_version(),
+                "host": platform.node(),
+                "time": _now(),
+                **extra,
+            },
+        )
+
+    def step(
+        self,
+        name: str,
+        fn: Callable[[], dict],
+        *,
+        key: Mapping | None = None,
+        label: str | None = None,
+    ) -> dict:
+        """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
+        under the same config (and ``key``), else computed with ``fn()`` and stored.
+
+        Without ``label`` a line is printed when the step starts and one when it ends; with
+        it, one line when it is done (``[groupbias] <label>: 1.2 s``, or ``reused``), for
+        short steps."""
+        fp = config_fingerprint({"run": self.fingerprint, "key": dict(key or {})}, ignore=())
+        p = self.path / "steps" / f"{name}.json"
+        if p.exists():
+            try:
+                saved = read_json(p)
+                if saved.get("fingerprint") == fp:
+                    where = "reused" if label else f"reused from {p}"
+                    print(f"[groupbias] {label or name}: {where}", flush=True)
+                    return saved["result"]
+            except (OSError, json.JSONDecodeError, KeyError):
+                pass
+        if label is None:
+            print(f"[groupbias] {name}: running", flush=True)
+        start = time.perf_counter()
+        result = fn()
+        write_json_atomic(p, {"fingerprint": fp, "result": result})
+        took = f"{time.perf_counter() - start:.1f} s"
+        print(
+            f"[groupbias] {label}: {took}" if label else f"[groupbias] {name}: done in {took}",
+            flush=True,
+        )
+        return read_json(p)["result"]
+
+    def finish(self, metrics: Mapping) -> dict:
+        write_json_atomic(self.metrics_path, metrics)
+        self._meta("complete", finished=_now())
+        return read_json(self.metrics_path)
+
+
+def run_once(
+    path: str | os.PathLike,
+    cfg: Mapping,
+    fn: Callable[[RunDir], Mapping],
+    *,
+    seed: int | None = None,
+) -> tuple[dict, bool]:
+    """Run ``fn(run_dir)`` unless the run is already complete.
+
+    Returns ``(metrics, skipped)``.
+    """
+    rd = RunDir(path, cfg, seed=seed)
+    if rd.is_complete():
+        return rd.load_metrics(), True
+    rd.start()
+    try:
+        metrics = fn(rd)
+        if not metrics.get("records"):
+            skipped = "; ".join(metrics.get("skipped") or []) or "no records"
+            raise NothingComputedError(f"nothing was computed, so nothing is stored ({skipped})")
+    except BaseException as exc:  # record why, keep finished steps for the next attempt
+        rd._meta("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    return rd.finish(metrics), False
+
+
+def remove_leftovers(directory: Path) -> list[Path]:
+    """Delete the temporary files (``.<name>.<random>.tmp``) that killed atomic writes left
+    below ``directory``; returns them."""
+    gone = [p for p in directory.rglob(".*.tmp") if p.is_file()]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone
+
+
+def read_meta(path: Path) -> dict:
+    """A run's ``meta.json``; a truncated or unreadable one is a :class:`DataFormatError`
+    naming the file."""
+    try:
+        meta = read_json(path)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            path,
+            exc.lineno,
+            f"not valid JSON ({exc.msg}); the file is "
+            "truncated or damaged: delete the run folder to recompute it",
+        ) from None
+    if not isinstance(meta, dict):
+        raise DataFormatError(path, None, "expected a JSON object")
+    return meta
+
+
+def collect_records(root: str | os.PathLike) -> list[dict]:
+    """All result records of complete runs under ``root`` (recursively), each tagged with
+    ``run`` = its directory relative to ``root``."""
+    root = Path(root)
+    out: list[dict] = []
+    for mp in sorted(root.rglob("metrics.json")):
+        meta = mp.parent / "meta.json"
+        if not meta.exists() or read_meta(meta).get("status") != "complete":
+            continue
+        for rec in read_json(mp).get("records", []):
+            out.append({**rec, "run": str(mp.parent.relative_to(root))})
+    return out
+
+
+def release_free_memory() -> bool:
+    """Hand the memory a finished run freed back to the operating system, so that building
+    its report (pandas, matplotlib) starts from what is still in use. glibc keeps freed
+    blocks below its mmap threshold (up to 32 MB: a float64 array of 4M items) in its heap;
+    ``malloc_trim(0)`` returns their pages. Returns False where the C library has no
+    ``malloc_trim`` (nothing is done there)."""
+    gc.collect()
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return False
+    trim(0)
+    return True

@@ -1,0 +1,202 @@
+"""Input validation shared by every public function (the one place these checks live).
+
+Each check returns the value converted to its working type, or raises
+:class:`~groupbias.core.errors.ParameterError` naming the parameter, what was expected and what was
+given. ``bool`` is never accepted where a number is expected (``True`` is an ``int`` in
+Python, but ``k=True`` is a mistake).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import ParameterError
+
+__all__ = [
+    "is_integer",
+    "is_real",
+    "integer",
+    "real",
+    "choice",
+    "sequence",
+    "vector",
+    "generator",
+    "check_qptr",
+    "check_k",
+    "all_integral",
+    "check_threads",
+]
+
+
+def is_integer(value) -> bool:
+    """True for Python and numpy integers, False for ``bool`` and everything else."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value) -> bool:
+    """True for real numbers (integers included, NaN and inf included), False for ``bool``."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _interval(low, high, low_open: bool, high_open: bool) -> str:
+    lo = "-inf" if low is None else f"{low}"
+    hi = "inf" if high is None else f"{high}"
+    return f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
+
+
+def _inside(v: float, low, high, low_open: bool, high_open: bool) -> bool:
+    if low is not None and (v < low or (low_open and v == low)):
+        return False
+    return not (high is not None and (v > high or (high_open and v == high)))
+
+
+def real(
+    name: str,
+    value,
+    *,
+    low=None,
+    high=None,
+    low_open: bool = False,
+    high_open: bool = False,
+    what: str | None = None,
+    fix: str | None = None,
+) -> float:
+    """A finite real number in the given interval, as ``float``."""
+    ok = (
+        is_real(value)
+        and bool(np.isfinite(float(value)))
+        and _inside(float(value), low, high, low_open, high_open)
+    )
+    if not ok:
+        raise ParameterError(
+            name, what or f"a number in {_interval(low, high, low_open, high_open)}", value, fix
+        )
+    return float(value)
+
+
+def integer(
+    name: str, value, *, low=None, high=None, what: str | None = None, fix: str | None = None
+) -> int:
+    """An integer (not ``bool``) in ``[low, high]``, as ``int``."""
+    if not is_integer(value) or not _inside(int(value), low, high, False, False):
+        if what is None:
+            what = (
+                "an integer"
+                if low is None and high is None
+                else f"an integer in {_interval(low, high, False, False)}"
+            )
+        raise ParameterError(name, what, value, fix)
+    return int(value)
+
+
+def choice(name: str, value, allowed: Sequence[str]) -> str:
+    """One of the strings ``allowed``."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ParameterError(name, "one of " + ", ".join(repr(a) for a in allowed), value)
+    return value
+
+
+def sequence(name: str, values, item, *, what: str, allow_empty: bool = False) -> tuple:
+    """A list or tuple (not a string) whose every entry passes ``item(name, entry)``; returns
+    the checked entries as a tuple. ``what``: the expected list, for the message."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise ParameterError(name, what, values)
+    if not values and not allow_empty:
+        raise ParameterError(name, what, list(values))
+    return tuple(item(name, v) for v in values)
+
+
+def vector(
+    name: str,
+    values,
+    n: int | None = None,
+    *,
+    low=None,
+    high=None,
+    finite: bool = True,
+    what: str | None = None,
+    fix: str | None = None,
+) -> np.ndarray:
+    """A 1-D numeric array (bool allowed) as float64, optionally of length ``n``, finite and
+    inside ``[low, high]``. No copy when the input is already float64."""
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    if n is not None and a.size != n:
+        raise ParameterError(
+            name,
+            f"length {n} (one value per item)" if what is None else f"length {n}",
+            f"length {a.size}",
+        )
+    a = a.astype(np.float64, copy=False)
+    if finite and a.size and not np.all(np.isfinite(a)):
+        raise ParameterError(name, "finite values", "NaN or infinite entries", fix)
+    if a.size and ((low is not None and a.min() < low) or (high is not None and a.max() > high)):
+        raise ParameterError(
+            name,
+            what or f"values in {_interval(low, high, False, False)}",
+            f"range [{a.min()!r}, {a.max()!r}]",
+            fix,
+        )
+    return a
+
+
+def generator(rng, *, name: str = "rng", used_for: str | None = None) -> np.random.Generator:
+    """A ``numpy.random.Generator`` (no global seeding anywhere in groupbias)."""
+    if not isinstance(rng, np.random.Generator):
+        what = "a numpy.random.Generator" + (f" (used for {used_for})" if used_for else "")
+        raise ParameterError(
+            name, what, type(rng).__name__, fix="pass rng=np.random.default_rng(seed)"
+        )
+    return rng
+
+
+def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
+    """Query offsets for ``n_items`` items (``qptr[0] = 0``, non-decreasing, ``qptr[-1] =
+    n_items``) as int64."""
+    q = np.asarray(qptr)
+    if q.ndim != 1 or q.size < 1 or not np.issubdtype(q.dtype, np.integer):
+        raise ParameterError(
+            name,
+            "1-D integer offsets of length n_queries + 1",
+            f"array of shape {q.shape} and dtype {q.dtype}",
+        )
+    q = q.astype(np.int64, copy=False)
+    if q[0] != 0 or q[-1] != n_items or np.any(np.diff(q) < 0):
+        raise ParameterError(
+            name, f"non-decreasing offsets from 0 to n_items={n_items}", f"[{q[0]} .. {q[-1]}]"
+        )
+    return q
+
+
+def all_integral(values: np.ndarray, block: int = 1 << 20) -> bool:
+    """Every value is a whole number (False for NaN), checked over blocks of ``block``
+    values: no temporaries the size of ``values``."""
+    flat = np.asarray(values).ravel()
+    for s in range(0, flat.size, block):
+        part = flat[s : s + block]
+        if not np.array_equal(part, np.round(part)):
+            return False
+    return True
+
+
+def check_k(k, name: str = "k") -> int | None:
+    """A rank cutoff: an integer >= 1, or None for no cutoff."""
+    if k is None:
+        return None
+    return integer(name, k, low=1, what="an integer >= 1, or None for no cutoff")
+
+
+def check_threads(threads, name: str = "threads") -> int:
+    """Worker threads: an integer of at least 1, or ``None`` for the cores this process may
+    run on (``os.sched_getaffinity``, else ``os.cpu_count()``)."""
+    if threads is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+            return max(1, os.cpu_count() or 1)
+    return integer(name, threads, low=1, what="an integer of at least 1, or null (all cores)")

@@ -1,0 +1,271 @@
+"""Datasets by name: each declared once (loader, environment variable, expected files, split
+names), loaded the same way from the library, the configs and the command line.
+
+``DATASETS`` (:mod:`groupbias.core.registry`) maps a name such as ``"trec2020"`` to a
+:class:`DatasetInfo`. The built-in loaders (package ``data_loaders``) declare theirs in
+``data_loaders/registry.py``, found through the ``groupbias.data.datasets`` entry-point group, so
+the core never imports a loader; another package can declare datasets the same way::
+
+    from .datasets import DatasetInfo, register_dataset
+
+    register_dataset(DatasetInfo(name="mydata", title="My data", options=MyOptions,
+                                 env_var="MYDATA_ROOT", expected_files=("train.tsv",)))
+
+A dataset's ``options`` is a class whose keyword arguments are the loader's options (it
+validates them when built, raising :class:`~groupbias.core.errors.ParameterError` with the option's
+name) and whose ``load(root, split) -> RankingData`` reads one split (``root`` None: the
+loader reads its environment variable when called). Groupings (``builtin`` here, ``feature`` in
+``data_loaders.grouping``) implement ``apply(splits) -> splits``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..core.errors import GroupingError, MissingFilesError, ParameterError
+from ..core.registry import DATASETS
+from ..core.validation import integer
+from .ranking_data import RankingData
+
+__all__ = [
+    "DatasetInfo",
+    "register_dataset",
+    "DatasetSpec",
+    "Grouping",
+    "BuiltinGrouping",
+    "check_two_groups",
+    "MIN_TWO_GROUP_QUERIES",
+    "load_dataset",
+]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset as declared by its loader module.
+
+    Attributes
+    ----------
+    name : registry name (``"trec2020"``), also the config file ``configs/dataset/<name>.yaml``
+    title : how tables and figures name it (``"TREC 2020"``)
+    options : the class of the loader's options: ``options(**params).load(root, split)``
+    env_var : environment variable holding the user's copy (None: nothing to point at)
+    expected_files : the files the loader reads, relative to the root (for messages)
+    splits : our split name (train / valid / test) -> the dataset's own split name
+    params : fixed loader keywords of this variant (e.g. ``{"year": 2020}``)
+    builtin_groups : the loader sets ``groups`` (a sensitive attribute comes with the data)
+    group_label : how tables name the built-in grouping (``"[Co.]"``), "" for none
+    """
+
+    name: str
+    title: str
+    options: Callable[..., Any]
+    env_var: str | None = None
+    expected_files: tuple[str, ...] = ()
+    splits: Mapping[str, str] = field(default_factory=lambda: {"train": "train"})
+    params: Mapping[str, object] = field(default_factory=dict)
+    builtin_groups: bool = True
+    group_label: str = ""
+
+    def option_names(self) -> list[str]:
+        """Loader options a config may set (beyond the registered ``params``)."""
+        sig = inspect.signature(self.options)
+        return [
+            n
+            for n, p in sig.parameters.items()
+            if n not in self.params and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+
+    def make_options(self, params: Mapping[str, object]):
+        """The validated options object for ``params`` (errors name ``params.<option>``)."""
+        allowed = self.option_names()
+        for k in params:
+            if k not in allowed:
+                raise ParameterError(
+                    f"params.{k}", "an option of the loader: " + (", ".join(allowed) or "none"), k
+                )
+        try:
+            return self.options(**{**self.params, **params})
+        except ParameterError as exc:
+            raise ParameterError(f"params.{exc.name}", exc.expected, exc.given, exc.fix) from None
+
+
+def register_dataset(info: DatasetInfo, *, replace: bool = False) -> DatasetInfo:
+    """Declare a dataset under ``info.name``."""
+    return DATASETS.register(info.name, info, replace=replace)
+
+
+class Grouping(Protocol):
+    """Sets ``groups`` (1 = affected) on every split of a dataset; ``label(info)`` names the
+    grouping in tables (``"[426, mean]"``)."""
+
+    def apply(
+        self, splits: Mapping[str, RankingData], info: DatasetInfo
+    ) -> dict[str, RankingData]: ...
+
+    def label(self, info: DatasetInfo) -> str: ...
+
+
+#: the default of ``grouping.min_two_group_queries``
+MIN_TWO_GROUP_QUERIES = 10
+
+
+def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: str) -> None:
+    """Refuse a grouping under which fewer than ``minimum`` queries of a split (half of its
+    non-empty queries when that is fewer; at least one always) have items of both groups:
+    group bias can be neither simulated, estimated nor measured there (a one-group query has
+    no ρ(DTR) or Δ(EEL) to speak of)."""
+    for name, d in splits.items():
+        if d.groups is None:
+            continue
+        g = d.groups
+        qi = d.query_index()
+        n_aff = np.bincount(qi, weights=g, minlength=d.n_queries)
+        n_non = np.bincount(qi, weights=1.0 - g, minlength=d.n_queries)
+        both = int(np.sum((n_aff > 0) & (n_non > 0)))
+        needed = min(minimum, max(1, int(np.sum(d.list_sizes > 0)) // 2))
+        if both < needed or both == 0:
+            raise GroupingError(
+                f"{who}/{name}: only {both} of {d.n_queries} queries have items of both "
+                f"groups; at least {max(needed, 1)} are needed (grouping.min_two_group_queries). "
+                "Choose another sensitive attribute or threshold"
+            )
+
+
+@dataclass(frozen=True)
+class BuiltinGrouping:
+    """The sensitive attribute that comes with the dataset (TREC h-index, IIT-JEE gender,
+    MovieLens country / box office, the synthetic sensitive feature).
+    ``min_two_group_queries``: refuse data where fewer queries of a split have both groups."""
+
+    min_two_group_queries: int = MIN_TWO_GROUP_QUERIES
+
+    def __post_init__(self) -> None:
+        integer("min_two_group_queries", self.min_two_group_queries, low=1)
+
+    def label(self, info: DatasetInfo) -> str:
+        return info.group_label
+
+    def apply(self, splits: Mapping[str, RankingData], info: DatasetInfo) -> dict[str, RankingData]:
+        if not info.builtin_groups:
+            raise GroupingError(
+                f"dataset {info.name!r} has no built-in sensitive attribute; "
+                "choose grouping=feature with grouping.feature_id=<id> "
+                "(see data_loaders.grouping.candidate_report)"
+            )
+        missing = [k for k, d in splits.items() if d.groups is None]
+        if missing:
+            raise GroupingError(f"splits {missing} of {info.name!r} came without groups")
+        check_two_groups(splits, self.min_two_group_queries, who=info.name)
+        return dict(splits)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A registered dataset with this run's choices (the ``dataset`` config group).
+
+    ``name``: a registered dataset; ``title``: overrides its title in tables; ``root``: the
+    user's copy (None: the dataset's environment variable); ``params``: loader keywords
+    beyond the registered ones; ``splits``: our split name -> the dataset's (None: the
+    registered ones).
+    """
+
+    name: str
+    title: str | None = None
+    root: str | None = None
+    params: Mapping[str, object] = field(default_factory=dict)
+    splits: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or self.name not in DATASETS:
+            raise ParameterError(
+                "name", "a registered dataset: " + ", ".join(DATASETS.names()), self.name
+            )
+        info = DATASETS.get(self.name)
+        if self.title is not None and not isinstance(self.title, str):
+            raise ParameterError("title", "a string or null", self.title)
+        if self.root is not None and not isinstance(self.root, str):
+            raise ParameterError("root", "a path (string) or null", self.root)
+        if not isinstance(self.params, Mapping):
+            raise ParameterError("params", "a mapping of loader keywords", self.params)
+        info.make_options(self.params)
+        if self.splits is not None and (
+            not isinstance(self.splits, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.splits.items())
+        ):
+            raise ParameterError(
+                "splits", "a mapping of our split names to the dataset's", self.splits
+            )
+
+    @property
+    def info(self) -> DatasetInfo:
+        return DATASETS.get(self.name)
+
+    @property
+    def label(self) -> str:
+        """The name tables and figures use (the registered title unless ``title`` is set)."""
+        return self.title or self.info.title
+
+    def label_with(self, grouping) -> str:
+        """The table name of this dataset under ``grouping``: ``title`` when set, else the
+        registered title and the grouping's label (``"MovieLens [Co.]"``, ``"LightGBM file
+        [202, mean]"``)."""
+        if self.title:
+            return self.title
+        part = grouping.label(self.info) if hasattr(grouping, "label") else ""
+        return f"{self.info.title} {part}".strip()
+
+    def load(self, *, only: tuple[str, ...] | None = None) -> dict[str, RankingData]:
+        """The splits (all, or ``only`` some), as the loader returns them."""
+        info = self.info
+        options = info.make_options(self.params)
+        splits = dict(self.splits if self.splits is not None else info.splits)
+        unknown = [s for s in (only or ()) if s not in splits]
+        if unknown:
+            raise ParameterError("split", f"one of {sorted(splits)} of {info.name!r}", unknown[0])
+        out = {}
+        for ours, theirs in splits.items():
+            if only is not None and ours not in only:
+                continue
+            try:
+                out[ours] = options.load(self.root, theirs)
+            except MissingFilesError as exc:
+                if info.env_var is None:
+                    raise
+                raise MissingFilesError(
+                    exc.directory,
+                    exc.expected,
+                    hint=f"point {info.env_var} (or dataset.root=...) at your copy of "
+                    f"{info.title}; see docs/datasets.md",
+                ) from exc
+        return out
+
+
+def load_dataset(
+    name: str,
+    *,
+    root: str | None = None,
+    split: str | None = None,
+    grouping: Grouping | None = None,
+    **params,
+):
+    """Load a registered dataset: all its splits as ``{split: RankingData}``, or one split.
+
+    ``grouping``: applied to every split (default: the dataset's built-in sensitive attribute
+    when it has one, else no grouping). Example::
+
+        import groupbias as gb
+
+        test = gb.load_dataset("trec2020", split="test")   # $GROUPBIAS_TREC_FAIR
+    """
+    spec = DatasetSpec(name=name, root=root, params=params)
+    splits = spec.load(only=None if split is None else (split,))
+    if grouping is None and spec.info.builtin_groups:
+        grouping = BuiltinGrouping()
+    if grouping is not None:
+        splits = grouping.apply(splits, spec.info)
+    return splits[split] if split is not None else splits

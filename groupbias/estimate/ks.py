@@ -1,0 +1,1051 @@
+"""Amortized estimation of the group propensity ``beta`` (paper §5.1–5.2, Eq. 14).
+
+The estimator
+-------------
+Under the multiplicative model of Eq. (2) the observed attractiveness of an affected item is
+``a = beta_A * P(R)`` while a non-affected item keeps ``a = P(R)`` (``beta_N = 1``). If the
+relevance scores of both groups come from the same distribution (Eq. 13), dividing the
+affected scores by the true ``beta_A`` makes the two samples identically distributed, so
+
+    beta_hat = argmin_{beta in grid}  KS(A_A / beta, A_N),                         (Eq. 14)
+
+where ``KS(X, Y) = sup_x |F_X(x) - F_Y(x)|`` is the two-sample Kolmogorov–Smirnov statistic
+between the empirical CDFs (right-continuous, ``F_X(x) = #{X_i <= x} / |X|``).
+
+Conventions
+-----------
+- ``grid``: strictly increasing values in (0, 1]; default ``0.01, 0.02, ..., 1.00``.
+- Ties of the statistic on the grid go to the **largest** ``beta`` among the minimizers
+  by default (the most conservative correction: a flat curve leaves the scores least
+  changed); ``tie="smallest"`` or ``"middle"`` (the middle of the flat region) instead.
+  Flat curves are the rule for small clusters of binary labels: each group has a handful
+  of positive scores, the KS statistic between ``m`` and ``n`` points takes few values
+  (multiples of ``1 / lcm(m, n)``; with one point per group it is 1 for every ``beta``),
+  and its minimum is a wide plateau. ``"largest"`` then makes small clusters
+  over-estimate ``beta``, ``"smallest"`` under-estimate it (the direction the paper
+  reports); docs/method.md measures both on TREC 2019.
+- Zero attractiveness (``zero_policy``): with binary or graded labels many items have
+  ``a = 0``. That atom does not move when the affected scores are divided by ``beta``, so it
+  carries no information about ``beta``; but any difference in the zero fractions of the two
+  groups adds a ``beta``-independent floor ``|p0_A - p0_N|`` to the KS statistic, which
+  flattens the curve and biases the argmin (the floor dominates wherever it exceeds the
+  ``beta``-dependent part). ``"exclude"`` (default) compares the positive scores only: this
+  only assumes that the *relevant* items' scores have the same distribution in both groups
+  and allows the groups to differ in how many relevant items they have. ``"include"`` keeps
+  the zeros (the literal Eq. 14).
+- Tie-breaking jitter (§6.1): before the search, every score ``v`` is replaced by
+  ``v + u`` with ``u ~ Uniform(-h, h)`` (``Uniform(0, h)`` for ``v = 0``, keeping scores
+  non-negative), ``h = jitter * gap / 2`` and ``gap`` the smallest distance between distinct
+  values of the pooled scores used (zero included as a value). Since ``jitter < 1``,
+  ``|u| < gap / 2`` and no two distinct values (grades) swap order; only exact ties are
+  broken. ``jitter=0`` disables it. The noise is drawn from ``rng`` after the random
+  clusters (if any).
+- Scopes: ``clusters`` (a cluster label per query) amortizes over given query clusters;
+  ``cluster_size=k`` draws random clusters of ``k`` queries (a permutation from ``rng``;
+  ``k = 1`` is the per-query estimator, ``k >= n_queries`` one global cluster); neither
+  gives one global cluster.
+- Groups: ``groups == 1`` is the affected sample, ``groups == 0`` the non-affected one.
+  Fractional memberships are rejected unless ``group_threshold`` is given (items with
+  ``g >= group_threshold`` are then affected).
+- Failure policy: a cluster in which either group has no score left (after the zero
+  policy) has ``beta_hat = NaN`` and a NaN row in ``ks_curve``; the correction leaves the
+  items of such clusters unchanged (:func:`groupbias.estimate.correction.ips_correct`).
+  ``BetaEstimate.n_failed`` counts them.
+
+Exact fast KS over the whole grid
+---------------------------------
+The statistic is evaluated exactly, for all grid points and clusters at once, by a
+branch-and-bound over sample points: the supremum of ``|F_1 - F_2|`` is attained at a
+sample point (evaluating both right-continuous CDFs there). Both samples are sorted within
+their cluster once. For a run of consecutive sample points of one sample with known CDF
+values at its first point ``a`` and last point ``b``, monotonicity bounds every interior
+point by ``max(F_1(b) - F_2(a), F_2(b) - F_1(a))``. Runs whose bound cannot beat the best
+value found so far are discarded; the others are split into ``split`` sub-runs whose new
+end points are evaluated (one binary search each), until every surviving interior point is
+evaluated. The result equals ``scipy.stats.ks_2samp(A_A / beta, A_N).statistic`` (the same
+counts divided the same way), which the tests check against a brute-force loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.segments import query_index
+from ..core.validation import check_qptr, choice, generator, integer, is_integer, is_real, real
+from .distances import DISTANCES, wasserstein_curves
+
+__all__ = [
+    "BetaEstimate",
+    "default_grid",
+    "estimate_beta",
+    "ks_statistic",
+    "ks_curves",
+    "argmin_largest",
+    "grid_argmin",
+    "tie_break_jitter",
+    "random_clusters",
+    "ZERO_POLICIES",
+    "grid_curves",
+]
+
+ZERO_POLICIES = ("exclude", "include")
+#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`)
+TIES = ("largest", "smallest", "middle")
+JITTER_SCALES = ("grade", "gap")
+_REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
+_ABS = 1e-300
+_WORK = 1_000_000  # new points + child runs of one branch-and-bound step (memory bound)
+_PAIR_WORK = 1_000_000  # pairs + points x grid points of one all-pairs chunk (memory bound)
+_DENSE = 0.25  # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
+_MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
+
+
+def default_grid(step: float = 0.01) -> np.ndarray:
+    """The grid ``step, 2*step, ..., 1`` (float64); ``step`` must divide 1 into ``k`` parts.
+
+    The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
+    ``0.01, 0.02, ..., 1.00``.
+    """
+    if not is_real(step) or not 0 < step <= 1:
+        raise ParameterError("step", "a number in (0, 1]", step)
+    k = int(round(1.0 / step))
+    if k < 1 or abs(k * step - 1.0) > 1e-9:
+        raise ParameterError("step", "1 / k for an integer k (e.g. 0.01, 0.05, 0.1)", step)
+    return np.arange(1, k + 1, dtype=np.float64) / k
+
+
+def _check_grid(grid) -> np.ndarray:
+    if grid is None:
+        return default_grid()
+    g = np.asarray(grid, dtype=np.float64)
+    if g.ndim != 1 or g.size < 1:
+        raise ParameterError("grid", "a non-empty 1-D array of beta values", f"shape {g.shape}")
+    if not np.all(np.isfinite(g)) or g.min() <= 0 or g.max() > 1:
+        raise ParameterError("grid", "values in (0, 1]", f"range [{g.min()!r}, {g.max()!r}]")
+    if np.any(np.diff(g) <= 0):
+        raise ParameterError(
+            "grid",
+            "strictly increasing values",
+            "unsorted or repeated values",
+            fix="pass np.unique(grid)",
+        )
+    return g
+
+
+def _scores(name: str, values) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
+        raise ParameterError(
+            name, "finite non-negative scores", "NaN, infinite or negative entries"
+        )
+    return a
+
+
+# --------------------------------------------------------------------------- KS statistic
+
+
+def ks_statistic(a, b) -> float:
+    """Two-sample Kolmogorov–Smirnov statistic ``sup_x |F_a(x) - F_b(x)|``.
+
+    ``a`` [n_a], ``b`` [n_b] are 1-D finite samples; the empirical CDFs are right-continuous
+    and the supremum is taken over the pooled sample points (where it is attained). Equals
+    ``scipy.stats.ks_2samp(a, b).statistic``.
+    """
+    x = np.sort(np.asarray(a, dtype=np.float64).ravel())
+    y = np.sort(np.asarray(b, dtype=np.float64).ravel())
+    for name, v in (("a", x), ("b", y)):
+        if v.size == 0:
+            raise ParameterError(name, "a non-empty sample", "an empty array")
+        if not np.all(np.isfinite(v)):
+            raise ParameterError(name, "finite values", "NaN or infinite entries")
+    pooled = np.concatenate([x, y])
+    d = (
+        np.searchsorted(x, pooled, side="right") / x.size
+        - np.searchsorted(y, pooled, side="right") / y.size
+    )
+    return float(np.max(np.abs(d)))
+
+
+class _Sample:
+    """One sample (affected or non-affected) sorted by (cluster, value)."""
+
+    def __init__(self, values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> None:
+        one = n_clusters == 1
+        if one:
+            v = np.sort(values)
+            c = _zeros(v.size)
+            self.size = np.array([v.size], dtype=np.int64)
+        else:
+            order = np.lexsort((values, cluster))
+            v = values[order]
+            c = cluster[order]
+            self.size = np.bincount(c, minlength=n_clusters).astype(np.int64)
+        self.v = v
+        self.c = c
+        self.start = np.zeros(n_clusters, dtype=np.int64)
+        np.cumsum(self.size[:-1], out=self.start[1:])
+        self.end = self.start + self.size
+        n = v.size
+        # right-continuous rank within the cluster: #{same-cluster values <= v[i]}
+        if one:  # ranks are searched when asked for (rank_at): no per-value rank array
+            self._rank = None
+            self.key = v
+            return
+        last = np.ones(n, dtype=bool)
+        if n > 1:
+            last[:-1] = (v[1:] != v[:-1]) | (c[1:] != c[:-1])
+        pos = np.arange(1, n + 1, dtype=np.int64)
+        if not last.all():
+            last_idx = np.flatnonzero(last)
+            first = np.ones(n, dtype=bool)
+            first[1:] = last[:-1]
+            pos = last_idx[np.cumsum(first) - 1] + 1
+        self._rank = pos - self.start[c]
+        # search keys: lexicographic (cluster, value) as complex numbers (cluster ids are
+        # exact in the real part)
+        self.key = _complex(c, v)
+
+    def rank_at(self, idx: np.ndarray) -> np.ndarray:
+        """Right-continuous rank within the cluster of the sorted values ``idx``:
+        ``#{same-cluster values <= v[idx]}``."""
+        if self._rank is None:
+            return np.searchsorted(self.v, self.v[idx], side="right")
+        return self._rank[idx]
+
+    def probe(self, cluster: np.ndarray, values: np.ndarray):
+        return values if np.isrealobj(self.key) else _complex(cluster, values)
+
+
+def _zeros(n: int) -> np.ndarray:
+    """Cluster index 0 for ``n`` values without ``n`` values of memory (a read-only view)."""
+    return np.broadcast_to(np.zeros(1, dtype=np.int64), (n,))
+
+
+def _complex(real: np.ndarray, imag: np.ndarray) -> np.ndarray:
+    """``real + 1j * imag`` (complex128) without temporaries."""
+    out = np.empty(real.size, dtype=np.complex128)
+    out.real = real
+    out.imag = imag
+    return out
+
+
+def _count_le(sample: _Sample, cluster: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``#{sample values of the same cluster <= values}`` (exact, int64)."""
+    pos = np.searchsorted(sample.key, sample.probe(cluster, values), side="right")
+    return pos - sample.start[cluster]
+
+
+def _count_scaled_le(
+    sample: _Sample, cluster: np.ndarray, y: np.ndarray, beta: np.ndarray
+) -> np.ndarray:
+    """``#{x in the cluster : fl(x / beta) <= y}`` with the division done as in
+    ``A_A / beta`` (so counts agree with a brute force on the divided sample)."""
+    v = sample.v
+    lo_c = sample.start[cluster]
+    hi_c = sample.end[cluster]
+    pos = np.searchsorted(sample.key, sample.probe(cluster, y * beta), side="right")
+    # the predicate is monotone in the sorted index; check the boundary at pos
+    left_ok = (pos == lo_c) | (v[np.maximum(pos - 1, 0)] / beta <= y)
+    right_ok = (pos == hi_c) | (v[np.minimum(pos, v.size - 1)] / beta > y)
+    bad = np.flatnonzero(~(left_ok & right_ok))
+    if bad.size:
+        cb, yb, bb = cluster[bad], y[bad], beta[bad]
+        p = yb * bb
+        # |fl(x / beta) - x / beta| and |fl(y * beta) - y * beta| are below a relative
+        # 2**-52 for normal numbers and an absolute 1e-300 for subnormal ones
+        lo = np.searchsorted(sample.key, sample.probe(cb, p * (1 - _REL) - _ABS), side="right")
+        hi = np.searchsorted(sample.key, sample.probe(cb, p * (1 + _REL) + _ABS), side="right")
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            midc = np.minimum(mid, v.size - 1)
+            ok = (lo < hi) & (v[midc] / bb <= yb)
+            lo = np.where(ok, mid + 1, lo)
+            hi = np.where((lo < hi) & ~ok, mid, hi)
+        pos[bad] = lo
+    return pos - lo_c
+
+
+def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray, xs: _Sample, ys: _Sample):
+    """CDF values (F_A of A_A / beta, F_N of A_N) at sample points ``idx`` of family ``fam``
+    (0: affected, 1: non-affected) for grid indices ``g``."""
+    beta = grid[g]
+    if fam == 0:
+        c = xs.c[idx]
+        f1 = xs.rank_at(idx) / xs.size[c]
+        f2 = _count_le(ys, c, xs.v[idx] / beta) / ys.size[c]
+    else:
+        c = ys.c[idx]
+        f2 = ys.rank_at(idx) / ys.size[c]
+        f1 = _count_scaled_le(xs, c, ys.v[idx], beta) / xs.size[c]
+    return c, f1, f2
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """A block of grid points and a range ``lo .. lo + width - 1`` of cluster indices searched
+    together; ``best`` [n_grid * width] holds the largest ``|F_1 - F_2|`` found so far at
+    flat index ``grid index * width + cluster - lo``."""
+
+    grid: np.ndarray
+    xs: _Sample
+    ys: _Sample
+    lo: int
+    width: int
+    split: int
+    best: np.ndarray
+
+    def where(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return g * self.width + (c - self.lo)
+
+
+def _end_points(t: _Tile, act: np.ndarray) -> list:
+    """Evaluate the first and last sample point of every (grid point, cluster ``act``) run of
+    both samples into ``t.best``; returns the runs ``(fam, (g, a, b, f1a, f2a, f1b, f2b))``
+    of both samples."""
+    gg = np.repeat(np.arange(t.grid.size, dtype=np.int64), act.size)
+    cc = np.tile(act, t.grid.size)
+    blocks = []
+    for fam, s in ((0, t.xs), (1, t.ys)):
+        a = s.start[cc]
+        b = s.end[cc] - 1
+        pts = np.concatenate([a, b])
+        gp = np.concatenate([gg, gg])
+        c, f1, f2 = _evaluate(fam, pts, gp, t.grid, t.xs, t.ys)
+        np.maximum.at(t.best, t.where(gp, c), np.abs(f1 - f2))
+        m = a.size
+        blocks.append((fam, (gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:])))
+    return blocks
+
+
+def _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n) -> tuple:
+    """The runs between consecutive points of ``[a, new..., b]`` within each parent run."""
+    per = n_new + 2
+    off = np.zeros(a.size, dtype=np.int64)
+    np.cumsum(per[:-1], out=off[1:])
+    total = int(per.sum())
+    seq_i = np.empty(total, dtype=np.int64)
+    seq_f1 = np.empty(total)
+    seq_f2 = np.empty(total)
+    seq_g = np.repeat(g, per)
+    seq_i[off], seq_f1[off], seq_f2[off] = a, f1a, f2a
+    last = off + per - 1
+    seq_i[last], seq_f1[last], seq_f2[last] = b, f1b, f2b
+    mid = np.ones(total, dtype=bool)
+    mid[off] = False
+    mid[last] = False
+    seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
+    pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
+    if total:
+        pair[last[:-1]] = False  # no pair across parents
+    left = np.flatnonzero(pair)
+    right = left + 1
+    return (
+        seq_g[left],
+        seq_i[left],
+        seq_i[right],
+        seq_f1[left],
+        seq_f2[left],
+        seq_f1[right],
+        seq_f2[right],
+    )
+
+
+def _prune(fam: int, block: tuple, t: _Tile) -> tuple:
+    """The runs of sample ``fam`` whose bound can still beat ``t.best``."""
+    g, a, b, f1a, f2a, f1b, f2b = block
+    fs = t.xs if fam == 0 else t.ys
+    bound = np.maximum(f1b - f2a, f2b - f1a)
+    # interior points lie between the end points: their CDF values too, and so do
+    # the rounded differences (rounding is monotone), so the bound is exact in
+    # floating point; equal end values mean equal interior values
+    keep = (b - a >= 2) & (bound > t.best[t.where(g, fs.c[a])]) & (fs.v[a] != fs.v[b])
+    return tuple(arr[keep] for arr in block)
+
+
+def _split_runs(fam: int, block: tuple, t: _Tile) -> tuple:
+    """Evaluate ``split - 1`` new points inside every run of sample ``fam`` (pruned runs)
+    into ``t.best``; returns the child runs."""
+    g, a, b, f1a, f2a, f1b, f2b = block
+    length = b - a
+    step = -(-length // t.split)  # ceil
+    n_new = -(-length // step) - 1  # points a + k*step < b, k >= 1
+    tot = int(n_new.sum())
+    rep = np.repeat(np.arange(a.size), n_new)
+    first = np.zeros(a.size, dtype=np.int64)
+    np.cumsum(n_new[:-1], out=first[1:])
+    k = np.arange(tot, dtype=np.int64) - first[rep] + 1
+    idx = a[rep] + k * step[rep]
+    gi = g[rep]
+    del rep, first, k
+    c_new, f1n, f2n = _evaluate(fam, idx, gi, t.grid, t.xs, t.ys)
+    np.maximum.at(t.best, t.where(gi, c_new), np.abs(f1n - f2n))
+    return _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n)
+
+
+def _ks_tile(t: _Tile, act: np.ndarray) -> None:
+    """Exact KS statistic of the clusters ``act`` (within the tile's range) at the tile's grid
+    points, into ``t.best``.
+
+    Depth first: a stack of run blocks; a block is pruned against ``best`` when it is taken,
+    and at most ``_WORK // split`` runs are split at once (each adds at most ``split - 1``
+    points and ``split`` child runs), so one step allocates O(_WORK) and the stack holds at
+    most about one block of O(_WORK) runs per level of the search. The order in which runs
+    are handled changes only how much is pruned, not the result: ``best`` ends as the maximum
+    over every sample point, each value computed the same way."""
+    cap = max(1, _WORK // t.split)
+    stack = _end_points(t, act)
+    while stack:
+        fam, block = stack.pop()
+        block = _prune(fam, block, t)
+        n = block[0].size
+        if n > cap:
+            stack.extend((fam, tuple(arr[s : s + cap] for arr in block)) for s in range(0, n, cap))
+        elif n:
+            stack.append((fam, _split_runs(fam, block, t)))
+
+
+def _ks_bound(
+    xs: _Sample, ys: _Sample, active: np.ndarray, grid: np.ndarray, split: int, out: np.ndarray
+) -> None:
+    """Exact KS curves of the clusters ``active`` (bool [n_clusters]) by branch and bound, in
+    tiles of grid points x cluster ranges of at most ``_WORK // 4`` (grid point, cluster)
+    pairs, into ``out`` [n_clusters, n_grid]."""
+    n_c, n_grid = active.size, grid.size
+    pairs = max(1, _WORK // 4)
+    g_step = min(n_grid, pairs)
+    c_step = max(1, pairs // g_step)
+    ids = np.flatnonzero(active)
+    for lo in range(0, n_c, c_step):
+        width = min(c_step, n_c - lo)
+        act = ids[np.searchsorted(ids, lo) : np.searchsorted(ids, lo + width)]
+        if not act.size:
+            continue
+        for s in range(0, n_grid, g_step):
+            part = grid[s : s + g_step]
+            best = np.full(part.size * width, -np.inf)
+            _ks_tile(_Tile(part, xs, ys, lo, width, split, best), act)
+            out[act, s : s + part.size] = best.reshape(part.size, width).T[act - lo]
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for every pair (vectorized)."""
+    lengths = lengths.astype(np.int64, copy=False)
+    total = int(lengths.sum())
+    off = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=off[1:])
+    return np.repeat(starts - off, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _first_true(pred, start: np.ndarray, n_grid: int) -> np.ndarray:
+    """Smallest grid index ``t`` with ``pred(t)`` true (``n_grid`` if none) for predicates
+    monotone in ``t``, starting from a guess ``start`` off by at most a few steps."""
+    t = start.copy()
+    while True:
+        prev = np.maximum(t - 1, 0)
+        move = (t > 0) & pred(prev)
+        if not move.any():
+            break
+        t[move] -= 1
+    while True:
+        cur = np.minimum(t, n_grid - 1)
+        move = (t < n_grid) & ~pred(cur)
+        if not move.any():
+            break
+        t[move] += 1
+    return t
+
+
+def _pair_cost(m: np.ndarray, n: np.ndarray, n_grid: int) -> np.ndarray:
+    """Array elements of the all-pairs method per cluster (pairs + points x grid points)."""
+    return m * n + (m + n) * (n_grid + 1)
+
+
+def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
+    """Exact KS curves of the (small) clusters ``sel`` through all affected/non-affected
+    pairs: the order of ``x / beta`` and ``y`` flips once along the grid, at an index found
+    by a search on the grid, so the CDF values at every sample point and grid point follow
+    from histograms of these indices and a cumulative sum over the grid."""
+    n_grid = grid.size
+    m_all = xs.size[sel]
+    n_all = ys.size[sel]
+    part = np.cumsum(_pair_cost(m_all, n_all, n_grid)) // _PAIR_WORK
+    cuts = np.flatnonzero(np.diff(part)) + 1
+    for cl in np.split(sel, cuts):
+        m = xs.size[cl]
+        n = ys.size[cl]
+        xi = _ranges(xs.start[cl], m)  # affected points, cluster order
+        yi = _ranges(ys.start[cl], n)
+        xrow = np.zeros(cl.size, dtype=np.int64)
+        np.cumsum(m[:-1], out=xrow[1:])
+        yrow = np.zeros(cl.size, dtype=np.int64)
+        np.cumsum(n[:-1], out=yrow[1:])
+        local = np.repeat(np.arange(cl.size, dtype=np.int64), m)  # cluster (local) of xi
+        n_of_x = n[local]
+        px = np.repeat(np.arange(xi.size, dtype=np.int64), n_of_x)  # row of the x point
+        py = _ranges(yrow[local], n_of_x)  # row of the y point
+        xv = xs.v[xi][px]
+        yv = ys.v[yi][py]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np.where(xv == 0, 0.0, xv / yv)
+        guess = np.searchsorted(grid, r, side="left")
+        le = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] <= yv, guess, n_grid)
+        lt = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] < yv, guess, n_grid)
+        w = n_grid + 1
+        # F_A(y_j) count at beta_g: #{i : le_ij <= g}
+        cnt1 = np.bincount(py * w + le, minlength=yi.size * w).reshape(yi.size, w)
+        cnt1 = np.cumsum(cnt1, axis=1)[:, :n_grid]
+        # F_N(x_i / beta_g) count: #{j : y_j <= x_i / beta_g} = n - #{j : lt_ij <= g}
+        cnt2 = np.bincount(px * w + lt, minlength=xi.size * w).reshape(xi.size, w)
+        cnt2 = n[local][:, None] - np.cumsum(cnt2, axis=1)[:, :n_grid]
+        ly = np.repeat(np.arange(cl.size, dtype=np.int64), n)
+        # [n_grid, points] layout: the per-cluster maximum runs along contiguous rows
+        d_y = np.abs(cnt1.T / m[ly] - ys.rank_at(yi) / n[ly])
+        d_x = np.abs(xs.rank_at(xi) / m[local] - cnt2.T / n[local])
+        out[cl] = np.maximum(
+            np.maximum.reduceat(d_x, xrow, axis=1), np.maximum.reduceat(d_y, yrow, axis=1)
+        ).T
+
+
+def _ks_matrix(
+    x: np.ndarray,
+    cx: np.ndarray,
+    y: np.ndarray,
+    cy: np.ndarray,
+    n_clusters: int,
+    grid: np.ndarray,
+    split: int,
+    method: str = "auto",
+) -> np.ndarray:
+    xs = _Sample(x, cx, n_clusters)
+    ys = _Sample(y, cy, n_clusters)
+    both = (xs.size > 0) & (ys.size > 0)
+    out = np.full((n_clusters, grid.size), np.nan)
+    # small clusters: all pairs; large clusters: branch-and-bound over sample points
+    if method == "auto":
+        small = both & (xs.size * ys.size <= _DENSE * grid.size * (xs.size + ys.size))
+        # a very unbalanced large cluster: the bound method keeps the memory bounded
+        small &= _pair_cost(xs.size, ys.size, grid.size) <= _PAIR_WORK
+    else:
+        small = both & (method == "pairs")
+    if small.any():
+        _ks_dense(xs, ys, np.flatnonzero(small), grid, out)
+    active = both & ~small
+    if active.any():
+        _ks_bound(xs, ys, active, grid, split, out)
+    return out
+
+
+def ks_curves(
+    affected,
+    non_affected,
+    *,
+    grid=None,
+    affected_cluster=None,
+    non_affected_cluster=None,
+    n_clusters: int | None = None,
+    split: int = 16,
+    method: str = "auto",
+) -> np.ndarray:
+    """KS statistic ``KS(A_A / beta, A_N)`` for every grid point and cluster (Eq. 14).
+
+    Parameters
+    ----------
+    affected : float [n_a] non-negative scores of the affected group ``A_A``
+    non_affected : float [n_n] scores of the non-affected group ``A_N``
+    grid : float [n_grid] strictly increasing in (0, 1]; default :func:`default_grid`
+    affected_cluster, non_affected_cluster : int [n_a], int [n_n] cluster index
+        (``0..n_clusters-1``) of every score; default: one cluster
+    n_clusters : number of clusters (default: ``1 + max`` of the cluster indices)
+    split : sub-runs per split in the exact branch-and-bound (a speed knob, >= 2)
+    method : ``"auto"`` (default), ``"pairs"`` or ``"bound"``: two exact algorithms with the
+        same result; ``"pairs"`` enumerates all affected/non-affected pairs of a cluster (fast
+        for small clusters), ``"bound"`` is the branch-and-bound (fast for large ones);
+        ``"auto"`` picks per cluster (pairs when ``m * n <= 0.25 * n_grid * (m + n)``)
+
+    Returns
+    -------
+    float [n_clusters, n_grid]; row ``c`` is NaN where cluster ``c`` lacks one of the groups.
+    No jitter and no zero policy are applied here (see :func:`estimate_beta`).
+    """
+    x = _scores("affected", affected)
+    y = _scores("non_affected", non_affected)
+    g = _check_grid(grid)
+    if not is_integer(split) or split < 2:
+        raise ParameterError("split", "an integer >= 2", split)
+    if method not in ("auto", "pairs", "bound"):
+        raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
+    cx, cy, n_c = _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y)
+    if method == "pairs":
+        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
+        if pairs.size and pairs.max() > _MAX_PAIRS:
+            raise ParameterError(
+                "method",
+                f"'bound' or 'auto' for clusters with more than "
+                f"{_MAX_PAIRS} affected x non-affected pairs",
+                "pairs",
+                fix=f"largest cluster has {int(pairs.max())} pairs",
+            )
+    return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
+
+
+def _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y):
+    """Checked cluster indices of both samples and the number of clusters."""
+    if (affected_cluster is None) != (non_affected_cluster is None):
+        raise ParameterError(
+            "affected_cluster", "given together with non_affected_cluster", "only one of them"
+        )
+    if affected_cluster is None:
+        if n_clusters not in (None, 1):
+            raise ParameterError("n_clusters", "1 (or None) without cluster indices", n_clusters)
+        cx = np.zeros(x.size, dtype=np.int64)
+        cy = np.zeros(y.size, dtype=np.int64)
+        n_c = 1
+    else:
+        cx = _cluster_index("affected_cluster", affected_cluster, x.size)
+        cy = _cluster_index("non_affected_cluster", non_affected_cluster, y.size)
+        top = max(int(cx.max(initial=-1)), int(cy.max(initial=-1))) + 1
+        if n_clusters is None:
+            n_c = max(top, 1)
+        else:
+            if not is_integer(n_clusters) or n_clusters < max(top, 1):
+                raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
+            n_c = int(n_clusters)
+    return cx, cy, n_c
+
+
+def _cluster_index(name: str, values, n: int) -> np.ndarray:
+    a = np.asarray(values)
+    if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+        raise ParameterError(
+            name, f"integer cluster indices of length {n}", f"shape {a.shape}, dtype {a.dtype}"
+        )
+    if a.size and a.min() < 0:
+        raise ParameterError(name, "non-negative cluster indices", int(a.min()))
+    return a.astype(np.int64, copy=False)
+
+
+# --------------------------------------------------------------------------- jitter, clusters
+
+
+def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -> np.ndarray:
+    """Order-preserving tie-breaking noise (§6.1).
+
+    Returns ``values + u`` (a new float64 array [n]) with ``u ~ Uniform(-h, h)`` for positive
+    values and ``u ~ Uniform(0, h)`` for zeros, ``h = jitter * gap / 2`` where ``gap`` is the
+    smallest distance between distinct values of ``{0} ∪ values``. For ``0 <= jitter < 1``
+    every ``|u| < gap / 2``, so distinct values never swap order and stay non-negative;
+    only exact ties are broken. ``jitter = 0`` returns an unchanged copy.
+    """
+    v = _scores("values", values)
+    if not is_real(jitter) or not 0 <= jitter < 1:
+        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
+    return _jitter(v, generator(rng), float(jitter))
+
+
+def _jitter(
+    v: np.ndarray, rng: np.random.Generator, jitter: float, scale: float | None = None
+) -> np.ndarray:
+    if jitter == 0 or v.size == 0:
+        return v.copy()
+    if scale is not None:
+        # noise on the scale of the relevance grades (spacing ``scale``): it smooths the KS
+        # curve of small clusters; scores of different grades keep their order
+        h = jitter * scale / 2.0
+        u = rng.uniform(-h, h, size=v.size)
+        # where(v == 0, |u|, max(v + u, v / 2)) computed in u: v + u is u where v == 0
+        zero = v == 0
+        np.add(v, u, out=u)
+        np.abs(u, out=u, where=zero)
+        return np.maximum(u, np.multiply(v, 0.5), out=u)
+    srt = np.sort(v)
+    steps = np.diff(srt)
+    gap = float(np.min(steps, where=steps > 0, initial=np.inf))
+    first_pos = int(np.searchsorted(srt, 0.0, side="right"))
+    if first_pos < srt.size:  # distance of the smallest positive value to 0
+        gap = min(gap, float(srt[first_pos]))
+    if not np.isfinite(gap):
+        return v.copy()
+    h = jitter * gap / 2.0
+    u = rng.uniform(-h, h, size=v.size)
+    if first_pos:
+        zero = v == 0
+        u[zero] = np.abs(u[zero])
+    return v + u
+
+
+def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
+    into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
+    cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
+    integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
+    generator(rng)
+    perm = rng.permutation(int(n_queries))
+    out = np.empty(int(n_queries), dtype=np.int64)
+    out[perm] = np.arange(int(n_queries), dtype=np.int64) // int(cluster_size)
+    return out
+
+
+# --------------------------------------------------------------------------- estimator
+
+
+@dataclass(frozen=True, eq=False)
+class BetaEstimate:
+    """Result of :func:`estimate_beta`.
+
+    Attributes
+    ----------
+    beta_hat : float [n_clusters], NaN where the cluster lacks a group (see ``n_failed``)
+    cluster_of_query : int64 [n_queries], cluster index of every query
+    beta_hat_per_query : float [n_queries], ``beta_hat[cluster_of_query]``
+    grid : float [n_grid]
+    ks_curve : float [n_clusters, n_grid], ``KS(A_A / beta, A_N)`` per cluster and grid point
+    n_affected, n_non_affected : int64 [n_clusters], scores used per group (with a
+        ``reference`` sample: the reference values compared in the cluster)
+    cluster_labels : [n_clusters], the given cluster label of every cluster index
+    ci_low, ci_high : float [n_clusters] or None, a bootstrap confidence interval of
+        ``beta_hat`` (:func:`groupbias.estimate.estimators.bootstrap_interval`)
+    info : what an estimator reports beside (chosen cluster size, shrinkage weights, ...)
+    """
+
+    beta_hat: np.ndarray
+    cluster_of_query: np.ndarray
+    beta_hat_per_query: np.ndarray
+    grid: np.ndarray
+    ks_curve: np.ndarray
+    n_affected: np.ndarray
+    n_non_affected: np.ndarray
+    cluster_labels: np.ndarray
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.beta_hat.size)
+
+    @property
+    def n_failed(self) -> int:
+        """Clusters without an estimate (a group has no score)."""
+        return int(np.isnan(self.beta_hat).sum())
+
+    @property
+    def beta_hat_mean(self) -> float:
+        """Mean of the finite cluster estimates (NaN when every cluster failed)."""
+        ok = np.isfinite(self.beta_hat)
+        return float(self.beta_hat[ok].mean()) if ok.any() else float("nan")
+
+    @property
+    def ks_min(self) -> np.ndarray:
+        """Minimum of the KS curve per cluster (NaN for failed clusters)."""
+        out = np.full(self.n_clusters, np.nan)
+        ok = ~np.isnan(self.beta_hat)
+        out[ok] = self.ks_curve[ok].min(axis=1)
+        return out
+
+
+def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Grid value minimizing each row of ``curves`` [n_rows, n_grid], ties to the largest
+    grid value (float [n_rows]); rows that are entirely NaN (failed clusters) give NaN."""
+    return grid_argmin(curves, grid, "largest")
+
+
+def grid_argmin(curves: np.ndarray, grid: np.ndarray, tie: str = "largest") -> np.ndarray:
+    """Grid value minimizing each row of ``curves`` [n_rows, n_grid] (float [n_rows]; NaN
+    for rows that are entirely NaN). Among the grid values attaining the minimum,
+    ``tie="largest"`` takes the largest, ``"smallest"`` the smallest and ``"middle"`` the
+    one halfway between them (index ``(first + last) // 2``: the middle of a flat region)."""
+    choice("tie", tie, TIES)
+    curves = np.asarray(curves, dtype=np.float64)
+    grid = np.asarray(grid, dtype=np.float64)
+    out = np.full(curves.shape[0], np.nan)
+    ok = ~np.all(np.isnan(curves), axis=1)
+    if ok.any():
+        c = curves[ok]
+        at = c == np.nanmin(c, axis=1)[:, None]
+        first = np.argmax(at, axis=1)
+        last = grid.size - 1 - np.argmax(at[:, ::-1], axis=1)
+        idx = {"largest": last, "smallest": first, "middle": (first + last) // 2}[tie]
+        out[ok] = grid[idx]
+    return out
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """Validated inputs of :func:`estimate_beta`."""
+
+    scores: np.ndarray  # float64 [n_items]
+    affected: np.ndarray  # bool [n_items]
+    qptr: np.ndarray  # int64 [n_queries + 1]
+    grid: np.ndarray
+    zero_policy: str
+    jitter: float
+    grade_spacing: float | None
+    split: int
+    distance: str = "ks"
+    reference: np.ndarray | None = None  # float [n_ref], replaces the non-affected sample
+    tie: str = "largest"
+
+
+def _affected(groups, n: int, group_threshold) -> np.ndarray:
+    """Bool [n]: items of the affected group (fractions split at ``group_threshold``)."""
+    gr = np.asarray(groups)
+    if gr.shape != (n,) or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
+        raise ParameterError(
+            "groups", f"a numeric array of length {n}", f"shape {gr.shape}, dtype {gr.dtype}"
+        )
+    gr = gr.astype(np.float64, copy=False)
+    binary = bool(np.all((gr == 0) | (gr == 1)))
+    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
+        raise ParameterError(
+            "groups", "memberships in [0, 1] (1 = affected)", "values outside [0, 1] or NaN"
+        )
+    if group_threshold is None:
+        if not binary:
+            raise ParameterError(
+                "groups",
+                "binary memberships (0 or 1)",
+                "fractional memberships",
+                fix="pass group_threshold=0.5 to split them",
+            )
+        return gr == 1
+    t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
+    return gr >= t
+
+
+# long: one check per parameter of estimate_beta, all before any random draw
+def _validated(
+    attractiveness,
+    groups,
+    qptr,
+    *,
+    rng,
+    clusters,
+    cluster_size,
+    grid,
+    zero_policy,
+    jitter,
+    grade_spacing,
+    group_threshold,
+    split,
+    distance="ks",
+    reference=None,
+    tie="largest",
+) -> _Inputs:
+    """Every parameter of :func:`estimate_beta` checked, before any random draw."""
+    a = _scores("attractiveness", attractiveness)
+    choice("distance", distance, DISTANCES)
+    choice("tie", tie, TIES)
+    ref = None if reference is None else _scores("reference", reference)
+    q = check_qptr(qptr, a.size)
+    if q.size < 2:
+        raise ParameterError("qptr", "at least one query", "no queries")
+    affected = _affected(groups, a.size, group_threshold)
+    choice("zero_policy", zero_policy, ZERO_POLICIES)
+    g = _check_grid(grid)
+    real(
+        "jitter",
+        jitter,
+        low=0.0,
+        high=1.0,
+        high_open=True,
+        what="a fraction in [0, 1) of half the spacing",
+    )
+    if grade_spacing is not None:
+        real(
+            "grade_spacing",
+            grade_spacing,
+            low=0.0,
+            high=1.0,
+            low_open=True,
+            what="None or a grade spacing in (0, 1]",
+        )
+    integer("split", split, low=2)
+    if clusters is not None and cluster_size is not None:
+        raise ParameterError("clusters", "either clusters or cluster_size, not both", "both given")
+    if cluster_size is not None:
+        integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
+    if jitter != 0 or cluster_size is not None:
+        generator(rng, used_for="the jitter and the random clusters")
+    return _Inputs(
+        a,
+        affected,
+        q,
+        g,
+        zero_policy,
+        float(jitter),
+        None if grade_spacing is None else float(grade_spacing),
+        int(split),
+        distance,
+        ref,
+        tie,
+    )
+
+
+def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``(cluster index of every query, label of every cluster)``: given labels, random
+    clusters of ``cluster_size`` queries, or one global cluster."""
+    if clusters is not None:
+        lab = np.asarray(clusters)
+        if lab.shape != (n_q,):
+            raise ParameterError(
+                "clusters", f"one label per query (length {n_q})", f"shape {lab.shape}"
+            )
+        labels, cq = np.unique(lab, return_inverse=True)
+        return cq.astype(np.int64).reshape(-1), labels
+    if cluster_size is not None:
+        cq = random_clusters(n_q, cluster_size=cluster_size, rng=rng)
+        return cq, np.arange(int(cq.max(initial=-1)) + 1, dtype=np.int64)
+    return np.zeros(n_q, dtype=np.int64), np.zeros(1, dtype=np.int64)
+
+
+def _search(
+    inp: _Inputs, cq: np.ndarray, labels: np.ndarray, rng: np.random.Generator | None
+) -> BetaEstimate:
+    """Jitter the scores used, split them by group and cluster, and minimize Eq. (14)."""
+    n_c = int(labels.size)
+    used = None if inp.zero_policy == "include" else inp.scores > 0
+    vals = inp.scores if used is None else inp.scores[used]
+    aff = inp.affected if used is None else inp.affected[used]
+    if inp.jitter != 0:
+        vals = _jitter(vals, generator(rng), inp.jitter, inp.grade_spacing)
+    x, y = vals[aff], vals[~aff]
+    del vals
+    if n_c == 1:
+        cx, cy = _zeros(x.size), _zeros(y.size)
+    else:
+        cl = cq[query_index(inp.qptr)]
+        if used is not None:
+            cl = cl[used]
+        cx, cy = cl[aff], cl[~aff]
+    if inp.reference is not None:
+        y, cy = _shared_reference(inp, n_c, rng)
+    curves = grid_curves(x, cx, y, cy, n_c, inp.grid, distance=inp.distance, split=inp.split)
+    beta_hat = grid_argmin(curves, inp.grid, inp.tie)
+    return BetaEstimate(
+        beta_hat=beta_hat,
+        cluster_of_query=cq,
+        beta_hat_per_query=beta_hat[cq],
+        grid=inp.grid,
+        ks_curve=curves,
+        n_affected=np.bincount(cx, minlength=n_c).astype(np.int64),
+        n_non_affected=np.bincount(cy, minlength=n_c).astype(np.int64),
+        cluster_labels=labels,
+    )
+
+
+def _shared_reference(inp: _Inputs, n_c: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """The reference sample (zero policy and jitter applied as to the scores), repeated for
+    every cluster: ``(values [n_c * n_ref], cluster [n_c * n_ref])``."""
+    ref = inp.reference
+    assert ref is not None
+    if inp.zero_policy == "exclude":
+        ref = ref[ref > 0]
+    if inp.jitter != 0:
+        ref = _jitter(ref, generator(rng), inp.jitter, inp.grade_spacing)
+    if n_c * ref.size > _MAX_PAIRS:
+        raise ParameterError(
+            "reference",
+            f"at most {_MAX_PAIRS} reference values x clusters",
+            f"{ref.size} values x {n_c} clusters",
+            fix="use larger clusters (cluster_size) or a smaller reference sample",
+        )
+    return np.tile(ref, n_c), np.repeat(np.arange(n_c, dtype=np.int64), ref.size)
+
+
+def grid_curves(
+    x: np.ndarray,
+    cx: np.ndarray,
+    y: np.ndarray,
+    cy: np.ndarray,
+    n_clusters: int,
+    grid: np.ndarray,
+    *,
+    distance: str = "ks",
+    split: int = 16,
+) -> np.ndarray:
+    """The distance ``D(x_c / beta, y_c)`` for every cluster ``c`` and grid value
+    (float [n_clusters, n_grid], NaN rows where a cluster lacks a sample); ``distance`` is
+    ``"ks"`` (Eq. 14, exact) or ``"wasserstein"`` (W1, :mod:`groupbias.estimate.distances`)."""
+    if choice("distance", distance, DISTANCES) == "wasserstein":
+        return wasserstein_curves(x, cx, y, cy, n_clusters, grid)
+    return _ks_matrix(x, cx, y, cy, n_clusters, grid, split)
+
+
+# long: the public entry point; its docstring documents every parameter
+def estimate_beta(
+    attractiveness,
+    groups,
+    *,
+    qptr,
+    rng: np.random.Generator | None = None,
+    clusters=None,
+    cluster_size: int | None = None,
+    grid=None,
+    zero_policy: str = "exclude",
+    jitter: float = 0.5,
+    grade_spacing: float | None = None,
+    group_threshold: float | None = None,
+    split: int = 16,
+    distance: str = "ks",
+    reference=None,
+    tie: str = "largest",
+) -> BetaEstimate:
+    """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
+
+    Parameters
+    ----------
+    attractiveness : float [n_items], observed non-negative scores ``a``
+    groups : float [n_items] in {0, 1} (1 = affected); fractions need ``group_threshold``
+    qptr : int64 [n_queries + 1] query offsets
+    rng : generator for the jitter and the random clusters (required when used)
+    clusters : [n_queries] cluster label of every query (any hashable sortable labels)
+    cluster_size : k for random clusters of k queries (exclusive with ``clusters``)
+    grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
+    zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
+    jitter : tie-breaking noise as a fraction in [0, 1) of half the spacing (0 = none)
+    grade_spacing : None (default) for the smallest gap between distinct scores; a positive
+        spacing (e.g. ``1/L``, the spacing of graded relevance ``label/L``) makes the noise
+        ``U(-h, h)``, ``h = jitter * grade_spacing / 2`` (zeros move up only, no score drops
+        below half its value). With continuous biased scores the smallest gap is tiny and
+        the jitter breaks exact ties only; noise on the grade scale also smooths the KS curve
+        of small clusters (§6.1: noise "without swapping the order of the grades").
+    group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
+    split : branch-and-bound fan-out (speed knob only)
+    distance : ``"ks"`` (Eq. 14, default) or ``"wasserstein"`` (W1 between the rescaled
+        affected scores and the comparison sample, :mod:`groupbias.estimate.distances`)
+    reference : float [n_ref] or None: a comparison sample that replaces the non-affected
+        scores in every cluster (the calibrated estimator passes the affected group's
+        editorial relevance here); the zero policy and the jitter apply to it as well
+    tie : which minimizer of a flat curve: ``"largest"`` (default), ``"smallest"`` or
+        ``"middle"`` (:func:`grid_argmin`)
+
+    ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
+    of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
+    the module docstring for all conventions. Every parameter is validated before any random
+    number is drawn.
+    """
+    inp = _validated(
+        attractiveness,
+        groups,
+        qptr,
+        rng=rng,
+        clusters=clusters,
+        cluster_size=cluster_size,
+        grid=grid,
+        zero_policy=zero_policy,
+        jitter=jitter,
+        grade_spacing=grade_spacing,
+        group_threshold=group_threshold,
+        split=split,
+        distance=distance,
+        reference=reference,
+        tie=tie,
+    )
+    cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
+    return _search(inp, cq, labels, rng)

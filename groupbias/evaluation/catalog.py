@@ -1,0 +1,276 @@
+"""Metrics by name: strings ``base[@k][:group]`` and mappings ``{name, key, **options}``
+resolved against :data:`groupbias.core.registry.METRICS`.
+
+- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...);
+- ``@k``: the rank cutoff, an integer >= 1 (``"ndcg@10"``); without it the metric's
+  ``default_k`` (``None`` = no cutoff for ``ndcg``, ``rho_dtr``, ``delta_eel`` and user
+  metrics; 10 for the related-work metrics of :mod:`groupbias.evaluation.fairness`);
+- ``:group``: ``all`` (the default), ``affected`` or ``non_affected`` (``"ndcg@10:affected"``),
+  only on metrics that declare it (``ndcg`` and user metrics);
+- a mapping gives options and the output key, e.g. ``{"name": "cwex", "key": "cwex@0.2",
+  "alpha": 0.2}``; ``k`` and ``group`` may be given there instead of in the name
+  (``"k": None`` = no cutoff). The key defaults to ``name``.
+
+Every registered metric has one call shape::
+
+    fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries]
+
+``spec`` has ``labels``, ``relevance``, ``groups``, ``qptr``, ``thresholds`` and
+``membership`` (:class:`groupbias.pipelines.evaluation.EvalSpec`); ``regime`` is
+``"tabular"`` (the scores are utility estimates) or ``"ltr"`` (the ranking by the scores).
+A metric declared with ``metric_info(ranked=True)`` gets a :class:`groupbias.rank.ranking.Ranking`
+of the scores instead of the array: :func:`compute_metrics` ranks a score vector once and
+every such metric shares that sort.
+
+:func:`compute_metrics` evaluates blocks of whole queries of at most :data:`BLOCK_ITEMS` items
+one after another (a query larger than that is a block of its own) and joins the per-query
+vectors, so its working memory is bounded whatever the data size; a metric's value for a
+query must therefore depend on that query's items only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.registry import METRICS
+from ..core.validation import check_k, choice
+from ..rank.plackett_luce import PlackettLuce
+from ..rank.ranking import Ranking
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "GROUPS",
+    "REGIMES",
+    "MetricRequest",
+    "metric_info",
+    "parse_metric",
+    "validate_metrics",
+    "metric_keys",
+    "compute_metrics",
+    "query_blocks",
+    "BLOCK_ITEMS",
+]
+
+#: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
+DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
+GROUPS = ("all", "affected", "non_affected")
+REGIMES = ("tabular", "ltr")
+_NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
+_FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
+
+
+def metric_info(
+    *, default_k: int | None = None, groups: Sequence[str] = GROUPS, ranked: bool = False
+):
+    """Decorator declaring what a registered metric accepts: the cutoff used when the name
+    has no ``@k``, the allowed ``:group`` suffixes (undecorated metrics: ``None`` and
+    every group) and whether ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking`
+    (``ranked=True``; undecorated metrics get the score array)."""
+    default_k = check_k(default_k, "default_k")
+    groups = tuple(choice("groups", g, GROUPS) for g in groups)
+    if not isinstance(ranked, bool):
+        raise ParameterError("ranked", "True or False", ranked)
+
+    def mark(fn):
+        fn.default_k, fn.groups, fn.ranked = default_k, groups, ranked
+        return fn
+
+    return mark
+
+
+@dataclass(frozen=True)
+class MetricRequest:
+    """One parsed metric: registry ``name``, cutoff ``k``, ``group``, output ``key`` and
+    keyword ``options``."""
+
+    name: str
+    k: int | None
+    group: str
+    key: str
+    options: Mapping = field(default_factory=dict)
+
+
+def _split(entry) -> tuple[str, str, dict]:
+    if isinstance(entry, str):
+        return entry, entry, {}
+    if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+        key = entry.get("key", entry["name"])
+        if not isinstance(key, str) or not key:
+            raise ParameterError("metrics", "a non-empty string 'key'", key)
+        return entry["name"], key, {k: v for k, v in entry.items() if k not in ("name", "key")}
+    raise ParameterError("metrics", "a metric name or a mapping with a 'name'", entry, fix=_FORM)
+
+
+def _cutoff(text: str, k_text: str | None, options: dict, default):
+    if k_text is not None and "k" in options:
+        raise ParameterError("metrics", "a cutoff in the name or in 'k', not both", text)
+    if "k" in options:
+        return check_k(options.pop("k"), f"metrics ({text}): k")
+    if k_text is None:
+        return default
+    if not (k_text.isascii() and k_text.isdigit()) or int(k_text) < 1:
+        raise ParameterError(
+            "metrics", "a rank cutoff @k with k an integer >= 1 (e.g. ndcg@10)", text
+        )
+    return int(k_text)
+
+
+def _group(text: str, base: str, g_text: str | None, options: dict, allowed) -> str:
+    if g_text is not None and "group" in options:
+        raise ParameterError("metrics", "a group in the name or in 'group', not both", text)
+    group = options.pop("group", "all" if g_text is None else g_text)
+    if group not in allowed:
+        shown = ", ".join(f":{g}" for g in allowed if g != "all") or "none"
+        raise ParameterError("metrics", f"a group suffix {base} accepts ({shown})", text)
+    return group
+
+
+def parse_metric(entry) -> MetricRequest:
+    """Parse one metric name or mapping (see the module docstring); unknown names, bad
+    cutoffs and bad group suffixes raise :class:`ParameterError`."""
+    text, key, options = _split(entry)
+    m = _NAME.match(text)
+    if m is None:
+        raise ParameterError("metrics", "a metric name", text, fix=_FORM)
+    base, k_text, g_text = m.groups()
+    if base not in METRICS:
+        raise ParameterError(
+            "metrics",
+            "a registered metric name (one of " + ", ".join(METRICS.names()) + ")",
+            text,
+            fix=_FORM,
+        )
+    fn = METRICS.get(base)
+    k = _cutoff(text, k_text, options, getattr(fn, "default_k", None))
+    group = _group(text, base, g_text, options, getattr(fn, "groups", GROUPS))
+    return MetricRequest(base, k, group, key, options)
+
+
+def validate_metrics(specs) -> list[MetricRequest]:
+    """Parse every entry of ``specs`` (a list of names / mappings) without computing
+    anything; unknown names, bad suffixes and repeated output keys raise."""
+    if isinstance(specs, (str, Mapping)) or not isinstance(specs, Sequence):
+        raise ParameterError("metrics", "a list of metric names or mappings", specs, fix=_FORM)
+    out = [parse_metric(s) for s in specs]
+    seen = set()
+    for r in out:
+        if r.key in seen:
+            raise ParameterError(
+                "metrics", "distinct output keys", r.key, fix="give repeated metrics a 'key'"
+            )
+        seen.add(r.key)
+    return out
+
+
+def metric_keys(specs) -> list[str]:
+    """The output keys of ``specs``, in order (table columns); duplicates raise."""
+    return [r.key for r in validate_metrics(specs)]
+
+
+def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
+    fn = METRICS.get(req.name)
+    try:
+        values = fn(scores, spec, regime=regime, k=req.k, group=req.group, **req.options)
+    except TypeError as exc:
+        if "keyword argument" not in str(exc):
+            raise
+        raise ParameterError(
+            f"metrics ({req.key})", "options the metric accepts", sorted(req.options), fix=str(exc)
+        ) from None
+    values = np.asarray(values, dtype=np.float64)
+    n = len(spec.qptr) - 1
+    if values.shape != (n,):
+        raise ParameterError(
+            f"metrics ({req.key})", f"float64 [{n}] (one value per query)", f"shape {values.shape}"
+        )
+    return values
+
+
+#: items per evaluation block of whole queries (bounds the working memory of an evaluation)
+BLOCK_ITEMS = 1 << 19
+#: ``spec`` fields holding one entry (or row) per item, sliced with the scores per block
+_ITEM_FIELDS = ("labels", "relevance", "groups", "membership")
+
+
+def query_blocks(qptr: np.ndarray, limit: int) -> list[int]:
+    """Query indices cutting ``qptr``'s queries into consecutive blocks of at most ``limit``
+    items (a longer query alone), as ``[0, c1, ..., n_queries]``."""
+    nq = len(qptr) - 1
+    cuts = [0]
+    while cuts[-1] < nq:
+        last = int(np.searchsorted(qptr, qptr[cuts[-1]] + limit, side="right")) - 1
+        cuts.append(max(last, cuts[-1] + 1))
+    return cuts
+
+
+def _block_spec(spec, a: int, b: int, qa: int, qb: int):
+    """``spec`` restricted to the items ``a:b`` = queries ``qa:qb`` (offsets rebased)."""
+    names = {f.name for f in fields(spec)}
+    sliced = {
+        n: getattr(spec, n)[a:b]
+        for n in _ITEM_FIELDS
+        if n in names and getattr(spec, n) is not None
+    }
+    qptr = np.asarray(spec.qptr)[qa : qb + 1]
+    return replace(spec, qptr=qptr - qptr[0], **sliced)
+
+
+def _policy_metrics(requests, ranked, regime: str) -> None:
+    """A policy is judged by its expected exposure: only ranked metrics in the LTR regime."""
+    if regime != "ltr":
+        raise ParameterError("regime", "'ltr' for a PlackettLuce policy", regime)
+    for r, is_ranked in zip(requests, ranked):
+        if not is_ranked:
+            raise ParameterError(
+                f"metrics ({r.key})",
+                "a metric that accepts a ranking (declared ranked=True) for a policy",
+                r.name,
+            )
+
+
+def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
+    """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
+    ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
+    ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking` of them, or a
+    :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (LTR regime, ranked metrics only:
+    they use its expected exposures).
+
+    The scores are ranked once (a :class:`~groupbias.rank.ranking.Ranking`, given to every
+    metric declared ``ranked``); metrics without a cutoff run first, so that the top-k
+    metrics reuse their full sort."""
+    regime = choice("regime", regime, REGIMES)
+    requests = validate_metrics(spec.metrics)
+    qptr = np.asarray(spec.qptr)
+    cuts = query_blocks(qptr, BLOCK_ITEMS)
+    if len(cuts) <= 2 or not is_dataclass(spec) or isinstance(scores, Ranking):
+        return _compute(scores, spec, requests, regime)
+    scores = np.asarray(scores)
+    parts = [
+        _compute(
+            scores[qptr[qa] : qptr[qb]],
+            _block_spec(spec, int(qptr[qa]), int(qptr[qb]), qa, qb),
+            requests,
+            regime,
+        )
+        for qa, qb in zip(cuts[:-1], cuts[1:])
+    ]
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+def _compute(scores, spec, requests, regime: str) -> dict[str, np.ndarray]:
+    ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
+    given = isinstance(scores, Ranking)
+    if given and isinstance(scores, PlackettLuce):
+        _policy_metrics(requests, ranked, regime)
+    ranking = Ranking.of(scores, spec.qptr) if any(ranked) or given else None
+    values = {}
+    first = [i for i, r in enumerate(requests) if ranked[i] and r.k is None]
+    for i in first + [i for i in range(len(requests)) if i not in first]:
+        arg = ranking if ranked[i] else (scores.scores if given else scores)
+        values[i] = _call(requests[i], arg, spec, regime)
+    return {r.key: values[i] for i, r in enumerate(requests)}

@@ -1,0 +1,86 @@
+"""Evaluate scores on ranking data by metric names: the one-call entry point of the library.
+
+``regime="ltr"`` judges the *ranking* by the scores (a model's output: ρ(DTR) and Δ(EEL)
+compare the ranking's exposure with the target exposure of the true relevance);
+``regime="tabular"`` treats the scores as utility estimates (paper §3.1, Table 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.validation import choice
+from ..data.ranking_data import RankingData
+from ..pipelines.evaluation import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    eel_thresholds,
+    ranking_metrics,
+    tabular_metrics,
+)
+from ..simulate.group_bias import relevance_from_labels
+from .exposure import nanmean
+
+__all__ = ["evaluate", "evaluate_per_query"]
+
+
+def evaluate_per_query(
+    scores,
+    data: RankingData,
+    *,
+    metrics: Sequence = DEFAULT_METRICS,
+    regime: str = "ltr",
+    relevance=None,
+) -> dict[str, np.ndarray]:
+    """``{metric key: float64 [n_queries]}`` (NaN where a query is skipped).
+
+    ``data`` must be grouped (``data.groups``); ``relevance``: the true P(R) per item
+    (default ``labels / label_max``); ``metrics``: names of
+    :data:`groupbias.core.registry.METRICS` such as ``"ndcg@10"``, ``"ndcg@10:affected"``,
+    ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``.
+    """
+    choice("regime", regime, ("ltr", "tabular"))
+    if data.groups is None:
+        raise ParameterError(
+            "data.groups",
+            "a grouped dataset",
+            None,
+            fix="apply a grouping (e.g. gb.load_dataset(..., grouping=...))",
+        )
+    if relevance is None:
+        relevance = relevance_from_labels(data.labels, label_max=data.label_max)
+    spec = EvalSpec(
+        labels=data.labels,
+        relevance=np.asarray(relevance, dtype=np.float64),
+        groups=data.groups,
+        qptr=data.qptr,
+        thresholds=eel_thresholds(data.labels, data.label_max),
+        metrics=tuple(metrics),
+    )
+    fn = ranking_metrics if regime == "ltr" else tabular_metrics
+    return fn(np.asarray(scores, dtype=np.float64), spec)
+
+
+def evaluate(
+    scores,
+    data: RankingData,
+    *,
+    metrics: Sequence = DEFAULT_METRICS,
+    regime: str = "ltr",
+    relevance=None,
+) -> dict[str, float]:
+    """``{metric key: mean over the queries where it is defined}``; see
+    :func:`evaluate_per_query`. Example::
+
+        import groupbias as gb
+
+        test = gb.load_dataset("trec2020", split="test")
+        gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
+    """
+    per_query = evaluate_per_query(
+        scores, data, metrics=metrics, regime=regime, relevance=relevance
+    )
+    return {k: nanmean(v) for k, v in per_query.items()}

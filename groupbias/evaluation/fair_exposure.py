@@ -1,0 +1,248 @@
+"""Fair-exposure Plackett–Luce policies learned from utility scores (torch).
+
+:class:`FairExposureLearner` learns one PL logit per item, for all queries at once, that
+minimizes per query
+
+    L(s) = λ · ||ε(s) − ε*||² − (1 − λ) · E_π[DCG(π)] / IDCG
+
+with ``ε(s)`` the policy's expected exposure (``e(r) = 1/log2(offset + r)``), ``ε*`` the
+EEL target exposure of the graded utilities (items of equal grade share the exposure of
+the ranks their grade block occupies; Diaz et al. 2020), DCG with linear gain on the
+utilities and ``λ = tradeoff`` ∈ [0, 1]. ``level="group"`` compares group exposures
+``[E_A, E_N]`` instead of item exposures (the paper's EEL).
+
+Lists of at most ``EXACT_MAX`` (6) items get the exact loss and gradient (expected
+exposures enumerated over all rankings, as in :mod:`groupbias.rank.plackett_luce`). Longer lists get
+policy gradients (REINFORCE, Williams 1992) over ``samples`` Gumbel-max
+rankings per query and step, with the leave-one-out mean of the other samples' rewards as
+the variance-reducing baseline: the reward of ranking ``π`` is
+``λ · 2 (ε̄ − ε*) · e(π) − (1 − λ) DCG(π)/IDCG`` with ``ε̄`` the mean sampled exposure,
+whose expectation's gradient is ``∇L``. Adam's step size decays linearly to 0 over
+``epochs`` (the noisy gradient then settles). Logits start at ``utility / init_temperature``.
+Runs on the GPU when ``device="auto"`` finds one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr, choice, integer, real, vector
+from ..rank.plackett_luce import EXACT_MAX, PlackettLuce, all_rankings
+from ..rank.ranking import Ranking, log_discount
+from .metrics import target_exposure
+
+__all__ = ["FairExposureLearner", "LEVELS", "OBJECTIVES"]
+
+LEVELS = ("item", "group")
+OBJECTIVES = ("eel", "dtr")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class FairExposureLearner:
+    """Learns PL logits trading NDCG against EEL (see the module docstring).
+
+    ``tradeoff``: λ, the weight of the EEL term (1 = exposure only, 0 = NDCG only);
+    ``epochs``: Adam steps; ``lr``: its learning rate; ``samples``: rankings per query and
+    step; ``level``: ``"item"`` or ``"group"`` exposure; ``objective``: ``"eel"`` (the loss
+    above) or ``"dtr"`` (fairness term ``(log (E_A/U_A) − log (E_N/U_N))²``, the squared log
+    disparate treatment ratio of the utilities; 0 where a group has no utility);
+    ``init_temperature``: logits start at
+    ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
+    ``"cpu"`` or ``"cuda"``; ``threads``: torch CPU threads while fitting (None: torch's
+    default; 1 keeps the many small steps fast when other work shares the cores).
+    """
+
+    def __init__(
+        self,
+        tradeoff: float = 1.0,
+        epochs: int = 200,
+        lr: float = 0.1,
+        samples: int = 32,
+        level: str = "item",
+        init_temperature: float = 0.1,
+        objective: str = "eel",
+        seed: int = 0,
+        device: str = "auto",
+        threads: int | None = 1,
+    ) -> None:
+        self.tradeoff = real("tradeoff", tradeoff, low=0.0, high=1.0)
+        self.epochs = integer("epochs", epochs, low=0)
+        self.lr = real("lr", lr, low=0.0, low_open=True)
+        self.samples = integer("samples", samples, low=2)
+        self.level = choice("level", level, LEVELS)
+        self.objective = choice("objective", objective, OBJECTIVES)
+        self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
+        self.seed = integer("seed", seed, low=0)
+        self.device = choice("device", device, DEVICES)
+        self.threads = None if threads is None else integer("threads", threads, low=1)
+
+    def fit(
+        self, utility, grades, *, qptr, groups=None, offset: int = 1, **policy_options
+    ) -> PlackettLuce:
+        """The learned policy of every query: ``utility`` (float [n_items], the gains of
+        the NDCG term and the initial logits), ``grades`` (the EEL grades of the target),
+        ``groups`` (needed for ``level="group"``); ``policy_options`` go to
+        :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
+        import torch
+
+        u = vector("utility", utility)
+        q = check_qptr(qptr, u.size)
+        gr = vector("grades", grades, u.size)
+        if (self.level == "group" or self.objective == "dtr") and groups is None:
+            raise ParameterError(
+                "groups", "affected-group memberships (level='group' or objective='dtr')", None
+            )
+        g = None if groups is None else vector("groups", groups, u.size, low=0.0, high=1.0)
+        target = target_exposure(gr, qptr=q, offset=offset)
+        dev = self._device(torch)
+        gen = torch.Generator(device=dev).manual_seed(self.seed)
+        logits = u / self.init_temperature
+        blocks = [
+            _Block(starts, sizes, u, target, g, logits, offset, dev, torch)
+            for starts, sizes in _layouts(u, q)
+        ]
+        params = [bl.logits for bl in blocks]
+        before = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            self._train(blocks, params, gen, torch)
+        finally:
+            torch.set_num_threads(before)
+        out = logits.copy()
+        for bl in blocks:
+            bl.write(out)
+        return PlackettLuce(out, q, **policy_options)
+
+    def _train(self, blocks, params, gen, torch) -> None:
+        """Adam on the logits of every block, the step size decaying linearly to 0."""
+        if params and self.epochs:
+            opt = torch.optim.Adam(params, lr=self.lr)
+            n = self.epochs
+            decay = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0 - t / n)
+            for _ in range(n):
+                opt.zero_grad()
+                loss = sum(bl.surrogate(self, gen, torch) for bl in blocks)
+                loss.backward()
+                opt.step()
+                decay.step()
+
+    def _device(self, torch):
+        if self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available()):
+            if not torch.cuda.is_available():
+                raise ParameterError("device", "'auto' or 'cpu' (no GPU is present)", "cuda")
+            return torch.device("cuda")
+        return torch.device("cpu")
+
+
+def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(starts, sizes)`` of the padded blocks trained together: every non-empty query in
+    one block when padding at most quadruples the items, else blocks of similar lengths."""
+    sizes = np.diff(q)
+    rows = np.flatnonzero(sizes > 0)
+    if rows.size and int(sizes.max()) * rows.size <= 4 * u.size:
+        return [(q[rows], sizes[rows])]
+    return [(b.starts, b.sizes) for b in Ranking.trusted(u, q).blocks()]
+
+
+class _Block:
+    """The queries starting at ``starts`` with ``sizes`` items, padded to ``[m, w]``, and
+    their trainable logits."""
+
+    def __init__(self, starts, sizes, u, target, g, logits, offset, dev, torch) -> None:
+        w = int(sizes.max())
+        valid = np.arange(w) < sizes[:, None]
+        self.index = np.minimum(
+            starts[:, None] + np.arange(w), starts[:, None] + sizes[:, None] - 1
+        )
+        self.valid_np = valid
+        self.valid = torch.as_tensor(valid, device=dev)
+
+        def pad(a, fill):
+            return torch.as_tensor(
+                np.where(valid, a[self.index], fill), dtype=torch.float64, device=dev
+            )
+
+        self.gain = pad(u, 0.0)
+        self.target = pad(target, 0.0)
+        self.g = pad(np.zeros(u.size) if g is None else g, 0.0)  # level="group" needs g
+        self.logits = torch.nn.Parameter(pad(logits, 0.0))
+        self.rankings = None
+        if w <= EXACT_MAX:  # short lists: the exact expected exposure, an exact gradient
+            perms, slots = all_rankings(w)
+            # slots last to first: the suffix sums of the PL denominators are prefix sums
+            self.rankings = torch.as_tensor(perms[:, ::-1].copy(), device=dev)
+            self.slots = torch.as_tensor(slots, device=dev)
+        self.table = torch.as_tensor(log_discount(w, None, offset), device=dev)
+        ideal = torch.sort(self.gain, dim=1, descending=True).values
+        self.idcg = (ideal * torch.as_tensor(log_discount(w, None, 1), device=dev)).sum(1)
+
+    def fairness(self, expo, learner, torch):
+        """The fairness term per query (float [m]) of the expected exposures ``expo``
+        [m, w]: squared EEL distance (item or group level) or the squared log disparate
+        treatment ratio (0 where a group has no utility)."""
+        ga, gn = self.g * self.valid, (1.0 - self.g) * self.valid
+        if learner.objective == "dtr":
+            ua, un = (self.gain * ga).sum(1), (self.gain * gn).sum(1)
+            ok = (ua > 0) & (un > 0)
+            ea, en = (expo * ga).sum(1), (expo * gn).sum(1)
+            x = torch.log(ea.clamp_min(1e-300) / ua.clamp_min(1e-300))
+            x = x - torch.log(en.clamp_min(1e-300) / un.clamp_min(1e-300))
+            return torch.where(ok, x * x, torch.zeros_like(x))
+        diff = expo - self.target
+        if learner.level == "group":
+            return (diff * ga).sum(1) ** 2 + (diff * gn).sum(1) ** 2
+        return (diff * diff).sum(1)
+
+    def surrogate(self, learner, gen, torch):
+        """A scalar whose gradient is the policy-gradient estimate of ``∇L`` (summed over
+        the block's queries); the exact ``L`` for lists of at most ``EXACT_MAX`` items."""
+        s_n, (m, w) = learner.samples, self.logits.shape
+        lam = learner.tradeoff
+        masked = torch.where(self.valid, self.logits, torch.full_like(self.logits, -1e4))
+        if self.rankings is not None:
+            return self._exact_loss(masked, lam, learner, torch)
+        u = torch.rand((s_n, m, w), generator=gen, device=masked.device, dtype=masked.dtype)
+        z = masked.detach() - torch.log(-torch.log(u.clamp_min(1e-12)))
+        order = torch.argsort(z, dim=2, descending=True)
+        ordered = torch.gather(masked.expand(s_n, m, w), 2, order)
+        tail = torch.logcumsumexp(ordered.flip(2), dim=2).flip(2)
+        slot_ok = torch.arange(w, device=masked.device) < self.valid.sum(1)[:, None]
+        logp = torch.where(slot_ok, ordered - tail, torch.zeros_like(tail)).sum(2)  # [S, m]
+        expo = torch.zeros_like(z).scatter_(2, order, self.table.expand(s_n, m, w))
+        expo = expo * self.valid
+        # the fairness term is a function f of the expected exposure: its gradient is
+        # (df/dε)·∇ε, so each ranking's reward is (df/dε at the sample mean)·ε(π)
+        mean = expo.mean(0).requires_grad_(True)
+        (coef,) = torch.autograd.grad(self.fairness(mean, learner, torch).sum(), mean)
+        with torch.no_grad():
+            fair = (coef * expo).sum(2)  # [S, m]
+            dcg = (torch.gather(self.gain.expand(s_n, m, w), 2, order) * _disc(w, masked)).sum(2)
+            ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)
+            reward = lam * fair - (1.0 - lam) * ndcg
+            baseline = (reward.sum(0, keepdim=True) - reward) / (s_n - 1)
+            adv = reward - baseline
+        return (adv * logp).mean(0).sum()
+
+    def _exact_loss(self, masked, lam: float, learner, torch):
+        """``Σ_q L_q`` with the expected exposures enumerated over every ranking (padding
+        slots have logit -1e4: they come last with probability 1 - O(e^-1e4))."""
+        lw = masked[:, self.rankings]  # [m, P, w], last slot first
+        p = torch.exp((lw - torch.logcumsumexp(lw, dim=2)).sum(2))  # [m, P]
+        expo = (p @ self.table[self.slots]) * self.valid  # [m, w]
+        fair = self.fairness(expo, learner, torch)
+        w = masked.shape[1]
+        dcg = (p @ _disc(w, masked)[self.slots] * self.gain).sum(1)
+        ndcg = torch.where(self.idcg > 0, dcg / self.idcg.clamp_min(1e-300), 0.0)
+        return (lam * fair - (1.0 - lam) * ndcg).sum()
+
+    def write(self, out: np.ndarray) -> None:
+        vals = self.logits.detach().cpu().numpy()
+        out[self.index[self.valid_np]] = vals[self.valid_np]
+
+
+def _disc(w: int, like):
+    import torch
+
+    return torch.as_tensor(log_discount(w, None, 1), device=like.device, dtype=like.dtype)

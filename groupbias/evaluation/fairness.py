@@ -1,0 +1,1053 @@
+"""Group-fairness metrics of ranked lists from related work, on item-group membership.
+
+AWRF (Sapiezynski et al. 2019; TREC Fair 2022) and nDCG × AWRF, TED / TExFAIR with the
+rank-biased discounting factor RBDF (Abolghasemi et al. 2024), NFaiRR (Rekabsaz et al.
+2021), CWEx(α) and ΔExposure (Mousavian et al. 2025), rank bias RaB and average rank bias
+ARaB (Rekabsaz & Schedl 2020), and a per-query Pearson correlation between any two metrics.
+``docs/fairness_metrics.md`` states every formula and convention.
+
+Layout and call shape follow :mod:`groupbias.evaluation.metrics`: flat arrays over all items of all
+queries with offsets ``qptr``, arrays positional (``scores``, ``labels``), everything else
+keyword-only, ``k=None`` for no cutoff, ranks start at 1, ties ``"average"`` (tied items
+share the mean weight of the ranks their block occupies) or ``"stable"``; every metric has a
+``<metric>_per_query`` form (float64 ``[n_queries]``, NaN = skipped; empty queries are
+always skipped) and an aggregate form (mean over the non-NaN queries).
+
+``membership`` is float ``[n_items, n_groups]`` (``n_groups >= 2``), non-negative: row ``i``
+is item ``i``'s association with every group — probabilities (hard 0/1 labels, or
+fractions), term counts, or term shares (:mod:`groupbias.data.membership`). A row of zeros means
+no group association (unknown group, or no group-representative term): such an item is
+*non-representative* for TED/RBDF, *neutral* for NFaiRR and CWEx, and contributes nothing to
+AWRF's group exposure. Our affected-group vector ``groups`` becomes the 2-column matrix
+``[affected, non-affected]`` with :func:`groupbias.data.membership.membership_from_groups`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.registry import METRICS as REGISTRY
+from ..core.segments import query_index, segment_sum
+from ..core.validation import check_k, choice, is_integer, real
+from ..data.membership import membership_from_groups
+from ..rank.ranking import Ranking
+from .catalog import metric_info
+from .exposure import max_list_size, nanmean, tie_average_exposure
+from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
+from .stats import per_query_values
+
+__all__ = [
+    "awrf",
+    "awrf_per_query",
+    "awrf_distance",
+    "awrf_distance_per_query",
+    "ndcg_awrf",
+    "ndcg_awrf_per_query",
+    "rbdf_per_query",
+    "ted",
+    "ted_per_query",
+    "texfair",
+    "texfair_per_query",
+    "neutrality",
+    "fairr_per_query",
+    "nfairr",
+    "nfairr_per_query",
+    "class_exposure_per_query",
+    "cwex",
+    "cwex_per_query",
+    "delta_exposure",
+    "delta_exposure_per_query",
+    "rank_bias",
+    "rank_bias_per_query",
+    "arab",
+    "arab_per_query",
+    "per_query_correlation",
+    "fairness_metrics_per_query",
+    "RELATED_WORK",
+    "DEFAULT_K",
+]
+
+TARGETS = ("uniform", "corpus", "relevant")
+AWRF_DISTANCES = ("js", "l1", "kl")
+WEIGHTS = ("log", "geometric", "uniform")
+ON_NO_REPRESENTATIVE = ("skip", "fair")
+BACKGROUNDS = ("candidates", "collection")
+ASSIGNMENTS = ("expected", "hard")
+MAGNITUDES = ("tc", "tf", "bool")
+_ROW_SUM_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _membership(membership, n: int | None, name: str = "membership") -> np.ndarray:
+    m = np.asarray(membership)
+    if m.ndim == 1:
+        raise ParameterError(
+            name,
+            "a 2-D array [n_items, n_groups]",
+            "a 1-D array",
+            fix="turn an affected-group vector into [affected, "
+            "non-affected] columns with "
+            "groupbias.data.membership.membership_from_groups(groups)",
+        )
+    if m.ndim != 2 or not (np.issubdtype(m.dtype, np.number) or m.dtype == bool):
+        raise ParameterError(
+            name, "a 2-D numeric array [n_items, n_groups]", f"shape {m.shape}, dtype {m.dtype}"
+        )
+    if n is not None and m.shape[0] != n:
+        raise ParameterError(name, f"{n} rows (one per item)", f"{m.shape[0]} rows")
+    if m.shape[1] < 2:
+        raise ParameterError(
+            name,
+            "at least 2 group columns",
+            f"{m.shape[1]} column(s)",
+            fix="with a single group every ranking is trivially fair; add "
+            "the other group(s), e.g. with membership_from_groups",
+        )
+    m = m.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(m)):
+        raise ParameterError(
+            name,
+            "finite values",
+            "NaN or infinite entries",
+            fix="use a row of zeros for an item with no known group",
+        )
+    if m.size and m.min() < 0:
+        raise ParameterError(name, "non-negative associations", f"minimum {m.min()!r}")
+    return m
+
+
+def _prepare(scores, qptr, membership, k, ties):
+    """``(ranking, qptr, qidx, membership, k, ties)``, validated; ``scores`` may be a
+    :class:`~groupbias.rank.ranking.Ranking` of the queries ``qptr``."""
+    r = Ranking.of(scores, qptr)
+    q = r.qptr
+    m = _membership(membership, r.n_items)
+    return r, q, query_index(q), m, check_k(k), choice("ties", ties, EXPOSURE_TIES)
+
+
+def _distribution(name: str, value, n_groups: int, choices=TARGETS) -> np.ndarray:
+    """A user-given group distribution (any non-negative weights, normalized to sum 1)."""
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        a = np.array([np.nan])
+    if (
+        a.ndim != 1
+        or a.size != n_groups
+        or not np.all(np.isfinite(a))
+        or a.min() < 0
+        or a.sum() <= 0
+    ):
+        raise ParameterError(
+            name,
+            f"one of {', '.join(map(repr, choices))} or "
+            f"{n_groups} non-negative weights with a positive sum",
+            value,
+        )
+    return a / a.sum()
+
+
+def _row_sum(m: np.ndarray) -> np.ndarray:
+    """``m.sum(axis=1)`` by column (faster for the few groups of a membership matrix)."""
+    out = m[:, 0].copy()
+    for g in range(1, m.shape[1]):
+        out += m[:, g]
+    return out
+
+
+def _column_sums(weights: np.ndarray, m: np.ndarray, q: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """``out[q, g] = sum_{i in q} weights_i * m[i, g]`` (float64 [n_queries, n_groups]).
+
+    Only items with a non-zero weight are visited (with a cutoff k most items of long
+    lists have weight 0)."""
+    nq = q.size - 1
+    nz = np.flatnonzero(weights)
+    if nz.size < weights.size // 2:
+        weights, m, qidx = weights[nz], m[nz], qidx[nz]
+    out = np.empty((nq, m.shape[1]))
+    for g in range(m.shape[1]):
+        out[:, g] = np.bincount(qidx, weights=weights * m[:, g], minlength=nq)
+    return out
+
+
+def _row_shares(m: np.ndarray) -> np.ndarray:
+    """Rows normalized to sum 1; rows of zeros stay zero."""
+    rows = _row_sum(m)[:, None]
+    return np.divide(m, rows, out=np.zeros_like(m), where=rows > 0)
+
+
+def _targets(target, m: np.ndarray, labels, q: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """Target group distribution of every query, float64 [n_queries, n_groups]; NaN rows
+    where it is undefined (no item, or no relevant item, with a group association)."""
+    nq, n_groups = q.size - 1, m.shape[1]
+    if not isinstance(target, str):
+        return np.broadcast_to(_distribution("target", target, n_groups), (nq, n_groups))
+    target = choice("target", target, TARGETS)
+    if target == "uniform":
+        return np.full((nq, n_groups), 1.0 / n_groups)
+    if target == "relevant":
+        if labels is None:
+            raise ParameterError(
+                "labels",
+                "relevance labels (target='relevant' is the "
+                "group share among the relevant items, label > 0)",
+                None,
+            )
+        rel = np.flatnonzero(labels > 0)
+        m, qidx = m[rel], qidx[rel]
+    sums = _column_sums(np.ones(m.shape[0]), _row_shares(m), q, qidx)
+    tot = sums.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = sums / tot[:, None]
+    out[tot <= 0] = np.nan
+    return out
+
+
+def _labels(labels, n: int):
+    return None if labels is None else item_vector("labels", labels, n, nonnegative=True)
+
+
+# --------------------------------------------------------------------------- rank weights
+
+
+def _weight_table(max_len: int, k: int | None, weights, patience: float) -> np.ndarray:
+    r = np.arange(1, max_len + 1, dtype=np.float64)
+    if isinstance(weights, str):
+        if weights == "log":
+            table = 1.0 / np.log2(1.0 + r)
+        elif weights == "geometric":
+            table = patience ** (r - 1.0)
+        else:
+            table = np.ones(max_len)
+    else:
+        table = np.zeros(max_len)
+        n = min(max_len, weights.size)
+        table[:n] = weights[:n]
+    if k is not None:
+        table[k:] = 0.0
+    return table
+
+
+def _check_weights(weights, patience):
+    if isinstance(weights, str):
+        weights = choice("weights", weights, WEIGHTS)
+        if weights == "geometric":
+            patience = real("patience", patience, low=0.0, high=1.0, low_open=True)
+        return weights, patience
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        w = np.array([np.nan])
+    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or w.min() < 0:
+        raise ParameterError(
+            "weights",
+            "one of "
+            + ", ".join(map(repr, WEIGHTS))
+            + " or a 1-D array of non-negative per-rank weights",
+            weights,
+        )
+    return w, patience
+
+
+def _rank_weights(r: Ranking, k, ties, weights="log", patience=0.5) -> np.ndarray:
+    if isinstance(weights, str) and weights == "log":
+        return r.weights(k, ties).dense()
+    table = _weight_table(max_list_size(r.qptr), k, weights, patience)
+    return r.weights(k, ties, table=table).dense()
+
+
+def _finish(values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    values[np.diff(q) == 0] = np.nan
+    return values
+
+
+# --------------------------------------------------------------------------- AWRF
+
+
+def _kl2(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = np.where(p > 0, p * np.log2(p / t), 0.0)
+    return terms.sum(axis=1)
+
+
+def _distribution_distance(p: np.ndarray, t: np.ndarray, distance: str) -> np.ndarray:
+    if distance == "l1":
+        return np.abs(p - t).sum(axis=1)
+    if distance == "kl":
+        return _kl2(p, t)
+    mid = 0.5 * (p + t)
+    return np.clip(0.5 * _kl2(p, mid) + 0.5 * _kl2(t, mid), 0.0, 1.0)
+
+
+def _awrf_distance(
+    scores,
+    qptr,
+    membership,
+    labels,
+    k,
+    target,
+    distance,
+    weights,
+    patience,
+    ties,
+    on_no_representative,
+):
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    distance = choice("distance", distance, AWRF_DISTANCES)
+    on_no_representative = choice(
+        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
+    )
+    weights, patience = _check_weights(weights, patience)
+    lab = _labels(labels, r.n_items)
+    t = _targets(target, m, lab, q, qidx)
+    w = _rank_weights(r, k, ties, weights, patience)
+    exposure = _column_sums(w, m, q, qidx)
+    tot = exposure.sum(axis=1)
+    none = tot <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = exposure / np.where(none, 1.0, tot)[:, None]
+    d = _distribution_distance(p, t, distance)
+    d[none] = np.nan if on_no_representative == "skip" else 0.0
+    d[np.isnan(t).any(axis=1)] = np.nan
+    return _finish(d, q)
+
+
+def awrf_distance_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    ties: str = "average",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
+    """AWRF distance Δ(nE, Ê) of every query (Sapiezynski et al. 2019; Chen & Fang,
+    FAIR-QR, Eq. 4–6).
+
+    ``E_g = sum_{r <= k} v_r a_{d_r, g}`` is the attention-weighted exposure the ranking by
+    ``scores`` gives group ``g`` (``a_d`` = the item's ``membership`` row), ``nE = E /
+    ||E||_1`` and ``Ê`` the target distribution:
+
+    * ``target="uniform"`` (default): ``1 / n_groups``;
+    * ``"corpus"``: the group share among the query's candidates, the mean of the
+      row-normalized memberships of the items with a group association;
+    * ``"relevant"``: the same over the relevant items (``labels > 0``; TREC Fair 2022);
+    * a vector of ``n_groups`` non-negative weights (normalized): a fixed global target,
+      e.g. the share over the whole collection.
+
+    ``distance``: ``"js"`` (default; Jensen–Shannon divergence, base 2, in [0, 1]),
+    ``"l1"`` (``sum_g |nE_g − Ê_g|``, in [0, 2]) or ``"kl"`` (``KL(nE || Ê)`` in bits,
+    infinite when ``Ê_g = 0 < nE_g``). ``weights``: ``"log"`` (default, ``v_r = 1 /
+    log2(1 + r)``), ``"geometric"`` (``v_r = patience^(r-1)``), ``"uniform"`` (1), or an
+    array of per-rank weights (``v_r = weights[r-1]``, 0 beyond its length); ``v_r = 0``
+    for ``r > k``. A query with no group exposure in the top k (every item there has a row
+    of zeros): ``on_no_representative="skip"`` (default, NaN) or ``"fair"`` (0). Queries
+    with an undefined target are NaN. Returns float64 [n_queries].
+    """
+    return _awrf_distance(
+        scores,
+        qptr,
+        membership,
+        labels,
+        k,
+        target,
+        distance,
+        weights,
+        patience,
+        ties,
+        on_no_representative,
+    )
+
+
+def awrf_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    ties: str = "average",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
+    """AWRF in the TREC Fair 2022 orientation, ``1 − Δ(nE, Ê)`` (1 = the exposure matches
+    the target); options as in :func:`awrf_distance_per_query`. With the default JS
+    distance the value is in [0, 1]; with ``"l1"`` in [−1, 1]."""
+    return 1.0 - _awrf_distance(
+        scores,
+        qptr,
+        membership,
+        labels,
+        k,
+        target,
+        distance,
+        weights,
+        patience,
+        ties,
+        on_no_representative,
+    )
+
+
+def awrf_distance(scores, **kwargs) -> float:
+    """Mean of :func:`awrf_distance_per_query` over the non-NaN queries."""
+    return nanmean(awrf_distance_per_query(scores, **kwargs))
+
+
+def awrf(scores, **kwargs) -> float:
+    """Mean of :func:`awrf_per_query` over the non-NaN queries."""
+    return nanmean(awrf_per_query(scores, **kwargs))
+
+
+def ndcg_awrf_per_query(
+    scores,
+    labels,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    target="relevant",
+    distance: str = "js",
+    weights="log",
+    patience: float = 0.5,
+    gain: str = "exp2",
+    ties: str = "average",
+    on_no_relevant: str = "skip",
+    on_no_representative: str = "skip",
+) -> np.ndarray:
+    """nDCG@k × AWRF@k of every query (the combined score of Chen & Fang, FAIR-QR, TREC Fair 2022).
+
+    NDCG from :func:`groupbias.evaluation.metrics.ndcg_per_query` (``gain``, ``ties``,
+    ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
+    share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is NaN."""
+    ties = choice("ties", ties, EXPOSURE_TIES)
+    r = Ranking.of(scores, qptr)
+    nd = ndcg_per_query(
+        r, labels, qptr=qptr, k=k, gain=gain, ties=ties, on_no_relevant=on_no_relevant
+    )
+    aw = awrf_per_query(
+        r,
+        qptr=qptr,
+        membership=membership,
+        labels=labels,
+        k=k,
+        target=target,
+        distance=distance,
+        weights=weights,
+        patience=patience,
+        ties=ties,
+        on_no_representative=on_no_representative,
+    )
+    return nd * aw
+
+
+def ndcg_awrf(scores, labels, **kwargs) -> float:
+    """Mean of :func:`ndcg_awrf_per_query` over the non-NaN queries."""
+    return nanmean(ndcg_awrf_per_query(scores, labels, **kwargs))
+
+
+# --------------------------------------------------------------------------- TED / TExFAIR
+
+
+def _rbdf(w, m, q, qidx):
+    # numerator and total summed the same way: RBDF is exactly 1 when every item counts
+    total = segment_sum(w, q)
+    rep = _row_sum(m) > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return segment_sum(w * rep, q) / total
+
+
+def rbdf_per_query(
+    scores, *, qptr, membership, k: int | None = None, ties: str = "average"
+) -> np.ndarray:
+    """Rank-biased discounting factor (Abolghasemi et al. 2024, Eq. 11) of every query:
+
+        RBDF = sum_{r <= k} 1[d_r in S_R] / log2(1 + r)  /  sum_{r <= k} 1 / log2(1 + r)
+
+    with ``S_R`` the representative items (a ``membership`` row with a positive entry).
+    In [0, 1]; NaN for empty queries. Returns float64 [n_queries]."""
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    return _finish(_rbdf(r.weights(k, ties).dense(), m, q, qidx), q)
+
+
+def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative):
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    on_no_representative = choice(
+        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
+    )
+    if not isinstance(rbdf, bool):
+        raise ParameterError("rbdf", "True or False", rbdf)
+    t = _targets(target, m, _labels(labels, r.n_items), q, qidx)
+    w = r.weights(k, ties).dense()
+    exposure = _column_sums(w, m, q, qidx)
+    tot = exposure.sum(axis=1)
+    none = tot <= 0
+    p = exposure / np.where(none, 1.0, tot)[:, None]
+    ted = np.abs(p - t).sum(axis=1)
+    if rbdf:
+        ted = ted * _rbdf(w, m, q, qidx)
+    ted[none] = np.nan if on_no_representative == "skip" else 0.0
+    max_ted = 2.0 * (1.0 - t.min(axis=1))
+    ted[np.isnan(max_ted)] = np.nan
+    return _finish(ted, q), max_ted
+
+
+def ted_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    rbdf: bool = True,
+    ties: str = "average",
+    on_no_representative: str = "fair",
+) -> np.ndarray:
+    """Term exposure-based divergence TED@k of every query (Abolghasemi et al. 2024, Eq. 7–12).
+
+    With position bias ``v_r = 1 / log2(1 + r)`` (0 beyond ``k``), the group
+    representation of the ranking by ``scores`` is
+
+        p(G_i | q, k) = sum_{r <= k} v_r a_{d_r, i}  /  sum_g sum_{r <= k} v_r a_{d_r, g}
+
+    where ``a_d`` is the item's ``membership`` row. With term shares ``a_{d,i} =
+    M^{G_i}(d) / |d|`` (:attr:`TermMembership.term_exposure`) the numerator is the term
+    exposure of the group's terms (Eq. 8–9). Then
+
+        TED = sum_i |p(G_i | q, k) − p̂_i| · RBDF(q, k)          (Eq. 12)
+
+    (``rbdf=False``: without the factor, Eq. 10). ``target`` as in
+    :func:`awrf_distance_per_query` (default uniform, ``p̂_i = 1 / n_groups``). TED is in
+    ``[0, 2 (1 − min_i p̂_i)]``. No representative item in the top k (``p`` undefined;
+    ``RBDF = 0``): ``on_no_representative="fair"`` (default) gives TED = 0, the limit of
+    Eq. 12 as RBDF → 0 (non-representative items count as unbiased); ``"skip"`` gives NaN.
+    Returns float64 [n_queries].
+    """
+    return _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative)[0]
+
+
+def texfair_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    labels=None,
+    k: int | None = None,
+    target="uniform",
+    rbdf: bool = True,
+    ties: str = "average",
+    on_no_representative: str = "fair",
+) -> np.ndarray:
+    """TExFAIR@k = max(TED) − TED@k of every query (Abolghasemi et al. 2024, Eq. 13),
+    higher = fairer.
+
+    ``max(TED) = 2 (1 − min_i p̂_i)``, attained when all exposure goes to the group with the
+    smallest target share and every item is representative; with two groups and the
+    uniform target ``max(TED) = 1`` and TExFAIR = 1 − TED ∈ [0, 1]. Options as in
+    :func:`ted_per_query`. Returns float64 [n_queries]."""
+    ted, max_ted = _ted(
+        scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative
+    )
+    return max_ted - ted
+
+
+def ted(scores, **kwargs) -> float:
+    """Mean of :func:`ted_per_query` over the non-NaN queries."""
+    return nanmean(ted_per_query(scores, **kwargs))
+
+
+def texfair(scores, **kwargs) -> float:
+    """Mean of :func:`texfair_per_query` over the non-NaN queries."""
+    return nanmean(texfair_per_query(scores, **kwargs))
+
+
+# --------------------------------------------------------------------------- NFaiRR
+
+
+def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
+    """Document neutrality ω(d) (Rekabsaz et al. 2021; Abolghasemi et al. 2024, Eq. 1),
+    float64 [n_items].
+
+    With ``M_g`` the item's ``membership`` row and ``J`` the balanced proportions
+    (``target="uniform"``: ``J_g = 1 / n_groups``; or a vector of weights, normalized):
+
+        ω = 1                                        if sum_g M_g <= tau
+        ω = 1 − sum_g | M_g / sum_x M_x − J_g |      otherwise
+
+    ``tau`` (default 0) is the threshold below which an item counts as neutral: with 0,
+    exactly the items with no group association are neutral. The reference implementation
+    uses ``tau = 1`` on raw term counts (an item with a single group term is neutral); pass
+    :attr:`TermMembership.counts` with ``tau=1`` for that. For two groups ω ∈ [0, 1]; with
+    more groups ω can be negative (down to ``1 − 2 (1 − min J)``)."""
+    m = _membership(membership, None)
+    tau = real("tau", tau, low=0.0)
+    if isinstance(target, str):
+        choice("target", target, ("uniform",))
+        j = np.full(m.shape[1], 1.0 / m.shape[1])
+    else:
+        j = _distribution("target", target, m.shape[1], choices=("uniform",))
+    rows = _row_sum(m)
+    inv = np.divide(1.0, rows, out=np.zeros_like(rows), where=rows > 0)
+    omega = np.ones(m.shape[0])
+    for g in range(m.shape[1]):
+        omega -= np.abs(m[:, g] * inv - j[g])
+    return np.where(rows <= tau, 1.0, omega)
+
+
+def _fairr(scores, qptr, membership, k, tau, target, ties):
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    omega = neutrality(m, tau=tau, target=target)
+    return q, qidx, k, omega, segment_sum(omega * r.weights(k, ties).dense(), q, qidx)
+
+
+def fairr_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    tau: float = 0.0,
+    target="uniform",
+    ties: str = "average",
+) -> np.ndarray:
+    """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query
+    (Abolghasemi et al. 2024, Eq. 2),
+    ω from :func:`neutrality`. Returns float64 [n_queries] (NaN for empty queries)."""
+    q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
+    return _finish(fairr, q)
+
+
+def nfairr_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    tau: float = 0.0,
+    target="uniform",
+    background: str = "candidates",
+    ties: str = "average",
+) -> np.ndarray:
+    """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; Abolghasemi et al.
+    2024, Eq. 3).
+
+    IFaiRR is the FaiRR of the best ordering of the background set ``S`` (its items sorted
+    by ω, descending, ``sum_{r <= min(k, |S|)} ω_(r) / log2(1 + r)``):
+
+    * ``background="candidates"`` (default; Mousavian et al. 2025): ``S`` = the query's own
+      candidate
+      items, so NFaiRR ∈ [0, 1] (for ω ≥ 0) and 1 means no reordering of the candidates is
+      more neutral at the top;
+    * ``"collection"`` (Abolghasemi et al. 2024): ``S`` = every item passed (all queries), the same
+      IFaiRR for every query; needs a cutoff ``k``.
+
+    ω from :func:`neutrality` (``tau``, ``target``). A query with IFaiRR <= 0 (no neutral
+    weight in the background, e.g. every candidate entirely one group) is NaN: NFaiRR
+    cannot rank such lists. Returns float64 [n_queries]."""
+    background = choice("background", background, BACKGROUNDS)
+    q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
+    if background == "candidates":
+        ideal = segment_sum(omega * tie_average_exposure(omega, q, qidx, k), q, qidx)
+    else:
+        if k is None:
+            raise ParameterError(
+                "k",
+                "a cutoff (background='collection' ranks the top k of the whole collection)",
+                None,
+            )
+        top = np.sort(omega)[::-1][:k]
+        ideal = np.full(q.size - 1, float(np.sum(top / np.log2(2.0 + np.arange(top.size)))))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(ideal > 0, fairr / np.where(ideal > 0, ideal, 1.0), np.nan)
+    return _finish(out, q)
+
+
+def nfairr(scores, **kwargs) -> float:
+    """Mean of :func:`nfairr_per_query` over the non-NaN queries."""
+    return nanmean(nfairr_per_query(scores, **kwargs))
+
+
+# --------------------------------------------------------------------------- CWEx
+
+
+def _classes(m: np.ndarray, assignment: str) -> np.ndarray:
+    """Class probabilities [n_items, n_groups + 1]; the last column is the neutral class."""
+    n, n_groups = m.shape
+    if assignment == "expected":
+        rows = _row_sum(m)
+        return np.concatenate([m, np.clip(1.0 - rows, 0.0, None)[:, None]], axis=1)
+    out = np.zeros((n, n_groups + 1))
+    positive = m > 0
+    pure = positive.sum(axis=1) == 1
+    out[np.flatnonzero(pure), np.argmax(positive[pure], axis=1)] = 1.0
+    out[~pure, n_groups] = 1.0
+    return out
+
+
+def _class_exposure(scores, qptr, membership, k, assignment, ties):
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    assignment = choice("assignment", assignment, ASSIGNMENTS)
+    if assignment == "expected" and m.size:
+        top = _row_sum(m).max()
+        if top > 1.0 + _ROW_SUM_TOL:
+            raise ParameterError(
+                "membership",
+                "rows summing to at most 1 for "
+                "assignment='expected' (group probabilities; the rest is "
+                "the neutral class)",
+                f"a row sum of {top!r}",
+                fix="normalize the rows, or use assignment='hard' for counts",
+            )
+    e = r.weights(k, ties).dense()
+    nz = np.flatnonzero(e)
+    cols = _column_sums(e[nz], _classes(m[nz], assignment), q, qidx[nz])
+    # every item's classes sum to 1: the total is the sum of the columns (so no share
+    # exceeds 1 by rounding)
+    total = cols.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = cols / total[:, None]
+    out[np.diff(q) == 0] = np.nan
+    return out
+
+
+def class_exposure_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
+    """Normalized class exposure of every query (Mousavian et al. 2025, Eq. 2–4), float64
+    [n_queries, n_groups + 1]: column ``g`` is ``Exposure_g = sum_{r <= k, d_r in g} p(r) /
+    sum_{r <= min(k, n)} p(r)`` with ``p(r) = 1 / log2(1 + r)``; the last column is the
+    neutral class. Columns sum to 1 (NaN rows for empty queries).
+
+    Classes from ``membership`` (``assignment``):
+
+    * ``"expected"`` (default): an item is in group ``g`` with probability ``M_g`` and
+      neutral with probability ``1 − sum_g M_g`` (rows must sum to at most 1); the
+      exposures are the expectations over these labels. Crisp rows (one-hot or zero) give
+      the paper's hard classes.
+    * ``"hard"``: an item is in group ``g`` when ``g`` is its only group with a positive
+      association; items with no association (unknown) or with several (mixed) are neutral.
+      Works with counts.
+    """
+    return _class_exposure(scores, qptr, membership, k, assignment, ties)
+
+
+def _gap(x: np.ndarray) -> np.ndarray:
+    groups = x[:, :-1]
+    return groups.max(axis=1) - groups.min(axis=1)
+
+
+def delta_exposure_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
+    """ΔExposure of every query (Mousavian et al. 2025): ``max_g Exposure_g − min_g
+    Exposure_g`` over
+    the groups (the neutral class excluded), i.e. ``|Exposure_A − Exposure_B|`` for two
+    groups and the gap between the most and the least exposed group for more. In [0, 1],
+    lower = fairer. Classes and exposure as in :func:`class_exposure_per_query`."""
+    return _gap(_class_exposure(scores, qptr, membership, k, assignment, ties))
+
+
+def cwex_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    alpha: float = 0.5,
+    k: int | None = None,
+    assignment: str = "expected",
+    ties: str = "average",
+) -> np.ndarray:
+    """Class-wise weighted exposure CWEx(α) of every query (Mousavian et al. 2025, Eq. 1):
+
+        CWEx = α · Exposure_neutral − (1 − α) · ΔExposure
+
+    in ``[α − 1, α]``, higher = fairer; the paper reports α = 0.2, 0.5, 0.7. Classes and
+    exposure as in :func:`class_exposure_per_query`. Returns float64 [n_queries]."""
+    alpha = real("alpha", alpha, low=0.0, high=1.0)
+    x = _class_exposure(scores, qptr, membership, k, assignment, ties)
+    return alpha * x[:, -1] - (1.0 - alpha) * _gap(x)
+
+
+def delta_exposure(scores, **kwargs) -> float:
+    """Mean of :func:`delta_exposure_per_query` over the non-NaN queries."""
+    return nanmean(delta_exposure_per_query(scores, **kwargs))
+
+
+def cwex(scores, **kwargs) -> float:
+    """Mean of :func:`cwex_per_query` over the non-NaN queries."""
+    return nanmean(cwex_per_query(scores, **kwargs))
+
+
+# --------------------------------------------------------------------------- RaB / ARaB
+
+
+def _pair(pair, n_groups: int) -> tuple[int, int]:
+    ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and all(is_integer(x) for x in pair)
+    if not ok or not all(0 <= int(x) < n_groups for x in pair) or pair[0] == pair[1]:
+        raise ParameterError("pair", f"two distinct group columns in 0..{n_groups - 1}", pair)
+    return int(pair[0]), int(pair[1])
+
+
+def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    magnitude = choice("magnitude", magnitude, MAGNITUDES)
+    a, b = _pair(pair, m.shape[1])
+    mag = m[:, [a, b]]
+    if magnitude == "tf":
+        mag = np.log1p(mag)
+    elif magnitude == "bool":
+        mag = (mag > 0).astype(np.float64)
+    sizes = np.diff(q)
+    cut = sizes if k is None else np.minimum(sizes, k)
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, max_list_size(q) + 1))])
+
+    def slot_fn(ranks, rows):
+        t = cut[rows][:, None]
+        inside = ranks <= t
+        if average:
+            w = (harmonic[t] - harmonic[np.minimum(ranks, t) - 1]) / t
+        else:
+            w = np.broadcast_to(1.0 / t, ranks.shape)
+        return np.where(inside, w, 0.0)
+
+    w = r.slot_weights(slot_fn, ties, k).dense()
+    return _finish(segment_sum(w * (mag[:, 0] - mag[:, 1]), q, qidx), q)
+
+
+def rank_bias_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    magnitude: str = "tf",
+    pair=(0, 1),
+    ties: str = "average",
+) -> np.ndarray:
+    """Rank bias RaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
+
+        RaB^g@k = (1 / T) sum_{r <= T} mag^g(d_r),    T = min(k, n)
+        RaB@k   = RaB^a@k − RaB^b@k                    (a, b) = pair
+
+    signed: positive when group ``a`` has the larger magnitude near the top (the reference
+    reports male − female). The magnitude of an item comes from its ``membership`` row
+    (raw term counts ``M^g(d)`` for the paper's metric, :attr:`TermMembership.counts`):
+    ``magnitude="tc"`` (``M``), ``"tf"`` (default, ``ln(1 + M)``) or ``"bool"``
+    (``1[M > 0]``). ``k=None``: the whole list (the paper's cutoff t; 10 in Bigdeli et al. 2021).
+    Returns float64 [n_queries]."""
+    return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=False)
+
+
+def arab_per_query(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    magnitude: str = "tf",
+    pair=(0, 1),
+    ties: str = "average",
+) -> np.ndarray:
+    """Average rank bias ARaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
+
+        ARaB@k = (1 / T) sum_{x=1}^{T} RaB@x = sum_{r <= T} (H_T − H_{r−1}) / T · Δmag(d_r)
+
+    with ``T = min(k, n)``, ``H`` the harmonic numbers and ``Δmag = mag^a − mag^b``; options
+    as in :func:`rank_bias_per_query`. Returns float64 [n_queries]."""
+    return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=True)
+
+
+def rank_bias(scores, **kwargs) -> float:
+    """Mean of :func:`rank_bias_per_query` over the non-NaN queries."""
+    return nanmean(rank_bias_per_query(scores, **kwargs))
+
+
+def arab(scores, **kwargs) -> float:
+    """Mean of :func:`arab_per_query` over the non-NaN queries (the signed mean the
+    reference reports)."""
+    return nanmean(arab_per_query(scores, **kwargs))
+
+
+# --------------------------------------------------------------------------- correlation
+
+
+def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
+    """Pearson correlation between two metrics across queries (Abolghasemi et al. 2024, §5, compares
+    TExFAIR with NFaiRR this way); returns ``(r, p_value, n)``.
+
+    Queries where either value is NaN (skipped) are dropped; ``n`` is the number of pairs
+    used (at least 2, else :class:`ParameterError`). ``scipy.stats.pearsonr`` computes
+    ``r`` and the two-sided p-value; when either side is constant ``r`` is undefined and
+    ``(nan, nan, n)`` is returned."""
+    a = per_query_values("metric_a", metric_a)
+    b = per_query_values("metric_b", metric_b)
+    if a.size != b.size:
+        raise ParameterError(
+            "metric_b", f"length {a.size} (one value per query, as metric_a)", f"length {b.size}"
+        )
+    ok = ~(np.isnan(a) | np.isnan(b))
+    n = int(ok.sum())
+    if n < 2:
+        raise ParameterError(
+            "metric_a", "at least 2 queries where both metrics are defined", f"{n} such queries"
+        )
+    x, y = a[ok], b[ok]
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan"), n
+    from scipy import stats  # imported here: scipy.stats is large and only this needs it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.pearsonr(x, y)
+    return float(res.statistic), float(res.pvalue), n
+
+
+# --------------------------------------------------------------------------- evaluator hook
+
+
+def _m_awrf(scores, labels, **kw):
+    return awrf_per_query(scores, labels=labels, **kw)
+
+
+def _m_awrf_distance(scores, labels, **kw):
+    return awrf_distance_per_query(scores, labels=labels, **kw)
+
+
+def _m_ndcg_awrf(scores, labels, **kw):
+    if labels is None:
+        raise ParameterError("labels", "relevance labels for ndcg_awrf", None)
+    return ndcg_awrf_per_query(scores, labels, **kw)
+
+
+def _m_ted(scores, labels, **kw):
+    return ted_per_query(scores, labels=labels, **kw)
+
+
+def _m_texfair(scores, labels, **kw):
+    return texfair_per_query(scores, labels=labels, **kw)
+
+
+def _unlabeled(fn):
+    def call(scores, labels, **kw):
+        return fn(scores, **kw)
+
+    return call
+
+
+_PER_QUERY = {
+    "awrf": _m_awrf,
+    "awrf_distance": _m_awrf_distance,
+    "ndcg_awrf": _m_ndcg_awrf,
+    "ted": _m_ted,
+    "texfair": _m_texfair,
+    "rbdf": _unlabeled(rbdf_per_query),
+    "nfairr": _unlabeled(nfairr_per_query),
+    "fairr": _unlabeled(fairr_per_query),
+    "cwex": _unlabeled(cwex_per_query),
+    "delta_exposure": _unlabeled(delta_exposure_per_query),
+    "rank_bias": _unlabeled(rank_bias_per_query),
+    "arab": _unlabeled(arab_per_query),
+}
+#: the related-work metrics registered in :data:`groupbias.core.registry.METRICS`
+RELATED_WORK = tuple(_PER_QUERY)
+#: their cutoff when a name has no ``@k`` (``"awrf"`` = ``"awrf@10"``; ``{"name": "awrf",
+#: "k": None}`` for no cutoff)
+DEFAULT_K = 10
+
+
+def _registered(name: str, per_query):
+    @metric_info(default_k=DEFAULT_K, groups=("all",), ranked=True)
+    def metric(scores, spec, *, regime, k, group, **options):
+        m = spec.membership
+        if m is None and spec.groups is not None:
+            m = membership_from_groups(spec.groups)
+        return per_query(scores, spec.labels, qptr=spec.qptr, membership=m, k=k, **options)
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__doc__ = (
+        f"``{name}`` of the ranking by the scores ({name}_per_query) on "
+        "``spec.membership`` (default ``[groups, 1 - groups]``), labels "
+        f"``spec.labels``; same in both regimes; k default {DEFAULT_K}."
+    )
+    return metric
+
+
+for _name, _fn in _PER_QUERY.items():
+    REGISTRY.register(_name, _registered(_name, _fn))
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    labels: object
+    qptr: object
+    membership: object
+    groups: object = None
+
+
+def fairness_metrics_per_query(
+    scores,
+    labels=None,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    metrics: Sequence = ("awrf", "texfair", "nfairr", "cwex", "arab"),
+) -> dict[str, np.ndarray]:
+    """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``, computed by
+    their entries of :data:`groupbias.core.registry.METRICS`.
+
+    Each entry of ``metrics`` is a name from :data:`RELATED_WORK` or a mapping ``{"name":
+    ..., "key": ..., **options}`` (``key`` defaults to the name; options are the metric's
+    keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``; a ``k``
+    there overrides ``k``). ``labels`` are needed by ``ndcg_awrf`` and by
+    ``target="relevant"``."""
+    if isinstance(metrics, (str, Mapping)) or not isinstance(metrics, Sequence):
+        raise ParameterError(
+            "metrics", "a sequence of metric names or {'name': ...} mappings", metrics
+        )
+    inputs = _Inputs(labels=labels, qptr=qptr, membership=membership)
+    out: dict[str, np.ndarray] = {}
+    for spec in metrics:
+        if isinstance(spec, str):
+            name, key, options = spec, spec, {}
+        elif isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+            options = {kk: v for kk, v in spec.items() if kk not in ("name", "key")}
+            name, key = spec["name"], spec.get("key", spec["name"])
+        else:
+            raise ParameterError("metrics", "a metric name or a mapping with a 'name'", spec)
+        if name not in RELATED_WORK:
+            raise ParameterError("metrics", "names from " + ", ".join(RELATED_WORK), name)
+        if key in out:
+            raise ParameterError(
+                "metrics", "distinct output keys", key, fix="give repeated metrics a 'key'"
+            )
+        kk = options.pop("k", k)
+        out[key] = REGISTRY.get(name)(scores, inputs, regime="ltr", k=kk, group="all", **options)
+    return out

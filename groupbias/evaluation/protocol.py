@@ -1,0 +1,280 @@
+"""Evaluation protocols: how a score vector is turned into NDCG, ρ(DTR) and Δ(EEL).
+
+:class:`EvaluationProtocol` is the ``evaluation`` config group (``configs/evaluation/``):
+
+* ``mode="deterministic"`` (default): the metrics judge the scores themselves, as
+  utility estimates (tabular regime) or as the ranking they induce (LTR regime);
+* ``mode="policy"``: the scores become a Plackett–Luce policy
+  (:class:`groupbias.rank.plackett_luce.PlackettLuce`) — learned from them by
+  :class:`groupbias.evaluation.fair_exposure.FairExposureLearner` (``learn=true``: the fair-exposure
+  policy of the paper's stochastic protocol), or ``logits = scores / temperature``
+  (``learn=false``: a trained ranker's scores as a policy) — and every metric uses the
+  policy's expected exposure (LTR-regime metrics: ρ(DTR) and Δ(EEL) compare the expected
+  group exposure with the true utility / EEL target, NDCG is the expected NDCG).
+
+The convention options (each maps to a metric option of :mod:`groupbias.evaluation.metrics`;
+``docs/metrics.md`` says which of them the paper's released evaluation code uses — the
+``paper_code`` preset sets those):
+
+``offset`` exposure ``1/log2(offset + r)`` in ρ(DTR) and Δ(EEL) (1 or 2);
+``on_zero_utility`` ρ(DTR) of a query where a group has no true utility;
+``eel_bins``/``eel_levels`` Δ(EEL) grades by the data's thresholds or by ``eel_levels``
+per-query min–max bins (``train_levels``: the levels of the learner's target, default
+``eel_levels``); ``eel_distance`` ℓ2, squared ℓ2 or ℓ1; ``top_n`` keep the top-N
+candidates of each query by the evaluated scores before anything else (null: all);
+``single_group`` ``"drop"`` queries whose (kept) items are all in one group (their metrics
+are NaN, excluded from means and paired tests); ``ndcg_no_relevant`` / ``ndcg_zero``
+NDCG of queries without relevant items, and whether queries with NDCG = 0 count in the
+mean; ``ties`` of deterministic rankings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.segments import query_index, segment_sum
+from ..core.validation import check_k, check_threads, choice, integer, real
+from ..rank.plackett_luce import DEVICES, EXACT_MAX, PlackettLuce
+from ..rank.ranking import Ranking
+from .catalog import compute_metrics, parse_metric
+from .fair_exposure import OBJECTIVES, FairExposureLearner
+from .metrics import (
+    BINS,
+    DISTANCES,
+    EXPOSURE_TIES,
+    ON_NO_RELEVANT,
+    ON_ZERO_NDCG,
+    ON_ZERO_UTILITY,
+    check_offset,
+    query_minmax_grades,
+)
+
+__all__ = ["EvaluationProtocol", "MODES"]
+
+MODES = ("deterministic", "policy")
+SINGLE_GROUP = ("keep", "drop")
+
+
+@dataclass
+class EvaluationProtocol:
+    """See the module docstring. Policy settings: ``learn``, ``temperature`` (logits =
+    scores / temperature when not learning), ``samples`` (Monte-Carlo rankings per query
+    for the expected exposure of lists longer than ``exact_max``), ``seed``, and the
+    learner's ``tradeoff``, ``epochs``, ``lr``, ``train_samples``, ``level``,
+    ``init_temperature`` (:class:`~groupbias.evaluation.fair_exposure.FairExposureLearner`) and
+    ``objective``: ``"eel"``, ``"dtr"`` or ``"per_metric"`` (ρ(DTR) from a policy learned
+    for DTR, every other metric from one learned for EEL: each fairness metric judges the
+    policy optimized for it); ``exposure_device`` and ``exposure_threads``: where the
+    Monte-Carlo expected exposure runs (``device`` and ``threads`` of
+    :class:`~groupbias.rank.plackett_luce.PlackettLuce`)."""
+
+    mode: str = "deterministic"
+    offset: int = 1
+    on_zero_utility: str = "extend"
+    eel_bins: str = "thresholds"
+    eel_levels: int | None = None
+    train_levels: int | None = None
+    eel_distance: str = "l2"
+    top_n: int | None = None
+    single_group: str = "keep"
+    ndcg_no_relevant: str = "skip"
+    ndcg_zero: str = "keep"
+    ties: str = "average"
+    learn: bool = True
+    temperature: float = 1.0
+    samples: int = 1000
+    exact_max: int = EXACT_MAX
+    seed: int = 0
+    exposure_device: str = "cpu"
+    exposure_threads: int | None = None
+    tradeoff: float = 1.0
+    epochs: int = 200
+    lr: float = 0.1
+    train_samples: int = 32
+    level: str = "item"
+    init_temperature: float = 0.1
+    objective: str = "eel"
+
+    def __post_init__(self) -> None:
+        self.mode = choice("mode", self.mode, MODES)
+        self.offset = check_offset(self.offset)
+        self.on_zero_utility = choice("on_zero_utility", self.on_zero_utility, ON_ZERO_UTILITY)
+        self.eel_bins = choice("eel_bins", self.eel_bins, BINS)
+        if self.eel_levels is not None:
+            self.eel_levels = integer("eel_levels", self.eel_levels, low=1)
+        if self.train_levels is not None:
+            self.train_levels = integer("train_levels", self.train_levels, low=1)
+        self.eel_distance = choice("eel_distance", self.eel_distance, DISTANCES)
+        self.top_n = check_k(self.top_n, "top_n")
+        self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
+        self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
+        self.ndcg_zero = choice("ndcg_zero", self.ndcg_zero, ON_ZERO_NDCG)
+        self.ties = choice("ties", self.ties, EXPOSURE_TIES)
+        if not isinstance(self.learn, bool):
+            raise ParameterError("learn", "true or false", self.learn)
+        self.temperature = real("temperature", self.temperature, low=0.0, low_open=True)
+        self.samples = integer("samples", self.samples, low=1)
+        self.exact_max = integer("exact_max", self.exact_max, low=0, high=8)
+        self.seed = integer("seed", self.seed, low=0)
+        self.exposure_device = choice("exposure_device", self.exposure_device, DEVICES)
+        if self.exposure_threads is not None:
+            self.exposure_threads = check_threads(self.exposure_threads, "exposure_threads")
+        self.objective = choice("objective", self.objective, OBJECTIVES + ("per_metric",))
+        self.learner = FairExposureLearner(
+            tradeoff=self.tradeoff,
+            epochs=self.epochs,
+            lr=self.lr,
+            samples=integer("train_samples", self.train_samples, low=2),
+            level=self.level,
+            init_temperature=self.init_temperature,
+            seed=self.seed,
+        )
+        self.dtr_learner = replace_learner(self.learner, objective="dtr")
+
+    # ------------------------------------------------------------------ metric options
+
+    def metric_entries(self, metrics, regime: str) -> list:
+        """``metrics`` with this protocol's options added to ``ndcg``, ``rho_dtr`` and
+        ``delta_eel`` (only options that differ from the metric defaults, so the default
+        protocol computes exactly what the bare names compute)."""
+        out = []
+        for entry in metrics:
+            req = parse_metric(entry)
+            extra = self._options(req.name, regime)
+            extra = {k: v for k, v in extra.items() if k not in req.options}
+            if not extra:
+                out.append(entry)
+                continue
+            mapping = dict(entry) if not isinstance(entry, str) else {"name": entry}
+            mapping.setdefault("key", req.key)
+            out.append({**mapping, **extra})
+        return out
+
+    def _options(self, name: str, regime: str) -> dict:
+        ltr = regime == "ltr"
+        opts: dict = {}
+        if name == "ndcg":
+            opts = {
+                "on_no_relevant": (self.ndcg_no_relevant, "skip"),
+                "on_zero_ndcg": (self.ndcg_zero, "keep"),
+                "ties": (self.ties, "average"),
+            }
+        elif name == "rho_dtr":
+            opts = {"on_zero_utility": (self.on_zero_utility, "extend")}
+            if ltr:
+                opts.update(offset=(self.offset, 1), ties=(self.ties, "average"))
+        elif name == "delta_eel":
+            opts = {
+                "offset": (self.offset, 1),
+                "bins": (self.eel_bins, "thresholds"),
+                "levels": (self.eel_levels, None),
+                "distance": (self.eel_distance, "l2"),
+            }
+            if ltr:
+                opts["ties"] = (self.ties, "average")
+        return {k: v for k, (v, default) in opts.items() if v != default}
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self, scores, spec, *, regime: str) -> dict[str, np.ndarray]:
+        """Per-query metric vectors (float64 [n_queries] each, NaN where skipped) of
+        ``scores`` against ``spec`` under this protocol."""
+        scores = np.asarray(scores, dtype=np.float64)
+        scores, spec = self.truncate(scores, spec)
+        if self.mode == "policy":
+            regime = "ltr"
+        spec = replace(spec, metrics=tuple(self.metric_entries(spec.metrics, regime)))
+        if self.mode == "policy":
+            out = self._policy_metrics(scores, spec)
+        else:
+            out = compute_metrics(scores, spec, regime=regime)
+        if self.single_group == "drop":
+            one = _single_group(spec.groups, spec.qptr)
+            for v in out.values():
+                v[one] = np.nan
+        return out
+
+    def truncate(self, scores: np.ndarray, spec):
+        """The top ``top_n`` items of every query by ``scores`` (ties by position), in
+        their original order, and the matching spec; unchanged without ``top_n``."""
+        if self.top_n is None:
+            return scores, spec
+        keep = Ranking(scores, spec.qptr).ranks() <= self.top_n
+        sizes = np.minimum(np.diff(spec.qptr), self.top_n)
+        qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        member = None if spec.membership is None else spec.membership[keep]
+        spec = replace(
+            spec,
+            labels=spec.labels[keep],
+            relevance=spec.relevance[keep],
+            groups=spec.groups[keep],
+            qptr=qptr,
+            membership=member,
+        )
+        return scores[keep], spec
+
+    def _policy_metrics(self, scores: np.ndarray, spec) -> dict[str, np.ndarray]:
+        """The metrics of the policy of ``scores``; with ``objective="per_metric"`` ρ(DTR)
+        comes from the policy learned for DTR and everything else from the EEL policy."""
+        split = self.learn and self.objective == "per_metric"
+        names = [parse_metric(e).name for e in spec.metrics]
+        dtr = [e for e, n in zip(spec.metrics, names) if n == "rho_dtr"] if split else []
+        rest = [e for e, n in zip(spec.metrics, names) if not (split and n == "rho_dtr")]
+        out: dict[str, np.ndarray] = {}
+        for entries, objective in ((rest, "eel"), (dtr, "dtr")):
+            if entries:
+                pol = self.policy(scores, spec, objective if split else self.objective)
+                sub = replace(spec, metrics=tuple(entries))
+                out.update(compute_metrics(pol, sub, regime="ltr"))
+        return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
+
+    def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
+        """The PL policy of ``scores``: learned (``learn``) for ``objective`` (``"eel"``:
+        against the EEL grades of the scores under this protocol's binning; ``"dtr"``:
+        exposure proportional to the scores' group utilities; default this protocol's),
+        or ``scores / temperature``."""
+        opts: dict = {
+            "samples": self.samples,
+            "exact_max": self.exact_max,
+            "seed": self.seed,
+            "device": self.exposure_device,
+            "threads": self.exposure_threads,
+        }
+        if not self.learn:
+            return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
+        objective = self.objective if objective in (None, "per_metric") else objective
+        learner = self.learner if objective == "eel" else self.dtr_learner
+        return learner.fit(
+            scores,
+            self.grades(scores, spec),
+            qptr=spec.qptr,
+            groups=spec.groups,
+            offset=self.offset,
+            **opts,
+        )
+
+    def grades(self, scores: np.ndarray, spec) -> np.ndarray:
+        """EEL grades of ``scores`` for the learner's target: per-query min–max bins
+        (``train_levels`` levels, default ``eel_levels``) or the spec's thresholds."""
+        if self.eel_bins == "query_minmax":
+            q = spec.qptr
+            levels = self.train_levels or self.eel_levels or 2
+            return query_minmax_grades(scores, q, query_index(q), levels)
+        t = np.asarray(spec.thresholds, dtype=np.float64)
+        return np.searchsorted(t, scores, side="right").astype(np.float64)
+
+
+def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:
+    """Queries whose items are all in one group (crisp memberships): bool [n_queries]."""
+    na = segment_sum(groups, qptr)
+    n = np.diff(qptr)
+    return (na == 0) | (na == n)
+
+
+def replace_learner(learner: FairExposureLearner, **changes) -> FairExposureLearner:
+    """A learner with the settings of ``learner`` and ``changes``."""
+    keys = ("tradeoff", "epochs", "lr", "samples", "level", "init_temperature", "seed")
+    return FairExposureLearner(**{k: getattr(learner, k) for k in keys}, **changes)

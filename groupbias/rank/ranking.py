@@ -1,0 +1,427 @@
+"""A score vector ranked once, per query, and shared by every metric that needs its ranking.
+
+:class:`Ranking` holds the scores of all queries (flat array + offsets ``qptr``) and sorts
+them *within* queries, lazily and once:
+
+* queries are grouped by list length into padded blocks ``[rows, width]`` (the widths of a
+  block within 25 % of each other; padding sorts last), and each block is sorted by one
+  per-row ``argsort``: linear in the number of items for bounded list lengths, with no global
+  sort of all items and no regrouping by query;
+* a top-k cutoff on long lists uses ``partition`` (the k-th largest score of every row)
+  and sorts only the selected items; rows where the k-th score is tied with items further
+  down fall back to the full sort of that row, so tie handling stays exact.
+
+The rank weights of one ranking (:meth:`Ranking.weights`: the DCG discount
+``1 / log2(1 + r)`` by default, cut at ``k``) come back as an :class:`Exposure`, the items
+of every query with a non-zero weight; ``ties="average"`` gives every tie block the mean
+weight of the ranks it occupies (the expected weight when tied items are permuted
+uniformly at random), ``ties="stable"`` breaks ties by original position. Sorts, views and
+weights are cached on the object: NDCG@k overall and per group, ρ(DTR), Δ(EEL) and the
+related-work metrics of one score vector share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.segments import segment_sum
+from ..core.validation import check_k, check_qptr, choice, vector
+
+__all__ = ["Ranking", "Exposure", "TIES", "log_discount", "rank_weights"]
+
+TIES = ("average", "stable")
+#: widths of one padded block differ by at most this factor
+_WIDTH_RATIO = 1.25
+#: partition (instead of a full sort) for a cutoff k when every list of a block has at
+#: least this many times k items
+_PARTITION_FACTOR = 2
+
+
+def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:
+    """``table[r - 1] = 1 / log2(offset + r)`` for ``r = 1..max_len``, 0 beyond ``k``
+    (``offset=1``: the DCG discount; ``offset=2``: the same discount shifted down one rank,
+    ``1 / log2(2 + r)``)."""
+    r = np.arange(1, max_len + 1, dtype=np.float64)
+    table = 1.0 / np.log2(float(offset) + r)
+    if k is not None:
+        table[k:] = 0.0
+    return table
+
+
+def rank_weights(
+    max_len: int, k: int | None, offset: int = 1, table: np.ndarray | None = None
+) -> np.ndarray:
+    """The weight of ranks ``1..max_len``: ``table[r - 1]`` (0 where ``table`` is shorter)
+    or, without a table, :func:`log_discount`; 0 beyond ``k``."""
+    if table is None:
+        return log_discount(max_len, k, offset)
+    t = np.zeros(max_len)
+    t[: min(max_len, table.size)] = table[:max_len]
+    if k is not None:
+        t[k:] = 0.0
+    return t
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Queries ``rows`` padded to ``width`` columns; ``index[r, j]`` is the flat item of
+    column ``j`` of row ``r`` (a real item of the same row in the padding)."""
+
+    rows: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    width: int
+    contiguous: bool
+
+    @property
+    def valid(self) -> np.ndarray:
+        return np.arange(self.width) < self.sizes[:, None]
+
+    def index(self, cols: np.ndarray | None = None) -> np.ndarray:
+        """Flat item of every column (``cols``: of every slot); in the padding an item
+        further down (gather with ``np.take(..., mode="clip")``, never scatter there)."""
+        return self.starts[:, None] + (np.arange(self.width)[None, :] if cols is None else cols)
+
+    def padded(self, values: np.ndarray, fill: float) -> np.ndarray:
+        if self.contiguous:
+            s = int(self.starts[0])
+            return values[s : s + self.rows.size * self.width].reshape(-1, self.width)
+        out = np.take(values, self.index(), mode="clip")
+        out[~self.valid] = fill
+        return out
+
+    def subset(self, mask: np.ndarray) -> _Block:
+        sizes = self.sizes[mask]
+        width = int(sizes.max()) if sizes.size else 0
+        return _Block(self.rows[mask], self.starts[mask], sizes, width, False)
+
+
+def _blocks(qptr: np.ndarray) -> list[_Block]:
+    """Non-empty queries grouped by list length (widths within :data:`_WIDTH_RATIO`)."""
+    sizes = np.diff(qptr)
+    order = np.argsort(sizes, kind="stable")
+    s = sizes[order]
+    i = int(np.searchsorted(s, 1))
+    out = []
+    while i < s.size:
+        j = int(np.searchsorted(s, max(s[i] + 1, int(s[i] * _WIDTH_RATIO) + 1)))
+        rows = order[i:j]
+        width = int(s[j - 1])
+        contiguous = bool(s[i] == width and rows[-1] - rows[0] == rows.size - 1)
+        if contiguous:
+            rows = np.arange(rows[0], rows[0] + rows.size)
+        out.append(_Block(rows, qptr[rows], sizes[rows], width, contiguous))
+        i = j
+    return out
+
+
+@dataclass(frozen=True)
+class _View:
+    """The first ``cols.shape[1]`` slots of every row of ``block`` in ranked order: the
+    column of the item in each slot, and for tie blocks the slot where the block starts
+    (``above``) and its size (``count``); None when no two items of a row are tied."""
+
+    block: _Block
+    cols: np.ndarray
+    above: np.ndarray | None
+    count: np.ndarray | None
+
+    @property
+    def valid(self) -> np.ndarray:
+        return np.arange(self.cols.shape[1]) < self.block.sizes[:, None]
+
+    def head(self, k: int) -> _View:
+        """The slots of every tie block that starts within the first ``k``."""
+        w = self.cols.shape[1]
+        if k >= w:
+            return self
+        if self.above is None or self.count is None:
+            return _View(self.block, self.cols[:, :k], None, None)
+        end = int((self.above[:, k - 1] + self.count[:, k - 1]).max())
+        return _View(self.block, self.cols[:, :end], self.above[:, :end], self.count[:, :end])
+
+
+def _tie_blocks(sorted_keys: np.ndarray, sizes: np.ndarray):
+    """``(above, count)`` of every slot of rows sorted by ``sorted_keys``, or
+    ``(None, None)`` when no two real items of a row are tied."""
+    w = sorted_keys.shape[1]
+    if w < 2:
+        return None, None
+    eq = sorted_keys[:, 1:] == sorted_keys[:, :-1]
+    eq &= np.arange(1, w) < sizes[:, None]
+    if not eq.any():
+        return None, None
+    j = np.arange(w)
+    first = np.ones(sorted_keys.shape, dtype=bool)
+    first[:, 1:] = ~eq
+    last = np.ones(sorted_keys.shape, dtype=bool)
+    last[:, :-1] = ~eq
+    above = np.maximum.accumulate(np.where(first, j, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, j, w)[:, ::-1], axis=1)[:, ::-1]
+    return above, end - above + 1
+
+
+def _sort_rows(block: _Block, scores: np.ndarray, stable: bool) -> _View:
+    """Full sort of every row of ``scores`` (padded with -inf), descending."""
+    if stable:
+        return _View(block, np.argsort(-scores, axis=1, kind="stable"), None, None)
+    cols = np.argsort(scores, axis=1)[:, ::-1]  # ties in any order
+    above, count = _tie_blocks(-np.take_along_axis(scores, cols, axis=1), block.sizes)
+    return _View(block, cols, above, count)
+
+
+def _stabilize(view: _View, scores: np.ndarray) -> _View:
+    """Stable ties from an unstable sort: rows with tied items are sorted again."""
+    if view.count is None:
+        return view
+    tied = (view.count > 1).any(axis=1)
+    cols = view.cols.copy()
+    cols[tied] = np.argsort(-scores[tied], axis=1, kind="stable")
+    return _View(view.block, cols, None, None)
+
+
+def _partition_rows(block: _Block, scores: np.ndarray, k: int, stable: bool) -> list[_View]:
+    """Top-k views of a block whose lists all have more than k items: partition at the k-th
+    largest score, sort the k selected items; rows where that score is tied with an item
+    outside the top k are fully sorted instead."""
+    w = scores.shape[1]
+    kth = np.partition(scores, w - k, axis=1)[:, w - k : w - k + 1]
+    sel = scores >= kth
+    simple = np.count_nonzero(sel, axis=1) == k
+    views = []
+    if simple.any():
+        every = bool(simple.all())
+        sub = block if every else block.subset(simple)
+        cols = (np.flatnonzero(sel if every else sel[simple]) % w).reshape(-1, k)
+        keys = -np.take_along_axis(scores if every else scores[simple], cols, axis=1)
+        o = np.argsort(keys, axis=1, kind="stable")
+        cols = np.take_along_axis(cols, o, axis=1)
+        above, count = (None, None)
+        if not stable:
+            above, count = _tie_blocks(np.take_along_axis(keys, o, axis=1), sub.sizes)
+        views.append(_View(sub, cols, above, count))
+    if not simple.all():
+        rest = block.subset(~simple)
+        views.append(_sort_rows(rest, scores[~simple][:, : rest.width], stable).head(k))
+    return views
+
+
+class Exposure:
+    """Rank weights of one ranking: per query, the items with a non-zero weight.
+
+    ``sums(values)`` is the per-query weighted sum ``sum_i w_i values_i`` (float64
+    [n_queries]); ``dense()`` the weight of every item (float64 [n_items], 0 beyond the
+    cutoff)."""
+
+    def __init__(self, parts, qptr: np.ndarray) -> None:
+        self._parts = parts  # (block, index [m, w], weight [m, w], valid [m, w])
+        self.qptr = qptr
+        self.n_items, self.n_queries = int(qptr[-1]), qptr.size - 1
+        self._dense: np.ndarray | None = None
+
+    @property
+    def n_slots(self) -> int:
+        return sum(p[1].size for p in self._parts)
+
+    def sums(self, *values: np.ndarray, combine: Callable | None = None) -> np.ndarray:
+        """``sum_i w_i x_i`` per query with ``x = combine(*values)`` item by item (default:
+        the single array given); ``combine`` only sees the items with a weight."""
+        if self.n_slots > self.n_items // 2:
+            x = values[0] if combine is None else combine(*values)
+            return segment_sum(x * self.dense(), self.qptr)
+        out = np.zeros(self.n_queries)
+        for block, index, weight, _ in self._parts:
+            gathered = [np.take(v, index, mode="clip") for v in values]
+            x = gathered[0] if combine is None else combine(*gathered)
+            out[block.rows] = (x * weight).sum(axis=1)
+        return out
+
+    def dense(self) -> np.ndarray:
+        """The weight of every item, float64 [n_items]."""
+        if self._dense is None:
+            out = np.zeros(self.n_items)
+            for block, index, weight, valid in self._parts:
+                if block.contiguous and index.shape[1] == block.width:
+                    out[index] = weight
+                else:
+                    out[index[valid]] = weight[valid]
+            self._dense = out
+        return self._dense
+
+
+def _slot_mean(view: _View, values: np.ndarray) -> np.ndarray:
+    """Slot values ``[rows, w]`` replaced by their tie block's mean."""
+    if view.above is None or view.count is None:
+        return values
+    w = values.shape[1]
+    c = np.zeros((values.shape[0], w + 1))
+    np.cumsum(values, axis=1, out=c[:, 1:])
+    hi = np.minimum(view.above + view.count, w)
+    return (np.take_along_axis(c, hi, 1) - np.take_along_axis(c, view.above, 1)) / view.count
+
+
+def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
+    w = view.cols.shape[1]
+    if view.above is None or view.count is None:
+        return np.broadcast_to(table[:w], view.cols.shape)
+    prefix = np.concatenate([[0.0], np.cumsum(table)])
+    return (prefix[view.above + view.count] - prefix[view.above]) / view.count
+
+
+class Ranking:
+    """``scores`` (float [n_items], finite) of the queries ``qptr`` ranked within every
+    query, descending. Pass it as ``scores`` to the metrics of :mod:`groupbias.evaluation.metrics`
+    and :mod:`groupbias.evaluation.fairness` to rank once for all of them::
+
+        r = Ranking(scores, qptr)
+        ndcg_per_query(r, labels, qptr=qptr, k=10)
+        rho_dtr_ranking_per_query(r, relevance, qptr=qptr, groups=groups)
+    """
+
+    def __init__(self, scores, qptr, *, name: str = "scores") -> None:
+        self.scores = vector(name, scores, fix="drop or impute them before computing metrics")
+        self.qptr = check_qptr(qptr, self.scores.size)
+        self._init()
+
+    @classmethod
+    def trusted(cls, scores: np.ndarray, qptr: np.ndarray) -> Ranking:
+        """A ranking of already validated float64 scores and int64 offsets."""
+        r = cls.__new__(cls)
+        r.scores, r.qptr = scores, qptr
+        r._init()
+        return r
+
+    def rerank(self, scores: np.ndarray) -> Ranking:
+        """A ranking of other (validated) scores of the same queries, sharing the layout."""
+        r = Ranking.trusted(scores, self.qptr)
+        r._blocks = self._blocks
+        return r
+
+    def _init(self) -> None:
+        self._blocks: list[_Block] | None = None
+        self._full: dict[bool, list[_View]] = {}
+        self._top: dict[tuple[int, bool], list[_View]] = {}
+        self._weights: dict[tuple, Exposure] = {}
+
+    @classmethod
+    def of(cls, scores, qptr, name: str = "scores") -> Ranking:
+        """``scores`` itself when it is a :class:`Ranking` of the queries ``qptr``, else a
+        new ranking of the array ``scores``."""
+        if isinstance(scores, Ranking):
+            q = np.asarray(qptr)
+            if q.shape != scores.qptr.shape or not np.array_equal(q, scores.qptr):
+                raise ParameterError(name, "a Ranking of the queries qptr", "other offsets")
+            return scores
+        return cls(scores, qptr, name=name)
+
+    @property
+    def n_items(self) -> int:
+        return self.scores.size
+
+    @property
+    def n_queries(self) -> int:
+        return self.qptr.size - 1
+
+    def blocks(self) -> list[_Block]:
+        if self._blocks is None:
+            self._blocks = _blocks(self.qptr)
+        return self._blocks
+
+    def _padded(self, block: _Block) -> np.ndarray:
+        return block.padded(self.scores, -np.inf)
+
+    def full(self, stable: bool) -> list[_View]:
+        """Every slot of every query in ranked order (ties: any order / original order)."""
+        if stable not in self._full:
+            if stable:
+                views = [_stabilize(v, self._padded(v.block)) for v in self.full(False)]
+            else:
+                views = [_sort_rows(b, self._padded(b), False) for b in self.blocks()]
+            self._full[stable] = views
+        return self._full[stable]
+
+    def top(self, k: int | None, stable: bool) -> list[_View]:
+        """The slots of every query down to rank ``k`` (whole tie blocks with average ties)."""
+        if k is None:
+            return self.full(stable)
+        if (k, stable) not in self._top:
+            if False in self._full:
+                views = [v.head(k) for v in self.full(stable)]
+            else:
+                views = []
+                for b in self.blocks():
+                    if int(b.sizes.min()) >= _PARTITION_FACTOR * k:
+                        views += _partition_rows(b, self._padded(b), k, stable)
+                    else:
+                        views.append(_sort_rows(b, self._padded(b), stable).head(k))
+            self._top[(k, stable)] = views
+        return self._top[(k, stable)]
+
+    def weights(
+        self,
+        k: int | None = None,
+        ties: str = "average",
+        table: np.ndarray | None = None,
+        offset: int = 1,
+    ) -> Exposure:
+        """Rank weights ``table[r - 1]`` (default: the discount ``1 / log2(offset + r)``)
+        of every item, 0 beyond rank ``k``; cached for the default table."""
+        k = check_k(k)
+        ties = choice("ties", ties, TIES)
+        key = (k, ties, offset) if table is None else None
+        if key is not None and key in self._weights:
+            return self._weights[key]
+        max_len = int(np.max(np.diff(self.qptr))) if self.n_queries else 0
+        t = rank_weights(max_len, k, offset, table)
+        parts = []
+        for v in self.top(k, ties == "stable"):
+            weight = _table_weights(v, t)
+            if not v.block.contiguous:
+                weight = np.where(v.valid, weight, 0.0)
+            parts.append((v.block, v.block.index(v.cols), weight, v.valid))
+        ex = Exposure(parts, self.qptr)
+        if key is not None:
+            self._weights[key] = ex
+        return ex
+
+    def slot_weights(self, fn: Callable, ties: str = "average", k: int | None = None) -> Exposure:
+        """Rank weights ``fn(ranks, rows)`` of the slots down to rank ``k`` (``ranks`` 1-based
+        int64 [m, w], ``rows`` the query of every row [m]; 0 wherever the slot is beyond
+        the cutoff), tie blocks sharing their mean with ``ties="average"``."""
+        ties = choice("ties", ties, TIES)
+        parts = []
+        for v in self.top(k, ties == "stable"):
+            ranks = np.broadcast_to(np.arange(1, v.cols.shape[1] + 1), v.cols.shape)
+            vals = np.where(v.valid, fn(ranks, v.block.rows), 0.0)
+            weight = np.where(v.valid, _slot_mean(v, vals), 0.0)
+            parts.append((v.block, v.block.index(v.cols), weight, v.valid))
+        return Exposure(parts, self.qptr)
+
+    def best(self, k: int | None, gain: Callable | None = None) -> np.ndarray:
+        """``sum_{r <= k} gain(v_(r)) / log2(1 + r)`` per query, ``v_(r)`` the r-th largest
+        score of the query: the ideal DCG@k when the scores order the items by gain (ties
+        need no care: equal scores have equal gains). float64 [n_queries]."""
+        out = np.zeros(self.n_queries)
+        for b in self.blocks():
+            top = self._padded(b)
+            w = b.width if k is None else min(k, b.width)
+            if w < b.width:
+                top = np.partition(top, b.width - w, axis=1)[:, b.width - w :]
+            top = np.sort(top, axis=1)[:, ::-1]
+            g = top if gain is None else gain(top)
+            g = np.where(top > -np.inf, g, 0.0)
+            out[b.rows] = g @ log_discount(w, None)
+        return out
+
+    def ranks(self) -> np.ndarray:
+        """1-based rank of every item within its query, ties by original position (int64
+        [n_items])."""
+        out = np.zeros(self.n_items, dtype=np.int64)
+        for v in self.full(True):
+            ranks = np.broadcast_to(np.arange(1, v.cols.shape[1] + 1), v.cols.shape)
+            out[v.block.index(v.cols)[v.valid]] = ranks[v.valid]
+        return out
