@@ -1,7 +1,8 @@
 # Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
 # `make figure` runs the demo and copies its figure to docs/figures/ (the README shows it).
 # `make wheel` builds dist/groupbias-*.whl (configs shipped as groupbias/configs/);
-# `make test` runs `make lint` (ruff lint + format check, mypy on groupbias/) and then the
+# `make test` runs `make lint` (ruff lint + format check, mypy on groupbias/, import-linter
+# contracts of pyproject.toml: the stages as layers) and then the
 # whole test suite, the wheel test included.
 VENV   ?= .venv
 PYTHON ?= python3
@@ -38,6 +39,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check groupbias data_loaders experiments tests benchmarks
 	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tests benchmarks
 	$(VENV)/bin/mypy groupbias
+	$(VENV)/bin/lint-imports
 
 wheel: $(STAMP)
 	rm -rf build

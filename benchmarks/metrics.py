@@ -44,11 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _timing import median_time  # noqa: E402
 
 from groupbias import metrics as M  # noqa: E402
-from groupbias.pipelines.evaluation import (  # noqa: E402
+from groupbias.evaluation.catalog import (  # noqa: E402
     DEFAULT_METRICS,
     EvalSpec,
+    compute_metrics,
     eel_thresholds,
-    ranking_metrics,
 )
 
 K = 10
@@ -300,7 +300,7 @@ def other_cases(s, lab, rel, biased, g, q, args):
             loop_eel(s, rel, q, g, th, discretize_model=False),
         ]
 
-    ours = median_time(lambda: ranking_metrics(s, spec), args.repeats)
+    ours = median_time(lambda: compute_metrics(s, spec, regime="ltr"), args.repeats)
     loop = median_time(loop_default, args.slow_repeats)
     for (key, mine), theirs in zip(ours[1].items(), loop[1], strict=True):
         _agree(f"default set {key}", mine, theirs)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _timing import median_time  # noqa: E402
 
 from groupbias import GroupBias, KSEstimator, RankingData  # noqa: E402
-from groupbias.pipelines.evaluation import EvalSpec, eel_thresholds, tabular_metrics  # noqa: E402
+from groupbias.evaluation.catalog import EvalSpec, compute_metrics, eel_thresholds  # noqa: E402
 from groupbias.pipelines.tabular import run_tabular  # noqa: E402
 
 WIDTH = 120
@@ -74,8 +74,8 @@ def evaluation_only(data: RankingData, results) -> None:
         thresholds=eel_thresholds(data.labels, data.label_max),
     )
     for res in results:
-        tabular_metrics(res.attractiveness, spec)
-        tabular_metrics(res.corrected, spec)
+        compute_metrics(res.attractiveness, spec, regime="tabular")
+        compute_metrics(res.corrected, spec, regime="tabular")
 
 
 def main(argv=None) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import GroupingError, ParameterError
+from groupbias.core.segments import query_blocks
 from groupbias.core.validation import choice, integer, is_real
 from groupbias.data.datasets import (
     MIN_TWO_GROUP_QUERIES,
@@ -38,7 +39,6 @@ from groupbias.data.datasets import (
     check_two_groups,
 )
 from groupbias.data.ranking_data import RankingData
-from groupbias.evaluation.catalog import query_blocks
 
 from ._lazy import pandas as pd
 

@@ -29,6 +29,7 @@ from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import choice, integer, real, sequence
 from groupbias.estimate.propensity import PROPENSITY_METHODS
+from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.clicks import (
     CORRECTIONS,
     ClickSettings,
@@ -39,7 +40,6 @@ from groupbias.pipelines.clicks import (
     simulate_split_log,
     valid_labels,
 )
-from groupbias.pipelines.evaluation import metric_keys
 from groupbias.pipelines.ltr import evaluation_spec, label_scale
 from groupbias.simulate.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
 

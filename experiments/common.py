@@ -16,7 +16,7 @@ from groupbias.core.errors import ConfigError, GroupBiasError, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
-from groupbias.pipelines.evaluation import metric_keys
+from groupbias.evaluation.catalog import metric_keys
 
 log = logging.getLogger("groupbias")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.app.setup import Setup
-from groupbias.pipelines.evaluation import metric_keys
+from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.tabular import run_tabular
 
 from .common import (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from groupbias.app.setup import Setup
 from groupbias.core.validation import real
-from groupbias.pipelines.evaluation import metric_keys
+from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.ltr import run_ltr
 
 from .common import (

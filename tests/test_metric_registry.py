@@ -12,15 +12,16 @@ import groupbias.evaluation.fairness as F
 import groupbias.evaluation.metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.core.registry import METRICS
+from groupbias.core.segments import query_blocks
 from groupbias.data.membership import membership_from_groups
-from groupbias.evaluation.catalog import MetricRequest, parse_metric
-from groupbias.pipelines.evaluation import (
+from groupbias.evaluation.catalog import (
     DEFAULT_METRICS,
     EvalSpec,
+    MetricRequest,
+    compute_metrics,
     eel_thresholds,
     metric_keys,
-    ranking_metrics,
-    tabular_metrics,
+    parse_metric,
     validate_metrics,
 )
 
@@ -74,8 +75,8 @@ def test_every_metric_is_registered_and_resolves(case):
     scores, spec = case
     assert set(CORE + F.RELATED_WORK) <= set(METRICS.names())
     names = [*CORE, *F.RELATED_WORK]
-    for regime, fn in (("tabular", tabular_metrics), ("ltr", ranking_metrics)):
-        out = fn(scores, with_metrics(spec, names))
+    for regime in ("tabular", "ltr"):
+        out = compute_metrics(scores, with_metrics(spec, names), regime=regime)
         assert list(out) == names, regime
         for v in out.values():
             assert v.dtype == np.float64 and v.shape == (len(spec.qptr) - 1,)
@@ -93,9 +94,9 @@ def test_default_set_equals_direct_calls(case):
         f"ndcg@10{s}": M.ndcg_per_query(scores, spec.labels, group=g, k=10, **kw)
         for g, s in (("all", ""), ("affected", ":affected"), ("non_affected", ":non_affected"))
     }
-    tab = tabular_metrics(scores, spec)
+    tab = compute_metrics(scores, spec, regime="tabular")
     assert list(tab) == list(DEFAULT_METRICS)
-    ltr = ranking_metrics(scores, spec)
+    ltr = compute_metrics(scores, spec, regime="ltr")
     for key, ref in ndcg.items():
         equal(tab[key], ref)
         equal(ltr[key], ref)
@@ -116,8 +117,8 @@ def test_default_set_equals_direct_calls(case):
 
 def test_group_suffix_and_cutoff(case):
     scores, spec = case
-    out = tabular_metrics(
-        scores, with_metrics(spec, ["ndcg@5:non_affected", "ndcg", "ndcg@10:all"])
+    out = compute_metrics(
+        scores, with_metrics(spec, ["ndcg@5:non_affected", "ndcg", "ndcg@10:all"]), regime="tabular"
     )
     kw = dict(qptr=spec.qptr, groups=spec.groups)
     equal(
@@ -134,7 +135,7 @@ def test_group_suffix_and_cutoff(case):
 def test_cutoff_on_rho_dtr_and_delta_eel(case):
     scores, spec = case
     kw = dict(qptr=spec.qptr, groups=spec.groups)
-    ltr = ranking_metrics(scores, with_metrics(spec, ["rho_dtr@5", "delta_eel@5"]))
+    ltr = compute_metrics(scores, with_metrics(spec, ["rho_dtr@5", "delta_eel@5"]), regime="ltr")
     equal(ltr["rho_dtr@5"], M.rho_dtr_ranking_per_query(scores, spec.relevance, k=5, **kw))
     equal(
         ltr["delta_eel@5"],
@@ -142,7 +143,7 @@ def test_cutoff_on_rho_dtr_and_delta_eel(case):
             scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw
         ),
     )
-    tab = tabular_metrics(scores, with_metrics(spec, ["delta_eel@5"]))
+    tab = compute_metrics(scores, with_metrics(spec, ["delta_eel@5"]), regime="tabular")
     equal(
         tab["delta_eel@5"],
         M.delta_eel_tabular_per_query(
@@ -150,7 +151,7 @@ def test_cutoff_on_rho_dtr_and_delta_eel(case):
         ),
     )
     with pytest.raises(ParameterError, match="tabular regime"):
-        tabular_metrics(scores, with_metrics(spec, ["rho_dtr@5"]))
+        compute_metrics(scores, with_metrics(spec, ["rho_dtr@5"]), regime="tabular")
 
 
 def test_related_work_default_cutoff_membership_and_options(case):
@@ -173,7 +174,7 @@ def test_related_work_default_cutoff_membership_and_options(case):
         "arab@3",
         "ndcg_awrf",
     ]
-    out = ranking_metrics(scores, with_metrics(spec, metrics))
+    out = compute_metrics(scores, with_metrics(spec, metrics), regime="ltr")
     assert list(out) == metric_keys(metrics)
     equal(out["awrf"], F.awrf_per_query(scores, k=10, **kw))  # no @k: k = 10
     equal(out["awrf@5"], F.awrf_per_query(scores, k=5, **kw))
@@ -193,8 +194,8 @@ def test_related_work_default_cutoff_membership_and_options(case):
         membership=m3,
     )
     ref = F.texfair_per_query(scores, qptr=spec.qptr, membership=m3, k=10)
-    equal(tabular_metrics(scores, s3)["texfair"], ref)
-    equal(ranking_metrics(scores, s3)["texfair"], ref)
+    equal(compute_metrics(scores, s3, regime="tabular")["texfair"], ref)
+    equal(compute_metrics(scores, s3, regime="ltr")["texfair"], ref)
 
 
 def test_fairness_metrics_per_query_goes_through_the_registry(case):
@@ -208,7 +209,9 @@ def test_fairness_metrics_per_query_goes_through_the_registry(case):
         k=10,
         metrics=["awrf", "texfair", "ndcg_awrf"],
     )
-    by_name = ranking_metrics(scores, with_metrics(spec, ["awrf", "texfair", "ndcg_awrf"]))
+    by_name = compute_metrics(
+        scores, with_metrics(spec, ["awrf", "texfair", "ndcg_awrf"]), regime="ltr"
+    )
     for key in direct:
         equal(direct[key], by_name[key])
 
@@ -251,10 +254,12 @@ def test_validation_before_any_computation(case, scratch_registry):
         return np.zeros(len(spec.qptr) - 1)
 
     with pytest.raises(ParameterError, match="registered metric name"):
-        tabular_metrics(scores, with_metrics(spec, ["probe_calls", "nope"]))
+        compute_metrics(scores, with_metrics(spec, ["probe_calls", "nope"]), regime="tabular")
     assert calls == []
     with pytest.raises(ParameterError, match="options the metric accepts"):
-        tabular_metrics(scores, with_metrics(spec, [{"name": "awrf", "colour": 1}]))
+        compute_metrics(
+            scores, with_metrics(spec, [{"name": "awrf", "colour": 1}]), regime="tabular"
+        )
 
 
 def test_user_registered_metric_is_computed(case, scratch_registry):
@@ -278,7 +283,7 @@ def test_user_registered_metric_is_computed(case, scratch_registry):
         {"name": "top_affected_share:affected", "key": "share", "scale": 2.0},
     ]
     assert metric_keys(metrics) == ["ndcg@10", "top_affected_share@3", "share"]
-    out = tabular_metrics(scores, with_metrics(spec, metrics))
+    out = compute_metrics(scores, with_metrics(spec, metrics), regime="tabular")
     assert seen == [("tabular", 3, "all"), ("tabular", None, "affected")]
     equal(
         out["share"],
@@ -291,7 +296,7 @@ def test_user_registered_metric_is_computed(case, scratch_registry):
     assert np.nanmax(out["share"]) <= 2.0
     METRICS.register("bad_shape", lambda scores, spec, **kw: np.zeros(3))
     with pytest.raises(ParameterError, match="one value per query"):
-        tabular_metrics(scores, with_metrics(spec, ["bad_shape"]))
+        compute_metrics(scores, with_metrics(spec, ["bad_shape"]), regime="tabular")
 
 
 def test_scratch_registrations_are_gone():
@@ -300,7 +305,7 @@ def test_scratch_registrations_are_gone():
 
 def test_query_blocks_cut_at_query_boundaries():
     qptr = np.array([0, 3, 3, 10, 12, 13, 20])  # sizes 3, 0, 7, 2, 1, 7
-    from groupbias.evaluation.catalog import query_blocks
+    from groupbias.core.segments import query_blocks
 
     # at most 5 items per block; the 7-item queries stand alone
     assert query_blocks(qptr, 5) == [0, 2, 3, 5, 6]
@@ -320,15 +325,14 @@ def test_blockwise_evaluation_equals_one_pass(case, monkeypatch, block):
     full = with_metrics(spec, names)
     member = dataclasses.replace(full, membership=membership_from_groups(spec.groups))
     want = {
-        (fn.__name__, i): fn(scores, s)
-        for fn in (tabular_metrics, ranking_metrics)
+        (regime, i): compute_metrics(scores, s, regime=regime)
+        for regime in ("tabular", "ltr")
         for i, s in enumerate((full, member))
     }
     monkeypatch.setattr(MN, "BLOCK_ITEMS", block)
-    assert len(MN.query_blocks(np.asarray(spec.qptr), block)) > 3
-    for (fname, i), ref in want.items():
-        fn = tabular_metrics if fname == "tabular_metrics" else ranking_metrics
-        got = fn(scores, (full, member)[i])
+    assert len(query_blocks(np.asarray(spec.qptr), block)) > 3
+    for (regime, i), ref in want.items():
+        got = compute_metrics(scores, (full, member)[i], regime=regime)
         assert list(got) == list(ref)
         for key in ref:
             np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12, err_msg=key)

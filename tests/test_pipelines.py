@@ -11,7 +11,7 @@ import groupbias as gb
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
-from groupbias.pipelines.evaluation import eel_thresholds
+from groupbias.evaluation.catalog import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, write_trec_run
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.simulate.bias import GroupBias

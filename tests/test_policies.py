@@ -13,9 +13,8 @@ import pytest
 
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
-from groupbias.evaluation.catalog import compute_metrics
+from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 from groupbias.evaluation.fair_exposure import FairExposureLearner
-from groupbias.pipelines.evaluation import EvalSpec
 from groupbias.rank.plackett_luce import PlackettLuce
 
 

@@ -13,9 +13,8 @@ import yaml
 
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
-from groupbias.evaluation.catalog import compute_metrics
+from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 from groupbias.evaluation.protocol import EvaluationProtocol
-from groupbias.pipelines.evaluation import EvalSpec
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "evaluation"
 L3, L5 = math.log2(3), math.log2(5)

@@ -13,11 +13,10 @@ import groupbias.evaluation.fairness as F
 import groupbias.evaluation.metrics as M
 import groupbias.rank.ranking as R
 from groupbias.core.errors import ParameterError
-from groupbias.pipelines.evaluation import (
+from groupbias.evaluation.catalog import (
     EvalSpec,
+    compute_metrics,
     eel_thresholds,
-    ranking_metrics,
-    tabular_metrics,
 )
 from groupbias.rank.ranking import Ranking
 
@@ -179,7 +178,7 @@ def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
     s, spec = _spec(rng)
     n_blocks = len(Ranking(s, spec.qptr).blocks())
     calls = _count_sorts(monkeypatch)
-    out = ranking_metrics(s, spec)
+    out = compute_metrics(s, spec, regime="ltr")
     # rho_dtr and delta_eel rank every item: one full sort per block, reused by NDCG@10
     assert calls == {"sort": n_blocks, "partition": 0}
     kw = {"qptr": spec.qptr, "groups": spec.groups}
@@ -191,7 +190,7 @@ def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
     np.testing.assert_allclose(out["rho_dtr"], want, rtol=0, atol=1e-12)
     # tabular: only NDCG ranks the scores; its three variants share one top-10 cut
     calls.update(sort=0, partition=0)
-    tabular_metrics(s, spec)
+    compute_metrics(s, spec, regime="tabular")
     assert 0 < calls["sort"] + calls["partition"] <= n_blocks
 
 

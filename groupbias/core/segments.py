@@ -85,3 +85,20 @@ def ranks_within(
     ranks = np.empty(order.size, dtype=np.int64)
     ranks[order] = np.arange(order.size, dtype=np.int64) - qptr[qidx[order]] + 1
     return ranks
+
+
+def nanmean(values: np.ndarray) -> float:
+    """Mean of the non-NaN entries; NaN when there are none."""
+    ok = ~np.isnan(values)
+    return float(values[ok].mean()) if ok.any() else float("nan")
+
+
+def query_blocks(qptr: np.ndarray, limit: int) -> list[int]:
+    """Query indices cutting ``qptr``'s queries into consecutive blocks of at most ``limit``
+    items (a longer query alone), as ``[0, c1, ..., n_queries]``."""
+    nq = len(qptr) - 1
+    cuts = [0]
+    while cuts[-1] < nq:
+        last = int(np.searchsorted(qptr, qptr[cuts[-1]] + limit, side="right")) - 1
+        cuts.append(max(last, cuts[-1] + 1))
+    return cuts

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.registry import METRICS
-from ..core.validation import check_k, choice
+from ..core.segments import query_blocks
+from ..core.validation import all_integral, check_k, choice
 from ..rank.plackett_luce import PlackettLuce
 from ..rank.ranking import Ranking
 
@@ -52,8 +53,9 @@ __all__ = [
     "validate_metrics",
     "metric_keys",
     "compute_metrics",
-    "query_blocks",
     "BLOCK_ITEMS",
+    "EvalSpec",
+    "eel_thresholds",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -62,6 +64,46 @@ GROUPS = ("all", "affected", "non_affected")
 REGIMES = ("tabular", "ltr")
 _NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
 _FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
+
+
+def eel_thresholds(
+    labels: np.ndarray, label_max: float | None, *, bin_width: float = 0.25
+) -> tuple[float, ...]:
+    """EEL discretization thresholds on the P(R) scale (see module docstring).
+
+    Graded labels 0..L (L >= 2): the grade midpoints ``(j - 1/2) / L``, j = 1..L, so each
+    score is rounded to the nearest grade. Binary or continuous relevance: equal-width bins
+    of ``bin_width`` over [0, 1] (default thresholds 0.25, 0.5, 0.75); a single threshold
+    ``a* = 0.5`` (``bin_width=0.5``) would leave every biased score above 0.5 unchanged and
+    hide all but the most severe bias.
+    """
+    lab = np.asarray(labels, dtype=np.float64)
+    integral = lab.size > 0 and all_integral(lab)
+    top = float(label_max) if label_max else (float(lab.max()) if lab.size else 1.0)
+    if integral and top >= 2 and top == round(top):
+        L = int(top)
+        return tuple((j - 0.5) / L for j in range(1, L + 1))
+    if not 0 < bin_width <= 1:
+        raise ParameterError("bin_width", "a bin width in (0, 1]", bin_width)
+    n = int(round(1 / bin_width))
+    return tuple(j * bin_width for j in range(1, n))
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """What to evaluate against: true labels (NDCG), true relevance P(R) (ρ(DTR), Δ(EEL)),
+    groups, offsets, the EEL grade thresholds, and the metrics to compute (names or
+    mappings of :data:`groupbias.core.registry.METRICS`, see :func:`parse_metric`).
+    ``membership``: [n_items, n_groups] for the related-work metrics (default
+    ``[groups, 1 - groups]``)."""
+
+    labels: np.ndarray
+    relevance: np.ndarray
+    groups: np.ndarray
+    qptr: np.ndarray
+    thresholds: tuple[float, ...]
+    metrics: tuple = DEFAULT_METRICS
+    membership: np.ndarray | None = None
 
 
 def metric_info(
@@ -195,17 +237,6 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
 BLOCK_ITEMS = 1 << 19
 #: ``spec`` fields holding one entry (or row) per item, sliced with the scores per block
 _ITEM_FIELDS = ("labels", "relevance", "groups", "membership")
-
-
-def query_blocks(qptr: np.ndarray, limit: int) -> list[int]:
-    """Query indices cutting ``qptr``'s queries into consecutive blocks of at most ``limit``
-    items (a longer query alone), as ``[0, c1, ..., n_queries]``."""
-    nq = len(qptr) - 1
-    cuts = [0]
-    while cuts[-1] < nq:
-        last = int(np.searchsorted(qptr, qptr[cuts[-1]] + limit, side="right")) - 1
-        cuts.append(max(last, cuts[-1] + 1))
-    return cuts
 
 
 def _block_spec(spec, a: int, b: int, qa: int, qb: int):

@@ -12,17 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.segments import nanmean
 from ..core.validation import choice
 from ..data.ranking_data import RankingData
-from ..pipelines.evaluation import (
-    DEFAULT_METRICS,
-    EvalSpec,
-    eel_thresholds,
-    ranking_metrics,
-    tabular_metrics,
-)
 from ..simulate.group_bias import relevance_from_labels
-from .exposure import nanmean
+from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds
 
 __all__ = ["evaluate", "evaluate_per_query"]
 
@@ -60,8 +54,7 @@ def evaluate_per_query(
         thresholds=eel_thresholds(data.labels, data.label_max),
         metrics=tuple(metrics),
     )
-    fn = ranking_metrics if regime == "ltr" else tabular_metrics
-    return fn(np.asarray(scores, dtype=np.float64), spec)
+    return compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
 
 
 def evaluate(

@@ -17,7 +17,6 @@ __all__ = [
     "max_list_size",
     "tie_average_exposure",
     "item_exposure",
-    "nanmean",
 ]
 
 
@@ -87,8 +86,3 @@ def item_exposure(
     if ties == "average":
         return tie_average_exposure(scores, qptr, qidx, k, offset)
     return Ranking.trusted(scores, qptr).weights(k, "stable", offset=offset).dense()
-
-
-def nanmean(values: np.ndarray) -> float:
-    ok = ~np.isnan(values)
-    return float(values[ok].mean()) if ok.any() else float("nan")

@@ -32,12 +32,12 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.registry import METRICS as REGISTRY
-from ..core.segments import query_index, segment_sum
+from ..core.segments import nanmean, query_index, segment_sum
 from ..core.validation import check_k, choice, is_integer, real
 from ..data.membership import membership_from_groups
 from ..rank.ranking import Ranking
 from .catalog import metric_info
-from .exposure import max_list_size, nanmean, tie_average_exposure
+from .exposure import max_list_size, tie_average_exposure
 from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
 from .stats import per_query_values
 

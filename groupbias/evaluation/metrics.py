@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.registry import METRICS
-from ..core.segments import query_index, segment_max, segment_sum, sort_within
+from ..core.segments import nanmean, query_index, segment_max, segment_sum, sort_within
 from ..core.validation import check_k, check_qptr, choice, is_integer, vector
 from ..rank.plackett_luce import PlackettLuce
 from ..rank.ranking import Ranking
@@ -41,7 +41,6 @@ from .exposure import (
     discount_table,
     item_exposure,
     max_list_size,
-    nanmean,
     sorted_ranks,
 )
 

@@ -52,7 +52,7 @@ from .metrics import (
     query_minmax_grades,
 )
 
-__all__ = ["EvaluationProtocol", "MODES"]
+__all__ = ["EvaluationProtocol", "MODES", "DETERMINISTIC"]
 
 MODES = ("deterministic", "policy")
 SINGLE_GROUP = ("keep", "drop")
@@ -278,3 +278,7 @@ def replace_learner(learner: FairExposureLearner, **changes) -> FairExposureLear
     """A learner with the settings of ``learner`` and ``changes``."""
     keys = ("tradeoff", "epochs", "lr", "samples", "level", "init_temperature", "seed")
     return FairExposureLearner(**{k: getattr(learner, k) for k in keys}, **changes)
+
+
+#: the default protocol: the metrics judge the scores themselves, with their default options
+DETERMINISTIC = EvaluationProtocol()

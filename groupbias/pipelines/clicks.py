@@ -44,9 +44,9 @@ from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.estimators import Estimator
 from ..estimate.propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
+from ..evaluation.catalog import compute_metrics
 from ..evaluation.stats import paired_test
 from ..simulate.clicks import ClickLog, UserModel, simulate_click_log
-from .evaluation import ranking_metrics
 
 __all__ = [
     "CORRECTIONS",
@@ -270,4 +270,4 @@ def evaluate_ranker(ranker, test: RankingData, spec, out_dir: Path) -> dict[str,
     """Per-query metrics of ``ranker`` on ``test`` (scores saved under ``out_dir``)."""
     scores = ranker.predict(test)
     write_npz_atomic(out_dir / "test_scores.npz", scores=scores)
-    return ranking_metrics(scores, spec)
+    return compute_metrics(scores, spec, regime="ltr")

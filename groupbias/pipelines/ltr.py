@@ -31,16 +31,11 @@ from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
+from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
+from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
-from .evaluation import (
-    DEFAULT_METRICS,
-    EvalSpec,
-    correlation_records,
-    eel_thresholds,
-    evaluate_with,
-    records_for,
-)
+from .records import correlation_records, records_for
 from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, grade_spacing, record_base
 
 CONDITIONS = ("full", "biased", "corrected")
@@ -197,7 +192,7 @@ def run_ltr(
     correlations=(),
     beta_std: float | None = None,
     diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
-    protocol=None,
+    protocol: EvaluationProtocol = DETERMINISTIC,
 ) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
@@ -206,7 +201,7 @@ def run_ltr(
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check on the train split (None: skipped);
     ``protocol``: the :class:`~groupbias.evaluation.protocol.EvaluationProtocol` of the test scores
-    (None: deterministic; a policy protocol evaluates each ranker's scores as a
+    (default: deterministic; a policy protocol evaluates each ranker's scores as a
     Plackett–Luce policy)."""
     from ..ltr.train import train_ranker
 
@@ -236,7 +231,7 @@ def run_ltr(
             out_dir=out / cond,
         )
         preds[cond] = scores = ranker.predict(test)
-        per_query[cond] = evaluate_with(protocol, scores, spec, regime="ltr")
+        per_query[cond] = protocol.evaluate(scores, spec, regime="ltr")
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
         write_trec_run(out / cond / "test.run", scores, test, tag=f"groupbias-{cond}")
     records = records_for(per_query, base=base)

@@ -25,16 +25,11 @@ from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics, estimate_summary
 from ..estimate.estimators import Estimator
 from ..estimate.ks import BetaEstimate
+from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
+from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import Simulation
-from .evaluation import (
-    DEFAULT_METRICS,
-    EvalSpec,
-    correlation_records,
-    eel_thresholds,
-    evaluate_with,
-    records_for,
-)
+from .records import correlation_records, records_for
 
 DEFAULT_DIAGNOSTICS = Diagnostics()
 
@@ -142,10 +137,10 @@ def correct_and_evaluate(
     metrics: Sequence = DEFAULT_METRICS,
     correlations=(),
     clusters: np.ndarray | None = None,
-    protocol=None,
+    protocol: EvaluationProtocol = DETERMINISTIC,
 ):
     """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
-    corrected utilities under the evaluation ``protocol`` (None: deterministic). Returns
+    corrected utilities under the evaluation ``protocol`` (default: deterministic). Returns
     ``(estimate, corrected, per_query, records)``."""
     est = estimator.estimate(
         sim.attractiveness,
@@ -170,8 +165,8 @@ def correct_and_evaluate(
         metrics=tuple(metrics),
     )
     per_query = {
-        "biased": evaluate_with(protocol, sim.attractiveness, spec, regime="tabular"),
-        "corrected": evaluate_with(protocol, corrected, spec, regime="tabular"),
+        "biased": protocol.evaluate(sim.attractiveness, spec, regime="tabular"),
+        "corrected": protocol.evaluate(corrected, spec, regime="tabular"),
     }
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
@@ -193,7 +188,7 @@ def run_tabular(
     beta_std: float | None = None,
     keep_scores: bool = False,
     diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
-    protocol=None,
+    protocol: EvaluationProtocol = DETERMINISTIC,
 ) -> TabularResult:
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
@@ -202,7 +197,7 @@ def run_tabular(
     clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
-    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (None: deterministic)."""
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic)."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est, corrected, per_query, records = correct_and_evaluate(

@@ -1,0 +1,85 @@
+"""Result records of a run: one tidy record per condition × metric, with paired tests.
+
+Every pipeline turns its per-query metric vectors (``per_query[condition][metric]``, float64
+[n_queries]) into records here: the mean over the queries where the metric is defined, the
+number of those queries, and the p-value of a paired test against a reference condition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import ParameterError
+from ..core.segments import nanmean
+from ..evaluation.stats import paired_test
+
+__all__ = ["records_for", "correlation_records"]
+
+
+def records_for(
+    per_query: dict[str, dict[str, np.ndarray]],
+    *,
+    base: dict,
+    against: str = "biased",
+    test: str = "ttest",
+) -> list[dict]:
+    """Tidy records (one per condition × metric) from per-query metric vectors.
+
+    ``per_query[condition][metric]`` are per-query vectors; every condition other than
+    ``against`` gets the p-value of a paired test against ``against`` on the same queries.
+    """
+    recs = []
+    for cond, mets in per_query.items():
+        for metric, vals in mets.items():
+            rec = {
+                **base,
+                "metric": metric,
+                "condition": cond,
+                "value": nanmean(vals),
+                "n_queries": int(np.sum(~np.isnan(vals))),
+            }
+            if cond != against and against in per_query:
+                try:
+                    _, p, _n = paired_test(vals, per_query[against][metric], test=test)
+                except ParameterError:  # fewer than two queries where both are defined
+                    p = float("nan")
+                rec["p_value"] = float(p)
+            recs.append(rec)
+    return recs
+
+
+def correlation_records(
+    per_query: dict[str, dict[str, np.ndarray]], pairs, *, base: dict
+) -> list[dict]:
+    """Per-query Pearson correlation between two metrics of the same ranking, one record
+    per condition and pair (``metric = "pearson(a,b)"``; Abolghasemi et al. 2024 compares
+    TExFAIR with
+    NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
+    fewer than two queries with both defined give NaN."""
+    from ..evaluation.fairness import per_query_correlation
+
+    recs = []
+    for a, b in pairs:
+        for cond, mets in per_query.items():
+            if a not in mets or b not in mets:
+                raise ParameterError(
+                    "correlations",
+                    "pairs of computed metrics",
+                    [a, b],
+                    fix=f"computed: {sorted(mets)}",
+                )
+            try:
+                r, p, n = per_query_correlation(mets[a], mets[b])
+            except ParameterError:
+                r, p, n = float("nan"), float("nan"), 0
+            recs.append(
+                {
+                    **base,
+                    "metric": f"pearson({a},{b})",
+                    "condition": cond,
+                    "value": float(r),
+                    "p_value": float(p),
+                    "n_queries": int(n),
+                }
+            )
+    return recs
