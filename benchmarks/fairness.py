@@ -153,29 +153,29 @@ def main(argv=None) -> None:
 
     cases = {
         "awrf uniform": (
-            lambda: F.awrf_per_query(s, qptr=q, membership=share, k=k),
+            lambda: F.awrf(s, qptr=q, membership=share, k=k, reduce=None),
             lambda: loop_awrf(s, share, lab, q, k, "uniform"),
         ),
         "awrf relevant": (
-            lambda: F.awrf_per_query(
-                s, qptr=q, membership=share, labels=lab, k=k, target="relevant"
+            lambda: F.awrf(
+                s, qptr=q, membership=share, labels=lab, k=k, target="relevant", reduce=None
             ),
             lambda: loop_awrf(s, share, lab, q, k, "relevant"),
         ),
         "texfair (rbdf)": (
-            lambda: F.texfair_per_query(s, qptr=q, membership=share, k=k),
+            lambda: F.texfair(s, qptr=q, membership=share, k=k, reduce=None),
             lambda: loop_texfair(s, share, q, k),
         ),
         "nfairr": (
-            lambda: F.nfairr_per_query(s, qptr=q, membership=counts, k=k),
+            lambda: F.nfairr(s, qptr=q, membership=counts, k=k, reduce=None),
             lambda: loop_nfairr(s, counts, q, k),
         ),
         "cwex(0.5)": (
-            lambda: F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=0.5),
+            lambda: F.cwex(s, qptr=q, membership=share, k=k, alpha=0.5, reduce=None),
             lambda: loop_cwex(s, share, q, k, 0.5),
         ),
         "arab tf": (
-            lambda: F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude="tf"),
+            lambda: F.arab(s, qptr=q, membership=counts, k=k, magnitude="tf", reduce=None),
             lambda: loop_arab(s, counts, q, k),
         ),
     }

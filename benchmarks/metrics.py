@@ -6,7 +6,7 @@ with MSLR's distribution, random scores (no ties), 30 % of the items affected.
 
 NDCG@10 (exp2 gain) from the same flat arrays (scores, labels, qptr), by:
 
-* ``ours``: ``groupbias.evaluation.metrics.ndcg_per_query`` (validation included);
+* ``ours``: ``groupbias.evaluation.metrics.ndcg`` (reduce=None) (validation included);
 * ``ranx kernel``: ranx's numba kernel (``ranx.metrics.ndcg_burges``, parallel over all
   cores) on rows sorted by numpy: the time is the per-row ``argsort`` of the padded
   ``[queries, width]`` scores, packing the sorted ``(doc, score)`` rows and the kernel; the
@@ -18,7 +18,8 @@ NDCG@10 (exp2 gain) from the same flat arrays (scores, labels, qptr), by:
 
 Every implementation must give our values (1e-9) on the queries with a relevant item. The
 other metrics (NDCG@10 per group, ρ(DTR) and Δ(EEL) of a ranking and of tabular
-estimates, and the whole default set through ``ranking_metrics``, one ranking shared) are
+estimates, and the whole default set through ``compute_metrics`` (LTR regime), one
+ranking shared) are
 ours vs the loop. The physical floor is measured in the same run: one per-row ``argsort``
 of the padded scores, and one memory pass over them (a sum).
 
@@ -223,7 +224,7 @@ def ndcg_cases(s, lab, q, args):
 
     nq = q.size - 1
     fast, slow = args.repeats, args.slow_repeats
-    out = {"ours": median_time(lambda: M.ndcg_per_query(s, lab, qptr=q, k=K), fast)}
+    out = {"ours": median_time(lambda: M.ndcg(s, lab, qptr=q, k=K, reduce=None), fast)}
     ps, ids, qrels = ranx_inputs(s, lab, q)
     run = ranx_run(ps, ids)
     ndcg_burges(qrels, run, K)  # compile outside the timing
@@ -262,27 +263,27 @@ def other_cases(s, lab, rel, biased, g, q, args):
     kw = {"qptr": q, "groups": g}
     cases = {
         "ndcg@10 affected": (
-            lambda: M.ndcg_per_query(s, lab, group="affected", k=K, **kw),
+            lambda: M.ndcg(s, lab, group="affected", k=K, **kw, reduce=None),
             lambda: loop_ndcg(s, lab, q, g, "affected", K),
         ),
         "ndcg@10 non_affected": (
-            lambda: M.ndcg_per_query(s, lab, group="non_affected", k=K, **kw),
+            lambda: M.ndcg(s, lab, group="non_affected", k=K, **kw, reduce=None),
             lambda: loop_ndcg(s, lab, q, g, "non_affected", K),
         ),
         "rho_dtr ranking": (
-            lambda: M.rho_dtr_ranking_per_query(s, rel, **kw),
+            lambda: M.rho_dtr_ranking(s, rel, **kw, reduce=None),
             lambda: loop_rho_ranking(s, rel, q, g),
         ),
         "rho_dtr tabular": (
-            lambda: M.rho_dtr_tabular_per_query(biased, rel, **kw),
+            lambda: M.rho_dtr_tabular(biased, rel, **kw, reduce=None),
             lambda: loop_rho_tabular(biased, rel, q, g),
         ),
         "delta_eel ranking": (
-            lambda: M.delta_eel_ranking_per_query(s, rel, thresholds=th, **kw),
+            lambda: M.delta_eel_ranking(s, rel, thresholds=th, **kw, reduce=None),
             lambda: loop_eel(s, rel, q, g, th, discretize_model=False),
         ),
         "delta_eel tabular": (
-            lambda: M.delta_eel_tabular_per_query(biased, rel, thresholds=th, **kw),
+            lambda: M.delta_eel_tabular(biased, rel, thresholds=th, **kw, reduce=None),
             lambda: loop_eel(biased, rel, q, g, th, discretize_model=True),
         ),
     }

@@ -6,7 +6,7 @@ items (MSLR-WEB30K: ~30k queries, ~120 items each), labels 0-4 with MSLR's distr
 simulate ``a = β_q P(R)`` → amortized KS estimate of β (the shipped ``amortized`` estimator,
 one global cluster) → IPS correction → the default metrics (NDCG@10 overall and per group,
 ρ(DTR), Δ(EEL)) of the biased and corrected utilities with paired tests. The evaluation step
-alone (``tabular_metrics`` of both conditions) is timed as well, to show its share.
+alone (``compute_metrics`` of both conditions) is timed as well, to show its share.
 
 Prints seconds, µs per item and items/s per size (medians of ``--repeats``), and as its last
 line ``scaling: <time per item at the largest size / time per item at the smallest>``

@@ -24,6 +24,7 @@ from groupbias import theory as T
 from groupbias.app.setup import Setup
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer
+from groupbias.evaluation import exposure as E
 from groupbias.simulate.group_bias import simulate_attractiveness
 
 from .common import check_common, rng_for
@@ -53,7 +54,7 @@ def simulate_section4(
 
 
 def _simulated(a, r, g, qptr) -> dict:
-    perceived = M.discretize(a, thresholds=(0.5,)).astype(np.float64)
+    perceived = E.discretize(a, thresholds=(0.5,)).astype(np.float64)
     return {
         "nu": float(np.nanmean(T.nu(a, r, g, qptr=qptr, threshold=0.5))),
         "ndcg": M.ndcg(a, r, qptr=qptr, groups=g, gain="linear"),

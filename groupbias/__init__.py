@@ -42,7 +42,7 @@ from .estimate.estimators import (
 )
 from .estimate.ks import BetaEstimate, estimate_beta, ks_curves
 from .evaluation import fairness, metrics, theory
-from .evaluation.evaluate import evaluate, evaluate_per_query
+from .evaluation.evaluate import evaluate
 from .simulate.bias import GroupBias
 from .simulate.group_bias import (
     Simulation,
@@ -82,7 +82,6 @@ __all__ = [
     "draw_query_beta",
     "estimate_beta",
     "evaluate",
-    "evaluate_per_query",
     "fairness",
     "ips_correct",
     "ks_curves",

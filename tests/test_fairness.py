@@ -20,6 +20,7 @@ from groupbias import fairness as F
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.data.membership import membership_from_groups, term_membership
+from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 
 L2 = math.log2
 V1, V2, V3, V4 = (1.0 / L2(1 + r) for r in (1, 2, 3, 4))  # 1, 0.63093, 0.5, 0.43068
@@ -53,20 +54,20 @@ def test_seed000_motivating_case_nfairr_cannot_tell_texfair_can():
     m = np.array(rows)
     s = np.concatenate([DESC4, DESC4])
     q = np.array([0, 4, 8])
-    fairr = F.fairr_per_query(s, qptr=q, membership=m, k=4)
+    fairr = F.fairr(s, qptr=q, membership=m, k=4, reduce=None)
     np.testing.assert_allclose(fairr, [0.0, 0.0])  # FaiRR identical: 0 and 0
     # IFaiRR over the candidates is 0 as well: NFaiRR undefined for both lists
-    assert np.isnan(F.nfairr_per_query(s, qptr=q, membership=m, k=4)).all()
+    assert np.isnan(F.nfairr(s, qptr=q, membership=m, k=4, reduce=None)).all()
     # with a neutral document elsewhere in the collection, NFaiRR = 0 / 1 = 0 for both
     m3 = np.vstack([m, [NONE]])
     s3 = np.append(s, 0.0)
     q3 = np.array([0, 4, 8, 9])
-    nf = F.nfairr_per_query(s3, qptr=q3, membership=m3, k=4, background="collection")
+    nf = F.nfairr(s3, qptr=q3, membership=m3, k=4, background="collection", reduce=None)
     np.testing.assert_allclose(nf[:2], [0.0, 0.0])
     # TExFAIR (uniform target, all items representative so RBDF = 1):
     # left: E_f = v2 + v3, E_m = v1 + v4; TED = |p_f - 1/2| + |p_m - 1/2| = |E_m - E_f| / E
     ted_left = abs((V1 + V4) - (V2 + V3)) / T4  # 0.1170155...
-    tex = F.texfair_per_query(s, qptr=q, membership=m, k=4)
+    tex = F.texfair(s, qptr=q, membership=m, k=4, reduce=None)
     np.testing.assert_allclose(tex, [1.0 - ted_left, 0.0])  # right list: p_m = 1, TED = 1
     assert tex[0] > tex[1]
 
@@ -79,23 +80,24 @@ def test_awrf_hand_values_js_l1_kl():
     pf = (V2 + V3) / T4  # 0.4414876...
     p = [pf, 1 - pf]
     js = h_js(p, [0.5, 0.5])
-    np.testing.assert_allclose(F.awrf_distance_per_query(s, qptr=q, membership=m), [js])
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m), [1 - js])
+    np.testing.assert_allclose(F.awrf_distance(s, qptr=q, membership=m, reduce=None), [js])
+    np.testing.assert_allclose(F.awrf(s, qptr=q, membership=m, reduce=None), [1 - js])
     l1 = abs(pf - 0.5) + abs(1 - pf - 0.5)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="l1"), [l1]
+        F.awrf_distance(s, qptr=q, membership=m, distance="l1", reduce=None), [l1]
     )
     kl = pf * L2(pf / 0.5) + (1 - pf) * L2((1 - pf) / 0.5)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, distance="kl"), [kl]
+        F.awrf_distance(s, qptr=q, membership=m, distance="kl", reduce=None), [kl]
     )
     # KL is infinite when the target gives a group 0 that the ranking exposes
-    d = F.awrf_distance_per_query(s, qptr=q, membership=m, distance="kl", target=[1, 0])
+    d = F.awrf_distance(s, qptr=q, membership=m, distance="kl", target=[1, 0], reduce=None)
     assert np.isinf(d[0])
     # k = 2: only ranks 1 (male) and 2 (female): p_f = v2 / (1 + v2)
     pf2 = V2 / (V1 + V2)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, k=2, distance="l1"), [2 * abs(pf2 - 0.5)]
+        F.awrf_distance(s, qptr=q, membership=m, k=2, distance="l1", reduce=None),
+        [2 * abs(pf2 - 0.5)],
     )
 
 
@@ -106,41 +108,42 @@ def test_awrf_targets_and_weights():
     pf = (V1 + V2 + V3) / T4
     # corpus share (3/4, 1/4); L1 = |pf - 3/4| + |(1 - pf) - 1/4| = 2 |pf - 3/4|
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, target="corpus", distance="l1"),
+        F.awrf_distance(s, qptr=q, membership=m, target="corpus", distance="l1", reduce=None),
         [2 * abs(pf - 0.75)],
     )
     # relevant share: one f and one m relevant -> (1/2, 1/2)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(
-            s, qptr=q, membership=m, labels=labels, target="relevant", distance="l1"
+        F.awrf_distance(
+            s, qptr=q, membership=m, labels=labels, target="relevant", distance="l1", reduce=None
         ),
         [2 * abs(pf - 0.5)],
     )
     # a global target vector (normalized): (1, 3) -> (1/4, 3/4)
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, target=[1, 3], distance="l1"),
+        F.awrf_distance(s, qptr=q, membership=m, target=[1, 3], distance="l1", reduce=None),
         [2 * abs(pf - 0.25)],
     )
     # geometric weights 1, .5, .25, .125: p_f = 1.75 / 1.875
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(
-            s, qptr=q, membership=m, weights="geometric", patience=0.5, distance="l1"
+        F.awrf_distance(
+            s, qptr=q, membership=m, weights="geometric", patience=0.5, distance="l1", reduce=None
         ),
         [2 * abs(1.75 / 1.875 - 0.5)],
     )
     # uniform weights: p_f = 3/4;  custom per-rank weights (2, 0, 0, 1): p_f = 2/3
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(s, qptr=q, membership=m, weights="uniform", distance="l1"), [0.5]
+        F.awrf_distance(s, qptr=q, membership=m, weights="uniform", distance="l1", reduce=None),
+        [0.5],
     )
     np.testing.assert_allclose(
-        F.awrf_distance_per_query(
-            s, qptr=q, membership=m, weights=[2.0, 0.0, 0.0, 1.0], distance="l1"
+        F.awrf_distance(
+            s, qptr=q, membership=m, weights=[2.0, 0.0, 0.0, 1.0], distance="l1", reduce=None
         ),
         [2 * abs(2 / 3 - 0.5)],
     )
     # no relevant item -> target undefined -> NaN
     assert np.isnan(
-        F.awrf_per_query(s, qptr=q, membership=m, labels=np.zeros(4), target="relevant")
+        F.awrf(s, qptr=q, membership=m, labels=np.zeros(4), target="relevant", reduce=None)
     )[0]
 
 
@@ -150,34 +153,39 @@ def test_awrf_degenerate_queries():
     s, q, m = one_query([FEM, FEM, FEM])
     js = h_js([1.0, 0.0], [0.5, 0.5])  # 0.3112781...
     assert js == pytest.approx(0.5 * L2(4 / 3) + 0.5 * (0.5 * L2(2 / 3) + 0.5 * L2(2)))
-    np.testing.assert_allclose(F.awrf_distance_per_query(s, qptr=q, membership=m), [js])
+    np.testing.assert_allclose(F.awrf_distance(s, qptr=q, membership=m, reduce=None), [js])
     np.testing.assert_allclose(
-        F.awrf_per_query(s, qptr=q, membership=m, distance="l1"), [0.0]
+        F.awrf(s, qptr=q, membership=m, distance="l1", reduce=None), [0.0]
     )  # 1 - (1/2 + 1/2)
     # target = corpus share (1, 0): a one-group list matches it exactly
-    np.testing.assert_allclose(F.awrf_per_query(s, qptr=q, membership=m, target="corpus"), [1.0])
+    np.testing.assert_allclose(F.awrf(s, qptr=q, membership=m, target="corpus", reduce=None), [1.0])
     # no representative item in the top k: skip (default) or fair
     s, q, m = one_query([NONE, NONE, FEM])
-    assert np.isnan(F.awrf_per_query(s, qptr=q, membership=m, k=2)[0])
+    assert np.isnan(F.awrf(s, qptr=q, membership=m, k=2, reduce=None)[0])
     np.testing.assert_allclose(
-        F.awrf_per_query(s, qptr=q, membership=m, k=2, on_no_representative="fair"), [1.0]
+        F.awrf(s, qptr=q, membership=m, k=2, on_no_representative="fair", reduce=None), [1.0]
     )
     # k longer than the list equals no cutoff
     s, q, m = one_query([MAL, FEM, FEM, MAL])
     np.testing.assert_allclose(
-        F.awrf_per_query(s, qptr=q, membership=m, k=50), F.awrf_per_query(s, qptr=q, membership=m)
+        F.awrf(s, qptr=q, membership=m, k=50, reduce=None),
+        F.awrf(s, qptr=q, membership=m, reduce=None),
     )
     # empty queries are NaN
-    out = F.awrf_per_query(DESC4[:2], qptr=np.array([0, 0, 2, 2]), membership=np.array([FEM, MAL]))
+    out = F.awrf(
+        DESC4[:2], qptr=np.array([0, 0, 2, 2]), membership=np.array([FEM, MAL]), reduce=None
+    )
     assert np.isnan(out[0]) and np.isnan(out[2]) and out[1] > 0
 
 
 def test_ndcg_awrf_is_product():
     s, q, m = one_query([FEM, FEM, FEM, MAL])
     labels = np.array([1.0, 0.0, 0.0, 2.0])
-    nd = M.ndcg_per_query(s, labels, qptr=q, k=3)
-    aw = F.awrf_per_query(s, qptr=q, membership=m, labels=labels, k=3, target="relevant")
-    np.testing.assert_allclose(F.ndcg_awrf_per_query(s, labels, qptr=q, membership=m, k=3), nd * aw)
+    nd = M.ndcg(s, labels, qptr=q, k=3, reduce=None)
+    aw = F.awrf(s, qptr=q, membership=m, labels=labels, k=3, target="relevant", reduce=None)
+    np.testing.assert_allclose(
+        F.ndcg_awrf(s, labels, qptr=q, membership=m, k=3, reduce=None), nd * aw
+    )
     # hand: DCG@3 = (2^1 - 1) * 1 = 1; IDCG@3 = 3 + 1 * v2; AWRF: p_f = 1 at k=3 vs (1/2, 1/2)
     expected = 1.0 / (3.0 + V2) * (1.0 - h_js([1.0, 0.0], [0.5, 0.5]))
     np.testing.assert_allclose(F.ndcg_awrf(s, labels, qptr=q, membership=m, k=3), expected)
@@ -191,15 +199,16 @@ def test_ted_rbdf_hand_values():
     s, q, m = one_query([FEM, NONE, MAL, NONE])
     bias = abs(2 / 3 - 0.5) + abs(1 / 3 - 0.5)  # = 1/3
     rbdf = (V1 + V3) / T4  # representative ranks 1, 3
-    np.testing.assert_allclose(F.rbdf_per_query(s, qptr=q, membership=m), [rbdf])
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m), [bias * rbdf])
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, rbdf=False), [bias])
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [1.0 - bias * rbdf])
+    np.testing.assert_allclose(F.rbdf(s, qptr=q, membership=m, reduce=None), [rbdf])
+    np.testing.assert_allclose(F.ted(s, qptr=q, membership=m, reduce=None), [bias * rbdf])
+    np.testing.assert_allclose(F.ted(s, qptr=q, membership=m, rbdf=False, reduce=None), [bias])
+    np.testing.assert_allclose(F.texfair(s, qptr=q, membership=m, reduce=None), [1.0 - bias * rbdf])
     # k = 2: only f and none: p = (1, 0), bias = 1, RBDF = 1 / (1 + v2)
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, k=2), [1.0 / (V1 + V2)])
+    np.testing.assert_allclose(F.ted(s, qptr=q, membership=m, k=2, reduce=None), [1.0 / (V1 + V2)])
     # k longer than the list equals no cutoff
     np.testing.assert_allclose(
-        F.ted_per_query(s, qptr=q, membership=m, k=9), F.ted_per_query(s, qptr=q, membership=m)
+        F.ted(s, qptr=q, membership=m, k=9, reduce=None),
+        F.ted(s, qptr=q, membership=m, reduce=None),
     )
 
 
@@ -215,34 +224,34 @@ def test_ted_term_exposure_weights_by_frequency():
     te_f, te_m = 0.1 * V1, 0.5 * V2  # Eq. 8: tf / |d| / log2(1 + r)
     pf = te_f / (te_f + te_m)
     np.testing.assert_allclose(
-        F.ted_per_query(s, qptr=q, membership=tm.term_exposure), [2 * abs(pf - 0.5)]
+        F.ted(s, qptr=q, membership=tm.term_exposure, reduce=None), [2 * abs(pf - 0.5)]
     )
     # with document-level shares the two documents nearly balance (only rank weights differ)
     pf_doc = V1 / (V1 + V2)
     np.testing.assert_allclose(
-        F.ted_per_query(s, qptr=q, membership=tm.membership), [2 * abs(pf_doc - 0.5)]
+        F.ted(s, qptr=q, membership=tm.membership, reduce=None), [2 * abs(pf_doc - 0.5)]
     )
 
 
 def test_ted_no_representative_and_more_groups():
     s, q, m = one_query([NONE, NONE, NONE])
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m), [0.0])
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [1.0])
-    assert np.isnan(F.ted_per_query(s, qptr=q, membership=m, on_no_representative="skip"))[0]
-    np.testing.assert_allclose(F.rbdf_per_query(s, qptr=q, membership=m), [0.0])
+    np.testing.assert_allclose(F.ted(s, qptr=q, membership=m, reduce=None), [0.0])
+    np.testing.assert_allclose(F.texfair(s, qptr=q, membership=m, reduce=None), [1.0])
+    assert np.isnan(F.ted(s, qptr=q, membership=m, on_no_representative="skip", reduce=None))[0]
+    np.testing.assert_allclose(F.rbdf(s, qptr=q, membership=m, reduce=None), [0.0])
     # three groups, target (1/2, 1/4, 1/4): max TED = 2 (1 - 1/4) = 1.5; a list entirely
     # of group 2 has p = (0, 0, 1): TED = 1/2 + 1/4 + 3/4 = 1.5, TExFAIR = 0
     s, q, m = one_query([[0, 0, 1], [0, 0, 1]])
-    np.testing.assert_allclose(F.ted_per_query(s, qptr=q, membership=m, target=[2, 1, 1]), [1.5])
+    np.testing.assert_allclose(F.ted(s, qptr=q, membership=m, target=[2, 1, 1], reduce=None), [1.5])
     np.testing.assert_allclose(
-        F.texfair_per_query(s, qptr=q, membership=m, target=[2, 1, 1]), [0.0]
+        F.texfair(s, qptr=q, membership=m, target=[2, 1, 1], reduce=None), [0.0]
     )
     # the same list under the uniform 3-group target: TED = 1/3 + 1/3 + 2/3 = 4/3 = max
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [0.0])
+    np.testing.assert_allclose(F.texfair(s, qptr=q, membership=m, reduce=None), [0.0])
     # a perfectly balanced list reaches TExFAIR = max: exposure v1 : v2 : v3 split evenly
     third = [1 / 3, 1 / 3, 1 / 3]
     s, q, m = one_query([third, third, third])
-    np.testing.assert_allclose(F.texfair_per_query(s, qptr=q, membership=m), [4 / 3])
+    np.testing.assert_allclose(F.texfair(s, qptr=q, membership=m, reduce=None), [4 / 3])
 
 
 # ----------------------------------------------------------------------------- NFaiRR
@@ -259,15 +268,15 @@ def test_neutrality_and_nfairr_hand_values():
     q = np.array([0, 4])
     fairr = 0.5 * V1 + 0.0 * V2 + 1.0 * V3 + 1.0 * V4
     ideal = 1.0 * V1 + 1.0 * V2 + 0.5 * V3 + 0.0 * V4  # omega sorted (1, 1, .5, 0)
-    np.testing.assert_allclose(F.fairr_per_query(s, qptr=q, membership=counts), [fairr])
-    np.testing.assert_allclose(F.nfairr_per_query(s, qptr=q, membership=counts), [fairr / ideal])
+    np.testing.assert_allclose(F.fairr(s, qptr=q, membership=counts, reduce=None), [fairr])
+    np.testing.assert_allclose(F.nfairr(s, qptr=q, membership=counts, reduce=None), [fairr / ideal])
     # k = 2: FaiRR = .5; IFaiRR = 1 + v2
     np.testing.assert_allclose(
-        F.nfairr_per_query(s, qptr=q, membership=counts, k=2), [0.5 / (V1 + V2)]
+        F.nfairr(s, qptr=q, membership=counts, k=2, reduce=None), [0.5 / (V1 + V2)]
     )
     # tau = 1: omega in rank order (.5, 1, 1, 1); ideal (1, 1, 1, .5)
     np.testing.assert_allclose(
-        F.nfairr_per_query(s, qptr=q, membership=counts, tau=1),
+        F.nfairr(s, qptr=q, membership=counts, tau=1, reduce=None),
         [(0.5 + V2 + V3 + V4) / (V1 + V2 + V3 + 0.5 * V4)],
     )
     # non-uniform balance J = (3/4, 1/4): d2 becomes perfectly neutral, d1 1 - (1/4 + 1/4)
@@ -283,11 +292,11 @@ def test_nfairr_background_collection():
     q = np.array([0, 2, 5])
     # k = 2: IFaiRR(collection) = 1 + v2 for both queries
     np.testing.assert_allclose(
-        F.nfairr_per_query(s, qptr=q, membership=counts, k=2, background="collection"),
+        F.nfairr(s, qptr=q, membership=counts, k=2, background="collection", reduce=None),
         [0.5 / (V1 + V2), 1.0],
     )
     with pytest.raises(ParameterError, match="k"):
-        F.nfairr_per_query(s, qptr=q, membership=counts, background="collection")
+        F.nfairr(s, qptr=q, membership=counts, background="collection", reduce=None)
 
 
 # ----------------------------------------------------------------------------- CWEx
@@ -297,18 +306,18 @@ def test_cwex_hand_values():
     # rank order neutral, f, m, f
     s, q, m = one_query([NONE, FEM, MAL, FEM])
     ex_n, ex_f, ex_m = V1 / T4, (V2 + V4) / T4, V3 / T4
-    x = F.class_exposure_per_query(s, qptr=q, membership=m)
+    x = F.class_exposure(s, qptr=q, membership=m)
     np.testing.assert_allclose(x, [[ex_f, ex_m, ex_n]])
     gap = abs(ex_f - ex_m)
-    np.testing.assert_allclose(F.delta_exposure_per_query(s, qptr=q, membership=m), [gap])
+    np.testing.assert_allclose(F.delta_exposure(s, qptr=q, membership=m, reduce=None), [gap])
     for alpha in (0.2, 0.5, 0.7):
         np.testing.assert_allclose(
-            F.cwex_per_query(s, qptr=q, membership=m, alpha=alpha),
+            F.cwex(s, qptr=q, membership=m, alpha=alpha, reduce=None),
             [alpha * ex_n - (1 - alpha) * gap],
         )
     # k = 2: Exposure_max = 1 + v2; neutral 1/(1+v2), f v2/(1+v2), m 0
     np.testing.assert_allclose(
-        F.cwex_per_query(s, qptr=q, membership=m, k=2, alpha=0.5),
+        F.cwex(s, qptr=q, membership=m, k=2, alpha=0.5, reduce=None),
         [0.5 * V1 / (V1 + V2) - 0.5 * V2 / (V1 + V2)],
     )
 
@@ -319,32 +328,30 @@ def test_cwex_assignments_and_more_groups():
     tot = V1 + V2
     # expected: f 0.5 + v2, m 0.5, neutral 0
     np.testing.assert_allclose(
-        F.class_exposure_per_query(s, qptr=q, membership=m), [[(0.5 + V2) / tot, 0.5 / tot, 0.0]]
+        F.class_exposure(s, qptr=q, membership=m), [[(0.5 + V2) / tot, 0.5 / tot, 0.0]]
     )
     # hard: the mixed item is neutral
     np.testing.assert_allclose(
-        F.class_exposure_per_query(s, qptr=q, membership=m, assignment="hard"),
+        F.class_exposure(s, qptr=q, membership=m, assignment="hard"),
         [[V2 / tot, 0.0, 1.0 / tot]],
     )
     # counts need assignment="hard"
     with pytest.raises(ParameterError, match="assignment='hard'"):
-        F.cwex_per_query(s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]))
-    c = F.class_exposure_per_query(
-        s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]), assignment="hard"
-    )
+        F.cwex(s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]), reduce=None)
+    c = F.class_exposure(s, qptr=q, membership=np.array([[2.0, 1.0], [0, 3.0]]), assignment="hard")
     np.testing.assert_allclose(c, [[0.0, V2 / tot, 1.0 / tot]])
     # three groups: ΔExposure is the largest gap; ranks g0, g1, g2 -> (1, v2, v3) / T3
     s, q, m = one_query([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
     t3 = V1 + V2 + V3
     np.testing.assert_allclose(
-        F.delta_exposure_per_query(s, qptr=q, membership=m), [(V1 - V3) / t3]
+        F.delta_exposure(s, qptr=q, membership=m, reduce=None), [(V1 - V3) / t3]
     )
     # one-group list: gap = 1, no neutral: CWEx = -(1 - alpha) = alpha - 1 (lower bound)
     s, q, m = one_query([FEM, FEM])
-    np.testing.assert_allclose(F.cwex_per_query(s, qptr=q, membership=m, alpha=0.2), [-0.8])
+    np.testing.assert_allclose(F.cwex(s, qptr=q, membership=m, alpha=0.2, reduce=None), [-0.8])
     # all neutral: CWEx = alpha (upper bound)
     s, q, m = one_query([NONE, NONE])
-    np.testing.assert_allclose(F.cwex_per_query(s, qptr=q, membership=m, alpha=0.7), [0.7])
+    np.testing.assert_allclose(F.cwex(s, qptr=q, membership=m, alpha=0.7, reduce=None), [0.7])
 
 
 # ----------------------------------------------------------------------------- RaB / ARaB
@@ -359,34 +366,34 @@ def test_arab_reference_notebook_example():
     q = np.array([0, 10])
     # RaB@10 = mean(f - m) = (3 - 5 - 2) / 10 = -0.4
     np.testing.assert_allclose(
-        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"), [-0.4]
+        F.rank_bias(s, qptr=q, membership=counts, k=10, magnitude="tc", reduce=None), [-0.4]
     )
     # ARaB@10: RaB@x for x = 1..10 is 0, 3/2, 3/3, 3/4, 3/5, 3/6, 3/7, -2/8, -2/9, -4/10
     rab_x = [0, 3 / 2, 1, 3 / 4, 3 / 5, 3 / 6, 3 / 7, -2 / 8, -2 / 9, -4 / 10]
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc"), [sum(rab_x) / 10]
+        F.arab(s, qptr=q, membership=counts, k=10, magnitude="tc", reduce=None), [sum(rab_x) / 10]
     )
     # the reference reports male - female: pair (1, 0) flips the sign
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=10, magnitude="tc", pair=(1, 0)),
+        F.arab(s, qptr=q, membership=counts, k=10, magnitude="tc", pair=(1, 0), reduce=None),
         [-sum(rab_x) / 10],
     )
     # TF: ln(1 + count): RaB@10 = (ln 4 - ln 6 - ln 3) / 10
     np.testing.assert_allclose(
-        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="tf"),
+        F.rank_bias(s, qptr=q, membership=counts, k=10, magnitude="tf", reduce=None),
         [(math.log(4) - math.log(6) - math.log(3)) / 10],
     )
     # Boolean: RaB@10 = (1 - 1 - 1) / 10; ARaB@3 = (0 + 1/2 + 1/3) / 3
     np.testing.assert_allclose(
-        F.rank_bias_per_query(s, qptr=q, membership=counts, k=10, magnitude="bool"), [-0.1]
+        F.rank_bias(s, qptr=q, membership=counts, k=10, magnitude="bool", reduce=None), [-0.1]
     )
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=3, magnitude="bool"),
+        F.arab(s, qptr=q, membership=counts, k=3, magnitude="bool", reduce=None),
         [(0 + 1 / 2 + 1 / 3) / 3],
     )
     # k longer than the list: T = n = 10
     np.testing.assert_allclose(
-        F.arab_per_query(s, qptr=q, membership=counts, k=40, magnitude="tc"), [sum(rab_x) / 10]
+        F.arab(s, qptr=q, membership=counts, k=40, magnitude="tc", reduce=None), [sum(rab_x) / 10]
     )
 
 
@@ -403,10 +410,10 @@ def test_tie_average_is_mean_over_tie_permutations_for_linear_metrics():
     q = np.array([0, 5])
     share = counts / np.maximum(counts.sum(1, keepdims=True), 1)
     metrics = {
-        "fairr": lambda s: F.fairr_per_query(s, qptr=q, membership=counts, k=3),
-        "class_exposure": lambda s: F.class_exposure_per_query(s, qptr=q, membership=share, k=2)[0],
-        "arab": lambda s: F.arab_per_query(s, qptr=q, membership=counts, k=4),
-        "rab": lambda s: F.rank_bias_per_query(s, qptr=q, membership=counts, k=2),
+        "fairr": lambda s: F.fairr(s, qptr=q, membership=counts, k=3, reduce=None),
+        "class_exposure": lambda s: F.class_exposure(s, qptr=q, membership=share, k=2)[0],
+        "arab": lambda s: F.arab(s, qptr=q, membership=counts, k=4, reduce=None),
+        "rab": lambda s: F.rank_bias(s, qptr=q, membership=counts, k=2, reduce=None),
     }
     for name, fn in metrics.items():
         vals = []
@@ -548,7 +555,7 @@ def test_vectorized_matches_per_query_reference(rng, k):
     for target in ("uniform", "corpus", "relevant", [1, 2, 3]):
         for distance in ("js", "l1", "kl"):
             check(
-                F.awrf_distance_per_query(
+                F.awrf_distance(
                     s,
                     qptr=q,
                     membership=share,
@@ -556,6 +563,7 @@ def test_vectorized_matches_per_query_reference(rng, k):
                     k=k,
                     target=target,
                     distance=distance,
+                    reduce=None,
                 ),
                 ref(
                     lambda a, b: ref_awrf_distance(
@@ -565,16 +573,30 @@ def test_vectorized_matches_per_query_reference(rng, k):
             )
         for rbdf in (True, False):
             check(
-                F.ted_per_query(
-                    s, qptr=q, membership=raw, labels=labels, k=k, target=target, rbdf=rbdf
+                F.ted(
+                    s,
+                    qptr=q,
+                    membership=raw,
+                    labels=labels,
+                    k=k,
+                    target=target,
+                    rbdf=rbdf,
+                    reduce=None,
                 ),
                 ref(
                     lambda a, b: ref_ted(s[a:b], raw.tolist()[a:b], labels[a:b], k, target, rbdf)[0]
                 ),
             )
             check(
-                F.texfair_per_query(
-                    s, qptr=q, membership=share, labels=labels, k=k, target=target, rbdf=rbdf
+                F.texfair(
+                    s,
+                    qptr=q,
+                    membership=share,
+                    labels=labels,
+                    k=k,
+                    target=target,
+                    rbdf=rbdf,
+                    reduce=None,
                 ),
                 ref(
                     lambda a, b: (lambda r: r[1] - r[0])(
@@ -583,33 +605,35 @@ def test_vectorized_matches_per_query_reference(rng, k):
                 ),
             )
     check(
-        F.nfairr_per_query(s, qptr=q, membership=raw, k=k),
+        F.nfairr(s, qptr=q, membership=raw, k=k, reduce=None),
         ref(lambda a, b: ref_nfairr(s[a:b], raw.tolist()[a:b], k)),
     )
     for alpha in (0.2, 0.7):
         check(
-            F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=alpha),
+            F.cwex(s, qptr=q, membership=share, k=k, alpha=alpha, reduce=None),
             ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, alpha, "expected")[0]),
         )
         check(
-            F.cwex_per_query(s, qptr=q, membership=raw, k=k, alpha=alpha, assignment="hard"),
+            F.cwex(s, qptr=q, membership=raw, k=k, alpha=alpha, assignment="hard", reduce=None),
             ref(lambda a, b: ref_cwex(s[a:b], raw.tolist()[a:b], k, alpha, "hard")[0]),
         )
     check(
-        F.delta_exposure_per_query(s, qptr=q, membership=share, k=k),
+        F.delta_exposure(s, qptr=q, membership=share, k=k, reduce=None),
         ref(lambda a, b: ref_cwex(s[a:b], rows[a:b], k, 0.5, "expected")[1]),
     )
     counts = np.floor(raw * 6)
     for magnitude in ("tc", "tf", "bool"):
         for pair in ((0, 1), (2, 0)):
             check(
-                F.rank_bias_per_query(
-                    s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair
+                F.rank_bias(
+                    s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair, reduce=None
                 ),
                 ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude, pair)[0]),
             )
             check(
-                F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair),
+                F.arab(
+                    s, qptr=q, membership=counts, k=k, magnitude=magnitude, pair=pair, reduce=None
+                ),
                 ref(lambda a, b: ref_arab(s[a:b], counts.tolist()[a:b], k, magnitude, pair)[1]),
             )
 
@@ -618,18 +642,18 @@ def test_bounds_on_random_two_group_data(rng):
     s, q, raw, labels = random_case(rng, n_queries=80, max_len=20, n_groups=2)
     share = raw / np.where(raw.sum(1, keepdims=True) > 0, raw.sum(1, keepdims=True), 1)
     for k in (None, 5):
-        aw = F.awrf_per_query(s, qptr=q, membership=share, k=k)
+        aw = F.awrf(s, qptr=q, membership=share, k=k, reduce=None)
         assert np.nanmin(aw) >= 0 and np.nanmax(aw) <= 1
-        tex = F.texfair_per_query(s, qptr=q, membership=share, k=k)
+        tex = F.texfair(s, qptr=q, membership=share, k=k, reduce=None)
         assert np.nanmin(tex) >= 0 and np.nanmax(tex) <= 1
-        nf = F.nfairr_per_query(s, qptr=q, membership=share, k=k)
+        nf = F.nfairr(s, qptr=q, membership=share, k=k, reduce=None)
         assert np.nanmin(nf) >= 0 and np.nanmax(nf) <= 1 + 1e-12
-        rb = F.rbdf_per_query(s, qptr=q, membership=share, k=k)
+        rb = F.rbdf(s, qptr=q, membership=share, k=k, reduce=None)
         assert np.nanmin(rb) >= 0 and np.nanmax(rb) <= 1
         for alpha in (0.2, 0.5, 0.7):
-            cw = F.cwex_per_query(s, qptr=q, membership=share, k=k, alpha=alpha)
+            cw = F.cwex(s, qptr=q, membership=share, k=k, alpha=alpha, reduce=None)
             assert np.nanmin(cw) >= alpha - 1 - 1e-12 and np.nanmax(cw) <= alpha + 1e-12
-        de = F.delta_exposure_per_query(s, qptr=q, membership=share, k=k)
+        de = F.delta_exposure(s, qptr=q, membership=share, k=k, reduce=None)
         assert np.nanmin(de) >= 0 and np.nanmax(de) <= 1
         empty = np.diff(q) == 0
         for v in (aw, tex, nf, rb, de):
@@ -643,23 +667,23 @@ def test_membership_from_groups_feeds_the_metrics(rng):
     groups = (rng.random(s.size) < 0.3).astype(float)
     m = membership_from_groups(groups)
     check(
-        F.ted_per_query(s, qptr=q, membership=m, k=10),
-        F.awrf_distance_per_query(s, qptr=q, membership=m, k=10, distance="l1"),
+        F.ted(s, qptr=q, membership=m, k=10, reduce=None),
+        F.awrf_distance(s, qptr=q, membership=m, k=10, distance="l1", reduce=None),
     )
-    rb = F.rbdf_per_query(s, qptr=q, membership=m, k=10)
+    rb = F.rbdf(s, qptr=q, membership=m, k=10, reduce=None)
     assert np.allclose(rb[~np.isnan(rb)], 1.0)
     # crisp groups: no item is neutral, every omega is 0 -> NFaiRR undefined everywhere
-    assert np.isnan(F.nfairr_per_query(s, qptr=q, membership=m, k=10)).all()
+    assert np.isnan(F.nfairr(s, qptr=q, membership=m, k=10, reduce=None)).all()
 
 
 def test_inputs_are_not_modified(rng):
     s, q, raw, labels = random_case(rng, n_queries=10)
     copies = [x.copy() for x in (s, q, raw, labels)]
-    F.awrf_per_query(s, qptr=q, membership=raw, labels=labels, target="relevant")
-    F.texfair_per_query(s, qptr=q, membership=raw)
-    F.nfairr_per_query(s, qptr=q, membership=raw)
-    F.cwex_per_query(s, qptr=q, membership=raw, assignment="hard")
-    F.arab_per_query(s, qptr=q, membership=raw)
+    F.awrf(s, qptr=q, membership=raw, labels=labels, target="relevant", reduce=None)
+    F.texfair(s, qptr=q, membership=raw, reduce=None)
+    F.nfairr(s, qptr=q, membership=raw, reduce=None)
+    F.cwex(s, qptr=q, membership=raw, assignment="hard", reduce=None)
+    F.arab(s, qptr=q, membership=raw, reduce=None)
     for a, b in zip(copies, (s, q, raw, labels)):
         assert np.array_equal(a, b)
 
@@ -670,44 +694,52 @@ def test_inputs_are_not_modified(rng):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, 0]), "membership_from_groups"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:, :1]), "at least 2 group"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=-m), "non-negative"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m[:2]), "rows"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m * np.nan), "finite"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="world"), "target"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target=[1, 2, 3]), "target"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, target="relevant"), "labels"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, distance="l2"), "distance"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights="rbp"), "weights"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, weights=[-1.0]), "weights"),
         (
-            lambda s, q, m: F.awrf_per_query(
-                s, qptr=q, membership=m, weights="geometric", patience=0
+            lambda s, q, m: F.awrf(s, qptr=q, membership=m[:, 0], reduce=None),
+            "membership_from_groups",
+        ),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m[:, :1], reduce=None), "at least 2 group"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=-m, reduce=None), "non-negative"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m[:2], reduce=None), "rows"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m * np.nan, reduce=None), "finite"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, target="world", reduce=None), "target"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, target=[1, 2, 3], reduce=None), "target"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, target="relevant", reduce=None), "labels"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, distance="l2", reduce=None), "distance"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, weights="rbp", reduce=None), "weights"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, weights=[-1.0], reduce=None), "weights"),
+        (
+            lambda s, q, m: F.awrf(
+                s, qptr=q, membership=m, weights="geometric", patience=0, reduce=None
             ),
             "patience",
         ),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, k=0), "k"),
-        (lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, ties="random"), "ties"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, k=0, reduce=None), "k"),
+        (lambda s, q, m: F.awrf(s, qptr=q, membership=m, ties="random", reduce=None), "ties"),
         (
-            lambda s, q, m: F.awrf_per_query(s, qptr=q, membership=m, on_no_representative="zero"),
+            lambda s, q, m: F.awrf(
+                s, qptr=q, membership=m, on_no_representative="zero", reduce=None
+            ),
             "on_no_representative",
         ),
-        (lambda s, q, m: F.ted_per_query(s, qptr=q, membership=m, rbdf=1), "rbdf"),
-        (lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, tau=-1), "tau"),
+        (lambda s, q, m: F.ted(s, qptr=q, membership=m, rbdf=1, reduce=None), "rbdf"),
+        (lambda s, q, m: F.nfairr(s, qptr=q, membership=m, tau=-1, reduce=None), "tau"),
         (
-            lambda s, q, m: F.nfairr_per_query(s, qptr=q, membership=m, background="web"),
+            lambda s, q, m: F.nfairr(s, qptr=q, membership=m, background="web", reduce=None),
             "background",
         ),
-        (lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, alpha=1.5), "alpha"),
+        (lambda s, q, m: F.cwex(s, qptr=q, membership=m, alpha=1.5, reduce=None), "alpha"),
         (
-            lambda s, q, m: F.cwex_per_query(s, qptr=q, membership=m, assignment="soft"),
+            lambda s, q, m: F.cwex(s, qptr=q, membership=m, assignment="soft", reduce=None),
             "assignment",
         ),
-        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 0)), "pair"),
-        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, pair=(0, 2)), "pair"),
-        (lambda s, q, m: F.arab_per_query(s, qptr=q, membership=m, magnitude="log"), "magnitude"),
-        (lambda s, q, m: F.arab_per_query(s, qptr=np.array([0, 2]), membership=m), "qptr"),
+        (lambda s, q, m: F.arab(s, qptr=q, membership=m, pair=(0, 0), reduce=None), "pair"),
+        (lambda s, q, m: F.arab(s, qptr=q, membership=m, pair=(0, 2), reduce=None), "pair"),
+        (
+            lambda s, q, m: F.arab(s, qptr=q, membership=m, magnitude="log", reduce=None),
+            "magnitude",
+        ),
+        (lambda s, q, m: F.arab(s, qptr=np.array([0, 2]), membership=m, reduce=None), "qptr"),
     ],
 )
 def test_bad_parameters_raise(call, match):
@@ -743,34 +775,44 @@ def test_per_query_correlation():
 # ----------------------------------------------------------------------------- evaluator hook
 
 
-def test_fairness_metrics_per_query_bundle(rng):
+def test_several_metrics_of_one_ranking_by_name(rng):
+    """The related-work metrics of one ranking at once, by name (the catalog), with an
+    evaluation spec that holds only labels, offsets and memberships."""
     s, q, raw, labels = random_case(rng, n_queries=20, n_groups=2)
     share = raw / np.where(raw.sum(1, keepdims=True) > 0, raw.sum(1, keepdims=True), 1)
-    out = F.fairness_metrics_per_query(
-        s,
-        labels,
-        qptr=q,
-        membership=share,
-        k=5,
-        metrics=[
-            "awrf",
-            "texfair",
-            "ndcg_awrf",
-            {"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"},
-            {"name": "cwex", "alpha": 0.7, "key": "cwex@0.7"},
-            {"name": "arab", "magnitude": "bool"},
-        ],
+
+    def by_name(metrics, labels=labels):
+        spec = EvalSpec(
+            labels=labels,
+            relevance=None,
+            groups=None,
+            qptr=q,
+            membership=share,
+            metrics=tuple(metrics),
+        )
+        return compute_metrics(s, spec, regime="ltr")
+
+    out = by_name(
+        [
+            "awrf@5",
+            "texfair@5",
+            "ndcg_awrf@5",
+            {"name": "cwex", "alpha": 0.2, "key": "cwex@0.2", "k": 5},
+            {"name": "cwex", "alpha": 0.7, "key": "cwex@0.7", "k": 5},
+            {"name": "arab", "magnitude": "bool", "k": 5},
+        ]
     )
-    assert list(out) == ["awrf", "texfair", "ndcg_awrf", "cwex@0.2", "cwex@0.7", "arab"]
-    check(out["cwex@0.2"], F.cwex_per_query(s, qptr=q, membership=share, k=5, alpha=0.2))
-    check(out["ndcg_awrf"], F.ndcg_awrf_per_query(s, labels, qptr=q, membership=share, k=5))
-    check(out["arab"], F.arab_per_query(s, qptr=q, membership=share, k=5, magnitude="bool"))
-    with pytest.raises(ParameterError, match="names from"):
-        F.fairness_metrics_per_query(s, qptr=q, membership=share, metrics=["eel"])
+    assert list(out) == ["awrf@5", "texfair@5", "ndcg_awrf@5", "cwex@0.2", "cwex@0.7", "arab"]
+    check(out["cwex@0.2"], F.cwex(s, qptr=q, membership=share, k=5, alpha=0.2, reduce=None))
+    check(out["ndcg_awrf@5"], F.ndcg_awrf(s, labels, qptr=q, membership=share, k=5, reduce=None))
+    check(out["arab"], F.arab(s, qptr=q, membership=share, k=5, magnitude="bool", reduce=None))
+    check(out["awrf@5"], F.awrf(s, qptr=q, membership=share, labels=labels, k=5, reduce=None))
+    with pytest.raises(ParameterError, match="registered metric name"):
+        by_name(["eel"])
     with pytest.raises(ParameterError, match="distinct"):
-        F.fairness_metrics_per_query(s, qptr=q, membership=share, metrics=["cwex", "cwex"])
+        by_name(["cwex", "cwex"])
     with pytest.raises(ParameterError, match="labels"):
-        F.fairness_metrics_per_query(s, qptr=q, membership=share, metrics=["ndcg_awrf"])
+        by_name(["ndcg_awrf"], labels=None)
 
 
 # ----------------------------------------------------------------------------- real data
@@ -818,7 +860,7 @@ def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
     def ref(fn):
         return per_query(q, fn)
 
-    tex = F.texfair_per_query(s, qptr=q, membership=term_exp, k=k)
+    tex = F.texfair(s, qptr=q, membership=term_exp, k=k, reduce=None)
     check(
         tex,
         ref(
@@ -828,19 +870,19 @@ def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
         ),
     )
     assert np.nanmin(tex) >= 0 and np.nanmax(tex) <= 1
-    aw = F.awrf_per_query(s, qptr=q, membership=share, labels=lab, k=k, target="relevant")
+    aw = F.awrf(s, qptr=q, membership=share, labels=lab, k=k, target="relevant", reduce=None)
     check(
         aw,
         ref(lambda a, b: 1 - ref_awrf_distance(s[a:b], rows_s[a:b], lab[a:b], k, "relevant", "js")),
     )
     assert np.nanmin(aw) >= 0 and np.nanmax(aw) <= 1
-    nf = F.nfairr_per_query(s, qptr=q, membership=counts, k=k)
+    nf = F.nfairr(s, qptr=q, membership=counts, k=k, reduce=None)
     check(nf, ref(lambda a, b: ref_nfairr(s[a:b], rows_c[a:b], k)))
     assert np.nanmin(nf) >= 0 and np.nanmax(nf) <= 1 + 1e-12
-    cw = F.cwex_per_query(s, qptr=q, membership=counts, k=k, assignment="hard")
+    cw = F.cwex(s, qptr=q, membership=counts, k=k, assignment="hard", reduce=None)
     check(cw, ref(lambda a, b: ref_cwex(s[a:b], rows_c[a:b], k, 0.5, "hard")[0]))
     assert np.nanmin(cw) >= -0.5 and np.nanmax(cw) <= 0.5
-    ar = F.arab_per_query(s, qptr=q, membership=counts, k=k, magnitude="tf")
+    ar = F.arab(s, qptr=q, membership=counts, k=k, magnitude="tf", reduce=None)
     check(ar, ref(lambda a, b: ref_arab(s[a:b], rows_c[a:b], k, "tf", (0, 1))[1]))
     assert np.all(np.isfinite(ar))
     # seed 000's comparison: per-query correlation between TExFAIR and NFaiRR

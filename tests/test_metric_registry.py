@@ -14,8 +14,10 @@ from groupbias.core.errors import ParameterError
 from groupbias.core.registry import METRICS
 from groupbias.core.segments import query_blocks
 from groupbias.data.membership import membership_from_groups
+from groupbias.evaluation import exposure as E
 from groupbias.evaluation.catalog import (
     DEFAULT_METRICS,
+    RELATED_WORK,
     EvalSpec,
     MetricRequest,
     compute_metrics,
@@ -73,8 +75,8 @@ def with_metrics(spec, metrics):
 
 def test_every_metric_is_registered_and_resolves(case):
     scores, spec = case
-    assert set(CORE + F.RELATED_WORK) <= set(METRICS.names())
-    names = [*CORE, *F.RELATED_WORK]
+    assert set(CORE + RELATED_WORK) <= set(METRICS.names())
+    names = [*CORE, *RELATED_WORK]
     for regime in ("tabular", "ltr"):
         out = compute_metrics(scores, with_metrics(spec, names), regime=regime)
         assert list(out) == names, regime
@@ -91,7 +93,7 @@ def test_default_set_equals_direct_calls(case):
     )
     kw = dict(qptr=spec.qptr, groups=spec.groups)
     ndcg = {
-        f"ndcg@10{s}": M.ndcg_per_query(scores, spec.labels, group=g, k=10, **kw)
+        f"ndcg@10{s}": M.ndcg(scores, spec.labels, group=g, k=10, **kw, reduce=None)
         for g, s in (("all", ""), ("affected", ":affected"), ("non_affected", ":non_affected"))
     }
     tab = compute_metrics(scores, spec, regime="tabular")
@@ -100,15 +102,15 @@ def test_default_set_equals_direct_calls(case):
     for key, ref in ndcg.items():
         equal(tab[key], ref)
         equal(ltr[key], ref)
-    equal(tab["rho_dtr"], M.rho_dtr_tabular_per_query(scores, spec.relevance, **kw))
-    equal(ltr["rho_dtr"], M.rho_dtr_ranking_per_query(scores, spec.relevance, **kw))
+    equal(tab["rho_dtr"], M.rho_dtr_tabular(scores, spec.relevance, **kw, reduce=None))
+    equal(ltr["rho_dtr"], M.rho_dtr_ranking(scores, spec.relevance, **kw, reduce=None))
     equal(
         tab["delta_eel"],
-        M.delta_eel_tabular_per_query(scores, spec.relevance, thresholds=spec.thresholds, **kw),
+        M.delta_eel_tabular(scores, spec.relevance, thresholds=spec.thresholds, **kw, reduce=None),
     )
     equal(
         ltr["delta_eel"],
-        M.delta_eel_ranking_per_query(scores, spec.relevance, thresholds=spec.thresholds, **kw),
+        M.delta_eel_ranking(scores, spec.relevance, thresholds=spec.thresholds, **kw, reduce=None),
     )
     # the two regimes really differ for rho_dtr / delta_eel
     assert not np.array_equal(tab["rho_dtr"], ltr["rho_dtr"], equal_nan=True)
@@ -123,10 +125,10 @@ def test_group_suffix_and_cutoff(case):
     kw = dict(qptr=spec.qptr, groups=spec.groups)
     equal(
         out["ndcg@5:non_affected"],
-        M.ndcg_per_query(scores, spec.labels, group="non_affected", k=5, **kw),
+        M.ndcg(scores, spec.labels, group="non_affected", k=5, **kw, reduce=None),
     )
-    equal(out["ndcg"], M.ndcg_per_query(scores, spec.labels, k=None, **kw))
-    equal(out["ndcg@10:all"], M.ndcg_per_query(scores, spec.labels, k=10, **kw))
+    equal(out["ndcg"], M.ndcg(scores, spec.labels, k=None, **kw, reduce=None))
+    equal(out["ndcg@10:all"], M.ndcg(scores, spec.labels, k=10, **kw, reduce=None))
     assert parse_metric("ndcg@10:affected") == MetricRequest(
         "ndcg", 10, "affected", "ndcg@10:affected", {}
     )
@@ -136,18 +138,18 @@ def test_cutoff_on_rho_dtr_and_delta_eel(case):
     scores, spec = case
     kw = dict(qptr=spec.qptr, groups=spec.groups)
     ltr = compute_metrics(scores, with_metrics(spec, ["rho_dtr@5", "delta_eel@5"]), regime="ltr")
-    equal(ltr["rho_dtr@5"], M.rho_dtr_ranking_per_query(scores, spec.relevance, k=5, **kw))
+    equal(ltr["rho_dtr@5"], M.rho_dtr_ranking(scores, spec.relevance, k=5, **kw, reduce=None))
     equal(
         ltr["delta_eel@5"],
-        M.delta_eel_ranking_per_query(
-            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw
+        M.delta_eel_ranking(
+            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw, reduce=None
         ),
     )
     tab = compute_metrics(scores, with_metrics(spec, ["delta_eel@5"]), regime="tabular")
     equal(
         tab["delta_eel@5"],
-        M.delta_eel_tabular_per_query(
-            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw
+        M.delta_eel_tabular(
+            scores, spec.relevance, thresholds=spec.thresholds, k=5, **kw, reduce=None
         ),
     )
     with pytest.raises(ParameterError, match="tabular regime"):
@@ -176,12 +178,12 @@ def test_related_work_default_cutoff_membership_and_options(case):
     ]
     out = compute_metrics(scores, with_metrics(spec, metrics), regime="ltr")
     assert list(out) == metric_keys(metrics)
-    equal(out["awrf"], F.awrf_per_query(scores, k=10, **kw))  # no @k: k = 10
-    equal(out["awrf@5"], F.awrf_per_query(scores, k=5, **kw))
-    equal(out["awrf_full"], F.awrf_per_query(scores, k=None, **kw))
-    equal(out["cwex@0.2"], F.cwex_per_query(scores, alpha=0.2, k=10, **kw))
-    equal(out["arab@3"], F.arab_per_query(scores, magnitude="bool", k=3, **kw))
-    equal(out["ndcg_awrf"], F.ndcg_awrf_per_query(scores, spec.labels, k=10, **kw))
+    equal(out["awrf"], F.awrf(scores, k=10, **kw, reduce=None))  # no @k: k = 10
+    equal(out["awrf@5"], F.awrf(scores, k=5, **kw, reduce=None))
+    equal(out["awrf_full"], F.awrf(scores, k=None, **kw, reduce=None))
+    equal(out["cwex@0.2"], F.cwex(scores, alpha=0.2, k=10, **kw, reduce=None))
+    equal(out["arab@3"], F.arab(scores, magnitude="bool", k=3, **kw, reduce=None))
+    equal(out["ndcg_awrf"], F.ndcg_awrf(scores, spec.labels, k=10, **kw, reduce=None))
     # an explicit membership replaces [groups, 1 - groups]; same numbers in both regimes
     m3 = np.stack([spec.groups, 1 - spec.groups, np.zeros_like(spec.groups)], axis=1)
     s3 = EvalSpec(
@@ -193,22 +195,20 @@ def test_related_work_default_cutoff_membership_and_options(case):
         metrics=("texfair",),
         membership=m3,
     )
-    ref = F.texfair_per_query(scores, qptr=spec.qptr, membership=m3, k=10)
+    ref = F.texfair(scores, qptr=spec.qptr, membership=m3, k=10, reduce=None)
     equal(compute_metrics(scores, s3, regime="tabular")["texfair"], ref)
     equal(compute_metrics(scores, s3, regime="ltr")["texfair"], ref)
 
 
-def test_fairness_metrics_per_query_goes_through_the_registry(case):
+def test_related_work_metrics_by_name_equal_their_functions(case):
     scores, spec = case
     m = membership_from_groups(spec.groups)
-    direct = F.fairness_metrics_per_query(
-        scores,
-        spec.labels,
-        qptr=spec.qptr,
-        membership=m,
-        k=10,
-        metrics=["awrf", "texfair", "ndcg_awrf"],
-    )
+    kw = {"qptr": spec.qptr, "membership": m, "k": 10, "reduce": None}
+    direct = {
+        "awrf": F.awrf(scores, labels=spec.labels, **kw),
+        "texfair": F.texfair(scores, labels=spec.labels, **kw),
+        "ndcg_awrf": F.ndcg_awrf(scores, spec.labels, **kw),
+    }
     by_name = compute_metrics(
         scores, with_metrics(spec, ["awrf", "texfair", "ndcg_awrf"]), regime="ltr"
     )
@@ -271,7 +271,7 @@ def test_user_registered_metric_is_computed(case, scratch_registry):
         seen.append((regime, k, group))
         sizes = np.diff(spec.qptr)
         qidx = np.repeat(np.arange(sizes.size), sizes)
-        top = M.expected_exposure(scores, qptr=spec.qptr, k=k or 10, ties="stable") > 0
+        top = E.expected_exposure(scores, qptr=spec.qptr, k=k or 10, ties="stable") > 0
         n = np.bincount(qidx, weights=top, minlength=sizes.size)
         a = np.bincount(qidx, weights=top * spec.groups, minlength=sizes.size)
         with np.errstate(invalid="ignore"):
@@ -321,7 +321,7 @@ def test_blockwise_evaluation_equals_one_pass(case, monkeypatch, block):
     import groupbias.evaluation.catalog as MN
 
     scores, spec = case
-    names = [*CORE, "ndcg@5:affected", *F.RELATED_WORK]
+    names = [*CORE, "ndcg@5:affected", *RELATED_WORK]
     full = with_metrics(spec, names)
     member = dataclasses.replace(full, membership=membership_from_groups(spec.groups))
     want = {

@@ -14,7 +14,8 @@ import pytest
 
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
-from groupbias.rank.ranking import Ranking
+from groupbias.evaluation import exposure as E
+from groupbias.rank.ranking import DeterministicRanking
 
 L2 = math.log2
 
@@ -140,7 +141,7 @@ def _ir_measures_ndcg(scores, labels, qptr, k, gain, weight=None):
 @pytest.mark.parametrize("gain", ["exp2", "linear"])
 def test_ndcg_matches_ir_measures(rng, k, gain):
     s, lab, q, g = random_data(rng, n_queries=60, max_len=15, with_empty=False)
-    ours = M.ndcg_per_query(s, lab, qptr=q, k=k, gain=gain)
+    ours = M.ndcg(s, lab, qptr=q, k=k, gain=gain, reduce=None)
     theirs = _ir_measures_ndcg(s, lab, q, k, gain)
     has_rel = (
         np.bincount(np.repeat(np.arange(q.size - 1), np.diff(q)), weights=lab, minlength=q.size - 1)
@@ -150,7 +151,7 @@ def test_ndcg_matches_ir_measures(rng, k, gain):
     np.testing.assert_allclose(ours[has_rel], theirs[has_rel], rtol=0, atol=1e-12)
     assert np.all(np.isnan(ours[~has_rel]))  # default: skip queries without relevant items
     # the affected-group NDCG equals plain NDCG with the other group's labels set to 0
-    ours_a = M.ndcg_per_query(s, lab, qptr=q, groups=g, group="affected", k=k, gain=gain)
+    ours_a = M.ndcg(s, lab, qptr=q, groups=g, group="affected", k=k, gain=gain, reduce=None)
     theirs_a = _ir_measures_ndcg(s, lab, q, k, gain, weight=g)
     ok = ~np.isnan(ours_a)
     assert ok.sum() > 20
@@ -161,8 +162,8 @@ def test_ndcg_matches_ir_measures(rng, k, gain):
 @pytest.mark.parametrize("k", [None, 2])
 def test_ndcg_ties_brute_force(rng, ties, k):
     s, lab, q, g = random_data(rng, n_queries=25, max_len=6, ties=True)
-    ours = M.ndcg_per_query(s, lab, qptr=q, k=k, ties=ties)
-    ours_n = M.ndcg_per_query(s, lab, qptr=q, groups=g, group="non_affected", k=k, ties=ties)
+    ours = M.ndcg(s, lab, qptr=q, k=k, ties=ties, reduce=None)
+    ours_n = M.ndcg(s, lab, qptr=q, groups=g, group="non_affected", k=k, ties=ties, reduce=None)
     for qi in range(q.size - 1):
         sl = slice(q[qi], q[qi + 1])
         ref = ref_ndcg_query(s[sl], lab[sl], np.ones(q[qi + 1] - q[qi]), k, "exp2", ties)
@@ -190,12 +191,12 @@ def test_ndcg_no_relevant_policies_and_empty_queries():
     lab = np.array([0.0, 0.0, 1.0, 0.0])
     q = np.array([0, 2, 2, 4])  # query 1 is empty; query 0 has no relevant item
     # query 2: ranking (label 1, label 0) is ideal
-    np.testing.assert_array_equal(M.ndcg_per_query(s, lab, qptr=q), [np.nan, np.nan, 1.0])
+    np.testing.assert_array_equal(M.ndcg(s, lab, qptr=q, reduce=None), [np.nan, np.nan, 1.0])
     np.testing.assert_array_equal(
-        M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="zero"), [0.0, np.nan, 1.0]
+        M.ndcg(s, lab, qptr=q, on_no_relevant="zero", reduce=None), [0.0, np.nan, 1.0]
     )
     np.testing.assert_array_equal(
-        M.ndcg_per_query(s, lab, qptr=q, on_no_relevant="one"), [1.0, np.nan, 1.0]
+        M.ndcg(s, lab, qptr=q, on_no_relevant="one", reduce=None), [1.0, np.nan, 1.0]
     )
     assert M.ndcg(s, lab, qptr=q, on_no_relevant="zero") == 0.5  # (0 + 1) / 2
     assert M.ndcg(s, lab, qptr=q) == 1.0
@@ -204,23 +205,25 @@ def test_ndcg_no_relevant_policies_and_empty_queries():
 
 def test_ndcg_invariants(rng):
     s, lab, q, g = random_data(rng, n_queries=50, max_len=10, ties=True)
-    base = M.ndcg_per_query(s, lab, qptr=q, k=5)
+    base = M.ndcg(s, lab, qptr=q, k=5, reduce=None)
     ok = ~np.isnan(base)
     assert np.all((base[ok] >= 0) & (base[ok] <= 1 + 1e-12))
     # strictly increasing transform of the scores changes nothing
     np.testing.assert_allclose(
-        M.ndcg_per_query(np.exp(3 * s) - 7, lab, qptr=q, k=5), base, atol=1e-12
+        M.ndcg(np.exp(3 * s) - 7, lab, qptr=q, k=5, reduce=None), base, atol=1e-12
     )
     # ties="average" does not depend on the item order within a query
     perm = np.concatenate(
         [q[i] + rng.permutation(q[i + 1] - q[i]) for i in range(q.size - 1)]
     ).astype(np.int64)
-    np.testing.assert_allclose(M.ndcg_per_query(s[perm], lab[perm], qptr=q, k=5), base, atol=1e-12)
+    np.testing.assert_allclose(
+        M.ndcg(s[perm], lab[perm], qptr=q, k=5, reduce=None), base, atol=1e-12
+    )
     # scoring by the labels is ideal
-    np.testing.assert_allclose(M.ndcg_per_query(lab, lab, qptr=q)[ok], 1.0, atol=1e-12)
+    np.testing.assert_allclose(M.ndcg(lab, lab, qptr=q, reduce=None)[ok], 1.0, atol=1e-12)
     # group NDCGs are in [0, 1] as well
     for grp in ("affected", "non_affected"):
-        v = M.ndcg_per_query(s, lab, qptr=q, groups=g, group=grp, k=5)
+        v = M.ndcg(s, lab, qptr=q, groups=g, group=grp, k=5, reduce=None)
         assert np.all((v[~np.isnan(v)] >= 0) & (v[~np.isnan(v)] <= 1 + 1e-12))
 
 
@@ -233,7 +236,7 @@ def test_expected_exposure_brute_force(rng, k):
         n = int(rng.integers(1, 7))
         grades = rng.integers(0, 3, size=n).astype(float)
         q = np.array([0, n])
-        ours = M.target_exposure(grades, qptr=q, k=k)
+        ours = E.target_exposure(grades, qptr=q, k=k)
         np.testing.assert_allclose(ours, ref_expected_exposure(grades, k), atol=1e-12)
 
 
@@ -242,9 +245,9 @@ def test_exposure_paths_agree(rng):
     # wide integer range) takes the sorting path; both equal the brute force
     s, lab, q, g = random_data(rng, n_queries=50, max_len=7, ties=True)
     for k in (None, 2):
-        counted = M.target_exposure(s, qptr=q, k=k)
-        sorted_ = M.target_exposure(s / 3 + 0.1, qptr=q, k=k)
-        wide = M.target_exposure(s * 1000.0, qptr=q, k=k)
+        counted = E.target_exposure(s, qptr=q, k=k)
+        sorted_ = E.target_exposure(s / 3 + 0.1, qptr=q, k=k)
+        wide = E.target_exposure(s * 1000.0, qptr=q, k=k)
         np.testing.assert_allclose(sorted_, counted, atol=1e-12)
         np.testing.assert_allclose(wide, counted, atol=1e-12)
         for qi in range(q.size - 1):
@@ -264,11 +267,11 @@ def test_order_matches_segments_sort_within(rng, n_queries):
     order = sort_within(s, q)
     ranks = np.empty(order.size, dtype=np.int64)
     ranks[order] = np.arange(order.size) - q[qidx[order]] + 1
-    np.testing.assert_array_equal(Ranking(s, q).ranks(), ranks)
+    np.testing.assert_array_equal(DeterministicRanking(s, q).ranks(), ranks)
     # stable ties: ranks follow the original position among tied items
     np.testing.assert_allclose(
-        M.expected_exposure(s, qptr=q, ties="stable")[:50],
-        M.position_exposure(np.argsort(sort_within(s, q))[:50] + 1 - q[qidx[:50]]),
+        E.expected_exposure(s, qptr=q, ties="stable")[:50],
+        E.position_exposure(np.argsort(sort_within(s, q))[:50] + 1 - q[qidx[:50]]),
         atol=0,
     )
 
@@ -279,17 +282,17 @@ def test_exposure_hand_case_and_total():
     # grade 1 occupies ranks 1..3, grade 0 ranks 4..5
     hi = (1 + 1 / L2(3) + 1 / 2) / 3
     lo = (1 / L2(5) + 1 / L2(6)) / 2
-    np.testing.assert_allclose(M.target_exposure(grades, qptr=q), [lo, hi, lo, hi, hi])
+    np.testing.assert_allclose(E.target_exposure(grades, qptr=q), [lo, hi, lo, hi, hi])
     # stable ties: original position breaks ties
     np.testing.assert_allclose(
-        M.expected_exposure(grades, qptr=q, ties="stable"),
+        E.expected_exposure(grades, qptr=q, ties="stable"),
         [disc(4), disc(1), disc(5), disc(2), disc(3)],
     )
     # tie averaging preserves the total exposure
-    assert M.target_exposure(grades, qptr=q).sum() == pytest.approx(
+    assert E.target_exposure(grades, qptr=q).sum() == pytest.approx(
         sum(disc(r) for r in range(1, 6))
     )
-    np.testing.assert_allclose(M.position_exposure(np.array([1, 2, 3]), k=2), [1.0, 1 / L2(3), 0.0])
+    np.testing.assert_allclose(E.position_exposure(np.array([1, 2, 3]), k=2), [1.0, 1 / L2(3), 0.0])
 
 
 def test_group_exposure():
@@ -297,24 +300,24 @@ def test_group_exposure():
     g = np.array([1.0, 0.0, 0.5, 0.0])
     q = np.array([0, 3, 4])
     # query 0: E_A = 1 + 0.125, E_N = 0.5 + 0.125; query 1: E_A = 0, E_N = 2
-    np.testing.assert_allclose(M.group_exposure(e, g, qptr=q), [[1.125, 0.625], [0.0, 2.0]])
+    np.testing.assert_allclose(E.group_exposure(e, g, qptr=q), [[1.125, 0.625], [0.0, 2.0]])
 
 
 def test_discretize():
     s = np.array([0.0, 0.49, 0.5, 0.51, 1.0])
-    np.testing.assert_array_equal(M.discretize(s), [0, 0, 1, 1, 1])
-    np.testing.assert_array_equal(M.discretize(s, thresholds=(0.25, 0.5, 0.75)), [0, 1, 2, 2, 3])
+    np.testing.assert_array_equal(E.discretize(s), [0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(E.discretize(s, thresholds=(0.25, 0.5, 0.75)), [0, 1, 2, 2, 3])
     # levels=4 -> thresholds 0.25, 0.5, 0.75
-    np.testing.assert_array_equal(M.discretize(s, levels=4), [0, 1, 2, 2, 3])
-    np.testing.assert_array_equal(M.discretize(s, levels=2), M.discretize(s))
+    np.testing.assert_array_equal(E.discretize(s, levels=4), [0, 1, 2, 2, 3])
+    np.testing.assert_array_equal(E.discretize(s, levels=2), E.discretize(s))
     with pytest.raises(ParameterError, match="levels"):
-        M.discretize(s, thresholds=(0.5,), levels=2)
+        E.discretize(s, thresholds=(0.5,), levels=2)
     with pytest.raises(ParameterError, match="thresholds"):
-        M.discretize(s, thresholds=(0.5, 0.2))
+        E.discretize(s, thresholds=(0.5, 0.2))
     with pytest.raises(ParameterError, match="thresholds"):
-        M.discretize(s, thresholds="high")
+        E.discretize(s, thresholds="high")
     with pytest.raises(ParameterError, match="levels"):
-        M.discretize(s, levels=1)
+        E.discretize(s, levels=1)
 
 
 # ----------------------------------------------------------------------------- DTR
@@ -327,17 +330,19 @@ def test_rho_dtr_tabular_hand_cases():
     # query 0: affected attractiveness scaled by beta = 0.8 -> r = (0.8/2)/(1/2) = 0.8
     # query 1: affected over-estimated by 1.25 -> r = 1.25, rho = 1/1.25 = 0.8
     est = np.array([0.8, 0.0, 1.0, 1.0, 0.75, 0.3, 0.3, 0.0])
-    np.testing.assert_allclose(M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g), [0.8, 0.8])
+    np.testing.assert_allclose(
+        M.rho_dtr_tabular(est, true, qptr=q, groups=g, reduce=None), [0.8, 0.8]
+    )
     assert M.rho_dtr_tabular(est, true, qptr=q, groups=g) == pytest.approx(0.8)
     # amortized: U_A = 1 + 0.6, U_N = 2 + 0.6, Ũ_A = 0.8 + 0.75, Ũ_N = 2.6
     r = ((0.8 + 0.75) / 2.6) / (1.6 / 2.6)
-    assert M.rho_dtr_tabular(est, true, qptr=q, groups=g, aggregate="amortized") == pytest.approx(
+    assert M.rho_dtr_tabular(est, true, qptr=q, groups=g, reduce="amortized") == pytest.approx(
         min(r, 1 / r)
     )
     # exact estimate -> 1; scaling each input by a constant changes nothing
-    np.testing.assert_allclose(M.rho_dtr_tabular_per_query(true, true, qptr=q, groups=g), 1)
+    np.testing.assert_allclose(M.rho_dtr_tabular(true, true, qptr=q, groups=g, reduce=None), 1)
     np.testing.assert_allclose(
-        M.rho_dtr_tabular_per_query(3 * est, 0.5 * true, qptr=q, groups=g), [0.8, 0.8]
+        M.rho_dtr_tabular(3 * est, 0.5 * true, qptr=q, groups=g, reduce=None), [0.8, 0.8]
     )
 
 
@@ -349,7 +354,7 @@ def test_rho_dtr_tabular_per_query_beta_noise_reproduces_table1_scale(rng):
     true = rng.random(n_q * size) + 0.01
     beta = rng.normal(0.8, 0.1, size=n_q)
     est = true * np.where(g == 1, np.repeat(beta, size), 1.0)
-    rho = M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g)
+    rho = M.rho_dtr_tabular(est, true, qptr=q, groups=g, reduce=None)
     np.testing.assert_allclose(rho, np.minimum(beta, 1 / beta), atol=1e-12)
 
 
@@ -362,17 +367,21 @@ def test_rho_dtr_degenerate_queries():
     true = np.array([1.0, 0.5, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0])
     est = np.array([0.9, 0.5, 0.0, 1.0, 0.2, 1.0, 0.3, 0.0])
     np.testing.assert_array_equal(
-        M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g), [1.0, 1.0, 0.0, np.nan, np.nan]
+        M.rho_dtr_tabular(est, true, qptr=q, groups=g, reduce=None), [1.0, 1.0, 0.0, np.nan, np.nan]
     )
     np.testing.assert_array_equal(
-        M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g, on_zero_utility="skip"),
+        M.rho_dtr_tabular(est, true, qptr=q, groups=g, on_zero_utility="skip", reduce=None),
         [np.nan] * 5,
     )
     assert M.rho_dtr_tabular(est, true, qptr=q, groups=g) == pytest.approx(2 / 3)
     # no estimated utility at all while the truth has some -> NaN
     np.testing.assert_array_equal(
-        M.rho_dtr_tabular_per_query(
-            np.zeros(2), np.array([1.0, 1.0]), qptr=np.array([0, 2]), groups=np.array([1.0, 0.0])
+        M.rho_dtr_tabular(
+            np.zeros(2),
+            np.array([1.0, 1.0]),
+            qptr=np.array([0, 2]),
+            groups=np.array([1.0, 0.0]),
+            reduce=None,
         ),
         [np.nan],
     )
@@ -399,7 +408,7 @@ def test_rho_dtr_ranking_matches_loop(rng):
     s, lab, q, g = random_data(rng, n_queries=60, max_len=10, ties=True)
     g = rng.random(g.size)  # probabilistic membership
     for k in (None, 3):
-        ours = M.rho_dtr_ranking_per_query(s, lab, qptr=q, groups=g, k=k)
+        ours = M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=k, reduce=None)
         for qi in range(q.size - 1):
             sl = slice(q[qi], q[qi + 1])
             if q[qi + 1] == q[qi] or lab[sl].sum() == 0:
@@ -416,14 +425,14 @@ def test_rho_dtr_ranking_matches_loop(rng):
 
 def test_rho_dtr_bounds_and_amortized(rng):
     s, lab, q, g = random_data(rng, n_queries=80, max_len=12)
-    rho = M.rho_dtr_ranking_per_query(s, lab, qptr=q, groups=g, k=5)
+    rho = M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=5, reduce=None)
     ok = ~np.isnan(rho)
     assert ok.sum() > 40 and np.all((rho[ok] >= 0) & (rho[ok] <= 1))
-    e = M.expected_exposure(s, qptr=q, k=5)
+    e = E.expected_exposure(s, qptr=q, k=5)
     ea, en = (e * g).sum(), (e * (1 - g)).sum()
     ua, un = (lab * g).sum(), (lab * (1 - g)).sum()
     r = (ea / ua) / (en / un)
-    assert M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=5, aggregate="amortized") == pytest.approx(
+    assert M.rho_dtr_ranking(s, lab, qptr=q, groups=g, k=5, reduce="amortized") == pytest.approx(
         min(r, 1 / r)
     )
 
@@ -459,10 +468,10 @@ def test_delta_eel_invariants(rng):
     s, lab, q, g = random_data(rng, n_queries=60, max_len=12, ties=True)
     rel = lab / 4.0
     kw = dict(qptr=q, groups=g)
-    d0 = M.delta_eel_tabular_per_query(rel, rel, **kw)
+    d0 = M.delta_eel_tabular(rel, rel, **kw, reduce=None)
     assert np.nanmax(d0) == 0.0 and np.isnan(d0[np.diff(q) == 0]).all()
     est = rel * np.where(g == 1, 0.6, 1.0)
-    d = M.delta_eel_tabular_per_query(est, rel, **kw)
+    d = M.delta_eel_tabular(est, rel, **kw, reduce=None)
     ok = ~np.isnan(d)
     # bounded by √2 × the total exposure of the query
     total = np.array([sum(disc(r) for r in range(1, m + 1)) for m in np.diff(q)])
@@ -473,30 +482,38 @@ def test_delta_eel_invariants(rng):
         [q[i] + rng.permutation(q[i + 1] - q[i]) for i in range(q.size - 1)]
     ).astype(np.int64)
     np.testing.assert_allclose(
-        M.delta_eel_tabular_per_query(est[perm], rel[perm], qptr=q, groups=g[perm]), d, atol=1e-12
+        M.delta_eel_tabular(est[perm], rel[perm], qptr=q, groups=g[perm], reduce=None),
+        d,
+        atol=1e-12,
     )
     np.testing.assert_allclose(
-        M.delta_eel_ranking_per_query(s[perm], rel[perm], qptr=q, groups=g[perm]),
-        M.delta_eel_ranking_per_query(s, rel, **kw),
+        M.delta_eel_ranking(s[perm], rel[perm], qptr=q, groups=g[perm], reduce=None),
+        M.delta_eel_ranking(s, rel, **kw, reduce=None),
         atol=1e-12,
     )
     # a monotone transform of the estimate that keeps the grades keeps Δ
     np.testing.assert_allclose(
-        M.delta_eel_tabular_per_query(est**0.5, rel**0.5, **kw)[ok],
-        M.delta_eel_tabular_per_query(est, rel, thresholds=(0.25,), **kw)[ok],
+        M.delta_eel_tabular(est**0.5, rel**0.5, **kw, reduce=None)[ok],
+        M.delta_eel_tabular(est, rel, thresholds=(0.25,), **kw, reduce=None)[ok],
         atol=1e-12,
     )
     # aggregates
     assert M.delta_eel_tabular(est, rel, **kw) == pytest.approx(d[ok].mean())
-    assert M.delta_eel_tabular(est, rel, aggregate="sum", **kw) == pytest.approx(d[ok].sum())
+    assert M.delta_eel_tabular(est, rel, reduce="sum", **kw) == pytest.approx(d[ok].sum())
 
 
 def test_delta_eel_ranking_matches_brute_force(rng):
     s, lab, q, g = random_data(rng, n_queries=40, max_len=7, ties=True)
     g = rng.random(g.size)
     for k, disc_true in ((None, True), (2, True), (None, False)):
-        ours = M.delta_eel_ranking_per_query(
-            s, lab / 4.0 if disc_true else lab, qptr=q, groups=g, k=k, discretize_true=disc_true
+        ours = M.delta_eel_ranking(
+            s,
+            lab / 4.0 if disc_true else lab,
+            qptr=q,
+            groups=g,
+            k=k,
+            discretize_true=disc_true,
+            reduce=None,
         )
         for qi in range(q.size - 1):
             sl = slice(q[qi], q[qi + 1])
@@ -529,10 +546,10 @@ def test_delta_eel_ranking_perfect_and_single_group():
     one = np.ones(5)
     assert M.delta_eel_ranking(-true, true, qptr=q, groups=one) == pytest.approx(0, abs=1e-12)
     assert np.isnan(
-        M.delta_eel_ranking_per_query(-true, true, qptr=q, groups=one, on_single_group="skip")
+        M.delta_eel_ranking(-true, true, qptr=q, groups=one, on_single_group="skip", reduce=None)
     ).all()
     assert np.isnan(
-        M.delta_eel_tabular_per_query(true, true, qptr=q, groups=1 - one, on_single_group="skip")
+        M.delta_eel_tabular(true, true, qptr=q, groups=1 - one, on_single_group="skip", reduce=None)
     ).all()
 
 
@@ -544,25 +561,27 @@ def test_vectorized_matches_per_query_calls(rng):
     s, lab, q, g = random_data(rng, n_queries=30, max_len=9, ties=True)
     rel = lab / 4.0
     allq = {
-        "ndcg": M.ndcg_per_query(s, lab, qptr=q, groups=g, group="affected", k=3),
-        "dtr_t": M.rho_dtr_tabular_per_query(rel * (1 - 0.3 * g), rel, qptr=q, groups=g),
-        "dtr_r": M.rho_dtr_ranking_per_query(s, rel, qptr=q, groups=g, k=4),
-        "eel_t": M.delta_eel_tabular_per_query(rel * (1 - 0.3 * g), rel, qptr=q, groups=g),
-        "eel_r": M.delta_eel_ranking_per_query(s, rel, qptr=q, groups=g, k=4),
+        "ndcg": M.ndcg(s, lab, qptr=q, groups=g, group="affected", k=3, reduce=None),
+        "dtr_t": M.rho_dtr_tabular(rel * (1 - 0.3 * g), rel, qptr=q, groups=g, reduce=None),
+        "dtr_r": M.rho_dtr_ranking(s, rel, qptr=q, groups=g, k=4, reduce=None),
+        "eel_t": M.delta_eel_tabular(rel * (1 - 0.3 * g), rel, qptr=q, groups=g, reduce=None),
+        "eel_r": M.delta_eel_ranking(s, rel, qptr=q, groups=g, k=4, reduce=None),
     }
     for qi in range(q.size - 1):
         sl = slice(q[qi], q[qi + 1])
         one = np.array([0, q[qi + 1] - q[qi]])
         single = {
-            "ndcg": M.ndcg_per_query(s[sl], lab[sl], qptr=one, groups=g[sl], group="affected", k=3),
-            "dtr_t": M.rho_dtr_tabular_per_query(
-                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl]
+            "ndcg": M.ndcg(
+                s[sl], lab[sl], qptr=one, groups=g[sl], group="affected", k=3, reduce=None
             ),
-            "dtr_r": M.rho_dtr_ranking_per_query(s[sl], rel[sl], qptr=one, groups=g[sl], k=4),
-            "eel_t": M.delta_eel_tabular_per_query(
-                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl]
+            "dtr_t": M.rho_dtr_tabular(
+                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl], reduce=None
             ),
-            "eel_r": M.delta_eel_ranking_per_query(s[sl], rel[sl], qptr=one, groups=g[sl], k=4),
+            "dtr_r": M.rho_dtr_ranking(s[sl], rel[sl], qptr=one, groups=g[sl], k=4, reduce=None),
+            "eel_t": M.delta_eel_tabular(
+                (rel * (1 - 0.3 * g))[sl], rel[sl], qptr=one, groups=g[sl], reduce=None
+            ),
+            "eel_r": M.delta_eel_ranking(s[sl], rel[sl], qptr=one, groups=g[sl], k=4, reduce=None),
         }
         for name, v in single.items():
             np.testing.assert_allclose(allq[name][qi], v[0], atol=1e-12, err_msg=name)
@@ -597,8 +616,8 @@ def test_inputs_not_mutated(rng):
         (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g, group="A"), "group"),
         (lambda s, l, q, g: M.ndcg(s, l, qptr=q, groups=g + 1, group="affected"), "groups"),
         (
-            lambda s, l, q, g: M.rho_dtr_tabular(s, l, qptr=q, groups=g, aggregate="sum"),
-            "aggregate",
+            lambda s, l, q, g: M.rho_dtr_tabular(s, l, qptr=q, groups=g, reduce="sum"),
+            "reduce",
         ),
         (lambda s, l, q, g: M.rho_dtr_tabular(-s, l, qptr=q, groups=g), "estimated_utility"),
         (lambda s, l, q, g: M.rho_dtr_ranking(s, l, qptr=q, groups=None), "groups"),
@@ -609,8 +628,8 @@ def test_inputs_not_mutated(rng):
         ),
         (lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, distance="l3"), "distance"),
         (
-            lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, aggregate="median"),
-            "aggregate",
+            lambda s, l, q, g: M.delta_eel_tabular(s, l, qptr=q, groups=g, reduce="median"),
+            "reduce",
         ),
         (
             lambda s, l, q, g: M.delta_eel_ranking(
@@ -622,8 +641,8 @@ def test_inputs_not_mutated(rng):
             lambda s, l, q, g: M.delta_eel_ranking(s, l, qptr=q, groups=g, on_single_group="drop"),
             "on_single_group",
         ),
-        (lambda s, l, q, g: M.expected_exposure(s, qptr=q, k=-1), "k"),
-        (lambda s, l, q, g: M.position_exposure(np.array([0, 1])), "ranks"),
+        (lambda s, l, q, g: E.expected_exposure(s, qptr=q, k=-1), "k"),
+        (lambda s, l, q, g: E.position_exposure(np.array([0, 1])), "ranks"),
     ],
 )
 def test_bad_parameters_raise(call, match):

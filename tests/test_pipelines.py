@@ -193,7 +193,7 @@ def test_ltr_regime_on_trec2020_beats_random(trec_root, monkeypatch, tmp_path):
 
 def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
     from groupbias.data.membership import membership_from_groups
-    from groupbias.evaluation.fairness import awrf_per_query, texfair_per_query
+    from groupbias.evaluation.fairness import awrf, texfair
 
     d = synthetic["train"]
     res = tab(
@@ -206,11 +206,11 @@ def test_tabular_related_work_metrics_are_those_of_the_scores(synthetic):
     )
     m = membership_from_groups(d.groups)
     for cond, scores in (("biased", res.attractiveness), ("corrected", res.corrected)):
-        aw = awrf_per_query(scores, qptr=d.qptr, membership=m, k=10)
-        tx = texfair_per_query(scores, qptr=d.qptr, membership=m, k=10)
+        aw = awrf(scores, qptr=d.qptr, membership=m, k=10, reduce=None)
+        tx = texfair(scores, qptr=d.qptr, membership=m, k=10, reduce=None)
         assert _by(res.records, "awrf@10", cond)["value"] == pytest.approx(np.nanmean(aw))
         assert _by(res.records, "texfair@10", cond)["value"] == pytest.approx(np.nanmean(tx))
-        nd = M.ndcg_per_query(scores, d.labels, qptr=d.qptr, k=10)
+        nd = M.ndcg(scores, d.labels, qptr=d.qptr, k=10, reduce=None)
         ok = ~np.isnan(aw) & ~np.isnan(nd)
         assert _by(res.records, "pearson(awrf@10,ndcg@10)", cond)["value"] == pytest.approx(
             scipy.stats.pearsonr(aw[ok], nd[ok])[0]

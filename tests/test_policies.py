@@ -13,6 +13,7 @@ import pytest
 
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
+from groupbias.evaluation import exposure as E
 from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 from groupbias.evaluation.fair_exposure import FairExposureLearner
 from groupbias.rank.plackett_luce import PlackettLuce
@@ -80,7 +81,7 @@ def test_expected_ndcg_and_fairness_metrics_of_a_policy_by_brute_force():
     labels = np.array([1.0, 0, 2, 0, 0, 1, 1, 0, 2])
     groups = np.array([1.0, 0, 0, 1, 1, 0, 1, 0, 0])
     pol = PlackettLuce(logits, q)
-    got = M.ndcg_per_query(pol, labels, qptr=q, k=3)
+    got = M.ndcg(pol, labels, qptr=q, k=3, reduce=None)
     want = []
     for a, b in zip(q[:-1], q[1:]):
         probs, _ = _brute(logits[a:b])
@@ -103,14 +104,14 @@ def test_expected_ndcg_and_fairness_metrics_of_a_policy_by_brute_force():
     un = np.array([(labels * (1 - groups))[a:b].sum() for a, b in zip(q[:-1], q[1:])])
     r = (ea / ua) / (en / un)
     np.testing.assert_allclose(
-        M.rho_dtr_ranking_per_query(pol, labels, qptr=q, groups=groups), np.minimum(r, 1 / r)
+        M.rho_dtr_ranking(pol, labels, qptr=q, groups=groups, reduce=None), np.minimum(r, 1 / r)
     )
-    tgt = M.target_exposure(labels, qptr=q)
+    tgt = E.target_exposure(labels, qptr=q)
     ta = np.array([(tgt * groups)[a:b].sum() for a, b in zip(q[:-1], q[1:])])
     tn = np.array([(tgt * (1 - groups))[a:b].sum() for a, b in zip(q[:-1], q[1:])])
     np.testing.assert_allclose(
-        M.delta_eel_ranking_per_query(
-            pol, labels, qptr=q, groups=groups, discretize_true=False, distance="sq_l2"
+        M.delta_eel_ranking(
+            pol, labels, qptr=q, groups=groups, discretize_true=False, distance="sq_l2", reduce=None
         ),
         (ea - ta) ** 2 + (en - tn) ** 2,
     )
@@ -119,7 +120,7 @@ def test_expected_ndcg_and_fairness_metrics_of_a_policy_by_brute_force():
 def test_a_policy_is_refused_where_one_ranking_is_needed():
     pol = PlackettLuce([0.0, 1.0, 2.0], [0, 3])
     with pytest.raises(ParameterError, match="ties"):
-        M.ndcg_per_query(pol, [1.0, 0, 1], qptr=[0, 3], ties="pessimistic")
+        M.ndcg(pol, [1.0, 0, 1], qptr=[0, 3], ties="pessimistic", reduce=None)
     spec = EvalSpec(
         labels=np.array([1.0, 0, 1]),
         relevance=np.array([1.0, 0, 1]),
@@ -142,7 +143,7 @@ def test_learner_gives_equal_utility_items_equal_exposure():
     u = np.array([1.0, 0.9, 0.0, 0.8, 0.8, 0.8, 0.1])
     q = np.array([0, 3, 7])
     grades = (u >= 0.5).astype(float)
-    target = M.target_exposure(grades, qptr=q)
+    target = E.target_exposure(grades, qptr=q)
     start = PlackettLuce(u / 0.1, q).expected_exposure().mean
     pol = FairExposureLearner(tradeoff=1.0, epochs=300, lr=0.1, samples=32, device="cpu").fit(
         u, grades, qptr=q
@@ -159,7 +160,7 @@ def test_learner_policy_gradient_on_a_long_list():
     u = np.array([1.0, 0.9, 0.8, 0.0, 0.1, 0.0, 0.2, 0.0])
     q = np.array([0, 8])
     grades = (u >= 0.5).astype(float)
-    target = M.target_exposure(grades, qptr=q)
+    target = E.target_exposure(grades, qptr=q)
     start = PlackettLuce(u / 0.1, q, samples=20_000).expected_exposure().mean
     pol = FairExposureLearner(tradeoff=1.0, epochs=300, lr=0.1, samples=32, device="cpu").fit(
         u, grades, qptr=q, samples=20_000
@@ -180,8 +181,8 @@ def test_learner_dtr_objective_gives_exposure_proportional_to_utility(extra):
     pol = FairExposureLearner(
         tradeoff=1.0, epochs=300, lr=0.1, samples=32, objective="dtr", device="cpu"
     ).fit(u, u, qptr=q, groups=g, samples=20_000)
-    rho0 = M.rho_dtr_ranking_per_query(start, u, qptr=q, groups=g)[0]
-    rho = M.rho_dtr_ranking_per_query(pol, u, qptr=q, groups=g)[0]
+    rho0 = M.rho_dtr_ranking(start, u, qptr=q, groups=g, reduce=None)[0]
+    rho = M.rho_dtr_ranking(pol, u, qptr=q, groups=g, reduce=None)[0]
     assert rho0 < 0.97 and rho > 0.99
     with pytest.raises(ParameterError, match="groups"):
         FairExposureLearner(objective="dtr").fit(u, u, qptr=q)
@@ -193,7 +194,7 @@ def test_learner_ndcg_only_keeps_the_utility_order():
     pol = FairExposureLearner(tradeoff=0.0, epochs=100, lr=0.1, device="cpu").fit(
         u, u, qptr=q, samples=100
     )
-    assert M.ndcg_per_query(pol, u, qptr=q, gain="linear")[0] > 0.99
+    assert M.ndcg(pol, u, qptr=q, gain="linear", reduce=None)[0] > 0.99
     with pytest.raises(ParameterError, match="tradeoff"):
         FairExposureLearner(tradeoff=1.5)
 
@@ -222,12 +223,12 @@ def test_numpy_exposure_does_not_depend_on_the_threads():
 def test_float32_logarithm_on_every_uniform_the_sampler_can_draw():
     """The sampler's uniforms are the 2^22 midpoints (2k + 1) · 2^-23: its float32
     logarithm is within 2^-21.5 (relative) of float64's on every one of them."""
-    from groupbias.rank import plackett_luce as policies
+    from groupbias.rank.sampler import log32
 
     u64 = (2 * np.arange(2**22, dtype=np.float64) + 1) * 2.0**-23
     u = u64.astype(np.float32)
     assert np.array_equal(u, u64)  # exact in float32
-    got = policies._log32(u.copy()).astype(np.float64)
+    got = log32(u.copy()).astype(np.float64)
     want = np.log(u64)
     assert np.max(np.abs(got - want) / np.abs(want)) < 2**-21.5
 
@@ -237,18 +238,18 @@ def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
     same bits as the numpy passes (same words, same float32 arithmetic, same summation
     order), over widths of 7 to 149 (3 to 8 packed bits) and rows split over steps."""
     pytest.importorskip("numba")
-    import groupbias.rank.plackett_luce as policies
+    import groupbias.rank.sampler as sampler
 
     logits, q = _lists(8, np.random.default_rng(9).integers(7, 150, size=120))
     kwargs = {"samples": 300, "seed": 4, "batch_items": 30_000}
-    assert policies.load_kernels()  # from now on they serve exposures of every size
+    assert sampler.load_kernels()  # from now on they serve exposures of every size
     kernels = sys.modules["groupbias.rank.compiled"]
     calls = []
     race_keys = kernels.race_keys
     monkeypatch.setattr(kernels, "race_keys", lambda *a: calls.append(1) or race_keys(*a))
     fast = PlackettLuce(logits, q, **kwargs).expected_exposure()
     assert calls  # the compiled loops ran
-    monkeypatch.setattr(policies, "_COMPILED_MIN", 1 << 62)
+    monkeypatch.setattr(sampler, "_COMPILED_MIN", 1 << 62)
     monkeypatch.delitem(sys.modules, "groupbias.rank.compiled")
     assert "groupbias.rank.compiled" not in sys.modules
     slow = PlackettLuce(logits, q, **kwargs).expected_exposure()

@@ -13,6 +13,7 @@ import yaml
 
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
+from groupbias.evaluation import exposure as E
 from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 from groupbias.evaluation.protocol import EvaluationProtocol
 
@@ -40,14 +41,14 @@ def _spec(labels, groups, qptr, metrics, thresholds=(0.5,)):
 
 def test_discount_offset_two_shifts_the_exposure_down_one_rank():
     s, rel, g, q = [3.0, 2.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0, 3]
-    e = M.expected_exposure(s, qptr=q, offset=2)
+    e = E.expected_exposure(s, qptr=q, offset=2)
     np.testing.assert_allclose(e, [1 / L3, 1 / 2, 1 / L5])
     ea, en = 1 / L3, 1 / 2 + 1 / L5  # U_A = U_N = 1
     np.testing.assert_allclose(
-        M.rho_dtr_ranking_per_query(s, rel, qptr=q, groups=g, offset=2), [ea / en]
+        M.rho_dtr_ranking(s, rel, qptr=q, groups=g, offset=2, reduce=None), [ea / en]
     )
     with pytest.raises(ParameterError, match="offset"):
-        M.expected_exposure(s, qptr=q, offset=3)
+        E.expected_exposure(s, qptr=q, offset=3)
 
 
 def test_rho_dtr_zero_utility_conventions():
@@ -64,19 +65,19 @@ def test_rho_dtr_zero_utility_conventions():
         "zero": [0.0, 0.0, 0.0],
     }
     for rule, values in want.items():
-        got = M.rho_dtr_tabular_per_query(est, true, qptr=q, groups=g, on_zero_utility=rule)
+        got = M.rho_dtr_tabular(est, true, qptr=q, groups=g, on_zero_utility=rule, reduce=None)
         np.testing.assert_array_equal(got, values)
 
 
 def test_ndcg_over_queries_with_positive_ndcg_and_no_relevant_items():
     # q0: the relevant item ranks 2nd, NDCG@1 = 0; q1: NDCG@1 = 1; q2: no relevant item
     s, lab, q = [2.0, 1.0, 2.0, 1.0, 1.0, 0.0], [0, 1, 1, 0, 0, 0], [0, 2, 4, 6]
-    keep = M.ndcg_per_query(s, lab, qptr=q, k=1, on_no_relevant="zero")
+    keep = M.ndcg(s, lab, qptr=q, k=1, on_no_relevant="zero", reduce=None)
     np.testing.assert_array_equal(keep, [0.0, 1.0, 0.0])
     assert M.ndcg(s, lab, qptr=q, k=1, on_no_relevant="zero") == pytest.approx(1 / 3)
     assert M.ndcg(s, lab, qptr=q, k=1, on_zero_ndcg="skip") == 1.0
     np.testing.assert_array_equal(
-        M.ndcg_per_query(s, lab, qptr=q, k=1, on_zero_ndcg="skip"), [np.nan, 1.0, np.nan]
+        M.ndcg(s, lab, qptr=q, k=1, on_zero_ndcg="skip", reduce=None), [np.nan, 1.0, np.nan]
     )
 
 
@@ -86,7 +87,7 @@ def test_query_minmax_bins():
     # (0.5 - 0.2) / (0.7 / 2) = 0.86 -> 0; 0.9 is the top of the range -> 1; a constant
     # query: every value is 1e-10 above lo, one bin of width 1e-10 -> grade 1
     np.testing.assert_array_equal(
-        M.query_minmax_grades(v, q, np.array([0, 0, 0, 1, 1]), 2), [0, 0, 1, 1, 1]
+        E.query_minmax_grades(v, q, np.array([0, 0, 0, 1, 1]), 2), [0, 0, 1, 1, 1]
     )
     # Δ(EEL) with per-query min-max bins, squared ℓ2: estimate [0.2, 0.5, 0.9] grades
     # [0, 0, 1] against true [1, 1, 0] grades [1, 1, 0]; groups A = {0}, N = {1, 2}
@@ -94,13 +95,20 @@ def test_query_minmax_bins():
     e1, e2, e3 = 1.0, 1 / L3, 0.5
     est_a, true_a = (e2 + e3) / 2, (e1 + e2) / 2
     d = est_a - true_a
-    got = M.delta_eel_tabular_per_query(
-        est, true, qptr=[0, 3], groups=g, bins="query_minmax", levels=2, distance="sq_l2"
+    got = M.delta_eel_tabular(
+        est,
+        true,
+        qptr=[0, 3],
+        groups=g,
+        bins="query_minmax",
+        levels=2,
+        distance="sq_l2",
+        reduce=None,
     )
     np.testing.assert_allclose(got, [2 * d * d])
     with pytest.raises(ParameterError, match="thresholds"):
-        M.delta_eel_tabular_per_query(
-            est, true, qptr=[0, 3], groups=g, bins="query_minmax", thresholds=[0.5]
+        M.delta_eel_tabular(
+            est, true, qptr=[0, 3], groups=g, bins="query_minmax", thresholds=[0.5], reduce=None
         )
 
 

@@ -18,7 +18,7 @@ from groupbias.evaluation.catalog import (
     compute_metrics,
     eel_thresholds,
 )
-from groupbias.rank.ranking import Ranking
+from groupbias.rank.ranking import DeterministicRanking
 
 
 def lists(rng, n_queries, max_len, ties):
@@ -56,7 +56,7 @@ def test_weights_match_per_query_reference(rng, ties, max_len):
     for k in (None, 1, 3, 10, 25):
         for mode in ("average", "stable"):
             for full_first in (False, True):
-                r = Ranking(s, q)
+                r = DeterministicRanking(s, q)
                 if full_first:  # the top-k view then comes from the full sort
                     r.weights(None, mode)
                 dense = r.weights(k, mode).dense()
@@ -73,7 +73,7 @@ def test_weights_match_per_query_reference(rng, ties, max_len):
 
 def test_sums_and_ranks(rng):
     s, q = lists(rng, 60, 90, ties=True)
-    r = Ranking(s, q)
+    r = DeterministicRanking(s, q)
     v = rng.random(s.size)
     sizes = np.diff(q)
     qidx = np.repeat(np.arange(sizes.size), sizes)
@@ -121,7 +121,7 @@ def test_ndcg_on_long_lists_matches_ir_measures(rng, k):
     n = int(q[-1])
     s = rng.permutation(n) / n  # distinct scores, exact in float32 (pytrec_eval)
     lab = rng.choice(5, size=n, p=[0.52, 0.32, 0.13, 0.02, 0.01]).astype(float)
-    ours = M.ndcg_per_query(Ranking(s, q), lab, qptr=q, k=k)
+    ours = M.ndcg(DeterministicRanking(s, q), lab, qptr=q, k=k, reduce=None)
     theirs = _ir_measures_ndcg(s, lab, q, k)
     ok = ~np.isnan(ours)
     assert ok.sum() > 30
@@ -136,7 +136,7 @@ def test_boundary_ties_with_partition(rng):
     s = np.tile(np.r_[np.linspace(1, 0.5, 9), np.full(6, 0.4), rng.random(45) * 0.3], 30)
     s[:60] = rng.random(60)  # one row without ties
     for mode in ("average", "stable"):
-        dense = Ranking(s, q).weights(10, mode).dense()
+        dense = DeterministicRanking(s, q).weights(10, mode).dense()
         table = 1.0 / np.log2(np.arange(2, 62))
         for i in range(30):
             sl = slice(q[i], q[i + 1])
@@ -176,7 +176,7 @@ def _count_sorts(monkeypatch):
 
 def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
     s, spec = _spec(rng)
-    n_blocks = len(Ranking(s, spec.qptr).blocks())
+    n_blocks = len(DeterministicRanking(s, spec.qptr).blocks())
     calls = _count_sorts(monkeypatch)
     out = compute_metrics(s, spec, regime="ltr")
     # rho_dtr and delta_eel rank every item: one full sort per block, reused by NDCG@10
@@ -184,9 +184,9 @@ def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
     kw = {"qptr": spec.qptr, "groups": spec.groups}
     for group in ("all", "affected", "non_affected"):
         key = "ndcg@10" if group == "all" else f"ndcg@10:{group}"
-        want = M.ndcg_per_query(s, spec.labels, group=group, k=10, **kw)
+        want = M.ndcg(s, spec.labels, group=group, k=10, **kw, reduce=None)
         np.testing.assert_allclose(out[key], want, rtol=0, atol=1e-12)
-    want = M.rho_dtr_ranking_per_query(s, spec.relevance, **kw)
+    want = M.rho_dtr_ranking(s, spec.relevance, **kw, reduce=None)
     np.testing.assert_allclose(out["rho_dtr"], want, rtol=0, atol=1e-12)
     # tabular: only NDCG ranks the scores; its three variants share one top-10 cut
     calls.update(sort=0, partition=0)
@@ -197,27 +197,27 @@ def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
 def test_ranking_accepted_by_every_ranked_metric(rng):
     s, spec = _spec(rng, n_queries=30)
     q, g = spec.qptr, spec.groups
-    r = Ranking(s, q)
+    r = DeterministicRanking(s, q)
     m = np.stack([g, 1 - g], axis=1)
-    for fn in (F.awrf_per_query, F.texfair_per_query, F.nfairr_per_query, F.arab_per_query):
+    for fn in (F.awrf, F.texfair, F.nfairr, F.arab):
         np.testing.assert_allclose(
             fn(r, qptr=q, membership=m, k=5), fn(s, qptr=q, membership=m, k=5), atol=1e-12
         )
     np.testing.assert_allclose(
-        M.delta_eel_ranking_per_query(r, spec.relevance, qptr=q, groups=g),
-        M.delta_eel_ranking_per_query(s, spec.relevance, qptr=q, groups=g),
+        M.delta_eel_ranking(r, spec.relevance, qptr=q, groups=g, reduce=None),
+        M.delta_eel_ranking(s, spec.relevance, qptr=q, groups=g, reduce=None),
         atol=1e-12,
     )
 
 
 def test_bad_inputs():
     with pytest.raises(ParameterError, match="scores"):
-        Ranking(np.array([0.1, np.nan]), np.array([0, 2]))
+        DeterministicRanking(np.array([0.1, np.nan]), np.array([0, 2]))
     with pytest.raises(ParameterError, match="qptr"):
-        Ranking(np.array([0.1, 0.2]), np.array([0, 3]))
-    r = Ranking(np.array([0.1, 0.2, 0.3]), np.array([0, 1, 3]))
+        DeterministicRanking(np.array([0.1, 0.2]), np.array([0, 3]))
+    r = DeterministicRanking(np.array([0.1, 0.2, 0.3]), np.array([0, 1, 3]))
     with pytest.raises(ParameterError, match="scores"):
-        M.ndcg_per_query(r, np.ones(3), qptr=np.array([0, 2, 3]))
+        M.ndcg(r, np.ones(3), qptr=np.array([0, 2, 3]), reduce=None)
     with pytest.raises(ParameterError, match="ties"):
         r.weights(3, "pessimistic")
     with pytest.raises(ParameterError, match="k"):

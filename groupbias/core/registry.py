@@ -17,6 +17,7 @@ Registering is one call (or a decorator)::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Generic, TypeVar
@@ -32,14 +33,20 @@ class Registry(Generic[T]):
     """Names -> objects of one kind; unknown names raise a :class:`ParameterError` that
     lists the registered ones.
 
-    ``entry_point_group``: modules named in this ``importlib.metadata`` entry-point group are
-    imported on the first lookup (they register their objects when imported), so packages
-    can extend a registry without groupbias importing them.
+    ``builtins``: ``"module:NAME"``, a mapping of the built-in objects by name, taken into
+    the registry on its first use (lookup or registration): the stage that defines them
+    owns the table, and the registry, which every stage and every plugin can reach, holds
+    no import of it. ``entry_point_group``: modules named in this ``importlib.metadata``
+    entry-point group are imported on the first lookup (they register their objects when
+    imported), so packages can extend a registry without groupbias importing them.
     """
 
-    def __init__(self, kind: str, *, entry_point_group: str | None = None) -> None:
+    def __init__(
+        self, kind: str, *, builtins: str | None = None, entry_point_group: str | None = None
+    ) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._builtins = builtins
         self._group = entry_point_group
         self._loaded = entry_point_group is None
 
@@ -47,6 +54,7 @@ class Registry(Generic[T]):
         """Register ``obj`` under ``name``; without ``obj``, a decorator that does so."""
         if not isinstance(name, str) or not name:
             raise ParameterError(f"{self.kind} name", "a non-empty string", name)
+        self._load_builtins()
 
         def add(o: T) -> T:
             if name in self._items and not replace and self._items[name] is not o:
@@ -61,7 +69,17 @@ class Registry(Generic[T]):
 
         return add if obj is None else add(obj)
 
+    def _load_builtins(self) -> None:
+        if self._builtins is None:
+            return
+        module, _, attr = self._builtins.partition(":")
+        self._builtins = None
+        table = getattr(importlib.import_module(module), attr)
+        for name, obj in table.items():
+            self._items.setdefault(name, obj)
+
     def _load_plugins(self) -> None:
+        self._load_builtins()
         if self._loaded:
             return
         self._loaded = True
@@ -103,5 +121,7 @@ class Registry(Generic[T]):
 
 
 ESTIMATORS: Registry[Callable] = Registry("estimator")
-METRICS: Registry[Callable] = Registry("metric")
+METRICS: Registry[Callable] = Registry(
+    "metric", builtins="groupbias.evaluation.catalog:BUILTIN_METRICS"
+)
 DATASETS: Registry = Registry("dataset", entry_point_group="groupbias.datasets")

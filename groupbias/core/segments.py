@@ -102,3 +102,8 @@ def query_blocks(qptr: np.ndarray, limit: int) -> list[int]:
         last = int(np.searchsorted(qptr, qptr[cuts[-1]] + limit, side="right")) - 1
         cuts.append(max(last, cuts[-1] + 1))
     return cuts
+
+
+def max_list_size(qptr: np.ndarray) -> int:
+    """The longest list (0 without queries)."""
+    return int(np.max(np.diff(qptr))) if len(qptr) > 1 else 0

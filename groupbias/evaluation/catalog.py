@@ -40,8 +40,17 @@ from ..core.errors import ParameterError
 from ..core.registry import METRICS
 from ..core.segments import query_blocks
 from ..core.validation import all_integral, check_k, choice
-from ..rank.plackett_luce import PlackettLuce
-from ..rank.ranking import Ranking
+from ..data.membership import membership_from_groups
+from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
+from . import fairness as F
+from .metrics import (
+    GROUPS,
+    delta_eel_ranking,
+    delta_eel_tabular,
+    ndcg,
+    rho_dtr_ranking,
+    rho_dtr_tabular,
+)
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -56,11 +65,13 @@ __all__ = [
     "BLOCK_ITEMS",
     "EvalSpec",
     "eel_thresholds",
+    "BUILTIN_METRICS",
+    "RELATED_WORK",
+    "DIRECTIONS",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
 DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_dtr", "delta_eel")
-GROUPS = ("all", "affected", "non_affected")
 REGIMES = ("tabular", "ltr")
 _NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
 _FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
@@ -97,32 +108,50 @@ class EvalSpec:
     ``membership``: [n_items, n_groups] for the related-work metrics (default
     ``[groups, 1 - groups]``)."""
 
-    labels: np.ndarray
-    relevance: np.ndarray
-    groups: np.ndarray
+    labels: np.ndarray | None
+    relevance: np.ndarray | None
+    groups: np.ndarray | None
     qptr: np.ndarray
-    thresholds: tuple[float, ...]
+    thresholds: tuple[float, ...] = (0.5,)
     metrics: tuple = DEFAULT_METRICS
     membership: np.ndarray | None = None
 
 
+#: which way a metric is better: larger, smaller, or closer to 0 (signed bias measures)
+DIRECTIONS = ("higher", "lower", "zero")
+
+
 def metric_info(
-    *, default_k: int | None = None, groups: Sequence[str] = GROUPS, ranked: bool = False
+    *,
+    default_k: int | None = None,
+    groups: Sequence[str] = GROUPS,
+    ranked: bool = False,
+    direction: str = "higher",
 ):
-    """Decorator declaring what a registered metric accepts: the cutoff used when the name
-    has no ``@k``, the allowed ``:group`` suffixes (undecorated metrics: ``None`` and
-    every group) and whether ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking`
-    (``ranked=True``; undecorated metrics get the score array)."""
+    """Decorator declaring what a registered metric accepts and means: the cutoff used when
+    the name has no ``@k``, the allowed ``:group`` suffixes (undecorated metrics: ``None``
+    and every group), whether ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking`
+    (``ranked=True``; undecorated metrics get the score array) and which way it is better
+    (``direction``, one of :data:`DIRECTIONS`; tables mark improvements by it)."""
     default_k = check_k(default_k, "default_k")
     groups = tuple(choice("groups", g, GROUPS) for g in groups)
     if not isinstance(ranked, bool):
         raise ParameterError("ranked", "True or False", ranked)
+    direction = choice("direction", direction, DIRECTIONS)
 
     def mark(fn):
-        fn.default_k, fn.groups, fn.ranked = default_k, groups, ranked
+        fn.default_k, fn.groups, fn.ranked, fn.direction = default_k, groups, ranked, direction
         return fn
 
     return mark
+
+
+def direction_of(name: str) -> str:
+    """Which way the metric of output name ``name`` (``base[@k][:group]``) is better:
+    ``"higher"`` for names that are not registered."""
+    base = _NAME.match(name)
+    fn = METRICS.get(base.group(1)) if base and base.group(1) in METRICS else None
+    return getattr(fn, "direction", "higher")
 
 
 @dataclass(frozen=True)
@@ -254,7 +283,7 @@ def _block_spec(spec, a: int, b: int, qa: int, qb: int):
 def _policy_metrics(requests, ranked, regime: str) -> None:
     """A policy is judged by its expected exposure: only ranked metrics in the LTR regime."""
     if regime != "ltr":
-        raise ParameterError("regime", "'ltr' for a PlackettLuce policy", regime)
+        raise ParameterError("regime", "'ltr' for a Plackett-Luce policy", regime)
     for r, is_ranked in zip(requests, ranked):
         if not is_ranked:
             raise ParameterError(
@@ -267,13 +296,13 @@ def _policy_metrics(requests, ranked, regime: str) -> None:
 def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
     """``{output key: float64 [n_queries]}`` of ``spec.metrics`` for ``scores`` in
     ``regime`` (``"tabular"`` or ``"ltr"``); every name is checked before any is computed.
-    ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking` of them, or a
-    :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (LTR regime, ranked metrics only:
-    they use its expected exposures).
+    ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking`: a deterministic ranking of
+    them, or a :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (LTR regime,
+    ranked metrics only: they use its expected exposures).
 
-    The scores are ranked once (a :class:`~groupbias.rank.ranking.Ranking`, given to every
-    metric declared ``ranked``); metrics without a cutoff run first, so that the top-k
-    metrics reuse their full sort."""
+    The scores are ranked once (a :class:`~groupbias.rank.ranking.DeterministicRanking`,
+    given to every metric declared ``ranked``); metrics without a cutoff run first, so that
+    the top-k metrics reuse their full sort."""
     regime = choice("regime", regime, REGIMES)
     requests = validate_metrics(spec.metrics)
     qptr = np.asarray(spec.qptr)
@@ -296,12 +325,133 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
 def _compute(scores, spec, requests, regime: str) -> dict[str, np.ndarray]:
     ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
     given = isinstance(scores, Ranking)
-    if given and isinstance(scores, PlackettLuce):
-        _policy_metrics(requests, ranked, regime)
-    ranking = Ranking.of(scores, spec.qptr) if any(ranked) or given else None
+    values_of = scores
+    if given:
+        if not isinstance(scores, DeterministicRanking):  # a policy: no scores to pass on
+            _policy_metrics(requests, ranked, regime)
+        else:
+            values_of = scores.scores
+    ranking = as_ranking(scores, spec.qptr) if any(ranked) or given else None
     values = {}
     first = [i for i, r in enumerate(requests) if ranked[i] and r.k is None]
     for i in first + [i for i in range(len(requests)) if i not in first]:
-        arg = ranking if ranked[i] else (scores.scores if given else scores)
-        values[i] = _call(requests[i], arg, spec, regime)
+        values[i] = _call(requests[i], ranking if ranked[i] else values_of, spec, regime)
     return {r.key: values[i] for i, r in enumerate(requests)}
+
+
+# --------------------------------------------------------------------------- the metrics by name
+# One call shape: fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries].
+
+
+def _no_cutoff(name: str, k) -> None:
+    if k is not None:
+        raise ParameterError(
+            "metrics",
+            f"{name} without @k in the tabular regime (the "
+            "scores are utility estimates, not a ranking)",
+            f"{name}@{k}",
+        )
+
+
+@metric_info(default_k=None, groups=GROUPS, ranked=True)
+def _ndcg_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """NDCG@k (:func:`~groupbias.evaluation.metrics.ndcg`) of the ranking by ``scores``
+    against ``spec.labels``, over all items or one group (``ndcg@10:affected``); no
+    ``@k``: the whole list."""
+    return ndcg(
+        scores,
+        spec.labels,
+        qptr=spec.qptr,
+        groups=spec.groups,
+        group=group,
+        k=k,
+        reduce=None,
+        **options,
+    )
+
+
+@metric_info(default_k=None, groups=("all",), ranked=True)
+def _rho_dtr_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
+    estimates (:func:`~groupbias.evaluation.metrics.rho_dtr_tabular`, no cutoff); ``"ltr"``,
+    the exposure of the ranking by the scores (:func:`~groupbias.evaluation.metrics.
+    rho_dtr_ranking`, cutoff ``k``)."""
+    common = {"qptr": spec.qptr, "groups": spec.groups, "reduce": None, **options}
+    if regime == "tabular":
+        _no_cutoff("rho_dtr", k)
+        return rho_dtr_tabular(scores, spec.relevance, **common)
+    return rho_dtr_ranking(scores, spec.relevance, k=k, **common)
+
+
+@metric_info(default_k=None, groups=("all",), ranked=True, direction="lower")
+def _delta_eel_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
+    """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
+    (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:
+    tabular, the scores are utility estimates (:func:`~groupbias.evaluation.metrics.
+    delta_eel_tabular`), or of the ranking by the scores (:func:`~groupbias.evaluation.
+    metrics.delta_eel_ranking`)."""
+    fn = delta_eel_tabular if regime == "tabular" else delta_eel_ranking
+    if options.get("bins", "thresholds") == "thresholds":
+        options = {"thresholds": spec.thresholds, **options}
+    return fn(
+        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, reduce=None, **options
+    )
+
+
+#: the cutoff of a related-work metric whose name has no ``@k`` (``"awrf"`` = ``"awrf@10"``;
+#: ``{"name": "awrf", "k": None}`` for no cutoff)
+DEFAULT_K = 10
+
+
+def _on_membership(fn, labels: str | None, direction: str):
+    """The metric-by-name form of a related-work metric of :mod:`~groupbias.evaluation.
+    fairness`: ``fn`` on ``spec.membership`` (default ``[groups, 1 - groups]``), with
+    ``spec.labels`` passed as ``labels`` (``"keyword"``), as the second array
+    (``"positional"``) or not at all (None); the same in both regimes."""
+
+    @metric_info(default_k=DEFAULT_K, groups=("all",), ranked=True, direction=direction)
+    def by_name(scores, spec, *, regime, k, group, **options):
+        m = spec.membership
+        if m is None and spec.groups is not None:
+            m = membership_from_groups(spec.groups)
+        if labels == "keyword":
+            options = {"labels": spec.labels, **options}
+        arrays = (scores,)
+        if labels == "positional":
+            if spec.labels is None:
+                raise ParameterError("labels", f"relevance labels for {fn.__name__}", None)
+            arrays = (scores, spec.labels)
+        return fn(*arrays, qptr=spec.qptr, membership=m, k=k, reduce=None, **options)
+
+    by_name.__name__ = by_name.__qualname__ = fn.__name__
+    by_name.__doc__ = (
+        f"``{fn.__name__}`` (:func:`groupbias.evaluation.fairness.{fn.__name__}`) of the "
+        "ranking by the scores on ``spec.membership`` (default ``[groups, 1 - groups]``); "
+        f"the same in both regimes; k default {DEFAULT_K}."
+    )
+    return by_name
+
+
+#: every built-in metric by name: the one table :data:`groupbias.core.registry.METRICS`
+#: starts from (NDCG, ρ(DTR), Δ(EEL) of the paper, then the related-work metrics)
+BUILTIN_METRICS = {
+    "ndcg": _ndcg_by_name,
+    "rho_dtr": _rho_dtr_by_name,
+    "delta_eel": _delta_eel_by_name,
+    "awrf": _on_membership(F.awrf, "keyword", "higher"),
+    "awrf_distance": _on_membership(F.awrf_distance, "keyword", "lower"),
+    "ndcg_awrf": _on_membership(F.ndcg_awrf, "positional", "higher"),
+    "ted": _on_membership(F.ted, "keyword", "lower"),
+    "texfair": _on_membership(F.texfair, "keyword", "higher"),
+    "rbdf": _on_membership(F.rbdf, None, "higher"),
+    "nfairr": _on_membership(F.nfairr, None, "higher"),
+    "fairr": _on_membership(F.fairr, None, "higher"),
+    "cwex": _on_membership(F.cwex, None, "higher"),
+    "delta_exposure": _on_membership(F.delta_exposure, None, "lower"),
+    "rank_bias": _on_membership(F.rank_bias, None, "zero"),
+    "arab": _on_membership(F.arab, None, "zero"),
+}
+#: the related-work metrics among them
+RELATED_WORK = tuple(
+    name for name in BUILTIN_METRICS if name not in ("ndcg", "rho_dtr", "delta_eel")
+)

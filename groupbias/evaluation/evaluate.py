@@ -12,31 +12,40 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import nanmean
 from ..core.validation import choice
 from ..data.ranking_data import RankingData
 from ..simulate.group_bias import relevance_from_labels
 from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds
+from .inputs import check_reduce, reduce_queries
 
-__all__ = ["evaluate", "evaluate_per_query"]
+__all__ = ["evaluate"]
 
 
-def evaluate_per_query(
+def evaluate(
     scores,
     data: RankingData,
     *,
     metrics: Sequence = DEFAULT_METRICS,
     regime: str = "ltr",
     relevance=None,
-) -> dict[str, np.ndarray]:
-    """``{metric key: float64 [n_queries]}`` (NaN where a query is skipped).
+    reduce: str | None = "mean",
+) -> dict:
+    """``{metric key: value}`` of ``scores`` on ``data`` for every metric of ``metrics``.
 
     ``data`` must be grouped (``data.groups``); ``relevance``: the true P(R) per item
     (default ``labels / label_max``); ``metrics``: names of
     :data:`groupbias.core.registry.METRICS` such as ``"ndcg@10"``, ``"ndcg@10:affected"``,
-    ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``.
+    ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``; ``reduce="mean"`` (default): each value is
+    the mean over the queries where the metric is defined; ``reduce=None``: float64
+    [n_queries] each (NaN where a query is skipped). Example::
+
+        import groupbias as gb
+
+        test = gb.load_dataset("trec2020", split="test")
+        gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
     """
     choice("regime", regime, ("ltr", "tabular"))
+    check_reduce(reduce)
     if data.groups is None:
         raise ParameterError(
             "data.groups",
@@ -54,26 +63,5 @@ def evaluate_per_query(
         thresholds=eel_thresholds(data.labels, data.label_max),
         metrics=tuple(metrics),
     )
-    return compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
-
-
-def evaluate(
-    scores,
-    data: RankingData,
-    *,
-    metrics: Sequence = DEFAULT_METRICS,
-    regime: str = "ltr",
-    relevance=None,
-) -> dict[str, float]:
-    """``{metric key: mean over the queries where it is defined}``; see
-    :func:`evaluate_per_query`. Example::
-
-        import groupbias as gb
-
-        test = gb.load_dataset("trec2020", split="test")
-        gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
-    """
-    per_query = evaluate_per_query(
-        scores, data, metrics=metrics, regime=regime, relevance=relevance
-    )
-    return {k: nanmean(v) for k, v in per_query.items()}
+    per_query = compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
+    return {k: reduce_queries(v, reduce) for k, v in per_query.items()}

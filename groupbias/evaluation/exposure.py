@@ -1,36 +1,154 @@
-"""Ranking kernels shared by the metrics: within-query orders, ranks and exposure.
+"""Exposure: of rank positions, of a ranking or a policy (expected exposure), the EEL target
+exposure of grades, per group; and the grades EEL compares (discretization).
 
-All work on flat arrays with query offsets ``qptr`` and the item-to-query index ``qidx``
-(:func:`groupbias.core.segments.query_index`); inputs are trusted (validated by the public metric
-functions that call them).
+Functions on flat arrays with query offsets ``qptr`` (items of query ``i`` are
+``qptr[i]:qptr[i+1]``), vectorized over all queries. The exposure of rank ``r`` is
+``e(r) = 1 / log2(offset + r)`` (``offset=1``: the DCG discount), 0 beyond a cutoff ``k``
+(``k=None``: none). The kernels (:func:`tie_average_exposure`, :func:`item_exposure`) take
+the item-to-query index ``qidx`` too and trust their inputs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..rank.ranking import Ranking, log_discount
+from ..core.errors import ParameterError
+from ..core.segments import max_list_size, query_index, segment_max, segment_sum
+from ..core.validation import check_k, check_qptr, is_integer
+from ..rank.ranking import DeterministicRanking, as_ranking, log_discount
+from .inputs import check_groups, item_vector
 
 __all__ = [
-    "discount_table",
-    "sorted_ranks",
-    "max_list_size",
+    "position_exposure",
+    "expected_exposure",
+    "check_offset",
+    "target_exposure",
+    "group_sums",
+    "group_exposure",
+    "discretize",
+    "grade_thresholds",
+    "query_minmax_grades",
     "tie_average_exposure",
     "item_exposure",
 ]
 
 
-#: ``table[r - 1] = 1 / log2(1 + r)`` for ``r = 1..max_len``, 0 beyond ``k``
-discount_table = log_discount
+def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
+    """Exposure of 1-based ``ranks`` under the logarithmic (DCG) browsing model.
+
+    ``e(r) = 1 / log2(1 + r)`` for ``r <= k`` and 0 beyond the cutoff ``k``
+    (``k=None``: no cutoff). Returns float64 of the same shape as ``ranks``.
+    """
+    r = np.asarray(ranks)
+    if not np.issubdtype(r.dtype, np.integer) or (r.size and r.min() < 1):
+        raise ParameterError("ranks", "integer ranks >= 1", f"dtype {r.dtype}")
+    k = check_k(k)
+    out = 1.0 / np.log2(1.0 + r.astype(np.float64))
+    if k is not None:
+        out = np.where(r <= k, out, 0.0)
+    return out
 
 
-def sorted_ranks(qptr: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """1-based rank of every slot of a within-query sorted order (queries contiguous)."""
-    return np.arange(qidx.size, dtype=np.int64) - qptr[qidx] + 1
+def expected_exposure(
+    scores, *, qptr, k: int | None = None, ties: str = "average", offset: int = 1
+) -> np.ndarray:
+    """Exposure of every item when each query is ranked by ``scores`` (descending).
+
+    ``eps_i = e(rank_i) = 1 / log2(1 + rank_i)`` (0 for ``rank_i > k``). With
+    ``ties="average"`` items with equal scores share the mean exposure of the ranks their
+    tie block occupies: the expected exposure of the stochastic ranking that permutes tied
+    items uniformly at random (Diaz et al. 2020). ``ties="stable"``: ties broken by original
+    position. ``offset=2`` uses ``e(r) = 1 / log2(2 + r)`` instead. A
+    :class:`groupbias.rank.plackett_luce.PlackettLuce` policy gives its expected exposures. Shapes:
+    ``scores`` float [n_items], ``qptr`` int [n_queries + 1]; returns float64 [n_items].
+    """
+    r = as_ranking(scores, qptr)
+    offset = check_offset(offset)
+    return r.weights(check_k(k), ties, offset=offset).dense().copy()
 
 
-def max_list_size(qptr: np.ndarray) -> int:
-    return int(np.max(np.diff(qptr))) if qptr.size > 1 else 0
+def check_offset(offset) -> int:
+    """The discount offset ``o`` of ``e(r) = 1 / log2(o + r)``: 1 (DCG) or 2."""
+    if not is_integer(offset) or offset not in (1, 2):
+        raise ParameterError(
+            "offset", "1 (e(r) = 1/log2(1 + r)) or 2 (e(r) = 1/log2(2 + r))", offset
+        )
+    return int(offset)
+
+
+def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> np.ndarray:
+    """EEL target exposure of every item from discrete ``grades`` (§4.2.1, Diaz et al. 2020).
+
+    The ideal stochastic ranking sorts items by grade (descending) and permutes items of equal
+    grade uniformly, so every item receives the mean position exposure of the ranks its grade
+    block occupies: ``eps*_i = mean_{r in block(i)} e(r)``. Continuous scores must be
+    discretized first (:func:`discretize`). Returns float64 [n_items].
+    """
+    return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
+
+
+def group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.ndarray):
+    """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
+    non-affected group (float64 [n_queries] each)."""
+    return (segment_sum(values * g, qptr, qidx), segment_sum(values * (1.0 - g), qptr, qidx))
+
+
+def group_exposure(exposure, groups, *, qptr) -> np.ndarray:
+    """Per-query group exposure ``[E_A, E_N]``: float64 [n_queries, 2] with
+    ``E_A = sum_i g_i eps_i`` and ``E_N = sum_i (1 - g_i) eps_i``."""
+    e = item_vector("exposure", exposure, None, nonnegative=True)
+    q = check_qptr(qptr, e.size)
+    g = check_groups(groups, e.size)
+    ea, en = group_sums(e, g, q, query_index(q))
+    return np.stack([ea, en], axis=1)
+
+
+def discretize(scores, *, thresholds=None, levels: int | None = None) -> np.ndarray:
+    """Discrete grades of continuous scores (needed by EEL, §4.2.1).
+
+    ``grade_i = #{t in thresholds : score_i >= t}`` (int64 [n_items]), i.e. a score equal to
+    a threshold falls in the upper grade. ``thresholds`` must be strictly increasing;
+    ``levels=n`` uses the equal-width thresholds ``1/n, 2/n, ..., (n-1)/n`` for scores in
+    [0, 1]. Default (both None): ``thresholds=(0.5,)``, the paper's least controversial
+    threshold ``a* = 0.5`` (binary relevant / non-relevant). Give at most one of the two.
+    """
+    s = item_vector("scores", scores, None)
+    t = grade_thresholds(thresholds, levels)
+    return np.searchsorted(t, s, side="right").astype(np.int64)
+
+
+def grade_thresholds(thresholds, levels) -> np.ndarray:
+    if thresholds is not None and levels is not None:
+        raise ParameterError(
+            "levels",
+            "None when thresholds are given",
+            levels,
+            fix="pass either thresholds or levels, not both",
+        )
+    if levels is not None:
+        if not is_integer(levels) or levels < 2:
+            raise ParameterError("levels", "an integer >= 2", levels)
+        return np.arange(1, int(levels), dtype=np.float64) / float(levels)
+    if thresholds is None:
+        return np.array([0.5])
+    try:
+        t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
+    except (TypeError, ValueError):
+        t = np.array([np.nan])
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+        raise ParameterError(
+            "thresholds", "a non-empty, strictly increasing sequence of finite numbers", thresholds
+        )
+    return t
+
+
+def query_minmax_grades(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, levels: int):
+    """Grades ``floor((v - lo) / ((hi - lo) / levels))`` with ``lo = min - 1e-10`` and
+    ``hi = max + 1e-10`` of each query: ``levels`` equal-width bins over the query's own
+    range (0 .. levels - 1; a query whose values are all equal has one grade)."""
+    lo = -segment_max(-values, qptr)[qidx] - 1e-10
+    hi = segment_max(values, qptr)[qidx] + 1e-10
+    return np.floor((values - lo) / ((hi - lo) / levels))
 
 
 _MAX_CODES = 1024
@@ -58,7 +176,7 @@ def tie_average_exposure(
     items of the query rank above the block, ``c`` is the block size and ``C`` the prefix
     sum of the position exposures ``1 / log2(offset + r)``."""
     n = key.size
-    table = discount_table(max_list_size(qptr), k, offset)
+    table = log_discount(max_list_size(qptr), k, offset)
     n_queries = qptr.size - 1
     codes, n_codes = _small_codes(key)
     if codes is not None and n_queries * n_codes <= 4 * n + 1024:
@@ -70,7 +188,7 @@ def tie_average_exposure(
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = (prefix[above + counts] - prefix[above]) / counts
         return mean.ravel()[cell]
-    return Ranking.trusted(key, qptr).weights(k, "average", offset=offset).dense()
+    return DeterministicRanking.trusted(key, qptr).weights(k, "average", offset=offset).dense()
 
 
 def item_exposure(
@@ -85,4 +203,4 @@ def item_exposure(
     ``ties`` "average" or "stable"."""
     if ties == "average":
         return tie_average_exposure(scores, qptr, qidx, k, offset)
-    return Ranking.trusted(scores, qptr).weights(k, "stable", offset=offset).dense()
+    return DeterministicRanking.trusted(scores, qptr).weights(k, "stable", offset=offset).dense()

@@ -29,14 +29,14 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.validation import check_qptr, choice, integer, real, vector
 from ..rank.plackett_luce import EXACT_MAX, PlackettLuce, all_rankings
-from ..rank.ranking import Ranking, log_discount
-from .metrics import target_exposure
+from ..rank.ranking import log_discount, padded_blocks
+from .exposure import target_exposure
 
 __all__ = ["FairExposureLearner", "LEVELS", "OBJECTIVES"]
 
 LEVELS = ("item", "group")
 OBJECTIVES = ("eel", "dtr")
-DEVICES = ("auto", "cpu", "cuda")
+TRAIN_DEVICES = ("auto", "cpu", "cuda")
 
 
 class FairExposureLearner:
@@ -74,7 +74,7 @@ class FairExposureLearner:
         self.objective = choice("objective", objective, OBJECTIVES)
         self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
         self.seed = integer("seed", seed, low=0)
-        self.device = choice("device", device, DEVICES)
+        self.device = choice("device", device, TRAIN_DEVICES)
         self.threads = None if threads is None else integer("threads", threads, low=1)
 
     def fit(
@@ -99,7 +99,7 @@ class FairExposureLearner:
         gen = torch.Generator(device=dev).manual_seed(self.seed)
         logits = u / self.init_temperature
         blocks = [
-            _Block(starts, sizes, u, target, g, logits, offset, dev, torch)
+            _TrainingBlock(starts, sizes, u, target, g, logits, offset, dev, torch)
             for starts, sizes in _layouts(u, q)
         ]
         params = [bl.logits for bl in blocks]
@@ -143,10 +143,10 @@ def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
     rows = np.flatnonzero(sizes > 0)
     if rows.size and int(sizes.max()) * rows.size <= 4 * u.size:
         return [(q[rows], sizes[rows])]
-    return [(b.starts, b.sizes) for b in Ranking.trusted(u, q).blocks()]
+    return [(b.starts, b.sizes) for b in padded_blocks(q)]
 
 
-class _Block:
+class _TrainingBlock:
     """The queries starting at ``starts`` with ``sizes`` items, padded to ``[m, w]``, and
     their trainable logits."""
 

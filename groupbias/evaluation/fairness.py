@@ -6,12 +6,15 @@ rank-biased discounting factor RBDF (Abolghasemi et al. 2024), NFaiRR (Rekabsaz 
 ARaB (Rekabsaz & Schedl 2020), and a per-query Pearson correlation between any two metrics.
 ``docs/fairness_metrics.md`` states every formula and convention.
 
-Layout and call shape follow :mod:`groupbias.evaluation.metrics`: flat arrays over all items of all
-queries with offsets ``qptr``, arrays positional (``scores``, ``labels``), everything else
-keyword-only, ``k=None`` for no cutoff, ranks start at 1, ties ``"average"`` (tied items
-share the mean weight of the ranks their block occupies) or ``"stable"``; every metric has a
-``<metric>_per_query`` form (float64 ``[n_queries]``, NaN = skipped; empty queries are
-always skipped) and an aggregate form (mean over the non-NaN queries).
+Layout and call shape follow :mod:`groupbias.evaluation.metrics`: one function per metric,
+flat arrays over all items of all queries with offsets ``qptr``, arrays positional
+(``scores``, ``labels``), everything else keyword-only, ``k=None`` for no cutoff, ranks start
+at 1, ties ``"average"`` (tied items share the mean weight of the ranks their block occupies)
+or ``"stable"``; ``reduce="mean"`` (default) gives the mean over the queries where the metric
+is defined, ``reduce=None`` the per-query values (float64 ``[n_queries]``, NaN = skipped;
+empty queries are always skipped). ``scores`` may be a
+:class:`~groupbias.rank.ranking.Ranking`: a deterministic ranking, or a Plackett–Luce policy
+for the metrics of exposure (not for RaB / ARaB, which weigh rank positions).
 
 ``membership`` is float ``[n_items, n_groups]`` (``n_groups >= 2``), non-negative: row ``i``
 is item ``i``'s association with every group — probabilities (hard 0/1 labels, or
@@ -25,51 +28,34 @@ AWRF's group exposure. Our affected-group vector ``groups`` becomes the 2-column
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.registry import METRICS as REGISTRY
-from ..core.segments import nanmean, query_index, segment_sum
+from ..core.segments import max_list_size, query_index, segment_sum
 from ..core.validation import check_k, choice, is_integer, real
-from ..data.membership import membership_from_groups
-from ..rank.ranking import Ranking
-from .catalog import metric_info
-from .exposure import max_list_size, tie_average_exposure
-from .metrics import EXPOSURE_TIES, item_vector, ndcg_per_query
+from ..rank.ranking import TIES, DeterministicRanking, Ranking, as_ranking
+from .exposure import tie_average_exposure
+from .inputs import check_reduce, item_vector, membership_matrix, reduce_queries
+from .metrics import ndcg
 from .stats import per_query_values
 
 __all__ = [
     "awrf",
-    "awrf_per_query",
     "awrf_distance",
-    "awrf_distance_per_query",
     "ndcg_awrf",
-    "ndcg_awrf_per_query",
-    "rbdf_per_query",
+    "rbdf",
     "ted",
-    "ted_per_query",
     "texfair",
-    "texfair_per_query",
     "neutrality",
-    "fairr_per_query",
+    "fairr",
     "nfairr",
-    "nfairr_per_query",
-    "class_exposure_per_query",
+    "class_exposure",
     "cwex",
-    "cwex_per_query",
     "delta_exposure",
-    "delta_exposure_per_query",
     "rank_bias",
-    "rank_bias_per_query",
     "arab",
-    "arab_per_query",
     "per_query_correlation",
-    "fairness_metrics_per_query",
-    "RELATED_WORK",
-    "DEFAULT_K",
 ]
 
 TARGETS = ("uniform", "corpus", "relevant")
@@ -85,51 +71,13 @@ _ROW_SUM_TOL = 1e-9
 # --------------------------------------------------------------------------- validation
 
 
-def _membership(membership, n: int | None, name: str = "membership") -> np.ndarray:
-    m = np.asarray(membership)
-    if m.ndim == 1:
-        raise ParameterError(
-            name,
-            "a 2-D array [n_items, n_groups]",
-            "a 1-D array",
-            fix="turn an affected-group vector into [affected, "
-            "non-affected] columns with "
-            "groupbias.data.membership.membership_from_groups(groups)",
-        )
-    if m.ndim != 2 or not (np.issubdtype(m.dtype, np.number) or m.dtype == bool):
-        raise ParameterError(
-            name, "a 2-D numeric array [n_items, n_groups]", f"shape {m.shape}, dtype {m.dtype}"
-        )
-    if n is not None and m.shape[0] != n:
-        raise ParameterError(name, f"{n} rows (one per item)", f"{m.shape[0]} rows")
-    if m.shape[1] < 2:
-        raise ParameterError(
-            name,
-            "at least 2 group columns",
-            f"{m.shape[1]} column(s)",
-            fix="with a single group every ranking is trivially fair; add "
-            "the other group(s), e.g. with membership_from_groups",
-        )
-    m = m.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(m)):
-        raise ParameterError(
-            name,
-            "finite values",
-            "NaN or infinite entries",
-            fix="use a row of zeros for an item with no known group",
-        )
-    if m.size and m.min() < 0:
-        raise ParameterError(name, "non-negative associations", f"minimum {m.min()!r}")
-    return m
-
-
 def _prepare(scores, qptr, membership, k, ties):
     """``(ranking, qptr, qidx, membership, k, ties)``, validated; ``scores`` may be a
     :class:`~groupbias.rank.ranking.Ranking` of the queries ``qptr``."""
-    r = Ranking.of(scores, qptr)
+    r = as_ranking(scores, qptr)
     q = r.qptr
-    m = _membership(membership, r.n_items)
-    return r, q, query_index(q), m, check_k(k), choice("ties", ties, EXPOSURE_TIES)
+    m = membership_matrix(membership, r.n_items)
+    return r, q, query_index(q), m, check_k(k), choice("ties", ties, TIES)
 
 
 def _distribution(name: str, value, n_groups: int, choices=TARGETS) -> np.ndarray:
@@ -210,7 +158,7 @@ def _targets(target, m: np.ndarray, labels, q: np.ndarray, qidx: np.ndarray) -> 
     return out
 
 
-def _labels(labels, n: int):
+def _labels(labels, n: int) -> np.ndarray | None:
     return None if labels is None else item_vector("labels", labels, n, nonnegative=True)
 
 
@@ -286,40 +234,7 @@ def _distribution_distance(p: np.ndarray, t: np.ndarray, distance: str) -> np.nd
     return np.clip(0.5 * _kl2(p, mid) + 0.5 * _kl2(t, mid), 0.0, 1.0)
 
 
-def _awrf_distance(
-    scores,
-    qptr,
-    membership,
-    labels,
-    k,
-    target,
-    distance,
-    weights,
-    patience,
-    ties,
-    on_no_representative,
-):
-    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    distance = choice("distance", distance, AWRF_DISTANCES)
-    on_no_representative = choice(
-        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
-    )
-    weights, patience = _check_weights(weights, patience)
-    lab = _labels(labels, r.n_items)
-    t = _targets(target, m, lab, q, qidx)
-    w = _rank_weights(r, k, ties, weights, patience)
-    exposure = _column_sums(w, m, q, qidx)
-    tot = exposure.sum(axis=1)
-    none = tot <= 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = exposure / np.where(none, 1.0, tot)[:, None]
-    d = _distribution_distance(p, t, distance)
-    d[none] = np.nan if on_no_representative == "skip" else 0.0
-    d[np.isnan(t).any(axis=1)] = np.nan
-    return _finish(d, q)
-
-
-def awrf_distance_per_query(
+def awrf_distance(
     scores,
     *,
     qptr,
@@ -332,7 +247,8 @@ def awrf_distance_per_query(
     patience: float = 0.5,
     ties: str = "average",
     on_no_representative: str = "skip",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """AWRF distance Δ(nE, Ê) of every query (Sapiezynski et al. 2019; Chen & Fang,
     FAIR-QR, Eq. 4–6).
 
@@ -356,64 +272,38 @@ def awrf_distance_per_query(
     of zeros): ``on_no_representative="skip"`` (default, NaN) or ``"fair"`` (0). Queries
     with an undefined target are NaN. Returns float64 [n_queries].
     """
-    return _awrf_distance(
-        scores,
-        qptr,
-        membership,
-        labels,
-        k,
-        target,
-        distance,
-        weights,
-        patience,
-        ties,
-        on_no_representative,
+    check_reduce(reduce)
+    r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    distance = choice("distance", distance, AWRF_DISTANCES)
+    on_no_representative = choice(
+        "on_no_representative", on_no_representative, ON_NO_REPRESENTATIVE
     )
+    weights, patience = _check_weights(weights, patience)
+    lab = _labels(labels, r.n_items)
+    t = _targets(target, m, lab, q, qidx)
+    w = _rank_weights(r, k, ties, weights, patience)
+    exposure = _column_sums(w, m, q, qidx)
+    tot = exposure.sum(axis=1)
+    none = tot <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = exposure / np.where(none, 1.0, tot)[:, None]
+    d = _distribution_distance(p, t, distance)
+    d[none] = np.nan if on_no_representative == "skip" else 0.0
+    d[np.isnan(t).any(axis=1)] = np.nan
+    return reduce_queries(_finish(d, q), reduce)
 
 
-def awrf_per_query(
-    scores,
-    *,
-    qptr,
-    membership,
-    labels=None,
-    k: int | None = None,
-    target="uniform",
-    distance: str = "js",
-    weights="log",
-    patience: float = 0.5,
-    ties: str = "average",
-    on_no_representative: str = "skip",
-) -> np.ndarray:
+def awrf(scores, *, qptr, membership, reduce: str | None = "mean", **options):
     """AWRF in the TREC Fair 2022 orientation, ``1 − Δ(nE, Ê)`` (1 = the exposure matches
-    the target); options as in :func:`awrf_distance_per_query`. With the default JS
-    distance the value is in [0, 1]; with ``"l1"`` in [−1, 1]."""
-    return 1.0 - _awrf_distance(
-        scores,
-        qptr,
-        membership,
-        labels,
-        k,
-        target,
-        distance,
-        weights,
-        patience,
-        ties,
-        on_no_representative,
-    )
+    the target); ``options`` as in :func:`awrf_distance` (``labels``, ``k``, ``target``,
+    ``distance``, ``weights``, ``patience``, ``ties``, ``on_no_representative``). With the
+    default JS distance the value is in [0, 1]; with ``"l1"`` in [−1, 1]."""
+    check_reduce(reduce)
+    d = awrf_distance(scores, qptr=qptr, membership=membership, reduce=None, **options)
+    return reduce_queries(1.0 - d, reduce)
 
 
-def awrf_distance(scores, **kwargs) -> float:
-    """Mean of :func:`awrf_distance_per_query` over the non-NaN queries."""
-    return nanmean(awrf_distance_per_query(scores, **kwargs))
-
-
-def awrf(scores, **kwargs) -> float:
-    """Mean of :func:`awrf_per_query` over the non-NaN queries."""
-    return nanmean(awrf_per_query(scores, **kwargs))
-
-
-def ndcg_awrf_per_query(
+def ndcg_awrf(
     scores,
     labels,
     *,
@@ -421,43 +311,45 @@ def ndcg_awrf_per_query(
     membership,
     k: int | None = None,
     target="relevant",
-    distance: str = "js",
-    weights="log",
-    patience: float = 0.5,
     gain: str = "exp2",
     ties: str = "average",
     on_no_relevant: str = "skip",
-    on_no_representative: str = "skip",
-) -> np.ndarray:
-    """nDCG@k × AWRF@k of every query (the combined score of Chen & Fang, FAIR-QR, TREC Fair 2022).
+    reduce: str | None = "mean",
+    **options,
+):
+    """nDCG@k × AWRF@k of every query (the combined score of Chen & Fang, FAIR-QR, TREC
+    Fair 2022).
 
-    NDCG from :func:`groupbias.evaluation.metrics.ndcg_per_query` (``gain``, ``ties``,
-    ``on_no_relevant``), AWRF from :func:`awrf_per_query`; the default target is the group
-    share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is NaN."""
-    ties = choice("ties", ties, EXPOSURE_TIES)
-    r = Ranking.of(scores, qptr)
-    nd = ndcg_per_query(
-        r, labels, qptr=qptr, k=k, gain=gain, ties=ties, on_no_relevant=on_no_relevant
+    NDCG from :func:`groupbias.evaluation.metrics.ndcg` (``gain``, ``ties``,
+    ``on_no_relevant``), AWRF from :func:`awrf` (``target``, and ``options``: ``distance``,
+    ``weights``, ``patience``, ``on_no_representative``); the default target is the group
+    share among the relevant items, as in Chen & Fang, FAIR-QR. NaN where either factor is
+    NaN."""
+    check_reduce(reduce)
+    ties = choice("ties", ties, TIES)
+    r = as_ranking(scores, qptr)
+    nd = ndcg(
+        r,
+        labels,
+        qptr=qptr,
+        k=k,
+        gain=gain,
+        ties=ties,
+        on_no_relevant=on_no_relevant,
+        reduce=None,
     )
-    aw = awrf_per_query(
+    aw = awrf(
         r,
         qptr=qptr,
         membership=membership,
         labels=labels,
         k=k,
         target=target,
-        distance=distance,
-        weights=weights,
-        patience=patience,
         ties=ties,
-        on_no_representative=on_no_representative,
+        reduce=None,
+        **options,
     )
-    return nd * aw
-
-
-def ndcg_awrf(scores, labels, **kwargs) -> float:
-    """Mean of :func:`ndcg_awrf_per_query` over the non-NaN queries."""
-    return nanmean(ndcg_awrf_per_query(scores, labels, **kwargs))
+    return reduce_queries(nd * aw, reduce)
 
 
 # --------------------------------------------------------------------------- TED / TExFAIR
@@ -471,17 +363,24 @@ def _rbdf(w, m, q, qidx):
         return segment_sum(w * rep, q) / total
 
 
-def rbdf_per_query(
-    scores, *, qptr, membership, k: int | None = None, ties: str = "average"
-) -> np.ndarray:
+def rbdf(
+    scores,
+    *,
+    qptr,
+    membership,
+    k: int | None = None,
+    ties: str = "average",
+    reduce: str | None = "mean",
+):
     """Rank-biased discounting factor (Abolghasemi et al. 2024, Eq. 11) of every query:
 
         RBDF = sum_{r <= k} 1[d_r in S_R] / log2(1 + r)  /  sum_{r <= k} 1 / log2(1 + r)
 
     with ``S_R`` the representative items (a ``membership`` row with a positive entry).
     In [0, 1]; NaN for empty queries. Returns float64 [n_queries]."""
+    check_reduce(reduce)
     r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
-    return _finish(_rbdf(r.weights(k, ties).dense(), m, q, qidx), q)
+    return reduce_queries(_finish(_rbdf(r.weights(k, ties).dense(), m, q, qidx), q), reduce)
 
 
 def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative):
@@ -506,7 +405,7 @@ def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_represen
     return _finish(ted, q), max_ted
 
 
-def ted_per_query(
+def ted(
     scores,
     *,
     qptr,
@@ -517,7 +416,8 @@ def ted_per_query(
     rbdf: bool = True,
     ties: str = "average",
     on_no_representative: str = "fair",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """Term exposure-based divergence TED@k of every query (Abolghasemi et al. 2024, Eq. 7–12).
 
     With position bias ``v_r = 1 / log2(1 + r)`` (0 beyond ``k``), the group
@@ -532,16 +432,20 @@ def ted_per_query(
         TED = sum_i |p(G_i | q, k) − p̂_i| · RBDF(q, k)          (Eq. 12)
 
     (``rbdf=False``: without the factor, Eq. 10). ``target`` as in
-    :func:`awrf_distance_per_query` (default uniform, ``p̂_i = 1 / n_groups``). TED is in
+    :func:`awrf_distance` (default uniform, ``p̂_i = 1 / n_groups``). TED is in
     ``[0, 2 (1 − min_i p̂_i)]``. No representative item in the top k (``p`` undefined;
     ``RBDF = 0``): ``on_no_representative="fair"`` (default) gives TED = 0, the limit of
     Eq. 12 as RBDF → 0 (non-representative items count as unbiased); ``"skip"`` gives NaN.
     Returns float64 [n_queries].
     """
-    return _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative)[0]
+    check_reduce(reduce)
+    return reduce_queries(
+        _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative)[0],
+        reduce,
+    )
 
 
-def texfair_per_query(
+def texfair(
     scores,
     *,
     qptr,
@@ -552,28 +456,20 @@ def texfair_per_query(
     rbdf: bool = True,
     ties: str = "average",
     on_no_representative: str = "fair",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """TExFAIR@k = max(TED) − TED@k of every query (Abolghasemi et al. 2024, Eq. 13),
     higher = fairer.
 
     ``max(TED) = 2 (1 − min_i p̂_i)``, attained when all exposure goes to the group with the
     smallest target share and every item is representative; with two groups and the
     uniform target ``max(TED) = 1`` and TExFAIR = 1 − TED ∈ [0, 1]. Options as in
-    :func:`ted_per_query`. Returns float64 [n_queries]."""
+    :func:`ted`. Returns float64 [n_queries]."""
+    check_reduce(reduce)
     ted, max_ted = _ted(
         scores, qptr, membership, labels, k, target, rbdf, ties, on_no_representative
     )
-    return max_ted - ted
-
-
-def ted(scores, **kwargs) -> float:
-    """Mean of :func:`ted_per_query` over the non-NaN queries."""
-    return nanmean(ted_per_query(scores, **kwargs))
-
-
-def texfair(scores, **kwargs) -> float:
-    """Mean of :func:`texfair_per_query` over the non-NaN queries."""
-    return nanmean(texfair_per_query(scores, **kwargs))
+    return reduce_queries(max_ted - ted, reduce)
 
 
 # --------------------------------------------------------------------------- NFaiRR
@@ -594,7 +490,7 @@ def neutrality(membership, *, tau: float = 0.0, target="uniform") -> np.ndarray:
     uses ``tau = 1`` on raw term counts (an item with a single group term is neutral); pass
     :attr:`TermMembership.counts` with ``tau=1`` for that. For two groups ω ∈ [0, 1]; with
     more groups ω can be negative (down to ``1 − 2 (1 − min J)``)."""
-    m = _membership(membership, None)
+    m = membership_matrix(membership, None)
     tau = real("tau", tau, low=0.0)
     if isinstance(target, str):
         choice("target", target, ("uniform",))
@@ -615,7 +511,7 @@ def _fairr(scores, qptr, membership, k, tau, target, ties):
     return q, qidx, k, omega, segment_sum(omega * r.weights(k, ties).dense(), q, qidx)
 
 
-def fairr_per_query(
+def fairr(
     scores,
     *,
     qptr,
@@ -624,15 +520,17 @@ def fairr_per_query(
     tau: float = 0.0,
     target="uniform",
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """FaiRR@k = sum_{r <= min(k, n)} ω(d_r) / log2(1 + r) of every query
     (Abolghasemi et al. 2024, Eq. 2),
     ω from :func:`neutrality`. Returns float64 [n_queries] (NaN for empty queries)."""
+    check_reduce(reduce)
     q, _, _, _, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
-    return _finish(fairr, q)
+    return reduce_queries(_finish(fairr, q), reduce)
 
 
-def nfairr_per_query(
+def nfairr(
     scores,
     *,
     qptr,
@@ -642,7 +540,8 @@ def nfairr_per_query(
     target="uniform",
     background: str = "candidates",
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """NFaiRR@k = FaiRR@k / IFaiRR@k of every query (Rekabsaz et al. 2021; Abolghasemi et al.
     2024, Eq. 3).
 
@@ -659,6 +558,7 @@ def nfairr_per_query(
     ω from :func:`neutrality` (``tau``, ``target``). A query with IFaiRR <= 0 (no neutral
     weight in the background, e.g. every candidate entirely one group) is NaN: NFaiRR
     cannot rank such lists. Returns float64 [n_queries]."""
+    check_reduce(reduce)
     background = choice("background", background, BACKGROUNDS)
     q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     if background == "candidates":
@@ -674,12 +574,7 @@ def nfairr_per_query(
         ideal = np.full(q.size - 1, float(np.sum(top / np.log2(2.0 + np.arange(top.size)))))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(ideal > 0, fairr / np.where(ideal > 0, ideal, 1.0), np.nan)
-    return _finish(out, q)
-
-
-def nfairr(scores, **kwargs) -> float:
-    """Mean of :func:`nfairr_per_query` over the non-NaN queries."""
-    return nanmean(nfairr_per_query(scores, **kwargs))
+    return reduce_queries(_finish(out, q), reduce)
 
 
 # --------------------------------------------------------------------------- CWEx
@@ -725,7 +620,7 @@ def _class_exposure(scores, qptr, membership, k, assignment, ties):
     return out
 
 
-def class_exposure_per_query(
+def class_exposure(
     scores,
     *,
     qptr,
@@ -757,7 +652,7 @@ def _gap(x: np.ndarray) -> np.ndarray:
     return groups.max(axis=1) - groups.min(axis=1)
 
 
-def delta_exposure_per_query(
+def delta_exposure(
     scores,
     *,
     qptr,
@@ -765,16 +660,20 @@ def delta_exposure_per_query(
     k: int | None = None,
     assignment: str = "expected",
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """ΔExposure of every query (Mousavian et al. 2025): ``max_g Exposure_g − min_g
     Exposure_g`` over
     the groups (the neutral class excluded), i.e. ``|Exposure_A − Exposure_B|`` for two
     groups and the gap between the most and the least exposed group for more. In [0, 1],
-    lower = fairer. Classes and exposure as in :func:`class_exposure_per_query`."""
-    return _gap(_class_exposure(scores, qptr, membership, k, assignment, ties))
+    lower = fairer. Classes and exposure as in :func:`class_exposure`."""
+    check_reduce(reduce)
+    return reduce_queries(
+        _gap(_class_exposure(scores, qptr, membership, k, assignment, ties)), reduce
+    )
 
 
-def cwex_per_query(
+def cwex(
     scores,
     *,
     qptr,
@@ -783,26 +682,18 @@ def cwex_per_query(
     k: int | None = None,
     assignment: str = "expected",
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """Class-wise weighted exposure CWEx(α) of every query (Mousavian et al. 2025, Eq. 1):
 
         CWEx = α · Exposure_neutral − (1 − α) · ΔExposure
 
     in ``[α − 1, α]``, higher = fairer; the paper reports α = 0.2, 0.5, 0.7. Classes and
-    exposure as in :func:`class_exposure_per_query`. Returns float64 [n_queries]."""
+    exposure as in :func:`class_exposure`. Returns float64 [n_queries]."""
+    check_reduce(reduce)
     alpha = real("alpha", alpha, low=0.0, high=1.0)
     x = _class_exposure(scores, qptr, membership, k, assignment, ties)
-    return alpha * x[:, -1] - (1.0 - alpha) * _gap(x)
-
-
-def delta_exposure(scores, **kwargs) -> float:
-    """Mean of :func:`delta_exposure_per_query` over the non-NaN queries."""
-    return nanmean(delta_exposure_per_query(scores, **kwargs))
-
-
-def cwex(scores, **kwargs) -> float:
-    """Mean of :func:`cwex_per_query` over the non-NaN queries."""
-    return nanmean(cwex_per_query(scores, **kwargs))
+    return reduce_queries(alpha * x[:, -1] - (1.0 - alpha) * _gap(x), reduce)
 
 
 # --------------------------------------------------------------------------- RaB / ARaB
@@ -817,6 +708,7 @@ def _pair(pair, n_groups: int) -> tuple[int, int]:
 
 def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
     r, q, qidx, m, k, ties = _prepare(scores, qptr, membership, k, ties)
+    ranking = DeterministicRanking.of(r, q)  # the metric weighs rank positions
     magnitude = choice("magnitude", magnitude, MAGNITUDES)
     a, b = _pair(pair, m.shape[1])
     mag = m[:, [a, b]]
@@ -837,11 +729,11 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
             w = np.broadcast_to(1.0 / t, ranks.shape)
         return np.where(inside, w, 0.0)
 
-    w = r.slot_weights(slot_fn, ties, k).dense()
+    w = ranking.slot_weights(slot_fn, ties, k).dense()
     return _finish(segment_sum(w * (mag[:, 0] - mag[:, 1]), q, qidx), q)
 
 
-def rank_bias_per_query(
+def rank_bias(
     scores,
     *,
     qptr,
@@ -850,7 +742,8 @@ def rank_bias_per_query(
     magnitude: str = "tf",
     pair=(0, 1),
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """Rank bias RaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         RaB^g@k = (1 / T) sum_{r <= T} mag^g(d_r),    T = min(k, n)
@@ -862,10 +755,13 @@ def rank_bias_per_query(
     ``magnitude="tc"`` (``M``), ``"tf"`` (default, ``ln(1 + M)``) or ``"bool"``
     (``1[M > 0]``). ``k=None``: the whole list (the paper's cutoff t; 10 in Bigdeli et al. 2021).
     Returns float64 [n_queries]."""
-    return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=False)
+    check_reduce(reduce)
+    return reduce_queries(
+        _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=False), reduce
+    )
 
 
-def arab_per_query(
+def arab(
     scores,
     *,
     qptr,
@@ -874,25 +770,18 @@ def arab_per_query(
     magnitude: str = "tf",
     pair=(0, 1),
     ties: str = "average",
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """Average rank bias ARaB@k of every query (Rekabsaz & Schedl 2020; Bigdeli et al. 2021):
 
         ARaB@k = (1 / T) sum_{x=1}^{T} RaB@x = sum_{r <= T} (H_T − H_{r−1}) / T · Δmag(d_r)
 
     with ``T = min(k, n)``, ``H`` the harmonic numbers and ``Δmag = mag^a − mag^b``; options
-    as in :func:`rank_bias_per_query`. Returns float64 [n_queries]."""
-    return _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=True)
-
-
-def rank_bias(scores, **kwargs) -> float:
-    """Mean of :func:`rank_bias_per_query` over the non-NaN queries."""
-    return nanmean(rank_bias_per_query(scores, **kwargs))
-
-
-def arab(scores, **kwargs) -> float:
-    """Mean of :func:`arab_per_query` over the non-NaN queries (the signed mean the
-    reference reports)."""
-    return nanmean(arab_per_query(scores, **kwargs))
+    as in :func:`rank_bias`. Returns float64 [n_queries]."""
+    check_reduce(reduce)
+    return reduce_queries(
+        _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=True), reduce
+    )
 
 
 # --------------------------------------------------------------------------- correlation
@@ -927,127 +816,3 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
         warnings.simplefilter("ignore")
         res = stats.pearsonr(x, y)
     return float(res.statistic), float(res.pvalue), n
-
-
-# --------------------------------------------------------------------------- evaluator hook
-
-
-def _m_awrf(scores, labels, **kw):
-    return awrf_per_query(scores, labels=labels, **kw)
-
-
-def _m_awrf_distance(scores, labels, **kw):
-    return awrf_distance_per_query(scores, labels=labels, **kw)
-
-
-def _m_ndcg_awrf(scores, labels, **kw):
-    if labels is None:
-        raise ParameterError("labels", "relevance labels for ndcg_awrf", None)
-    return ndcg_awrf_per_query(scores, labels, **kw)
-
-
-def _m_ted(scores, labels, **kw):
-    return ted_per_query(scores, labels=labels, **kw)
-
-
-def _m_texfair(scores, labels, **kw):
-    return texfair_per_query(scores, labels=labels, **kw)
-
-
-def _unlabeled(fn):
-    def call(scores, labels, **kw):
-        return fn(scores, **kw)
-
-    return call
-
-
-_PER_QUERY = {
-    "awrf": _m_awrf,
-    "awrf_distance": _m_awrf_distance,
-    "ndcg_awrf": _m_ndcg_awrf,
-    "ted": _m_ted,
-    "texfair": _m_texfair,
-    "rbdf": _unlabeled(rbdf_per_query),
-    "nfairr": _unlabeled(nfairr_per_query),
-    "fairr": _unlabeled(fairr_per_query),
-    "cwex": _unlabeled(cwex_per_query),
-    "delta_exposure": _unlabeled(delta_exposure_per_query),
-    "rank_bias": _unlabeled(rank_bias_per_query),
-    "arab": _unlabeled(arab_per_query),
-}
-#: the related-work metrics registered in :data:`groupbias.core.registry.METRICS`
-RELATED_WORK = tuple(_PER_QUERY)
-#: their cutoff when a name has no ``@k`` (``"awrf"`` = ``"awrf@10"``; ``{"name": "awrf",
-#: "k": None}`` for no cutoff)
-DEFAULT_K = 10
-
-
-def _registered(name: str, per_query):
-    @metric_info(default_k=DEFAULT_K, groups=("all",), ranked=True)
-    def metric(scores, spec, *, regime, k, group, **options):
-        m = spec.membership
-        if m is None and spec.groups is not None:
-            m = membership_from_groups(spec.groups)
-        return per_query(scores, spec.labels, qptr=spec.qptr, membership=m, k=k, **options)
-
-    metric.__name__ = metric.__qualname__ = name
-    metric.__doc__ = (
-        f"``{name}`` of the ranking by the scores ({name}_per_query) on "
-        "``spec.membership`` (default ``[groups, 1 - groups]``), labels "
-        f"``spec.labels``; same in both regimes; k default {DEFAULT_K}."
-    )
-    return metric
-
-
-for _name, _fn in _PER_QUERY.items():
-    REGISTRY.register(_name, _registered(_name, _fn))
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    labels: object
-    qptr: object
-    membership: object
-    groups: object = None
-
-
-def fairness_metrics_per_query(
-    scores,
-    labels=None,
-    *,
-    qptr,
-    membership,
-    k: int | None = None,
-    metrics: Sequence = ("awrf", "texfair", "nfairr", "cwex", "arab"),
-) -> dict[str, np.ndarray]:
-    """Several metrics of one ranking at once: ``{key: float64 [n_queries]}``, computed by
-    their entries of :data:`groupbias.core.registry.METRICS`.
-
-    Each entry of ``metrics`` is a name from :data:`RELATED_WORK` or a mapping ``{"name":
-    ..., "key": ..., **options}`` (``key`` defaults to the name; options are the metric's
-    keyword options, e.g. ``{"name": "cwex", "alpha": 0.2, "key": "cwex@0.2"}``; a ``k``
-    there overrides ``k``). ``labels`` are needed by ``ndcg_awrf`` and by
-    ``target="relevant"``."""
-    if isinstance(metrics, (str, Mapping)) or not isinstance(metrics, Sequence):
-        raise ParameterError(
-            "metrics", "a sequence of metric names or {'name': ...} mappings", metrics
-        )
-    inputs = _Inputs(labels=labels, qptr=qptr, membership=membership)
-    out: dict[str, np.ndarray] = {}
-    for spec in metrics:
-        if isinstance(spec, str):
-            name, key, options = spec, spec, {}
-        elif isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
-            options = {kk: v for kk, v in spec.items() if kk not in ("name", "key")}
-            name, key = spec["name"], spec.get("key", spec["name"])
-        else:
-            raise ParameterError("metrics", "a metric name or a mapping with a 'name'", spec)
-        if name not in RELATED_WORK:
-            raise ParameterError("metrics", "names from " + ", ".join(RELATED_WORK), name)
-        if key in out:
-            raise ParameterError(
-                "metrics", "distinct output keys", key, fix="give repeated metrics a 'key'"
-            )
-        kk = options.pop("k", k)
-        out[key] = REGISTRY.get(name)(scores, inputs, regime="ltr", k=kk, group="all", **options)
-    return out

@@ -1,11 +1,13 @@
-"""Ranking quality and fairness-of-exposure metrics (paper §4.1–4.2, §6.2–6.3).
+"""Ranking quality and fairness-of-exposure metrics of the paper (§4.1–4.2, §6.2–6.3): NDCG@k,
+ρ(DTR) and Δ(EEL), each in its tabular form (scores are utility estimates) and its ranking
+form (the exposure of the ranking by the scores, or of a policy).
 
-All metrics work on flat arrays with query offsets ``qptr`` (items of query ``i`` are
-``qptr[i]:qptr[i+1]``) and are vectorized over all queries. Every metric has two forms:
-
-* ``<metric>_per_query(...)`` returns float64 ``[n_queries]``, NaN for skipped queries;
-* ``<metric>(...)`` returns one float: the mean over the non-NaN queries (NaN when every
-  query is skipped), or the amortized / summed variant where offered.
+One function per metric, one call shape (:mod:`groupbias.evaluation.inputs`): flat arrays
+over all items of all queries with offsets ``qptr`` (items of query ``i`` are
+``qptr[i]:qptr[i+1]``), vectorized over all queries, arrays positional, everything else
+keyword-only; ``reduce="mean"`` (default) gives the mean over the queries where the metric is
+defined (NaN when there is none), ``reduce=None`` the per-query values (float64
+[n_queries], NaN for skipped queries).
 
 Shared conventions (see ``docs/metrics.md`` for the full statement):
 
@@ -21,9 +23,10 @@ Shared conventions (see ``docs/metrics.md`` for the full statement):
   0 = non-affected, a fraction = probability of being affected. Group sums weight item
   ``i`` by ``g_i`` for ``G_A`` and by ``1 - g_i`` for ``G_N``.
 * Empty queries are always skipped (NaN).
-* Every function that ranks ``scores`` also accepts a :class:`groupbias.rank.ranking.Ranking`
-  of them (``Ranking(scores, qptr)``): the scores are then sorted once, within queries, and
-  the sort is shared by every metric given the same ranking.
+* Every function that ranks ``scores`` also accepts a :class:`~groupbias.rank.ranking.Ranking`
+  of them: a :class:`~groupbias.rank.ranking.DeterministicRanking` (the scores are sorted
+  once, within queries, and the sort is shared by every metric given the same ranking) or a
+  :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (its expected exposures).
 """
 
 from __future__ import annotations
@@ -31,233 +34,49 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.registry import METRICS
-from ..core.segments import nanmean, query_index, segment_max, segment_sum, sort_within
-from ..core.validation import check_k, check_qptr, choice, is_integer, vector
-from ..rank.plackett_luce import PlackettLuce
-from ..rank.ranking import Ranking
-from .catalog import metric_info
+from ..core.segments import max_list_size, query_index, segment_sum, sort_within
+from ..core.validation import check_k, choice, is_integer
+from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount
 from .exposure import (
-    discount_table,
+    check_offset,
+    grade_thresholds,
+    group_sums,
     item_exposure,
-    max_list_size,
-    sorted_ranks,
+    query_minmax_grades,
 )
+from .inputs import check_groups, check_reduce, ranking_inputs, reduce_queries, value_inputs
 
 __all__ = [
-    "position_exposure",
-    "expected_exposure",
-    "target_exposure",
-    "group_exposure",
-    "discretize",
     "ndcg",
-    "ndcg_per_query",
     "rho_dtr_tabular",
-    "rho_dtr_tabular_per_query",
     "rho_dtr_ranking",
-    "rho_dtr_ranking_per_query",
     "delta_eel_tabular",
-    "delta_eel_tabular_per_query",
     "delta_eel_ranking",
-    "delta_eel_ranking_per_query",
+    "GROUPS",
 ]
 
 GAINS = ("exp2", "linear")
-TIES = ("average", "stable", "pessimistic")
-EXPOSURE_TIES = ("average", "stable")
+#: ties of NDCG: those of a ranking, and the worst case
+NDCG_TIES = (*TIES, "pessimistic")
+#: which items' relevance NDCG counts: all, or one group's
 GROUPS = ("all", "affected", "non_affected")
 ON_NO_RELEVANT = ("skip", "zero", "one")
 ON_ZERO_UTILITY = ("extend", "skip", "one", "zero")
 ON_ZERO_NDCG = ("keep", "skip")
 BINS = ("thresholds", "query_minmax")
 ON_SINGLE_GROUP = ("count", "skip")
-DTR_AGGREGATES = ("per_query", "amortized")
-EEL_AGGREGATES = ("mean", "sum")
-DISTANCES = ("l2", "l1", "sq_l2")
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def item_vector(
-    name: str, values, n: int | None, *, nonnegative: bool = False, unit: bool = False
-) -> np.ndarray:
-    """A per-item metric input: finite, optionally non-negative or in [0, 1]."""
-    if unit:
-        return vector(
-            name,
-            values,
-            n,
-            low=0.0,
-            high=1.0,
-            what="values in [0, 1] (1 = affected, 0 = non-affected)",
-        )
-    return vector(
-        name,
-        values,
-        n,
-        low=0.0 if nonnegative else None,
-        what="non-negative values" if nonnegative else None,
-        fix="drop or impute them before computing metrics",
-    )
-
-
-def _inputs(
-    first_name: str,
-    first,
-    second_name: str | None,
-    second,
-    qptr,
-    groups,
-    *,
-    need_groups: bool,
-    second_nonnegative: bool = True,
-    first_nonnegative: bool = False,
-):
-    """Validated ``(first, second, qptr, groups)``; ``first`` may be a :class:`Ranking`
-    (its scores are used, its offsets must be ``qptr``)."""
-    if isinstance(first, Ranking):
-        x = first.scores
-        if first_nonnegative:
-            x = item_vector(first_name, x, None, nonnegative=True)
-    else:
-        x = item_vector(first_name, first, None, nonnegative=first_nonnegative)
-    n = x.size
-    y = (
-        None
-        if second_name is None
-        else item_vector(second_name, second, n, nonnegative=second_nonnegative)
-    )
-    q = check_qptr(qptr, n)
-    if isinstance(first, Ranking):
-        Ranking.of(first, q, first_name)
-    g = None
-    if groups is not None:
-        g = item_vector("groups", groups, n, unit=True)
-    elif need_groups:
-        raise ParameterError("groups", "an array of affected-group memberships in [0, 1]", None)
-    return x, y, q, g
-
-
-def ranking_of(scores, x: np.ndarray, q: np.ndarray) -> Ranking:
-    """``scores`` when it is a :class:`Ranking`, else the ranking of the validated ``x``."""
-    return scores if isinstance(scores, Ranking) else Ranking.trusted(x, q)
-
-
-# --------------------------------------------------------------------------- exposure
-
-
-def position_exposure(ranks, *, k: int | None = None) -> np.ndarray:
-    """Exposure of 1-based ``ranks`` under the logarithmic (DCG) browsing model.
-
-    ``e(r) = 1 / log2(1 + r)`` for ``r <= k`` and 0 beyond the cutoff ``k``
-    (``k=None``: no cutoff). Returns float64 of the same shape as ``ranks``.
-    """
-    r = np.asarray(ranks)
-    if not np.issubdtype(r.dtype, np.integer) or (r.size and r.min() < 1):
-        raise ParameterError("ranks", "integer ranks >= 1", f"dtype {r.dtype}")
-    k = check_k(k)
-    out = 1.0 / np.log2(1.0 + r.astype(np.float64))
-    if k is not None:
-        out = np.where(r <= k, out, 0.0)
-    return out
-
-
-def expected_exposure(
-    scores, *, qptr, k: int | None = None, ties: str = "average", offset: int = 1
-) -> np.ndarray:
-    """Exposure of every item when each query is ranked by ``scores`` (descending).
-
-    ``eps_i = e(rank_i) = 1 / log2(1 + rank_i)`` (0 for ``rank_i > k``). With
-    ``ties="average"`` items with equal scores share the mean exposure of the ranks their
-    tie block occupies: the expected exposure of the stochastic ranking that permutes tied
-    items uniformly at random (Diaz et al. 2020). ``ties="stable"``: ties broken by original
-    position. ``offset=2`` uses ``e(r) = 1 / log2(2 + r)`` instead. A
-    :class:`groupbias.rank.plackett_luce.PlackettLuce` policy gives its expected exposures. Shapes:
-    ``scores`` float [n_items], ``qptr`` int [n_queries + 1]; returns float64 [n_items].
-    """
-    s, _, q, _ = _inputs("scores", scores, None, None, qptr, None, need_groups=False)
-    offset = check_offset(offset)
-    return ranking_of(scores, s, q).weights(check_k(k), ties, offset=offset).dense().copy()
-
-
-def check_offset(offset) -> int:
-    """The discount offset ``o`` of ``e(r) = 1 / log2(o + r)``: 1 (DCG) or 2."""
-    if not is_integer(offset) or offset not in (1, 2):
-        raise ParameterError(
-            "offset", "1 (e(r) = 1/log2(1 + r)) or 2 (e(r) = 1/log2(2 + r))", offset
-        )
-    return int(offset)
-
-
-def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> np.ndarray:
-    """EEL target exposure of every item from discrete ``grades`` (§4.2.1, Diaz et al. 2020).
-
-    The ideal stochastic ranking sorts items by grade (descending) and permutes items of equal
-    grade uniformly, so every item receives the mean position exposure of the ranks its grade
-    block occupies: ``eps*_i = mean_{r in block(i)} e(r)``. Continuous scores must be
-    discretized first (:func:`discretize`). Returns float64 [n_items].
-    """
-    return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
-
-
-def _group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.ndarray):
-    return (segment_sum(values * g, qptr, qidx), segment_sum(values * (1.0 - g), qptr, qidx))
-
-
-def group_exposure(exposure, groups, *, qptr) -> np.ndarray:
-    """Per-query group exposure ``[E_A, E_N]``: float64 [n_queries, 2] with
-    ``E_A = sum_i g_i eps_i`` and ``E_N = sum_i (1 - g_i) eps_i``."""
-    e, _, q, g = _inputs(
-        "exposure", exposure, None, None, qptr, groups, need_groups=True, first_nonnegative=True
-    )
-    ea, en = _group_sums(e, g, q, query_index(q))
-    return np.stack([ea, en], axis=1)
-
-
-def discretize(scores, *, thresholds=None, levels: int | None = None) -> np.ndarray:
-    """Discrete grades of continuous scores (needed by EEL, §4.2.1).
-
-    ``grade_i = #{t in thresholds : score_i >= t}`` (int64 [n_items]), i.e. a score equal to
-    a threshold falls in the upper grade. ``thresholds`` must be strictly increasing;
-    ``levels=n`` uses the equal-width thresholds ``1/n, 2/n, ..., (n-1)/n`` for scores in
-    [0, 1]. Default (both None): ``thresholds=(0.5,)``, the paper's least controversial
-    threshold ``a* = 0.5`` (binary relevant / non-relevant). Give at most one of the two.
-    """
-    s = item_vector("scores", scores, None)
-    t = _thresholds(thresholds, levels)
-    return np.searchsorted(t, s, side="right").astype(np.int64)
-
-
-def _thresholds(thresholds, levels) -> np.ndarray:
-    if thresholds is not None and levels is not None:
-        raise ParameterError(
-            "levels",
-            "None when thresholds are given",
-            levels,
-            fix="pass either thresholds or levels, not both",
-        )
-    if levels is not None:
-        if not is_integer(levels) or levels < 2:
-            raise ParameterError("levels", "an integer >= 2", levels)
-        return np.arange(1, int(levels), dtype=np.float64) / float(levels)
-    if thresholds is None:
-        return np.array([0.5])
-    try:
-        t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64))
-    except (TypeError, ValueError):
-        t = np.array([np.nan])
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-        raise ParameterError(
-            "thresholds", "a non-empty, strictly increasing sequence of finite numbers", thresholds
-        )
-    return t
+#: the distance between the group exposure vectors of Δ(EEL)
+EEL_DISTANCES = ("l2", "l1", "sq_l2")
+#: ``reduce`` of ρ(DTR): also ρ of the sums over all queries
+DTR_REDUCE = ("mean", None, "amortized")
+#: ``reduce`` of Δ(EEL): also the sum over queries
+EEL_REDUCE = ("mean", None, "sum")
 
 
 # --------------------------------------------------------------------------- NDCG
 
 
-def ndcg_per_query(
+def ndcg(
     scores,
     labels,
     *,
@@ -269,15 +88,15 @@ def ndcg_per_query(
     ties: str = "average",
     on_no_relevant: str = "skip",
     on_zero_ndcg: str = "keep",
-) -> np.ndarray:
-    """NDCG@k of every query (§4.1, §6.2 Fig. 2/5), float64 [n_queries].
+    reduce: str | None = "mean",
+):
+    """NDCG@k (§4.1, §6.2 Fig. 2/5).
 
     ``DCG@k = sum_{r=1}^{min(k, n)} w_(r) gain(l_(r)) / log2(1 + r)`` over the ranking by
     ``scores`` (descending), ``IDCG@k`` the same over the ranking by ``w * gain(l)``
     (descending), ``NDCG@k = DCG@k / IDCG@k``.
 
-    * ``gain="exp2"`` (default): ``2^l - 1``; ``gain="linear"``: ``l``. Labels must be
-      non-negative (graded labels, or relevance probabilities in the tabular regime).
+    * ``gain="exp2"`` (default): ``2^l - 1``; ``gain="linear"``: ``l``; labels >= 0.
     * ``group``: ``"all"`` uses ``w_i = 1``; ``"affected"`` uses ``w_i = g_i`` and
       ``"non_affected"`` ``w_i = 1 - g_i``: the ranking is the full ranking of the query, but
       only the relevant items of that group count as relevant (for crisp groups: the labels
@@ -288,28 +107,34 @@ def ndcg_per_query(
       mean; default), ``"zero"`` (0) or ``"one"`` (1). Empty queries are always NaN.
     * ``on_zero_ndcg``: ``"skip"`` makes every query with NDCG = 0 NaN (the mean is then
       over the queries with NDCG > 0); ``"keep"`` (default) counts them.
-    * ``scores`` may be a :class:`groupbias.rank.plackett_luce.PlackettLuce` policy: its expected
-      NDCG (DCG is linear in the expected exposures); ``ties`` then has no effect and
-      ``"pessimistic"`` is refused.
+    * ``scores`` may be a :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy: its
+      expected NDCG (DCG is linear in the expected exposures); ``"pessimistic"`` is refused.
+
+    ``reduce``: ``"mean"`` (default) or ``None``. Two queries, the second without a
+    relevant item (skipped)::
+
+        ndcg([2.0, 1.0, 0.5, 0.1], [0, 1, 0, 0], qptr=[0, 2, 4], k=1, reduce=None)
+        # -> [0.0, nan]: the relevant item of query 0 ranks second, beyond k = 1
     """
-    s, lab, q, g = _inputs(
-        "scores", scores, "labels", labels, qptr, groups, need_groups=group != "all"
-    )
+    check_reduce(reduce)
+    r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
+    g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
     group = choice("group", group, GROUPS)
     gain = choice("gain", gain, GAINS)
-    ties = choice("ties", ties, TIES)
+    ties = choice("ties", ties, NDCG_TIES)
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
-    r = ranking_of(scores, s, q)
-    if ties == "pessimistic" and isinstance(r, PlackettLuce):
-        raise ParameterError(
-            "ties", "'average' or 'stable' for a policy (it has no worst-case order)", ties
-        )
-    out = _ndcg(r, lab, g, group, k, gain, ties, on_no_relevant)
+    gains = _gain_fn(gain, group)
+    g_or_lab = lab if g is None else g
+    if ties == "pessimistic":
+        dcg = _pessimistic_dcg(_scored(r), gains(lab, g_or_lab), k)
+    else:
+        dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
+    out = _ndcg(dcg, _ideal_dcg(r, lab, g, group, k, gain), q, on_no_relevant)
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
-    return out
+    return reduce_queries(out, reduce)
 
 
 def _base_gain(gain: str):
@@ -329,29 +154,42 @@ def _gain_fn(gain: str, group: str):
 def _ideal_dcg(r: Ranking, lab, g, group, k, gain) -> np.ndarray:
     """IDCG@k per query: the top-k gains of every query, sorted (ties need no care)."""
     base = _base_gain(gain)
+
+    def best(values, fn=None):
+        return DeterministicRanking.trusted(values, r.qptr, r.blocks()).best(k, fn)
+
     if group == "all":
-        return r.rerank(lab).best(k, base)
+        return best(lab, base)
     w = g if group == "affected" else 1.0 - g
     if np.all((g == 0.0) | (g == 1.0)):  # crisp groups: gain(label * w) = gain(label) * w
-        return r.rerank(lab * w).best(k, base)
-    return r.rerank(base(lab) * w).best(k)
+        return best(lab * w, base)
+    return best(base(lab) * w)
 
 
-def _ndcg(r: Ranking, lab, g, group, k, gain, ties, on_no_relevant):
+def _pessimistic_dcg(r: DeterministicRanking, item_gains: np.ndarray, k) -> np.ndarray:
+    """DCG@k with the smallest gain first among tied scores."""
     q = r.qptr
-    gains = _gain_fn(gain, group)
-    g_or_lab = lab if g is None else g
-    if ties == "pessimistic":  # among tied scores the smallest gain ranks first
-        qidx = query_index(q)
-        item_gains = gains(lab, g_or_lab)
-        order = sort_within(r.scores, q, descending=True, tiebreak=item_gains, qidx=qidx)
-        exposure = np.empty(r.n_items, dtype=np.float64)
-        if r.n_items:
-            exposure[order] = discount_table(max_list_size(q), k)[sorted_ranks(q, qidx) - 1]
-        dcg = segment_sum(item_gains * exposure, q, qidx)
-    else:
-        dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
-    idcg = _ideal_dcg(r, lab, g, group, k, gain)
+    qidx = query_index(q)
+    order = sort_within(r.scores, q, descending=True, tiebreak=item_gains, qidx=qidx)
+    exposure = np.empty(r.n_items, dtype=np.float64)
+    if r.n_items:
+        ranks = np.arange(qidx.size, dtype=np.int64) - q[qidx] + 1  # of every sorted slot
+        exposure[order] = log_discount(max_list_size(q), k)[ranks - 1]
+    return segment_sum(item_gains * exposure, q, qidx)
+
+
+def _scored(r: Ranking) -> DeterministicRanking:
+    """The deterministic ranking that worst-case ties need (a policy has no worst case)."""
+    try:
+        return DeterministicRanking.of(r, r.qptr)
+    except ParameterError:
+        raise ParameterError(
+            "ties", "'average' or 'stable' for a policy (it has no worst-case order)", "pessimistic"
+        ) from None
+
+
+def _ndcg(dcg: np.ndarray, idcg: np.ndarray, q: np.ndarray, on_no_relevant: str):
+    """NDCG per query from DCG and IDCG; queries without IDCG as ``on_no_relevant``."""
     out = np.full(q.size - 1, np.nan)
     pos = idcg > 0
     out[pos] = dcg[pos] / idcg[pos]
@@ -359,37 +197,6 @@ def _ndcg(r: Ranking, lab, g, group, k, gain, ties, on_no_relevant):
     fill = {"skip": np.nan, "zero": 0.0, "one": 1.0}[on_no_relevant]
     out[~pos & nonempty] = fill
     return out
-
-
-def ndcg(
-    scores,
-    labels,
-    *,
-    qptr,
-    groups=None,
-    group: str = "all",
-    k: int | None = None,
-    gain: str = "exp2",
-    ties: str = "average",
-    on_no_relevant: str = "skip",
-    on_zero_ndcg: str = "keep",
-) -> float:
-    """Mean NDCG@k over the queries that are not skipped (see :func:`ndcg_per_query`);
-    NaN when every query is skipped."""
-    return nanmean(
-        ndcg_per_query(
-            scores,
-            labels,
-            qptr=qptr,
-            groups=groups,
-            group=group,
-            k=k,
-            gain=gain,
-            ties=ties,
-            on_no_relevant=on_no_relevant,
-            on_zero_ndcg=on_zero_ndcg,
-        )
-    )
 
 
 # --------------------------------------------------------------------------- DTR
@@ -421,35 +228,24 @@ def _rho(xa, xn, ya, yn, on_zero_utility: str) -> np.ndarray:
     return np.where(undefined, np.nan, rho)
 
 
-def _aggregate_rho(xa, xn, ya, yn, aggregate, on_zero_utility) -> float:
-    if aggregate == "per_query":
-        return nanmean(_rho(xa, xn, ya, yn, on_zero_utility))
-    return float(_rho(xa.sum(), xn.sum(), ya.sum(), yn.sum(), on_zero_utility))
+def _reduce_rho(sums, reduce, on_zero_utility):
+    """ρ per query, its mean, or ρ of the sums over all queries (``"amortized"``)."""
+    xa, xn, ya, yn = sums
+    if reduce == "amortized":
+        return float(_rho(xa.sum(), xn.sum(), ya.sum(), yn.sum(), on_zero_utility))
+    return reduce_queries(_rho(xa, xn, ya, yn, on_zero_utility), reduce, DTR_REDUCE)
 
 
-def _dtr_tabular_sums(
-    estimated_utility, true_relevance, qptr, groups
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    x, y, q, g = _inputs(
-        "estimated_utility",
-        estimated_utility,
-        "true_relevance",
-        true_relevance,
-        qptr,
-        groups,
-        need_groups=True,
-        first_nonnegative=True,
-    )
-    qidx = query_index(q)
-    xa, xn = _group_sums(x, g, q, qidx)
-    ya, yn = _group_sums(y, g, q, qidx)
-    return xa, xn, ya, yn
-
-
-def rho_dtr_tabular_per_query(
-    estimated_utility, true_relevance, *, qptr, groups, on_zero_utility: str = "extend"
-) -> np.ndarray:
-    """ρ(DTR) of the DTR target exposure in the tabular regime (§4.2.2), per query.
+def rho_dtr_tabular(
+    estimated_utility,
+    true_relevance,
+    *,
+    qptr,
+    groups,
+    on_zero_utility: str = "extend",
+    reduce: str | None = "mean",
+):
+    """ρ(DTR) of the DTR target exposure in the tabular regime (§4.2.2).
 
     DTR (Singh & Joachims 2018) targets group exposure proportional to group utility,
     ``E_g ∝ U_g`` with ``U_g = sum_{i in q} w_g(i) rel_i`` (``w_A = g_i``, ``w_N = 1 - g_i``).
@@ -463,78 +259,24 @@ def rho_dtr_tabular_per_query(
     utility (including a group with no items): ``on_zero_utility="extend"`` (default)
     gives 1 when ``Ũ`` also gives it zero and 0 otherwise; ``"skip"`` gives NaN;
     ``"one"`` (fair) and ``"zero"`` give 1 and 0 whatever ``Ũ`` is (also when no group has
-    utility). Both inputs float [n_items], non-negative; returns float64 [n_queries].
+    utility). Both inputs float [n_items], non-negative. ``reduce``: ``"mean"`` (default,
+    over the non-NaN queries), ``None`` (float64 [n_queries]) or ``"amortized"`` (``Ũ_g``
+    and ``U_g`` summed over all queries first, ρ of the sums).
     """
+    check_reduce(reduce, DTR_REDUCE)
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _rho(
-        *_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups), on_zero_utility
+    x, y, q = value_inputs(
+        "estimated_utility",
+        estimated_utility,
+        "true_relevance",
+        true_relevance,
+        qptr,
+        first_nonnegative=True,
     )
-
-
-def rho_dtr_tabular(
-    estimated_utility,
-    true_relevance,
-    *,
-    qptr,
-    groups,
-    aggregate: str = "per_query",
-    on_zero_utility: str = "extend",
-) -> float:
-    """ρ(DTR), tabular regime: ``aggregate="per_query"`` (default) is the mean of
-    :func:`rho_dtr_tabular_per_query` over non-NaN queries; ``"amortized"`` sums ``Ũ_g``
-    and ``U_g`` over all queries first and returns ρ of the sums."""
-    aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
-    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _aggregate_rho(
-        *_dtr_tabular_sums(estimated_utility, true_relevance, qptr, groups),
-        aggregate,
-        on_zero_utility,
-    )
-
-
-def _dtr_ranking_sums(
-    scores, true_relevance, qptr, groups, k, ties, offset=1
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    s, y, q, g = _inputs(
-        "scores", scores, "true_relevance", true_relevance, qptr, groups, need_groups=True
-    )
-    offset = check_offset(offset)
-    e = ranking_of(scores, s, q).weights(check_k(k), ties, offset=offset).dense()
+    g = check_groups(groups, x.size)
     qidx = query_index(q)
-    xa, xn = _group_sums(e, g, q, qidx)
-    ya, yn = _group_sums(y, g, q, qidx)
-    return xa, xn, ya, yn
-
-
-def rho_dtr_ranking_per_query(
-    scores,
-    true_relevance,
-    *,
-    qptr,
-    groups,
-    k: int | None = None,
-    ties: str = "average",
-    on_zero_utility: str = "extend",
-    offset: int = 1,
-) -> np.ndarray:
-    """ρ(DTR) of a model's ranking (general LTR regime, §6.2–6.3), per query.
-
-        r = (E_A / U_A) / (E_N / U_N),    ρ = min(r, 1 / r) ∈ [0, 1],
-
-    with ``E_g = sum_i w_g(i) e(rank_i)`` the exposure the ranking by ``scores`` gives group
-    ``g`` (``e(r) = 1/log2(1 + r)``, 0 beyond ``k``; ties as in :func:`expected_exposure`)
-    and ``U_g = sum_i w_g(i) rel_i`` its true utility. ρ = 1 when exposure is exactly
-    proportional to utility. Degenerate queries as in :func:`rho_dtr_tabular_per_query`
-    (with ``E`` in place of ``Ũ``): with ``"extend"`` a group that has items but no
-    utility gets ρ = 0 when it receives exposure. ``offset=2``: ``e(r) = 1/log2(2 + r)``.
-    A :class:`groupbias.rank.plackett_luce.PlackettLuce` policy is judged by its expected exposure.
-    Returns float64 [n_queries].
-    """
-    on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _rho(
-        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties, offset),
-        on_zero_utility,
-    )
+    sums = (*group_sums(x, g, q, qidx), *group_sums(y, g, q, qidx))
+    return _reduce_rho(sums, reduce, on_zero_utility)
 
 
 def rho_dtr_ranking(
@@ -545,19 +287,34 @@ def rho_dtr_ranking(
     groups,
     k: int | None = None,
     ties: str = "average",
-    aggregate: str = "per_query",
     on_zero_utility: str = "extend",
     offset: int = 1,
-) -> float:
-    """ρ(DTR) of a ranking: mean over queries (``"per_query"``, default) or ρ of the
-    exposure and utility sums over all queries (``"amortized"``)."""
-    aggregate = choice("aggregate", aggregate, DTR_AGGREGATES)
+    reduce: str | None = "mean",
+):
+    """ρ(DTR) of a model's ranking (general LTR regime, §6.2–6.3).
+
+        r = (E_A / U_A) / (E_N / U_N),    ρ = min(r, 1 / r) ∈ [0, 1],
+
+    with ``E_g = sum_i w_g(i) e(rank_i)`` the exposure the ranking by ``scores`` gives group
+    ``g`` (``e(r) = 1/log2(1 + r)``, 0 beyond ``k``; ties as in
+    :func:`~groupbias.evaluation.exposure.expected_exposure`) and ``U_g = sum_i w_g(i)
+    rel_i`` its true utility. ρ = 1 when exposure is exactly proportional to utility.
+    Degenerate queries as in :func:`rho_dtr_tabular` (with ``E`` in place of ``Ũ``): with
+    ``"extend"`` a group that has items but no utility gets ρ = 0 when it receives exposure.
+    ``offset=2``: ``e(r) = 1/log2(2 + r)``. A
+    :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy is judged by its expected
+    exposure. ``reduce``: ``"mean"``, ``None`` or ``"amortized"`` (ρ of the sums of ``E_g``
+    and ``U_g`` over all queries).
+    """
+    check_reduce(reduce, DTR_REDUCE)
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
-    return _aggregate_rho(
-        *_dtr_ranking_sums(scores, true_relevance, qptr, groups, k, ties, offset),
-        aggregate,
-        on_zero_utility,
-    )
+    r, y, q = ranking_inputs(scores, "true_relevance", true_relevance, qptr)
+    g = check_groups(groups, r.n_items)
+    offset = check_offset(offset)
+    e = r.weights(check_k(k), ties, offset=offset).dense()
+    qidx = query_index(q)
+    sums = (*group_sums(e, g, q, qidx), *group_sums(y, g, q, qidx))
+    return _reduce_rho(sums, reduce, on_zero_utility)
 
 
 # --------------------------------------------------------------------------- EEL
@@ -569,15 +326,6 @@ def _distance(da: np.ndarray, dn: np.ndarray, distance: str) -> np.ndarray:
     if distance == "sq_l2":
         return da * da + dn * dn
     return np.abs(da) + np.abs(dn)
-
-
-def _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group):
-    out = _distance(ea - ta, en - tn, distance)
-    out[np.diff(q) == 0] = np.nan
-    if on_single_group == "skip":
-        na, nn = _group_sums(np.ones(g.size), g, q, qidx)
-        out[(na == 0) | (nn == 0)] = np.nan
-    return out
 
 
 def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -595,7 +343,7 @@ def _eel_grader(thresholds, levels, bins: str):
     """``(values, qptr, qidx) -> grades`` of the Δ(EEL) discretization ``bins``."""
     bins = choice("bins", bins, BINS)
     if bins == "thresholds":
-        t = _thresholds(thresholds, levels)
+        t = grade_thresholds(thresholds, levels)
         return lambda v, q, qidx: _grades(v, t)
     if thresholds is not None:
         raise ParameterError(
@@ -609,29 +357,36 @@ def _eel_grader(thresholds, levels, bins: str):
     return lambda v, q, qidx: query_minmax_grades(v, q, qidx, int(n))
 
 
-def query_minmax_grades(values: np.ndarray, qptr: np.ndarray, qidx: np.ndarray, levels: int):
-    """Grades ``floor((v - lo) / ((hi - lo) / levels))`` with ``lo = min - 1e-10`` and
-    ``hi = max + 1e-10`` of each query: ``levels`` equal-width bins over the query's own
-    range (0 .. levels - 1; a query whose values are all equal has one grade)."""
-    lo = -segment_max(-values, qptr)[qidx] - 1e-10
-    hi = segment_max(values, qptr)[qidx] + 1e-10
-    return np.floor((values - lo) / ((hi - lo) / levels))
-
-
-def _eel_parts(x, y, q, g, grade, k, offset, model_exposure, discretize_true):
-    """Group exposures ``(E_A, E_N, T_A, T_N)`` of the model (``model_exposure``, or the
-    target exposure of the grades of ``x``) and of the target from ``y``."""
+def _delta_eel(
+    model_exposure, y, q, g, *, grade, k, offset, discretize_true, distance, on_single_group
+):
+    """Δ(EEL) per query of the item exposures ``model_exposure`` against the EEL target
+    exposure of the true relevance ``y``."""
     qidx = query_index(q)
-    if model_exposure is None:
-        model_exposure = item_exposure(grade(x, q, qidx), q, qidx, k, "average", offset)
     tgt_grades = grade(y, q, qidx) if discretize_true else y
     tgt = item_exposure(tgt_grades, q, qidx, k, "average", offset)
-    ea, en = _group_sums(model_exposure, g, q, qidx)
-    ta, tn = _group_sums(tgt, g, q, qidx)
-    return ea, en, ta, tn, qidx
+    ea, en = group_sums(model_exposure, g, q, qidx)
+    ta, tn = group_sums(tgt, g, q, qidx)
+    out = _distance(ea - ta, en - tn, distance)
+    out[np.diff(q) == 0] = np.nan
+    if on_single_group == "skip":
+        na, nn = group_sums(np.ones(g.size), g, q, qidx)
+        out[(na == 0) | (nn == 0)] = np.nan
+    return out
 
 
-def delta_eel_tabular_per_query(
+def _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset) -> dict:
+    """The validated options shared by both forms of Δ(EEL)."""
+    return {
+        "grade": _eel_grader(thresholds, levels, bins),
+        "k": check_k(k),
+        "offset": check_offset(offset),
+        "distance": choice("distance", distance, EEL_DISTANCES),
+        "on_single_group": choice("on_single_group", on_single_group, ON_SINGLE_GROUP),
+    }
+
+
+def delta_eel_tabular(
     estimated_scores,
     true_relevance,
     *,
@@ -645,15 +400,17 @@ def delta_eel_tabular_per_query(
     on_single_group: str = "count",
     bins: str = "thresholds",
     offset: int = 1,
-) -> np.ndarray:
+    reduce: str | None = "mean",
+):
     """Δ(EEL) between the EEL group target exposure from estimated and from true scores
-    (tabular regime, §4.2.1), per query.
+    (tabular regime, §4.2.1).
 
-    Both score vectors are discretized (:func:`discretize` with ``thresholds``/``levels``,
-    default ``a* = 0.5``; ``discretize_true=False`` uses ``true_relevance`` as given, e.g.
-    graded labels), item target exposures ``eps*`` follow :func:`target_exposure` (tie blocks
-    of equal grade, ``e(r) = 1/log2(1 + r)``, 0 beyond ``k``, default no cutoff), and the
-    group target exposure is ``E_g = sum_i w_g(i) eps*_i``. Then
+    Both score vectors are discretized (:func:`~groupbias.evaluation.exposure.discretize`
+    with ``thresholds``/``levels``, default ``a* = 0.5``; ``discretize_true=False`` uses
+    ``true_relevance`` as given, e.g. graded labels), item target exposures ``eps*`` follow
+    :func:`~groupbias.evaluation.exposure.target_exposure` (tie blocks of equal grade,
+    ``e(r) = 1/log2(1 + r)``, 0 beyond ``k``, default no cutoff), and the group target
+    exposure is ``E_g = sum_i w_g(i) eps*_i``. Then
 
         Δ(EEL) = || [Ẽ_A, Ẽ_N] - [E_A, E_N] ||
 
@@ -663,51 +420,27 @@ def delta_eel_tabular_per_query(
     in one group has Δ = 0; ``on_single_group="skip"`` makes it NaN instead.
     ``bins="query_minmax"`` grades by ``levels`` (default 2) equal-width bins over each
     query's own min–max range (:func:`query_minmax_grades`) instead of fixed thresholds;
-    ``offset=2`` uses ``e(r) = 1/log2(2 + r)``. Returns float64 [n_queries] (unnormalized
-    exposure units).
+    ``offset=2`` uses ``e(r) = 1/log2(2 + r)``. Unnormalized exposure units. ``reduce``:
+    ``"mean"`` (default), ``None`` (float64 [n_queries]) or ``"sum"`` (over non-NaN queries).
     """
-    x, y, q, g = _inputs(
+    check_reduce(reduce, EEL_REDUCE)
+    x, y, q = value_inputs(
         "estimated_scores",
         estimated_scores,
         "true_relevance",
         true_relevance,
         qptr,
-        groups,
-        need_groups=True,
         second_nonnegative=False,
     )
-    k = check_k(k)
-    distance = choice("distance", distance, DISTANCES)
-    on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
-    grade = _eel_grader(thresholds, levels, bins)
-    offset = check_offset(offset)
-    parts = _eel_parts(x, y, q, g, grade, k, offset, None, discretize_true)
-    ea, en, ta, tn, qidx = parts
-    return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
+    g = check_groups(groups, x.size)
+    opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
+    qidx = query_index(q)
+    model = item_exposure(opts["grade"](x, q, qidx), q, qidx, opts["k"], "average", opts["offset"])
+    out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
+    return reduce_queries(out, reduce, EEL_REDUCE)
 
 
-def _aggregate_eel(values: np.ndarray, aggregate: str) -> float:
-    if aggregate == "mean":
-        return nanmean(values)
-    ok = ~np.isnan(values)
-    return float(values[ok].sum()) if ok.any() else float("nan")
-
-
-def delta_eel_tabular(
-    estimated_scores, true_relevance, *, qptr, groups, aggregate: str = "mean", **options
-) -> float:
-    """Δ(EEL), tabular regime: the mean (default) or sum over non-NaN queries of
-    :func:`delta_eel_tabular_per_query` (``options``: its keyword options)."""
-    aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
-    return _aggregate_eel(
-        delta_eel_tabular_per_query(
-            estimated_scores, true_relevance, qptr=qptr, groups=groups, **options
-        ),
-        aggregate,
-    )
-
-
-def delta_eel_ranking_per_query(
+def delta_eel_ranking(
     scores,
     true_relevance,
     *,
@@ -722,99 +455,26 @@ def delta_eel_ranking_per_query(
     on_single_group: str = "count",
     bins: str = "thresholds",
     offset: int = 1,
-) -> np.ndarray:
-    """Δ(EEL) of a model's ranking (general LTR regime, §6.2–6.3), per query.
+    reduce: str | None = "mean",
+):
+    """Δ(EEL) of a model's ranking (general LTR regime, §6.2–6.3).
 
     The group exposure of the deterministic ranking by ``scores``
-    (``E_g = sum_i w_g(i) e(rank_i)``, ties as in :func:`expected_exposure`) — or the
-    expected group exposure of a :class:`groupbias.rank.plackett_luce.PlackettLuce` policy — against
-    the full-information EEL group target exposure from ``true_relevance`` (discretized as
-    in :func:`delta_eel_tabular_per_query`, with the same ``bins``), with the same cutoff
-    ``k``, discount ``offset``, distance and single-group handling. Returns float64
-    [n_queries].
+    (``E_g = sum_i w_g(i) e(rank_i)``, ties as in
+    :func:`~groupbias.evaluation.exposure.expected_exposure`) — or the expected group
+    exposure of a :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy — against the
+    full-information EEL group target exposure from ``true_relevance`` (discretized as in
+    :func:`delta_eel_tabular`, with the same ``bins``), with the same cutoff ``k``, discount
+    ``offset``, distance and single-group handling. ``reduce``: ``"mean"``, ``None`` or
+    ``"sum"``.
     """
-    s, y, q, g = _inputs(
-        "scores",
-        scores,
-        "true_relevance",
-        true_relevance,
-        qptr,
-        groups,
-        need_groups=True,
-        second_nonnegative=False,
+    check_reduce(reduce, EEL_REDUCE)
+    r, y, q = ranking_inputs(
+        scores, "true_relevance", true_relevance, qptr, second_nonnegative=False
     )
-    k = check_k(k)
-    ties = choice("ties", ties, EXPOSURE_TIES)
-    distance = choice("distance", distance, DISTANCES)
-    on_single_group = choice("on_single_group", on_single_group, ON_SINGLE_GROUP)
-    grade = _eel_grader(thresholds, levels, bins)
-    offset = check_offset(offset)
-    model = ranking_of(scores, s, q).weights(k, ties, offset=offset).dense()
-    ea, en, ta, tn, qidx = _eel_parts(s, y, q, g, grade, k, offset, model, discretize_true)
-    return _eel_finish(ea, en, ta, tn, g, q, qidx, distance, on_single_group)
-
-
-def delta_eel_ranking(
-    scores, true_relevance, *, qptr, groups, aggregate: str = "mean", **options
-) -> float:
-    """Δ(EEL) of a ranking: the mean (default) or sum over non-NaN queries of
-    :func:`delta_eel_ranking_per_query` (``options``: its keyword options)."""
-    aggregate = choice("aggregate", aggregate, EEL_AGGREGATES)
-    return _aggregate_eel(
-        delta_eel_ranking_per_query(scores, true_relevance, qptr=qptr, groups=groups, **options),
-        aggregate,
-    )
-
-
-# --------------------------------------------------------------------------- metrics by name
-# groupbias.core.registry.METRICS entries (groupbias.evaluation.catalog): one call shape,
-# fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries]
-
-
-def _no_cutoff(name: str, k) -> None:
-    if k is not None:
-        raise ParameterError(
-            "metrics",
-            f"{name} without @k in the tabular regime (the "
-            "scores are utility estimates, not a ranking)",
-            f"{name}@{k}",
-        )
-
-
-@METRICS.register("ndcg")
-@metric_info(default_k=None, groups=GROUPS, ranked=True)
-def _ndcg_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
-    """NDCG@k (:func:`ndcg_per_query`) of the ranking by ``scores`` against ``spec.labels``,
-    over all items or one group (``ndcg@10:affected``); no ``@k``: the whole list."""
-    return ndcg_per_query(
-        scores, spec.labels, qptr=spec.qptr, groups=spec.groups, group=group, k=k, **options
-    )
-
-
-@METRICS.register("rho_dtr")
-@metric_info(default_k=None, groups=("all",), ranked=True)
-def _rho_dtr_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
-    """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
-    estimates (:func:`rho_dtr_tabular_per_query`, no cutoff); ``"ltr"``, the exposure of the
-    ranking by the scores (:func:`rho_dtr_ranking_per_query`, cutoff ``k``)."""
-    if regime == "tabular":
-        _no_cutoff("rho_dtr", k)
-        return rho_dtr_tabular_per_query(
-            scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, **options
-        )
-    return rho_dtr_ranking_per_query(
-        scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options
-    )
-
-
-@METRICS.register("delta_eel")
-@metric_info(default_k=None, groups=("all",), ranked=True)
-def _delta_eel_metric(scores, spec, *, regime, k, group, **options) -> np.ndarray:
-    """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
-    (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:
-    tabular, the scores are utility estimates (:func:`delta_eel_tabular_per_query`), or
-    of the ranking by the scores (:func:`delta_eel_ranking_per_query`)."""
-    fn = delta_eel_tabular_per_query if regime == "tabular" else delta_eel_ranking_per_query
-    if options.get("bins", "thresholds") == "thresholds":
-        options = {"thresholds": spec.thresholds, **options}
-    return fn(scores, spec.relevance, qptr=spec.qptr, groups=spec.groups, k=k, **options)
+    g = check_groups(groups, r.n_items)
+    ties = choice("ties", ties, TIES)
+    opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
+    model = r.weights(opts["k"], ties, offset=opts["offset"]).dense()
+    out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
+    return reduce_queries(out, reduce, EEL_REDUCE)

@@ -37,20 +37,13 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import query_index, segment_sum
 from ..core.validation import check_k, check_threads, choice, integer, real
-from ..rank.plackett_luce import DEVICES, EXACT_MAX, PlackettLuce
-from ..rank.ranking import Ranking
+from ..rank.plackett_luce import EXACT_MAX, PlackettLuce
+from ..rank.ranking import TIES, DeterministicRanking
+from ..rank.sampler import DEVICES
 from .catalog import compute_metrics, parse_metric
+from .exposure import check_offset, query_minmax_grades
 from .fair_exposure import OBJECTIVES, FairExposureLearner
-from .metrics import (
-    BINS,
-    DISTANCES,
-    EXPOSURE_TIES,
-    ON_NO_RELEVANT,
-    ON_ZERO_NDCG,
-    ON_ZERO_UTILITY,
-    check_offset,
-    query_minmax_grades,
-)
+from .metrics import BINS, EEL_DISTANCES, ON_NO_RELEVANT, ON_ZERO_NDCG, ON_ZERO_UTILITY
 
 __all__ = ["EvaluationProtocol", "MODES", "DETERMINISTIC"]
 
@@ -107,12 +100,12 @@ class EvaluationProtocol:
             self.eel_levels = integer("eel_levels", self.eel_levels, low=1)
         if self.train_levels is not None:
             self.train_levels = integer("train_levels", self.train_levels, low=1)
-        self.eel_distance = choice("eel_distance", self.eel_distance, DISTANCES)
+        self.eel_distance = choice("eel_distance", self.eel_distance, EEL_DISTANCES)
         self.top_n = check_k(self.top_n, "top_n")
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
         self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
         self.ndcg_zero = choice("ndcg_zero", self.ndcg_zero, ON_ZERO_NDCG)
-        self.ties = choice("ties", self.ties, EXPOSURE_TIES)
+        self.ties = choice("ties", self.ties, TIES)
         if not isinstance(self.learn, bool):
             raise ParameterError("learn", "true or false", self.learn)
         self.temperature = real("temperature", self.temperature, low=0.0, low_open=True)
@@ -202,7 +195,7 @@ class EvaluationProtocol:
         their original order, and the matching spec; unchanged without ``top_n``."""
         if self.top_n is None:
             return scores, spec
-        keep = Ranking(scores, spec.qptr).ranks() <= self.top_n
+        keep = DeterministicRanking(scores, spec.qptr).ranks() <= self.top_n
         sizes = np.minimum(np.diff(spec.qptr), self.top_n)
         qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         member = None if spec.membership is None else spec.membership[keep]

@@ -1,0 +1,23 @@
+"""Rankings of the queries' items: what every exposure-based metric consumes.
+
+:class:`Ranking` is the protocol (rank weights per item); :class:`DeterministicRanking`
+sorts a score vector within every query, :class:`PlackettLuce` is a stochastic policy judged
+by its expected exposure (:mod:`groupbias.rank.sampler`: its Monte-Carlo engine;
+:mod:`groupbias.rank.compiled`: optional compiled loops, numba).
+"""
+
+from .plackett_luce import EXACT_MAX, ExpectedExposure, PlackettLuce
+from .ranking import DeterministicRanking, Exposure, Ranking, as_ranking
+from .sampler import DEVICES, load_kernels
+
+__all__ = [
+    "DEVICES",
+    "EXACT_MAX",
+    "DeterministicRanking",
+    "ExpectedExposure",
+    "Exposure",
+    "PlackettLuce",
+    "Ranking",
+    "as_ranking",
+    "load_kernels",
+]

@@ -1,5 +1,5 @@
-"""Compiled loops of the Plackett–Luce Monte Carlo (:mod:`groupbias.rank.plackett_luce`), used when
-numba is installed (the ``fast`` extra).
+"""Compiled loops of the Plackett–Luce Monte Carlo (:mod:`groupbias.rank.sampler`), used
+when numba is installed (the ``fast`` extra).
 
 Each kernel fuses passes that the numpy path makes one array operation at a time, with the
 same IEEE float32 arithmetic in the same order (no fused multiply-add, no fast-math), so
@@ -14,13 +14,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["SFC64Stream", "race_keys", "accumulate"]
+# the constants of the float32 logarithm of :func:`groupbias.rank.sampler.log32`, which the
+# loops below repeat operation for operation (tests/test_policies.py checks the same bits)
+from .sampler import LN2, LOG32_ATANH, LOG32_OFFSET
 
-#: the constants of the float32 logarithm of ``groupbias.rank.plackett_luce._log32`` (repeated here
-#: for the compiled loops; tests/test_policies.py checks that the two give the same bits)
-_LOG_OFFSET = 0x3F3504F3
-_ATANH = (2.0, 2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0)
-_LN2 = 0.6931471805599453
+__all__ = ["SFC64Stream", "race_keys", "accumulate"]
 
 
 class SFC64Stream:
@@ -54,7 +52,7 @@ def _sfc64(state: np.ndarray, out: np.ndarray) -> None:
 def race_keys(bits: np.ndarray, values: np.ndarray, low: np.int32) -> None:
     """Raw 32-bit words [n_samples, m, w] → in place, as int32, the race keys ``log u ·
     values`` (float32, ``values = -1 / p``) with the column in the bits ``low``: the steps
-    of ``groupbias.rank.plackett_luce._race_keys`` in one loop, float32 operation for operation."""
+    of ``groupbias.rank.sampler`` (the race keys) in one loop, float32 operation for operation."""
     n_samples, m, w = bits.shape
     keys = bits.view(np.int32)
     high = ~low
@@ -63,17 +61,17 @@ def race_keys(bits: np.ndarray, values: np.ndarray, low: np.int32) -> None:
             for j in range(w):
                 u = np.uint32((bits[s, r, j] >> np.uint32(9)) | np.uint32(0x3F800001))
                 ub = np.float32(u.view(np.float32) - np.float32(1.0)).view(np.int32)
-                k = (ub - np.int32(_LOG_OFFSET)) >> np.int32(23)
+                k = (ub - np.int32(LOG32_OFFSET)) >> np.int32(23)
                 f = np.int32(ub - (k << np.int32(23))).view(np.float32) - np.float32(1.0)
                 t = f / (np.float32(2.0) + f)
                 z = t * t
-                p = z * np.float32(_ATANH[3])
-                p = p + np.float32(_ATANH[2])
+                p = z * np.float32(LOG32_ATANH[3])
+                p = p + np.float32(LOG32_ATANH[2])
                 p = p * z
-                p = p + np.float32(_ATANH[1])
+                p = p + np.float32(LOG32_ATANH[1])
                 p = p * z
-                p = p + np.float32(_ATANH[0])
-                log_u = np.float32(k) * np.float32(_LN2) + p * t
+                p = p + np.float32(LOG32_ATANH[0])
+                log_u = np.float32(k) * np.float32(LN2) + p * t
                 x = log_u * values[r, j]
                 keys[s, r, j] = (np.float32(x).view(np.int32) & high) | j
 

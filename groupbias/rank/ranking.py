@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,7 +32,17 @@ from ..core.errors import ParameterError
 from ..core.segments import segment_sum
 from ..core.validation import check_k, check_qptr, choice, vector
 
-__all__ = ["Ranking", "Exposure", "TIES", "log_discount", "rank_weights"]
+__all__ = [
+    "Ranking",
+    "DeterministicRanking",
+    "Exposure",
+    "PaddedBlock",
+    "TIES",
+    "as_ranking",
+    "log_discount",
+    "padded_blocks",
+    "rank_weights",
+]
 
 TIES = ("average", "stable")
 #: widths of one padded block differ by at most this factor
@@ -67,7 +78,7 @@ def rank_weights(
 
 
 @dataclass(frozen=True)
-class _Block:
+class PaddedBlock:
     """Queries ``rows`` padded to ``width`` columns; ``index[r, j]`` is the flat item of
     column ``j`` of row ``r`` (a real item of the same row in the padding)."""
 
@@ -94,13 +105,13 @@ class _Block:
         out[~self.valid] = fill
         return out
 
-    def subset(self, mask: np.ndarray) -> _Block:
+    def subset(self, mask: np.ndarray) -> PaddedBlock:
         sizes = self.sizes[mask]
         width = int(sizes.max()) if sizes.size else 0
-        return _Block(self.rows[mask], self.starts[mask], sizes, width, False)
+        return PaddedBlock(self.rows[mask], self.starts[mask], sizes, width, False)
 
 
-def _blocks(qptr: np.ndarray) -> list[_Block]:
+def padded_blocks(qptr: np.ndarray) -> list[PaddedBlock]:
     """Non-empty queries grouped by list length (widths within :data:`_WIDTH_RATIO`)."""
     sizes = np.diff(qptr)
     order = np.argsort(sizes, kind="stable")
@@ -114,7 +125,7 @@ def _blocks(qptr: np.ndarray) -> list[_Block]:
         contiguous = bool(s[i] == width and rows[-1] - rows[0] == rows.size - 1)
         if contiguous:
             rows = np.arange(rows[0], rows[0] + rows.size)
-        out.append(_Block(rows, qptr[rows], sizes[rows], width, contiguous))
+        out.append(PaddedBlock(rows, qptr[rows], sizes[rows], width, contiguous))
         i = j
     return out
 
@@ -125,7 +136,7 @@ class _View:
     column of the item in each slot, and for tie blocks the slot where the block starts
     (``above``) and its size (``count``); None when no two items of a row are tied."""
 
-    block: _Block
+    block: PaddedBlock
     cols: np.ndarray
     above: np.ndarray | None
     count: np.ndarray | None
@@ -165,7 +176,7 @@ def _tie_blocks(sorted_keys: np.ndarray, sizes: np.ndarray):
     return above, end - above + 1
 
 
-def _sort_rows(block: _Block, scores: np.ndarray, stable: bool) -> _View:
+def _sort_rows(block: PaddedBlock, scores: np.ndarray, stable: bool) -> _View:
     """Full sort of every row of ``scores`` (padded with -inf), descending."""
     if stable:
         return _View(block, np.argsort(-scores, axis=1, kind="stable"), None, None)
@@ -184,7 +195,7 @@ def _stabilize(view: _View, scores: np.ndarray) -> _View:
     return _View(view.block, cols, None, None)
 
 
-def _partition_rows(block: _Block, scores: np.ndarray, k: int, stable: bool) -> list[_View]:
+def _partition_rows(block: PaddedBlock, scores: np.ndarray, k: int, stable: bool) -> list[_View]:
     """Top-k views of a block whose lists all have more than k items: partition at the k-th
     largest score, sort the k selected items; rows where that score is tied with an item
     outside the top k are fully sorted instead."""
@@ -211,20 +222,29 @@ def _partition_rows(block: _Block, scores: np.ndarray, k: int, stable: bool) -> 
 
 
 class Exposure:
-    """Rank weights of one ranking: per query, the items with a non-zero weight.
+    """Rank weights of one ranking, per item.
 
-    ``sums(values)`` is the per-query weighted sum ``sum_i w_i values_i`` (float64
-    [n_queries]); ``dense()`` the weight of every item (float64 [n_items], 0 beyond the
-    cutoff)."""
+    Given as ``parts`` (a deterministic ranking: per padded block, the flat index, weight
+    and validity of every slot down to the cutoff) or ``dense`` (the weight of every item,
+    float64 [n_items]: a policy's expected exposures). ``sums(values)`` is the per-query
+    weighted sum ``sum_i w_i values_i`` (float64 [n_queries]); ``dense()`` the weight of
+    every item (float64 [n_items], 0 beyond the cutoff)."""
 
-    def __init__(self, parts, qptr: np.ndarray) -> None:
-        self._parts = parts  # (block, index [m, w], weight [m, w], valid [m, w])
+    def __init__(
+        self, qptr: np.ndarray, *, parts: list | None = None, dense: np.ndarray | None = None
+    ) -> None:
+        if (parts is None) == (dense is None):
+            raise ParameterError("parts", "either parts or dense weights", "both or neither")
+        self._parts = parts or []  # (block, index [m, w], weight [m, w], valid [m, w])
         self.qptr = qptr
         self.n_items, self.n_queries = int(qptr[-1]), qptr.size - 1
-        self._dense: np.ndarray | None = None
+        self._dense = dense
 
     @property
     def n_slots(self) -> int:
+        """Weighted slots held (every item when the weights are dense)."""
+        if self._dense is not None and not self._parts:
+            return self.n_items
         return sum(p[1].size for p in self._parts)
 
     def sums(self, *values: np.ndarray, combine: Callable | None = None) -> np.ndarray:
@@ -272,50 +292,102 @@ def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
     return (prefix[view.above + view.count] - prefix[view.above]) / view.count
 
 
-class Ranking:
-    """``scores`` (float [n_items], finite) of the queries ``qptr`` ranked within every
-    query, descending. Pass it as ``scores`` to the metrics of :mod:`groupbias.evaluation.metrics`
-    and :mod:`groupbias.evaluation.fairness` to rank once for all of them::
+@runtime_checkable
+class Ranking(Protocol):
+    """What every exposure-based metric consumes: the rank weights of the items of every
+    query (``weights(k, ties, table, offset)`` → :class:`Exposure`). A
+    :class:`DeterministicRanking` (the order of a score vector) and a
+    :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (expected exposures)
+    implement it; metrics that weigh rank positions themselves (RaB, ARaB, pessimistic ties,
+    a top-N cut) need a :class:`DeterministicRanking` (:meth:`DeterministicRanking.of`)."""
 
-        r = Ranking(scores, qptr)
-        ndcg_per_query(r, labels, qptr=qptr, k=10)
-        rho_dtr_ranking_per_query(r, relevance, qptr=qptr, groups=groups)
+    qptr: np.ndarray
+
+    @property
+    def n_items(self) -> int: ...
+
+    @property
+    def n_queries(self) -> int: ...
+
+    def blocks(self) -> list[PaddedBlock]: ...
+
+    def weights(
+        self,
+        k: int | None = None,
+        ties: str = "average",
+        table: np.ndarray | None = None,
+        offset: int = 1,
+    ) -> Exposure: ...
+
+
+def as_ranking(scores, qptr, name: str = "scores") -> Ranking:
+    """``scores`` itself when it is a :class:`Ranking` of the queries ``qptr`` (a
+    deterministic ranking or a policy), else the :class:`DeterministicRanking` of the score
+    array ``scores``."""
+    if isinstance(scores, Ranking):
+        _check_same_queries(scores, qptr, name)
+        return scores
+    return DeterministicRanking(scores, qptr, name=name)
+
+
+def _check_same_queries(ranking: Ranking, qptr, name: str) -> None:
+    q = np.asarray(qptr)
+    if q.shape != ranking.qptr.shape or not np.array_equal(q, ranking.qptr):
+        raise ParameterError(name, "a ranking of the queries qptr", "other offsets")
+
+
+class DeterministicRanking:
+    """``scores`` (float [n_items], finite) of the queries ``qptr`` ranked within every
+    query, descending. Pass it as ``scores`` to the metrics of
+    :mod:`groupbias.evaluation.metrics` and :mod:`groupbias.evaluation.fairness` to rank
+    once for all of them::
+
+        r = DeterministicRanking(scores, qptr)
+        ndcg(r, labels, qptr=qptr, k=10, reduce=None)
+        rho_dtr_ranking(r, relevance, qptr=qptr, groups=groups, reduce=None)
     """
 
     def __init__(self, scores, qptr, *, name: str = "scores") -> None:
         self.scores = vector(name, scores, fix="drop or impute them before computing metrics")
         self.qptr = check_qptr(qptr, self.scores.size)
-        self._init()
+        self._init(None)
 
     @classmethod
-    def trusted(cls, scores: np.ndarray, qptr: np.ndarray) -> Ranking:
-        """A ranking of already validated float64 scores and int64 offsets."""
+    def trusted(
+        cls,
+        scores: np.ndarray,
+        qptr: np.ndarray,
+        blocks: list[PaddedBlock] | None = None,
+    ) -> DeterministicRanking:
+        """A ranking of already validated float64 scores and int64 offsets; ``blocks``: the
+        padded layout of ``qptr`` when another ranking of the same queries has it."""
         r = cls.__new__(cls)
         r.scores, r.qptr = scores, qptr
-        r._init()
+        r._init(blocks)
         return r
 
-    def rerank(self, scores: np.ndarray) -> Ranking:
-        """A ranking of other (validated) scores of the same queries, sharing the layout."""
-        r = Ranking.trusted(scores, self.qptr)
-        r._blocks = self._blocks
-        return r
-
-    def _init(self) -> None:
-        self._blocks: list[_Block] | None = None
+    def _init(self, blocks: list[PaddedBlock] | None) -> None:
+        self._blocks = blocks
         self._full: dict[bool, list[_View]] = {}
         self._top: dict[tuple[int, bool], list[_View]] = {}
         self._weights: dict[tuple, Exposure] = {}
 
     @classmethod
-    def of(cls, scores, qptr, name: str = "scores") -> Ranking:
-        """``scores`` itself when it is a :class:`Ranking` of the queries ``qptr``, else a
-        new ranking of the array ``scores``."""
-        if isinstance(scores, Ranking):
-            q = np.asarray(qptr)
-            if q.shape != scores.qptr.shape or not np.array_equal(q, scores.qptr):
-                raise ParameterError(name, "a Ranking of the queries qptr", "other offsets")
+    def of(cls, scores, qptr, name: str = "scores") -> DeterministicRanking:
+        """``scores`` itself when it is a :class:`DeterministicRanking` of the queries
+        ``qptr``, else the ranking of the score array ``scores``; another :class:`Ranking`
+        (a policy, which has no single rank per item) is refused."""
+        if isinstance(scores, cls):
+            _check_same_queries(scores, qptr, name)
             return scores
+        if isinstance(scores, Ranking):
+            raise ParameterError(
+                name,
+                "a deterministic ranking or scores (this metric weighs rank positions, "
+                "not exposure)",
+                f"a {type(scores).__name__} policy",
+                fix="evaluate it on the policy's logits, or use ndcg, rho_dtr or delta_eel",
+            )
         return cls(scores, qptr, name=name)
 
     @property
@@ -326,12 +398,13 @@ class Ranking:
     def n_queries(self) -> int:
         return self.qptr.size - 1
 
-    def blocks(self) -> list[_Block]:
+    def blocks(self) -> list[PaddedBlock]:
+        """The queries padded into blocks of similar length."""
         if self._blocks is None:
-            self._blocks = _blocks(self.qptr)
+            self._blocks = padded_blocks(self.qptr)
         return self._blocks
 
-    def _padded(self, block: _Block) -> np.ndarray:
+    def _padded(self, block: PaddedBlock) -> np.ndarray:
         return block.padded(self.scores, -np.inf)
 
     def full(self, stable: bool) -> list[_View]:
@@ -383,7 +456,7 @@ class Ranking:
             if not v.block.contiguous:
                 weight = np.where(v.valid, weight, 0.0)
             parts.append((v.block, v.block.index(v.cols), weight, v.valid))
-        ex = Exposure(parts, self.qptr)
+        ex = Exposure(self.qptr, parts=parts)
         if key is not None:
             self._weights[key] = ex
         return ex
@@ -399,7 +472,7 @@ class Ranking:
             vals = np.where(v.valid, fn(ranks, v.block.rows), 0.0)
             weight = np.where(v.valid, _slot_mean(v, vals), 0.0)
             parts.append((v.block, v.block.index(v.cols), weight, v.valid))
-        return Exposure(parts, self.qptr)
+        return Exposure(self.qptr, parts=parts)
 
     def best(self, k: int | None, gain: Callable | None = None) -> np.ndarray:
         """``sum_{r <= k} gain(v_(r)) / log2(1 + r)`` per query, ``v_(r)`` the r-th largest
