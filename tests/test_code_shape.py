@@ -1,11 +1,13 @@
-"""The shape of the code: the core never imports the loaders, no module reaches into another's
-private names, validation is written once, and no function in groupbias/ runs over 60 lines
-without a reason written beside it."""
+"""The shape of the code: one folder per stage (the layering itself is import-linter's
+contract in pyproject.toml, run by `make lint`), the flat API kept, one function per metric,
+no module reaching into another's private names, validation written once, and no function
+over 60 lines or module over 700 lines without a reason written beside it."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,23 +23,78 @@ def _modules(*packages):
             yield path, ast.parse(path.read_text(), filename=str(path))
 
 
-def test_core_never_imports_the_loaders_or_experiments():
-    bad = []
-    for path, tree in _modules("groupbias"):
+#: the flat API of ``import groupbias as gb`` (``evaluate_per_query`` became
+#: ``gb.evaluate(..., reduce=None)``; every other name is kept)
+PUBLIC_NAMES = {
+    "BetaEstimate", "BuiltinGrouping", "CalibratedKSEstimator", "ConfigError", "DataError",
+    "DataFormatError", "DatasetInfo", "DatasetSpec", "Estimator", "GroupBias", "GroupBiasError",
+    "GroupingError", "KSEstimator", "MissingFilesError", "ParameterError", "QueryView",
+    "RankingData", "ShrinkageEstimator", "Simulation", "attractiveness_from_clicks",
+    "bootstrap_interval", "correct_with_estimate", "draw_query_beta", "estimate_beta",
+    "evaluate", "fairness", "ips_correct", "ks_curves", "load_dataset", "metrics",
+    "register_dataset", "registry", "relevance_from_labels", "simulate_attractiveness",
+    "simulate_clicks", "simulate_group_bias", "theory",
+}  # fmt: skip
+#: the stages, in pipeline order (pyproject's import-linter contract checks the layering)
+STAGES = (
+    "core", "data", "simulate", "estimate", "rank", "evaluation", "ltr", "pipelines", "app",
+    "reporting",
+)  # fmt: skip
+
+
+def test_the_flat_api_keeps_its_names():
+    import groupbias as gb
+
+    assert set(gb.__all__) == PUBLIC_NAMES
+    assert all(hasattr(gb, name) for name in gb.__all__)
+
+
+def test_the_package_is_one_folder_per_stage():
+    tracked = subprocess.run(
+        ["git", "ls-files", "groupbias"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    top = {Path(p).parts[1] for p in tracked}
+    assert top == {"__init__.py", "py.typed", *STAGES}
+    assert len(top) <= 12
+
+
+def test_the_layers_contract_lists_the_stages_in_order():
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in contracts["contracts"] if c["type"] == "layers")["layers"]
+    assert layers == [f"groupbias.{s}" for s in reversed(STAGES)]
+
+
+#: a module over this many lines states why at its top: ``# long: <reason>`` in the first 40
+MAX_MODULE_LINES = 700
+
+
+def test_no_long_module_without_a_reason():
+    long = []
+    for path in sorted((REPO / "groupbias").rglob("*.py")):
+        lines = path.read_text().splitlines()
+        if len(lines) > MAX_MODULE_LINES and not REASON.search("\n".join(lines[:40])):
+            long.append(f"{path.relative_to(REPO)} ({len(lines)} lines)")
+    assert not long, "\n".join(long)
+
+
+def test_one_public_function_per_metric():
+    """No ``*_per_query`` twin and no one-line mean wrapper in the evaluation package: each
+    metric is one function whose ``reduce`` says what comes back."""
+    twins, wrappers = [], []
+    for path, tree in _modules("groupbias/evaluation"):
         for node in ast.walk(tree):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            bad += [
-                f"{path.relative_to(REPO)}:{node.lineno} {n}"
-                for n in names
-                if n.split(".")[0] in ("data_loaders", "experiments")
-            ]
-    assert not bad
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_per_query"):
+                twins.append(f"{path.name}:{node.lineno} {node.name}")
+            if (
+                isinstance(node, ast.FunctionDef)
+                and not node.name.startswith("_")
+                and len(node.body) <= 2
+                and "nanmean" in ast.unparse(node.body[-1])
+            ):
+                wrappers.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not twins and not wrappers
 
 
 def test_no_module_imports_private_names_of_another():

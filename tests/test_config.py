@@ -14,12 +14,12 @@ from hydra import compose, initialize_config_dir
 
 from experiments.common import Entry, load
 from groupbias.app.cli import CONFIG_DIR, run
-from groupbias.app.config import GROUPS, HYDRA_KEYS, build_setup
+from groupbias.app.config import CONFIG_GROUPS, HYDRA_KEYS, build_setup
 from groupbias.core.errors import ConfigError
 
 CONFIGS = Path(CONFIG_DIR)
 #: groups whose options are files; the launcher group sets Hydra's own keys only
-OPTION_GROUPS = [g for g in GROUPS if (CONFIGS / g).is_dir()]
+OPTION_GROUPS = [g for g in CONFIG_GROUPS if (CONFIGS / g).is_dir()]
 BOGUS = ("bogus!", -7, 12345.5, [1, "x"], {"x": 1})
 
 

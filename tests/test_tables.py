@@ -82,3 +82,33 @@ def test_latex_star_on_negative_values(tmp_path):
     assert t.loc["d"].tolist() == ["-0.300", "-0.100*"]  # closer to 0 is better for ARaB
     tex = save_table(t, tmp_path / "t")["tex"].read_text()
     assert r"-0.100$^{*}$" in tex and "-0.100*" not in tex
+
+
+def test_stars_follow_the_direction_a_metric_is_registered_with():
+    """A user metric registered as lower-is-better gets its star when it decreases, not
+    when it increases (the direction comes from the metric registry)."""
+    from groupbias.core.registry import METRICS
+    from groupbias.evaluation.catalog import direction_of, metric_info
+
+    @metric_info(direction="lower")
+    def misses(scores, spec, *, regime, k, group, **options):  # pragma: no cover - not run
+        raise AssertionError
+
+    METRICS.register("misses", misses, replace=True)
+    assert direction_of("misses@5") == "lower" and direction_of("unregistered") == "higher"
+    assert direction_of("delta_eel") == "lower" and direction_of("arab@10") == "zero"
+    assert direction_of("ndcg@10:affected") == "higher"
+    for worse, better in ((0.4, 0.2), (0.2, 0.4)):
+        recs = [
+            dict(dataset="d", beta=0.8, metric="misses@5", condition="biased", value=worse),
+            dict(
+                dataset="d",
+                beta=0.8,
+                metric="misses@5",
+                condition="corrected",
+                value=better,
+                p_value=1e-6,
+            ),
+        ]
+        cell = paper_table(recs, metrics=("misses@5",)).loc["d"].tolist()[1]
+        assert cell.endswith("*") == (better < worse)

@@ -180,7 +180,7 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
 # --------------------------------------------------------------------------- a whole run
 
 #: the config groups, in the order they are built
-GROUPS = (
+CONFIG_GROUPS = (
     "dataset",
     "grouping",
     "bias",
@@ -229,9 +229,9 @@ def _probe_scheduler(factory) -> None:
 
 def _check_top(cfg: Mapping) -> tuple[int, bool]:
     for k in cfg:
-        if k not in GROUPS and k not in TOP_KEYS:
+        if k not in CONFIG_GROUPS and k not in TOP_KEYS:
             raise ConfigError(
-                str(k), "unknown key; expected one of " + ", ".join(GROUPS + TOP_KEYS)
+                str(k), "unknown key; expected one of " + ", ".join(CONFIG_GROUPS + TOP_KEYS)
             )
     seed = cfg.get("seed", 0)
     if not is_integer(seed) or seed < 0:

@@ -25,6 +25,9 @@ AWRF's group exposure. Our affected-group vector ``groups`` becomes the 2-column
 ``[affected, non-affected]`` with :func:`groupbias.data.membership.membership_from_groups`.
 """
 
+# long: the related-work metrics are one namespace (gb.fairness); they share the membership
+# helpers (targets, column sums, rank weights), and most lines are the formulas in docstrings
+
 from __future__ import annotations
 
 import warnings

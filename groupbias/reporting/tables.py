@@ -9,7 +9,7 @@ The table has one row per dataset; for each β (descending, as in the paper) it 
 column (when present) and, per metric, the columns B and C; ``include_full=True`` adds the
 full-information columns first (Table 2). A corrected cell gets ``*`` when its paired test
 against the biased cell has p < ``alpha`` (the paper uses 0.001) *and* it is an improvement
-(higher, lower for :data:`LOWER_IS_BETTER`, closer to 0 for :data:`ZERO_IS_BEST`).
+(the direction each metric is registered with: higher, lower, or closer to 0).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
+from ..evaluation.catalog import direction_of
 
 METRIC_LABELS = {
     "ndcg@10": "NDCG@10 ↑",
@@ -36,17 +37,12 @@ METRIC_LABELS = {
     "arab": "ARaB →0",
     "ndcg_awrf": "nDCG×AWRF ↑",
 }
-#: metrics where smaller is better / where closer to 0 is better (signed bias measures);
-#: every other metric is "higher is better" (NDCG, ρ(DTR), AWRF, TExFAIR, NFaiRR, CWEx)
-LOWER_IS_BETTER = {"delta_eel", "awrf_distance", "ted", "delta_exposure"}
-ZERO_IS_BEST = {"arab", "rank_bias"}
-
-
 def _better(metric: str, value: float, reference: float) -> bool:
-    base = metric.split("@")[0].split(":")[0]
-    if metric in LOWER_IS_BETTER or base in LOWER_IS_BETTER:
+    """Whether ``value`` improves on ``reference`` in the metric's registered direction."""
+    direction = direction_of(metric)
+    if direction == "lower":
         return value < reference
-    if metric in ZERO_IS_BEST or base in ZERO_IS_BEST:
+    if direction == "zero":
         return abs(value) < abs(reference)
     return value > reference
 
