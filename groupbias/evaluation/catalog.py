@@ -54,7 +54,6 @@ from .metrics import (
 
 __all__ = [
     "DEFAULT_METRICS",
-    "GROUPS",
     "REGIMES",
     "MetricRequest",
     "metric_info",

@@ -41,7 +41,7 @@ from ..rank.ranking import TIES, DeterministicRanking, Ranking, as_ranking
 from .exposure import tie_average_exposure
 from .inputs import check_reduce, item_vector, membership_matrix, reduce_queries
 from .metrics import ndcg
-from .stats import per_query_values
+from .stats import paired_values
 
 __all__ = [
     "awrf",
@@ -798,19 +798,8 @@ def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
     used (at least 2, else :class:`ParameterError`). ``scipy.stats.pearsonr`` computes
     ``r`` and the two-sided p-value; when either side is constant ``r`` is undefined and
     ``(nan, nan, n)`` is returned."""
-    a = per_query_values("metric_a", metric_a)
-    b = per_query_values("metric_b", metric_b)
-    if a.size != b.size:
-        raise ParameterError(
-            "metric_b", f"length {a.size} (one value per query, as metric_a)", f"length {b.size}"
-        )
-    ok = ~(np.isnan(a) | np.isnan(b))
-    n = int(ok.sum())
-    if n < 2:
-        raise ParameterError(
-            "metric_a", "at least 2 queries where both metrics are defined", f"{n} such queries"
-        )
-    x, y = a[ok], b[ok]
+    x, y = paired_values("metric_a", metric_a, "metric_b", metric_b)
+    n = int(x.size)
     if np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan"), float("nan"), n
     from scipy import stats  # imported here: scipy.stats is large and only this needs it

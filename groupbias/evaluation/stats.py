@@ -13,7 +13,13 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.validation import choice, is_real, real
 
-__all__ = ["paired_test", "per_query_values", "significance_marker", "t_two_sided_p"]
+__all__ = [
+    "paired_values",
+    "paired_test",
+    "per_query_values",
+    "significance_marker",
+    "t_two_sided_p",
+]
 
 TESTS = ("ttest", "wilcoxon")
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -32,6 +38,29 @@ def per_query_values(name: str, values) -> np.ndarray:
     return a
 
 
+def paired_values(a_name: str, a, b_name: str, b) -> tuple[np.ndarray, np.ndarray]:
+    """The queries where both per-query vectors ``a`` and ``b`` are defined (not NaN), as
+    two float64 arrays; vectors of different lengths, or fewer than 2 such queries, raise a
+    :class:`ParameterError` naming the vector."""
+    a = per_query_values(a_name, a)
+    b = per_query_values(b_name, b)
+    if a.shape != b.shape:
+        raise ParameterError(
+            b_name,
+            f"the same length as {a_name} ({a.size}, one value per query)",
+            f"length {b.size}",
+        )
+    keep = ~(np.isnan(a) | np.isnan(b))
+    n = int(keep.sum())
+    if n < 2:
+        raise ParameterError(
+            a_name,
+            f"at least 2 queries where both {a_name} and {b_name} are defined",
+            f"{n} such queries",
+        )
+    return a[keep], b[keep]
+
+
 def paired_test(
     a_per_query, b_per_query, *, test: str = "ttest", alternative: str = "two-sided"
 ) -> tuple[float, float, int]:
@@ -47,19 +76,8 @@ def paired_test(
     """
     test = choice("test", test, TESTS)
     alternative = choice("alternative", alternative, ALTERNATIVES)
-    a = per_query_values("a_per_query", a_per_query)
-    b = per_query_values("b_per_query", b_per_query)
-    if a.shape != b.shape:
-        raise ParameterError(
-            "b_per_query", f"the same length as a_per_query ({a.size})", f"length {b.size}"
-        )
-    keep = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[keep], b[keep]
+    a, b = paired_values("a_per_query", a_per_query, "b_per_query", b_per_query)
     n = int(a.size)
-    if n < 2:
-        raise ParameterError(
-            "a_per_query", "at least 2 queries with values in both a and b", f"{n} usable pair(s)"
-        )
     d = a - b
     if np.all(d == 0):
         return 0.0, 1.0, n

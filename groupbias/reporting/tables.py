@@ -37,6 +37,8 @@ METRIC_LABELS = {
     "arab": "ARaB →0",
     "ndcg_awrf": "nDCG×AWRF ↑",
 }
+
+
 def _better(metric: str, value: float, reference: float) -> bool:
     """Whether ``value`` improves on ``reference`` in the metric's registered direction."""
     direction = direction_of(metric)
