@@ -31,10 +31,10 @@ import numpy as np
 from ..core.errors import AssumptionWarning
 from ..core.segments import query_index
 from ..core.validation import real
+from ..data.membership import affected_group
 from ..data.ranking_data import RankingData
 from ..simulate.bias import GroupBias
 from ..simulate.merit import utility_ratio
-from .estimators import affected_items
 from .ks import BetaEstimate, ks_curves
 
 __all__ = ["Diagnostics", "AssumptionCheck", "estimate_summary", "DIAGNOSTIC_METRICS"]
@@ -205,7 +205,7 @@ class Diagnostics:
         null check their point estimate, without a configured bootstrap interval.
         """
         g = np.asarray(data.groups, dtype=np.float64)
-        affected = affected_items(g)
+        affected = affected_group(g)
         q = data.qptr
         n_q = q.size - 1
         relevance, beta_query, null = _null_estimate(

@@ -75,6 +75,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import query_index
 from ..core.validation import check_qptr, choice, generator, integer, is_integer, is_real, real
+from ..data.membership import affected_group
 from .distances import DISTANCES, wasserstein_curves
 
 __all__ = [
@@ -792,32 +793,6 @@ class _Inputs:
     tie: str = "largest"
 
 
-def _affected(groups, n: int, group_threshold) -> np.ndarray:
-    """Bool [n]: items of the affected group (fractions split at ``group_threshold``)."""
-    gr = np.asarray(groups)
-    if gr.shape != (n,) or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
-        raise ParameterError(
-            "groups", f"a numeric array of length {n}", f"shape {gr.shape}, dtype {gr.dtype}"
-        )
-    gr = gr.astype(np.float64, copy=False)
-    binary = bool(np.all((gr == 0) | (gr == 1)))
-    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
-        raise ParameterError(
-            "groups", "memberships in [0, 1] (1 = affected)", "values outside [0, 1] or NaN"
-        )
-    if group_threshold is None:
-        if not binary:
-            raise ParameterError(
-                "groups",
-                "binary memberships (0 or 1)",
-                "fractional memberships",
-                fix="pass group_threshold=0.5 to split them",
-            )
-        return gr == 1
-    t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
-    return gr >= t
-
-
 # long: one check per parameter of estimate_beta, all before any random draw
 def _validated(
     attractiveness,
@@ -845,7 +820,7 @@ def _validated(
     q = check_qptr(qptr, a.size)
     if q.size < 2:
         raise ParameterError("qptr", "at least one query", "no queries")
-    affected = _affected(groups, a.size, group_threshold)
+    affected = affected_group(groups, group_threshold, n=a.size)
     choice("zero_policy", zero_policy, ZERO_POLICIES)
     g = _check_grid(grid)
     real(

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.validation import generator, real
+from ..data.membership import affected_group
 from ..data.ranking_data import RankingData
 from .group_bias import relevance_from_labels
 
@@ -49,7 +50,7 @@ def at_utility_ratio(
     if data.groups is None:
         raise ParameterError("data.groups", "a grouped dataset", None, "apply a grouping first")
     rel = relevance_from_labels(data.labels, label_max=label_max or data.label_max)
-    aff = data.groups >= 0.5
+    aff = affected_group(data.groups)
     if not aff.any() or aff.all():
         raise ParameterError("data.groups", "both groups present", "one group only")
     now = utility_ratio(rel, aff)
