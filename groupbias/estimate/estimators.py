@@ -33,7 +33,14 @@ from ..core.segments import query_index
 from ..core.validation import choice, generator, integer, real, sequence
 from ..data.membership import AFFECTED_SPLIT, affected_group
 from .distances import DISTANCES
-from .ks import TIES, ZERO_POLICIES, BetaEstimate, default_grid, estimate_beta
+from .ks import (
+    JITTER_SCALES,
+    MINIMIZER_TIES,
+    ZERO_POLICIES,
+    BetaEstimate,
+    default_grid,
+    estimate_beta,
+)
 from .resampling import replicate_batches, resample_items, resample_queries
 
 __all__ = [
@@ -46,7 +53,6 @@ __all__ = [
     "AUTO_SIZES",
 ]
 
-JITTER_SCALES = ("grade", "gap")
 #: candidate cluster sizes of ``cluster_size="auto"`` (None: one global cluster)
 AUTO_SIZES = (1, 2, 5, 10, 20, 50, 100, None)
 
@@ -222,7 +228,7 @@ class KSEstimator:
     tie: str = "largest"
 
     def __post_init__(self) -> None:
-        choice("tie", self.tie, TIES)
+        choice("tie", self.tie, MINIMIZER_TIES)
         if self.cluster_size is not None and self.cluster_size != "auto":
             integer(
                 "cluster_size",

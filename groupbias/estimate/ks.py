@@ -89,12 +89,16 @@ __all__ = [
     "tie_break_jitter",
     "random_clusters",
     "ZERO_POLICIES",
+    "MINIMIZER_TIES",
+    "JITTER_SCALES",
     "grid_curves",
 ]
 
 ZERO_POLICIES = ("exclude", "include")
-#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`)
-TIES = ("largest", "smallest", "middle")
+#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`, ``tie``)
+MINIMIZER_TIES = ("largest", "smallest", "middle")
+#: what the tie-breaking jitter is a fraction of: the grade spacing the caller passes
+#: (``grade_spacing``) or the smallest gap between the scores (``KSEstimator.jitter_scale``)
 JITTER_SCALES = ("grade", "gap")
 _REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
@@ -761,7 +765,7 @@ def grid_argmin(curves: np.ndarray, grid: np.ndarray, tie: str = "largest") -> n
     for rows that are entirely NaN). Among the grid values attaining the minimum,
     ``tie="largest"`` takes the largest, ``"smallest"`` the smallest and ``"middle"`` the
     one halfway between them (index ``(first + last) // 2``: the middle of a flat region)."""
-    choice("tie", tie, TIES)
+    choice("tie", tie, MINIMIZER_TIES)
     curves = np.asarray(curves, dtype=np.float64)
     grid = np.asarray(grid, dtype=np.float64)
     out = np.full(curves.shape[0], np.nan)
@@ -815,7 +819,7 @@ def _validated(
     """Every parameter of :func:`estimate_beta` checked, before any random draw."""
     a = _scores("attractiveness", attractiveness)
     choice("distance", distance, DISTANCES)
-    choice("tie", tie, TIES)
+    choice("tie", tie, MINIMIZER_TIES)
     ref = None if reference is None else _scores("reference", reference)
     q = check_qptr(qptr, a.size)
     if q.size < 2:
