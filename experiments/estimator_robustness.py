@@ -29,7 +29,7 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer, real, sequence
-from groupbias.pipelines.tabular import correct_and_evaluate, grade_spacing, record_base
+from groupbias.pipelines.tabular import correct_and_evaluate, record_base
 from groupbias.simulate.merit import at_utility_ratio
 
 from .common import available, check_common, entries, parse_entries, rng_for
@@ -134,7 +134,7 @@ class EstimatorRobustness:
                 data.groups,
                 qptr=data.qptr,
                 rng=rng_for(*tag, name),
-                grade_spacing=grade_spacing(data),
+                grade_spacing=data.grade_spacing,
                 relevance=sim.relevance,
             )
             err = np.abs(e.beta_hat_per_query - sim.beta_query)

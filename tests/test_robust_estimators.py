@@ -16,7 +16,7 @@ from groupbias.estimate.distances import wasserstein_curves
 from groupbias.estimate.estimators import AUTO_SIZES
 from groupbias.estimate.ks import BetaEstimate, default_grid
 from groupbias.estimate.resampling import resample_items, resample_queries
-from groupbias.pipelines.tabular import grade_spacing, run_tabular
+from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table
 
 
@@ -32,7 +32,7 @@ def _estimate(est, data, sim, seed=2):
         data.groups,
         qptr=data.qptr,
         rng=np.random.default_rng(seed),
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         relevance=sim.relevance,
     )
 
@@ -89,7 +89,7 @@ def test_calibrated_reads_only_the_labeled_queries_relevance():
         data.groups,
         qptr=data.qptr,
         rng=np.random.default_rng(2),
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         relevance=scrambled,
     )
     np.testing.assert_array_equal(a.beta_hat, b.beta_hat)

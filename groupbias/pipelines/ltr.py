@@ -36,7 +36,7 @@ from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
 from .records import correlation_records, records_for
-from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, grade_spacing, record_base
+from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, record_base
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -121,7 +121,7 @@ def training_labels(
         train.groups,
         qptr=train.qptr,
         rng=rng,
-        grade_spacing=grade_spacing(train),
+        grade_spacing=train.grade_spacing,
         relevance=sim.relevance,
     )
     checks = []

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import all_integral
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics, estimate_summary
@@ -46,17 +45,6 @@ class TabularResult:
     records: list[dict] = field(default_factory=list)
     attractiveness: np.ndarray | None = None
     corrected: np.ndarray | None = None
-
-
-def grade_spacing(data: RankingData) -> float | None:
-    """Spacing of the relevance grades on the P(R) scale: ``1/L`` for integer labels 0..L
-    (1 for binary labels), None for continuous labels. Estimators with
-    ``jitter_scale="grade"`` put their tie-breaking noise on this spacing."""
-    lab = data.labels
-    if lab.size == 0 or not all_integral(lab):
-        return None
-    top = float(data.label_max or lab.max())
-    return 1.0 / top if top >= 1 else None
 
 
 def record_base(
@@ -120,7 +108,7 @@ def diagnose(
         estimator=estimator,
         rng=rng,
         estimate=est,
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         label_max=label_max,
         where=where,
     )
@@ -148,7 +136,7 @@ def correct_and_evaluate(
         qptr=data.qptr,
         clusters=clusters,
         rng=rng,
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         relevance=sim.relevance,
     )
     corrected = ips_correct(
