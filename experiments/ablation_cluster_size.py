@@ -17,7 +17,8 @@ from pathlib import Path
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.validation import integer, sequence
-from groupbias.pipelines.tabular import correct_and_evaluate, record_base
+from groupbias.pipelines.records import record_base
+from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.bias import GroupBias
 
 from .common import Entry, check_common, entries, load, rng_for

@@ -29,7 +29,8 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer, real, sequence
-from groupbias.pipelines.tabular import correct_and_evaluate, record_base
+from groupbias.pipelines.records import record_base
+from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
 from .common import available, check_common, entries, parse_entries, rng_for

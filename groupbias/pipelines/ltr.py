@@ -35,8 +35,8 @@ from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
-from .records import correlation_records, records_for
-from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, record_base
+from .records import correlation_records, estimate_record, record_base, records_for
+from .steps import DEFAULT_DIAGNOSTICS, diagnose
 
 CONDITIONS = ("full", "biased", "corrected")
 

@@ -3,6 +3,8 @@
 Every pipeline turns its per-query metric vectors (``per_query[condition][metric]``, float64
 [n_queries]) into records here: the mean over the queries where the metric is defined, the
 number of those queries, and the p-value of a paired test against a reference condition.
+The fields every record of a run shares (:func:`record_base`) and the β̂ record
+(:func:`estimate_record`) are written here too.
 """
 
 from __future__ import annotations
@@ -11,9 +13,53 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import nanmean
+from ..estimate.diagnostics import estimate_summary
+from ..estimate.estimators import Estimator
+from ..estimate.ks import BetaEstimate
 from ..evaluation.stats import paired_test
+from ..simulate.bias import GroupBias
 
-__all__ = ["records_for", "correlation_records"]
+__all__ = ["record_base", "estimate_record", "records_for", "correlation_records"]
+
+
+def record_base(
+    dataset: str,
+    regime: str,
+    beta: float,
+    bias: GroupBias,
+    estimator: Estimator,
+    beta_std: float | None = None,
+) -> dict:
+    """The fields every result record of one run shares."""
+    cs = getattr(estimator, "cluster_size", None)
+    return {
+        "dataset": dataset,
+        "regime": regime,
+        "beta": float(beta),
+        "beta_std": float(bias.beta_std if beta_std is None else beta_std),
+        "variant": bias.variant,
+        "cluster_size": None if cs is None else cs if cs == "auto" else int(cs),
+    }
+
+
+def estimate_record(est: BetaEstimate, base: dict) -> dict:
+    """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
+    says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
+    width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
+    bh = est.beta_hat[np.isfinite(est.beta_hat)]
+    rec = {
+        **base,
+        "metric": "beta_hat",
+        "condition": "estimate",
+        "value": float(np.mean(bh)) if bh.size else float("nan"),
+        "std": float(np.std(bh)) if bh.size else float("nan"),
+        "n_clusters": int(est.beta_hat.size),
+        **estimate_summary(est),
+    }
+    if "cluster_size" in est.info:  # what cluster_size="auto" chose
+        cs = est.info["cluster_size"]
+        rec["cluster_size_chosen"] = None if cs is None else int(cs)
+    return rec
 
 
 def records_for(

@@ -21,16 +21,14 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
-from ..estimate.diagnostics import Diagnostics, estimate_summary
+from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
-from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import Simulation
-from .records import correlation_records, records_for
-
-DEFAULT_DIAGNOSTICS = Diagnostics()
+from .records import correlation_records, estimate_record, record_base, records_for
+from .steps import DEFAULT_DIAGNOSTICS, diagnose
 
 
 @dataclass
@@ -45,74 +43,6 @@ class TabularResult:
     records: list[dict] = field(default_factory=list)
     attractiveness: np.ndarray | None = None
     corrected: np.ndarray | None = None
-
-
-def record_base(
-    dataset: str,
-    regime: str,
-    beta: float,
-    bias: GroupBias,
-    estimator: Estimator,
-    beta_std: float | None = None,
-) -> dict:
-    """The fields every result record of one run shares."""
-    cs = getattr(estimator, "cluster_size", None)
-    return {
-        "dataset": dataset,
-        "regime": regime,
-        "beta": float(beta),
-        "beta_std": float(bias.beta_std if beta_std is None else beta_std),
-        "variant": bias.variant,
-        "cluster_size": None if cs is None else cs if cs == "auto" else int(cs),
-    }
-
-
-def estimate_record(est: BetaEstimate, base: dict) -> dict:
-    """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
-    says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
-    width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
-    bh = est.beta_hat[np.isfinite(est.beta_hat)]
-    rec = {
-        **base,
-        "metric": "beta_hat",
-        "condition": "estimate",
-        "value": float(np.mean(bh)) if bh.size else float("nan"),
-        "std": float(np.std(bh)) if bh.size else float("nan"),
-        "n_clusters": int(est.beta_hat.size),
-        **estimate_summary(est),
-    }
-    if "cluster_size" in est.info:  # what cluster_size="auto" chose
-        cs = est.info["cluster_size"]
-        rec["cluster_size_chosen"] = None if cs is None else int(cs)
-    return rec
-
-
-def diagnose(
-    data: RankingData,
-    est: BetaEstimate,
-    *,
-    bias: GroupBias,
-    estimator: Estimator,
-    diagnostics: Diagnostics,
-    rng: np.random.Generator,
-    base: dict,
-    label_max: float | None = None,
-) -> list[dict]:
-    """The assumption check of ``estimator`` on this data under ``bias`` (null check at
-    β = 1, utility ratio, relevance KS) as records; warns when it fails. ``label_max``: the
-    label scale (default the data's)."""
-    where = f"{base.get('dataset', data.name)} (β = {base.get('beta')})"
-    check = diagnostics.check(
-        data,
-        bias=bias,
-        estimator=estimator,
-        rng=rng,
-        estimate=est,
-        grade_spacing=data.grade_spacing,
-        label_max=label_max,
-        where=where,
-    )
-    return check.records(base)
 
 
 def correct_and_evaluate(
