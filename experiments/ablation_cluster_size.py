@@ -18,6 +18,7 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.validation import integer, sequence
 from groupbias.pipelines.records import record_base
+from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.bias import GroupBias
 
@@ -69,13 +70,10 @@ def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[d
                         **record_base(entry.title, "tabular", beta, bias, est),
                         "repetition": rep,
                     }
-                    *_, recs = correct_and_evaluate(
-                        data,
-                        sim,
-                        estimator=est,
-                        base=base,
-                        rng=rng_for(setup.seed, tag, "est", beta, rep, k),
+                    beta_hat = estimate(
+                        data, sim, estimator=est, rng=rng_for(setup.seed, tag, "est", beta, rep, k)
                     )
+                    *_, recs = correct_and_evaluate(data, sim, beta_hat, base=base)
                     out += recs
                 return {"records": out}
 

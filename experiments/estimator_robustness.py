@@ -30,6 +30,7 @@ from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer, real, sequence
 from groupbias.pipelines.records import record_base
+from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
@@ -110,9 +111,8 @@ class EstimatorRobustness:
                 "ratio": float(ratio),
                 "repetition": rep,
             }
-            e, _, _, recs = correct_and_evaluate(
-                d, sim, estimator=est, rng=rng_for(*tag, name), base=base, metrics=METRICS
-            )
+            e = estimate(d, sim, estimator=est, rng=rng_for(*tag, name))
+            *_, recs = correct_and_evaluate(d, sim, e, base=base, metrics=METRICS)
             out += [r for r in recs if r["metric"] in METRICS]
             err = float(np.nanmean(np.abs(e.beta_hat_per_query - beta)))
             out.append({**base, "metric": "abs_error", "condition": "estimate", "value": err})
@@ -130,14 +130,7 @@ class EstimatorRobustness:
         sim = bias.simulate(data, beta=beta, rng=rng_for(*tag, "sim"))
         out = []
         for name, est in self.fig9_built.items():
-            e = est.estimate(
-                sim.attractiveness,
-                data.groups,
-                qptr=data.qptr,
-                rng=rng_for(*tag, name),
-                grade_spacing=data.grade_spacing,
-                relevance=sim.relevance,
-            )
+            e = estimate(data, sim, estimator=est, rng=rng_for(*tag, name))
             err = np.abs(e.beta_hat_per_query - sim.beta_query)
             label = "two modes" if kind == "two_mode" else f"σ_β = {value:g}"
             out.append(

@@ -9,7 +9,8 @@ group, or no group-representative term). Two sources:
   ``[affected, non-affected]``.
 
 :func:`affected_group` is the crisp split of that vector that the β estimators compare: the
-affected sample ``A_A`` and the non-affected sample ``A_N`` of Eq. (14).
+affected sample ``A_A`` and the non-affected sample ``A_N`` of Eq. (14); :func:`utility_ratio`
+compares the two groups' mean relevance (their merit).
 * :func:`term_membership`: term-based association from item text and per-group term lists
   (Rekabsaz & Schedl 2020; Abolghasemi et al. 2024): ``M^G(d) = sum_{t in V_G} tf(t, d)``
   counted on word tokens (:func:`tokenize`). Term lists are plain-text files, one term per
@@ -35,6 +36,7 @@ __all__ = [
     "membership_from_groups",
     "affected_group",
     "AFFECTED_SPLIT",
+    "utility_ratio",
     "load_term_list",
     "load_term_lists",
     "TermMembership",
@@ -109,6 +111,17 @@ def affected_group(groups, group_threshold: float | None = AFFECTED_SPLIT, *, n=
         return gr == 1
     t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
     return gr >= t
+
+
+def utility_ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
+    """Mean relevance of the affected items / of the non-affected items (NaN with one
+    group only)."""
+    if not affected.any() or affected.all():
+        return float("nan")
+    n_a = np.count_nonzero(affected)
+    s_a = float(np.sum(relevance, where=affected))  # masked sums: no copies of the groups
+    mu_n = float(np.sum(relevance, where=~affected)) / (affected.size - n_a)
+    return s_a / n_a / mu_n if mu_n > 0 else float("inf")
 
 
 def _check_term(term: str) -> str | None:

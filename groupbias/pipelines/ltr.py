@@ -36,7 +36,7 @@ from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, diagnose
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, estimate, simulate_null
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -116,26 +116,12 @@ def training_labels(
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-    est = estimator.estimate(
-        sim.attractiveness,
-        train.groups,
-        qptr=train.qptr,
-        rng=rng,
-        grade_spacing=train.grade_spacing,
-        relevance=sim.relevance,
+    null = simulate_null(train, bias=bias, rng=rng, diagnostics=diagnostics, label_max=scale)
+    est = estimate(train, sim, estimator=estimator, rng=rng)
+    checks = check_assumption(
+        train, est, null, estimator=estimator, diagnostics=diagnostics, base=base or {}
     )
-    checks = []
-    if diagnostics is not None:
-        checks = diagnose(
-            train,
-            est,
-            bias=bias,
-            estimator=estimator,
-            diagnostics=diagnostics,
-            rng=rng,
-            base=base or {},
-            label_max=scale,
-        )
+    del null  # its scores are not needed any more
     finite = est.beta_hat[np.isfinite(est.beta_hat)]
     beta_hat_global = float(finite.mean()) if finite.size else 1.0
 

@@ -23,12 +23,13 @@ from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
+from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import Simulation
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, diagnose
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, estimate, simulate_null
 
 
 @dataclass
@@ -48,27 +49,17 @@ class TabularResult:
 def correct_and_evaluate(
     data: RankingData,
     sim: Simulation,
+    est: BetaEstimate,
     *,
-    estimator: Estimator,
-    rng: np.random.Generator,
     base: dict,
     metrics: Sequence = DEFAULT_METRICS,
     correlations=(),
-    clusters: np.ndarray | None = None,
     protocol: EvaluationProtocol = DETERMINISTIC,
 ):
-    """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
-    corrected utilities under the evaluation ``protocol`` (default: deterministic). Returns
-    ``(estimate, corrected, per_query, records)``."""
-    est = estimator.estimate(
-        sim.attractiveness,
-        data.groups,
-        qptr=data.qptr,
-        clusters=clusters,
-        rng=rng,
-        grade_spacing=data.grade_spacing,
-        relevance=sim.relevance,
-    )
+    """IPS-correct the simulated attractiveness ``sim`` with the estimate ``est``
+    (:func:`groupbias.pipelines.steps.estimate`), and evaluate biased and corrected utilities
+    under the evaluation ``protocol`` (default: deterministic). Returns ``(corrected,
+    per_query, records)``, the β̂ record last."""
     corrected = ips_correct(
         sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
     )
@@ -89,7 +80,7 @@ def correct_and_evaluate(
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     records.append(estimate_record(est, base))
-    return est, corrected, per_query, records
+    return corrected, per_query, records
 
 
 def run_tabular(
@@ -115,40 +106,34 @@ def run_tabular(
     clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
-    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic)."""
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic).
+    The stages in order: simulate (the run's and the check's null simulation), estimate (β̂
+    and the check), correct and evaluate; the check's records come last."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
+    null = simulate_null(data, bias=bias, rng=rng, diagnostics=diagnostics)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
-    est, corrected, per_query, records = correct_and_evaluate(
+    est = estimate(data, sim, estimator=estimator, rng=rng, clusters=clusters)
+    checks = check_assumption(
+        data, est, null, estimator=estimator, diagnostics=diagnostics, base=base
+    )
+    del null  # its scores are not needed any more
+    corrected, per_query, records = correct_and_evaluate(
         data,
         sim,
-        estimator=estimator,
-        rng=rng,
+        est,
         base=base,
         metrics=metrics,
         correlations=correlations,
-        clusters=clusters,
         protocol=protocol,
     )
     kept = (sim.attractiveness, corrected) if keep_scores else (None, None)
-    beta_query = sim.beta_query
-    del sim, corrected  # the assumption check simulates its own scores: free these first
-    if diagnostics is not None:
-        records += diagnose(
-            data,
-            est,
-            bias=bias,
-            estimator=estimator,
-            diagnostics=diagnostics,
-            rng=rng,
-            base=base,
-        )
     return TabularResult(
         beta=float(beta),
         beta_hat=est.beta_hat,
         beta_hat_per_query=est.beta_hat_per_query,
-        beta_query=beta_query,
+        beta_query=sim.beta_query,
         per_query=per_query,
-        records=records,
+        records=records + checks,
         attractiveness=kept[0],
         corrected=kept[1],
     )
