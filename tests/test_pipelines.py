@@ -13,7 +13,8 @@ from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
 from groupbias.evaluation.catalog import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, write_trec_run
-from groupbias.pipelines.tabular import run_tabular
+from groupbias.pipelines.steps import estimate
+from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.bias import GroupBias
 
 BIAS = GroupBias(beta_std=0.1)
@@ -97,6 +98,16 @@ def test_tabular_requires_groups(synthetic):
     d = synthetic["train"]
     with pytest.raises(ParameterError, match="groups"):
         tab(d.with_groups(None), 0.8, 0)
+
+
+def test_correction_refuses_ungrouped_data_first(synthetic):
+    d = synthetic["train"].subset(np.arange(20))
+    rng = np.random.default_rng(0)
+    sim = BIAS.simulate(d, beta=0.8, rng=rng)
+    est = estimate(d, sim, estimator=GLOBAL, rng=rng)
+    with pytest.raises(ParameterError) as exc:
+        correct_and_evaluate(d.with_groups(None), sim, est, base={})
+    assert exc.value.name == "data.groups" and "a grouped dataset" in str(exc.value)
 
 
 @pytest.mark.realdata

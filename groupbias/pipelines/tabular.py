@@ -60,11 +60,11 @@ def correct_and_evaluate(
     (:func:`groupbias.pipelines.steps.estimate`), and evaluate biased and corrected utilities
     under the evaluation ``protocol`` (default: deterministic). Returns ``(corrected,
     per_query, records)``, the β̂ record last."""
+    if data.groups is None:
+        raise ParameterError("data.groups", "a grouped dataset", None, "apply a grouping first")
     corrected = ips_correct(
         sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
     )
-    if data.groups is None:
-        raise ParameterError("data.groups", "a grouped dataset", None)
     spec = EvalSpec(
         labels=data.labels,
         relevance=sim.relevance,
