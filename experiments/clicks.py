@@ -312,7 +312,8 @@ class Clicks(ClickLogKeys):
                     **base,
                     "metric": "beta_hat",
                     "condition": cond,
-                    "value": float(np.mean([s["beta_hat"][cond] for s in steps])),
+                    # a stored NaN (no estimate) reads back as None
+                    "value": float(np.mean(np.array([s["beta_hat"][cond] for s in steps], float))),
                 }
             )
         return recs

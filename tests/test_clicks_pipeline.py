@@ -81,6 +81,21 @@ def test_valid_labels_use_the_train_estimates(fitted):
     assert np.allclose(vl["both"][~g], out.labels["position"][~g])
 
 
+def test_no_estimate_leaves_the_labels_uncorrected(fitted):
+    """Without affected items in the train split every cluster fails: β̂ is NaN (no
+    estimate) and the valid split's affected items keep their position-debiased labels."""
+    data, _, _, log, settings, _ = fitted
+    none = data.with_groups(np.zeros(data.n_items))
+    out = labels_from_clicks(
+        log, none, estimator=KSEstimator(), rng=np.random.default_rng(0), settings=settings
+    )
+    assert np.isnan(out.beta_hat["group"]) and np.isnan(out.beta_hat["both"])
+    np.testing.assert_array_equal(out.labels["both"], out.labels["position"])
+    vl = valid_labels(log, data, out, settings)  # the valid split has affected items
+    np.testing.assert_array_equal(vl["both"], vl["position"])
+    np.testing.assert_array_equal(vl["group"], vl["none"])
+
+
 def test_comparison_records_pair_both_with_every_condition():
     a = np.array([0.5, 0.6, 0.7, 0.8])
     per_query = {

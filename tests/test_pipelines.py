@@ -12,7 +12,7 @@ from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
 from groupbias.evaluation.catalog import eel_thresholds
-from groupbias.pipelines.ltr import run_ltr, write_trec_run
+from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
 from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.bias import GroupBias
@@ -167,6 +167,40 @@ def tiny_recipe():
         ),
         batching=BatchSpec(batch_size=16, slate_length=64),
     )
+
+
+def test_no_estimate_leaves_the_labels_uncorrected(synthetic, tmp_path):
+    """The affected group is absent from the train split: every cluster fails, the β̂ record
+    says NaN and no label is corrected, also on the valid split, whose affected items a
+    correction would change."""
+    import dataclasses
+
+    train = synthetic["train"].subset(np.arange(40))
+    splits = {
+        "train": train.with_groups(np.zeros(train.n_items)),
+        "valid": synthetic["valid"].subset(np.arange(20)),
+        "test": synthetic["test"].subset(np.arange(20)),
+    }
+    assert splits["valid"].groups.sum() > 0
+    kw = dict(beta=0.6, bias=BIAS, estimator=GLOBAL)
+    labels, vlabels, est, _ = training_labels(splits, rng=np.random.default_rng(0), **kw)
+    assert np.isnan(est.beta_hat).all() and np.isnan(est.beta_hat_mean)
+    for lab in (labels, vlabels):
+        np.testing.assert_array_equal(lab["corrected"], lab["biased"])
+    affected = splits["valid"].groups == 1
+    assert np.any(vlabels["biased"][affected] > 0)
+    recipe = tiny_recipe()
+    recipe = dataclasses.replace(recipe, trainer=dataclasses.replace(recipe.trainer, max_epochs=1))
+    res = run_ltr(
+        splits,
+        conditions=("corrected",),
+        recipe=recipe,
+        rng=np.random.default_rng(0),
+        out_dir=tmp_path,
+        diagnostics=None,
+        **kw,
+    )
+    assert np.isnan(_by(res.records, "beta_hat", "estimate")["value"])
 
 
 @pytest.mark.slow

@@ -741,7 +741,11 @@ class BetaEstimate:
 
     @property
     def beta_hat_mean(self) -> float:
-        """Mean of the finite cluster estimates (NaN when every cluster failed)."""
+        """Mean of the finite cluster estimates: the one β̂ of data the clusters do not cover
+        (a validation split). NaN when every cluster failed, which means *no estimate*: the
+        correction (:func:`groupbias.estimate.correction.ips_correct`) leaves queries whose
+        β̂ is NaN uncorrected, exactly as dividing by 1 would (``a / 1.0``); no caller
+        substitutes a value of its own."""
         ok = np.isfinite(self.beta_hat)
         return float(self.beta_hat[ok].mean()) if ok.any() else float("nan")
 

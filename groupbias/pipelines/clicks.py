@@ -152,7 +152,9 @@ def simulate_split_log(
 @dataclass
 class ClickLabels:
     """Attractiveness estimates per condition (float64 [n_items] each, P(A) scale), the
-    position estimate, and β̂ per query for ``group`` and ``both`` (NaN: not estimated)."""
+    position estimate, and for ``group`` and ``both`` β̂ per query and its mean over the
+    clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`; NaN: not
+    estimated)."""
 
     labels: dict[str, np.ndarray]
     position: PositionEstimate
@@ -181,8 +183,7 @@ def _group_correct(att, data, observed, estimator, rng, relevance):
     corrected = ips_correct(
         att, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
     )
-    finite = est.beta_hat[np.isfinite(est.beta_hat)]
-    return corrected, est.beta_hat_per_query, float(finite.mean()) if finite.size else 1.0
+    return corrected, est.beta_hat_per_query, est.beta_hat_mean
 
 
 def labels_from_clicks(

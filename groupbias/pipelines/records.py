@@ -43,7 +43,8 @@ def record_base(
 
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
-    """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
+    """The β̂ record: mean (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`, NaN:
+    no estimate) and spread of the finite cluster estimates, and what the estimate
     says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
     width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
@@ -51,7 +52,7 @@ def estimate_record(est: BetaEstimate, base: dict) -> dict:
         **base,
         "metric": "beta_hat",
         "condition": "estimate",
-        "value": float(np.mean(bh)) if bh.size else float("nan"),
+        "value": est.beta_hat_mean,
         "std": float(np.std(bh)) if bh.size else float("nan"),
         "n_clusters": int(est.beta_hat.size),
         **estimate_summary(est),
