@@ -33,7 +33,6 @@ from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.clicks import (
     CORRECTIONS,
     ClickSettings,
-    comparison_records,
     evaluate_ranker,
     labels_from_clicks,
     logging_scores,
@@ -41,6 +40,7 @@ from groupbias.pipelines.clicks import (
     valid_labels,
 )
 from groupbias.pipelines.ltr import evaluation_spec, label_scale
+from groupbias.pipelines.records import records_for
 from groupbias.simulate.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
 
 from .common import (
@@ -297,7 +297,7 @@ class Clicks(ClickLogKeys):
             parts = [_arrays(s["per_query"])[cond] for s in steps]
             per_query[cond] = {m: per_query_mean([p[m] for p in parts]) for m in parts[0]}
         base = {"dataset": title, "beta": float(beta), "n_sessions": int(n)}
-        recs = comparison_records(per_query, base=base)
+        recs = records_for(per_query, base=base, focus="both")
         recs.append(
             {
                 **base,

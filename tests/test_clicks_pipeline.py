@@ -14,12 +14,12 @@ from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
 from groupbias.pipelines.clicks import (
     ClickSettings,
-    comparison_records,
     labels_from_clicks,
     logging_scores,
     simulate_split_log,
     valid_labels,
 )
+from groupbias.pipelines.records import records_for
 from groupbias.simulate.clicks import UserModel, read_click_log
 from groupbias.simulate.group_bias import simulate_attractiveness
 
@@ -96,14 +96,14 @@ def test_no_estimate_leaves_the_labels_uncorrected(fitted):
     np.testing.assert_array_equal(vl["group"], vl["none"])
 
 
-def test_comparison_records_pair_both_with_every_condition():
+def test_records_pair_the_focus_with_every_condition():
     a = np.array([0.5, 0.6, 0.7, 0.8])
     per_query = {
         "both": {"m": a},
         "position": {"m": a - np.array([0.1, 0.12, 0.09, 0.11])},
         "full": {"m": a.copy()},
     }
-    recs = comparison_records(per_query, base={"x": 1})
+    recs = records_for(per_query, base={"x": 1}, focus="both")
     both = next(r for r in recs if r["condition"] == "both")
     assert both["value"] == pytest.approx(0.65)
     assert both["p_vs_full"] == 1.0  # identical vectors

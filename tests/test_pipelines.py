@@ -13,6 +13,7 @@ from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
 from groupbias.evaluation.catalog import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
+from groupbias.pipelines.records import records_for
 from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.bias import GroupBias
@@ -38,6 +39,25 @@ def test_eel_thresholds():
     assert eel_thresholds(np.array([0.3, 0.9]), 1.0, bin_width=0.5) == (0.5,)
     with pytest.raises(ParameterError, match="bin_width"):
         eel_thresholds(np.array([0.3]), 1.0, bin_width=0)
+
+
+def test_records_test_every_condition_against_the_reference():
+    biased = np.array([0.5, 0.6, np.nan, 0.8])
+    per_query = {
+        "biased": {"m": biased},
+        "corrected": {"m": np.array([0.6, 0.65, 0.9, 0.95])},
+        "full": {"m": np.array([np.nan, 0.7, 0.9, np.nan])},
+    }
+    recs = {r["condition"]: r for r in records_for(per_query, base={"x": 1})}
+    assert recs["biased"]["value"] == pytest.approx((0.5 + 0.6 + 0.8) / 3)
+    assert recs["biased"]["n_queries"] == 3 and "p_value" not in recs["biased"]
+    # the query where biased is undefined is left out of the pair
+    a, b = np.array([0.6, 0.65, 0.95]), np.array([0.5, 0.6, 0.8])
+    p = scipy.stats.ttest_rel(a, b).pvalue
+    assert recs["corrected"]["p_value"] == pytest.approx(p) and recs["corrected"]["x"] == 1
+    assert np.isnan(recs["full"]["p_value"])  # one query where both are defined
+    alone = records_for({"corrected": per_query["corrected"]}, base={})
+    assert "p_value" not in alone[0]
 
 
 @pytest.fixture(scope="module")

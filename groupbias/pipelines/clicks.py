@@ -23,7 +23,8 @@ For one dataset + grouping + β and a number of sessions:
 4. the attention ranker is trained on each condition's labels (the recipe's loss; the
    ``clicks`` experiment uses the IPS-weighted counterfactual LambdaLoss) and on full
    information (true relevance); each ranks the test split, judged by NDCG@10, ρ(DTR),
-   Δ(EEL) against true labels, with paired tests of ``both`` against every other condition.
+   Δ(EEL) against true labels, with paired tests of ``both`` against every other condition
+   (:func:`groupbias.pipelines.records.records_for` with ``focus="both"``).
 
 The valid split's labels (for early stopping) come from its own log, corrected with the
 train split's θ̂ and the mean β̂ of its clusters: users are biased there too.
@@ -45,7 +46,6 @@ from ..estimate.correction import ips_correct
 from ..estimate.estimators import Estimator
 from ..estimate.propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
 from ..evaluation.catalog import compute_metrics
-from ..evaluation.stats import paired_test
 from ..simulate.clicks import ClickLog, UserModel, simulate_click_log
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "labels_from_clicks",
     "simulate_split_log",
     "valid_labels",
-    "comparison_records",
     "evaluate_ranker",
 ]
 
@@ -236,35 +235,6 @@ def valid_labels(
         else:
             out[cond] = base[cond]
     return out
-
-
-def comparison_records(
-    per_query: dict[str, dict[str, np.ndarray]], *, base: dict, focus: str = "both"
-) -> list[dict]:
-    """One record per condition × metric (mean over test queries), the ``focus`` condition
-    with a paired t-test against every other condition (``p_vs_<condition>``)."""
-    recs = []
-    for cond, mets in per_query.items():
-        for metric, vals in mets.items():
-            ok = ~np.isnan(vals)
-            rec = {
-                **base,
-                "metric": metric,
-                "condition": cond,
-                "value": float(vals[ok].mean()) if ok.any() else float("nan"),
-                "n_queries": int(ok.sum()),
-            }
-            if cond == focus:
-                for other, other_mets in per_query.items():
-                    if other == focus:
-                        continue
-                    try:
-                        _, p, _ = paired_test(vals, other_mets[metric])
-                    except ParameterError:
-                        p = float("nan")
-                    rec[f"p_vs_{other}"] = float(p)
-            recs.append(rec)
-    return recs
 
 
 def evaluate_ranker(ranker, test: RankingData, spec, out_dir: Path) -> dict[str, np.ndarray]:
