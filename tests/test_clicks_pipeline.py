@@ -3,6 +3,8 @@ experiment=clicks / experiment=drift end to end at small scale."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,7 +34,10 @@ def fitted():
     beta_q = np.full(data.n_queries, 0.6)
     att = simulate_attractiveness(rel, data.groups, qptr=data.qptr, beta_query=beta_q)
     settings = ClickSettings(
-        user=UserModel(noise=0.0), logging="noisy_attractiveness", temperature=0.3
+        user=UserModel(noise=0.0),
+        logging="noisy_attractiveness",
+        logging_noise=0.5,
+        temperature=0.3,
     )
     scores = logging_scores(data, rel, att, settings, rng)
     log = simulate_split_log(
@@ -199,6 +204,30 @@ def test_ranker_logging_policy_fits_a_labeled_fraction():
     with pytest.raises(ParameterError) as e:
         ClickSettings(labeled_fraction=0.0)
     assert e.value.name == "labeled_fraction"
+
+
+@pytest.mark.parametrize("experiment", ["clicks", "drift"])
+def test_a_library_user_gets_the_settings_of_the_command(experiment):
+    """ClickSettings() is what experiment=clicks and experiment=drift log with: their yaml
+    keys build the same settings (values read from the yaml, not from the code)."""
+    import yaml
+
+    from groupbias.app.config import build
+
+    node = yaml.safe_load((Path(CONFIG_DIR) / "experiment" / f"{experiment}.yaml").read_text())
+    exp = build(node["experiment"], "experiment")
+    assert exp.settings == ClickSettings()
+    assert ClickSettings().user == UserModel("pbm", 1.0, 0.01, 0.5)
+    assert (ClickSettings().logging, ClickSettings().temperature) == ("noisy_attractiveness", 0.2)
+
+
+def test_click_keys_name_themselves_in_errors():
+    from experiments.clicks import ClickLogKeys
+
+    for key, value in (("user_model", "dbn"), ("eta", -1.0), ("positions", 0)):
+        with pytest.raises(ParameterError) as e:
+            ClickLogKeys(**{key: value}).click_settings()
+        assert e.value.name == key
 
 
 def test_per_query_mean_over_repetitions():

@@ -40,13 +40,18 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.io import write_npz_atomic
-from ..core.validation import choice, real
+from ..core.validation import choice, integer, real
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.estimators import Estimator
-from ..estimate.propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
+from ..estimate.propensity import (
+    PROPENSITY_METHODS,
+    PositionEstimate,
+    debiased_attractiveness,
+    estimate_propensities,
+)
 from ..evaluation.catalog import compute_metrics
-from ..simulate.clicks import ClickLog, UserModel, simulate_click_log
+from ..simulate.clicks import INTERVENTIONS, ClickLog, UserModel, simulate_click_log
 
 __all__ = [
     "CORRECTIONS",
@@ -66,29 +71,38 @@ LOGGING_POLICIES = ("noisy_relevance", "noisy_attractiveness", "ranker")
 
 @dataclass(frozen=True)
 class ClickSettings:
-    """How sessions are logged and read back: ``positions`` shown; ``user`` model;
-    ``logging`` policy ("noisy_relevance": ``P(R) + N(0, logging_noise)``;
-    "noisy_attractiveness": ``a + N(0, logging_noise)`` with the group-biased attractiveness
-    ``a``, a production ranker that learned from biased clicks and shows affected items
-    lower; "ranker": least squares on the relevance of ``labeled_fraction`` of the
-    queries); ``temperature`` of Plackett–Luce logging
+    """How sessions are logged and read back: ``positions`` shown; ``user`` model (PBM,
+    η = 1, noise clicks ε = 0.01); ``logging`` policy ("noisy_relevance":
+    ``P(R) + N(0, logging_noise)``; "noisy_attractiveness": ``a + N(0, logging_noise)`` with
+    the group-biased attractiveness ``a``, a production ranker that learned from biased
+    clicks and shows affected items lower; "ranker": least squares on the relevance of
+    ``labeled_fraction`` of the queries); ``temperature`` of Plackett–Luce logging
     (0: deterministic); ``intervention`` ("none" | "swap" | "shuffle") in a share
-    ``intervention_rate`` of the sessions; ``propensity``: "harvest" or "em"."""
+    ``intervention_rate`` of the sessions; ``propensity``: "harvest" or "em". The defaults
+    are those of ``experiment=clicks`` and ``experiment=drift``, whose config keys build
+    these settings (``experiments.clicks.ClickLogKeys``)."""
 
     positions: int = 10
-    user: UserModel = field(default_factory=UserModel)
-    logging: str = "noisy_relevance"
-    logging_noise: float = 0.5
+    user: UserModel = field(default_factory=lambda: UserModel(noise=0.01))
+    logging: str = "noisy_attractiveness"
+    logging_noise: float = 0.2
     labeled_fraction: float = 0.1
-    temperature: float = 0.0
+    temperature: float = 0.2
     intervention: str = "shuffle"
     intervention_rate: float = 0.1
     propensity: str = "harvest"
 
     def __post_init__(self) -> None:
+        integer("positions", self.positions, low=1)
+        if not isinstance(self.user, UserModel):
+            raise ParameterError("user", "a groupbias.simulate.clicks.UserModel", self.user)
         choice("logging", self.logging, LOGGING_POLICIES)
         real("logging_noise", self.logging_noise, low=0.0)
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
+        real("temperature", self.temperature, low=0.0)
+        choice("intervention", self.intervention, INTERVENTIONS)
+        real("intervention_rate", self.intervention_rate, low=0.0, high=1.0)
+        choice("propensity", self.propensity, PROPENSITY_METHODS)
 
     def simulation_options(self) -> dict:
         """The keyword arguments of :func:`~groupbias.simulate.clicks.simulate_click_log` that these
