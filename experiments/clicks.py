@@ -263,7 +263,7 @@ class Clicks(ClickLogKeys):
         ):
             title = entry.title
             splits = with_validation(splits, self.valid_fraction, seed=setup.seed, title=title)
-            key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
+            key = entry.step_key
             full = [
                 _arrays(
                     rd.step(

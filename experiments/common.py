@@ -3,9 +3,10 @@ licensed datasets, seeded generators and validated settings."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,11 @@ class Entry:
     def title(self) -> str:
         """The table row name: the dataset with the grouping actually used."""
         return self.dataset.label_with(self.grouping)
+
+    @property
+    def step_key(self) -> dict:
+        """What a resumable step on this entry depends on: its dataset and grouping."""
+        return {"dataset": repr(self.dataset), "grouping": repr(self.grouping)}
 
 
 def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
@@ -118,6 +124,35 @@ def available(
             skipped.append(reason)
             continue
         yield entry, splits
+
+
+def step_records(
+    rd,
+    entry: Entry,
+    steps: Mapping[str, Callable[..., dict]],
+    grid: Iterable[Mapping],
+    *,
+    key: Mapping | None = None,
+) -> list[dict]:
+    """The records of the resumable steps on ``entry`` at every point of ``grid`` (e.g.
+    ``{"beta": 0.8}``), in grid order and, per point, in the order of ``steps``: ``{name:
+    fn}``, the step ``name.format(title=entry.title, **point)`` computes ``fn(**point)`` (a
+    result with ``"records"``) and is keyed by the entry (:attr:`Entry.step_key`), ``key``
+    and the point, so it reruns when any of them changes."""
+    records: list[dict] = []
+    for point in grid:
+        for name, fn in steps.items():
+            records += rd.step(
+                name.format(title=entry.title, **point),
+                functools.partial(fn, **point),
+                key={**entry.step_key, **(key or {}), **point},
+            )["records"]
+    return records
+
+
+def beta_grid(values) -> list[dict]:
+    """The grid of :func:`step_records` over β."""
+    return [{"beta": beta} for beta in values]
 
 
 def with_validation(

@@ -168,7 +168,7 @@ class DriftExperiment(ClickLogKeys):
                     functools.partial(
                         self._one, data, setup, title=title, kind=kind, scale=label_scale(splits)
                     ),
-                    key={"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)},
+                    key=entry.step_key,
                 )
                 tracks[f"{title}|{kind}"] = res["tracks"]
                 records += self._records(res, title, kind)

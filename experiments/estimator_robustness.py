@@ -19,6 +19,7 @@ the ratio, one column per β, one line per estimator, mean ± std over repetitio
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
-from .common import available, check_common, entries, parse_entries, rng_for
+from .common import available, check_common, entries, parse_entries, rng_for, step_records
 
 METRICS = ("rho_dtr", "delta_eel")
 
@@ -154,22 +155,14 @@ class EstimatorRobustness:
         ):
             data = splits[self.split]
             first = first or (entry, data)
-            for ratio in self.ratios:
-                for beta in self.betas:
-                    for rep in range(self.repetitions):
-                        records += rd.step(
-                            f"{entry.title}_r{ratio}_b{beta}_rep{rep}",
-                            lambda e=entry, r=ratio, b=beta, k=rep, d=data: self._merit_step(
-                                setup, e, d, r, b, k
-                            ),
-                            key={
-                                "dataset": repr(entry.dataset),
-                                "grouping": repr(entry.grouping),
-                                "ratio": ratio,
-                                "beta": beta,
-                                "rep": rep,
-                            },
-                        )["records"]
+            grid = [
+                {"ratio": ratio, "beta": beta, "rep": rep}
+                for ratio in self.ratios
+                for beta in self.betas
+                for rep in range(self.repetitions)
+            ]
+            step = functools.partial(self._merit_step, setup, entry, data)
+            records += step_records(rd, entry, {"{title}_r{ratio}_b{beta}_rep{rep}": step}, grid)
         if first is not None and self.fig9_built:
             settings = [("std", s) for s in self.fig9_stds]
             if self.fig9_modes:
