@@ -18,8 +18,8 @@ from pathlib import Path
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.validation import integer, sequence
+from groupbias.estimate.estimators import estimate_simulated
 from groupbias.pipelines.records import record_base
-from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.bias import GroupBias
 
@@ -55,8 +55,8 @@ def _sweep_step(setup: Setup, bias: GroupBias, entry: Entry, data, sizes, tag, *
     for k in sizes:
         est = dataclasses.replace(setup.estimator, cluster_size=k)
         base = {**record_base(entry.title, "tabular", beta, bias, est), "repetition": rep}
-        beta_hat = estimate(
-            data, sim, estimator=est, rng=rng_for(setup.seed, tag, "est", beta, rep, k)
+        beta_hat = estimate_simulated(
+            est, data, sim, rng=rng_for(setup.seed, tag, "est", beta, rep, k)
         )
         *_, recs = correct_and_evaluate(data, sim, beta_hat, base=base)
         out += recs

@@ -30,8 +30,8 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer, real, sequence
+from groupbias.estimate.estimators import estimate_simulated
 from groupbias.pipelines.records import record_base
-from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
@@ -112,7 +112,7 @@ class EstimatorRobustness:
                 "ratio": float(ratio),
                 "repetition": rep,
             }
-            e = estimate(d, sim, estimator=est, rng=rng_for(*tag, name))
+            e = estimate_simulated(est, d, sim, rng=rng_for(*tag, name))
             *_, recs = correct_and_evaluate(d, sim, e, base=base, metrics=METRICS)
             out += [r for r in recs if r["metric"] in METRICS]
             err = float(np.nanmean(np.abs(e.beta_hat_per_query - beta)))
@@ -131,7 +131,7 @@ class EstimatorRobustness:
         sim = bias.simulate(data, beta=beta, rng=rng_for(*tag, "sim"))
         out = []
         for name, est in self.fig9_built.items():
-            e = estimate(data, sim, estimator=est, rng=rng_for(*tag, name))
+            e = estimate_simulated(est, data, sim, rng=rng_for(*tag, name))
             err = np.abs(e.beta_hat_per_query - sim.beta_query)
             label = "two modes" if kind == "two_mode" else f"σ_β = {value:g}"
             out.append(

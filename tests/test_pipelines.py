@@ -10,11 +10,10 @@ import scipy.stats
 import groupbias as gb
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
-from groupbias.estimate.estimators import KSEstimator
+from groupbias.estimate.estimators import KSEstimator, estimate_simulated
 from groupbias.evaluation.catalog import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
 from groupbias.pipelines.records import records_for
-from groupbias.pipelines.steps import estimate
 from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.bias import GroupBias
 
@@ -124,7 +123,7 @@ def test_correction_refuses_ungrouped_data_first(synthetic):
     d = synthetic["train"].subset(np.arange(20))
     rng = np.random.default_rng(0)
     sim = BIAS.simulate(d, beta=0.8, rng=rng)
-    est = estimate(d, sim, estimator=GLOBAL, rng=rng)
+    est = estimate_simulated(GLOBAL, d, sim, rng=rng)
     with pytest.raises(ParameterError) as exc:
         correct_and_evaluate(d.with_groups(None), sim, est, base={})
     assert exc.value.name == "data.groups" and "a grouped dataset" in str(exc.value)

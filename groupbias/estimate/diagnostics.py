@@ -36,6 +36,7 @@ from ..core.segments import query_index
 from ..core.validation import real
 from ..data.membership import affected_group, utility_ratio
 from ..data.ranking_data import RankingData
+from .estimators import estimate_simulated
 from .ks import BetaEstimate, ks_curves
 
 if TYPE_CHECKING:  # the type of the null simulation the pipelines hand in
@@ -150,24 +151,6 @@ def _relevance_ks(relevance, affected, qptr, cluster_of_query) -> tuple[float, f
     return overall, float(per[ok].mean()) if ok.any() else float("nan")
 
 
-def _null_estimate(data, g, null, estimator, rng, estimate):
-    """The estimate on the null simulation ``null`` with the run's clusters (per-query
-    estimators keep their own), drawn from ``rng``."""
-    clusters = None if estimate is None else estimate.cluster_of_query
-    if estimate is not None and estimate.beta_hat.size == data.n_queries:
-        clusters = None
-    # the point estimate only: a configured bootstrap interval is not needed here
-    return getattr(estimator, "point", estimator.estimate)(
-        null.attractiveness,
-        g,
-        qptr=data.qptr,
-        clusters=clusters,
-        rng=rng,
-        grade_spacing=data.grade_spacing,
-        relevance=null.relevance,
-    )
-
-
 @dataclass(frozen=True)
 class Diagnostics:
     """The ``diagnostics`` config group: ``null_tolerance`` is the largest ``|1 - β̂|`` the
@@ -203,11 +186,16 @@ class Diagnostics:
         without a configured bootstrap interval; the tie-breaking noise is on the data's
         grade spacing.
         """
-        g = np.asarray(data.groups, dtype=np.float64)
-        affected = affected_group(g)
+        affected = affected_group(data.groups)
         q = data.qptr
         n_q = q.size - 1
-        per_q = _null_estimate(data, g, null, estimator, rng, estimate).beta_hat_per_query
+        # the run's clusters (per-query estimators keep their own), no bootstrap interval
+        clusters = None if estimate is None else estimate.cluster_of_query
+        if estimate is not None and estimate.beta_hat.size == data.n_queries:
+            clusters = None
+        per_q = estimate_simulated(
+            estimator, data, null, rng=rng, clusters=clusters, point=True
+        ).beta_hat_per_query
         ok = np.isfinite(per_q)
         cq = np.zeros(n_q, np.int64) if estimate is None else estimate.cluster_of_query
         overall, per_cluster = _relevance_ks(null.relevance, affected, q, cq)

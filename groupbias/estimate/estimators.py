@@ -23,7 +23,7 @@ noise of their items). docs/method.md states each estimator's assumption and for
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -43,11 +43,16 @@ from .ks import (
 )
 from .resampling import replicate_batches, resample_items, resample_queries
 
+if TYPE_CHECKING:  # what estimate_simulated reads
+    from ..data.ranking_data import RankingData
+    from ..simulate.group_bias import Simulation
+
 __all__ = [
     "Estimator",
     "KSEstimator",
     "CalibratedKSEstimator",
     "ShrinkageEstimator",
+    "estimate_simulated",
     "bootstrap_interval",
     "per_query_noise",
     "AUTO_SIZES",
@@ -79,6 +84,32 @@ class Estimator(Protocol):
         grade_spacing: float | None = None,
         relevance=None,
     ) -> BetaEstimate: ...
+
+
+def estimate_simulated(
+    estimator: Estimator,
+    data: RankingData,
+    sim: Simulation,
+    *,
+    rng: np.random.Generator | None,
+    clusters=None,
+    point: bool = False,
+) -> BetaEstimate:
+    """β̂ of ``estimator`` on a simulation of ``data``: the simulated attractiveness with the
+    data's groups and query offsets, tie-breaking noise on the data's grade spacing, the
+    simulated relevance as the labeled sample an estimator may read; ``clusters``: explicit
+    query clusters. ``point``: the point estimate only (the estimator's ``point`` method
+    where it has one, without a configured bootstrap interval)."""
+    fn = getattr(estimator, "point", estimator.estimate) if point else estimator.estimate
+    return fn(
+        sim.attractiveness,
+        data.groups,
+        qptr=data.qptr,
+        clusters=clusters,
+        rng=rng,
+        grade_spacing=data.grade_spacing,
+        relevance=sim.relevance,
+    )
 
 
 def _cluster_mean(values: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:

@@ -30,13 +30,13 @@ from ..core.io import write_npz_atomic, write_text_atomic
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
-from ..estimate.estimators import Estimator
+from ..estimate.estimators import Estimator, estimate_simulated
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, estimate, simulate_null
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -117,7 +117,7 @@ def training_labels(
     scale = label_scale(splits)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
     null = simulate_null(train, bias=bias, rng=rng, diagnostics=diagnostics, label_max=scale)
-    est = estimate(train, sim, estimator=estimator, rng=rng)
+    est = estimate_simulated(estimator, train, sim, rng=rng)
     checks = check_assumption(
         train, est, null, estimator=estimator, diagnostics=diagnostics, base=base or {}
     )

@@ -1,7 +1,8 @@
-"""The stages both regimes run on their training data before they correct it, in pipeline
-order: the null simulation of the assumption check (simulate stage, beside the run's own
-simulation), then β̂ and the assumption check of the estimator
-(:mod:`groupbias.estimate.diagnostics`) on it (estimate stage)."""
+"""What both regimes run on their training data before they correct it, in pipeline order:
+the null simulation of the assumption check (simulate stage, beside the run's own
+simulation), then, after β̂ (:func:`groupbias.estimate.estimators.estimate_simulated`), the
+assumption check of the estimator (:mod:`groupbias.estimate.diagnostics`) on it (estimate
+stage)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ __all__ = [
     "DEFAULT_DIAGNOSTICS",
     "NullSimulation",
     "simulate_null",
-    "estimate",
     "check_assumption",
 ]
 
@@ -54,28 +54,6 @@ def simulate_null(
         return None
     child = rng.spawn(1)[0]
     return NullSimulation(bias.simulate_null(data, rng=child, label_max=label_max), child)
-
-
-def estimate(
-    data: RankingData,
-    sim: Simulation,
-    *,
-    estimator: Estimator,
-    rng: np.random.Generator,
-    clusters: np.ndarray | None = None,
-) -> BetaEstimate:
-    """β̂ of ``estimator`` on the simulated attractiveness of ``data`` (``clusters``: explicit
-    query clusters), tie-breaking noise on the data's grade spacing; the simulated relevance
-    is the labeled sample an estimator may read."""
-    return estimator.estimate(
-        sim.attractiveness,
-        data.groups,
-        qptr=data.qptr,
-        clusters=clusters,
-        rng=rng,
-        grade_spacing=data.grade_spacing,
-        relevance=sim.relevance,
-    )
 
 
 def check_assumption(

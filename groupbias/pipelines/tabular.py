@@ -22,14 +22,14 @@ from ..core.errors import ParameterError
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
-from ..estimate.estimators import Estimator
+from ..estimate.estimators import Estimator, estimate_simulated
 from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import Simulation
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, estimate, simulate_null
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 
 
 @dataclass
@@ -57,9 +57,9 @@ def correct_and_evaluate(
     protocol: EvaluationProtocol = DETERMINISTIC,
 ):
     """IPS-correct the simulated attractiveness ``sim`` with the estimate ``est``
-    (:func:`groupbias.pipelines.steps.estimate`), and evaluate biased and corrected utilities
-    under the evaluation ``protocol`` (default: deterministic). Returns ``(corrected,
-    per_query, records)``, the β̂ record last."""
+    (:func:`groupbias.estimate.estimators.estimate_simulated`), and evaluate biased and
+    corrected utilities under the evaluation ``protocol`` (default: deterministic). Returns
+    ``(corrected, per_query, records)``, the β̂ record last."""
     if data.groups is None:
         raise ParameterError("data.groups", "a grouped dataset", None, "apply a grouping first")
     corrected = ips_correct(
@@ -112,7 +112,7 @@ def run_tabular(
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
     null = simulate_null(data, bias=bias, rng=rng, diagnostics=diagnostics)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
-    est = estimate(data, sim, estimator=estimator, rng=rng, clusters=clusters)
+    est = estimate_simulated(estimator, data, sim, rng=rng, clusters=clusters)
     checks = check_assumption(
         data, est, null, estimator=estimator, diagnostics=diagnostics, base=base
     )
