@@ -18,6 +18,7 @@ from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
 from groupbias.evaluation.catalog import metric_keys
+from groupbias.pipelines.tabular import run_tabular
 
 log = logging.getLogger("groupbias")
 
@@ -148,6 +149,23 @@ def step_records(
                 key={**entry.step_key, **(key or {}), **point},
             )["records"]
     return records
+
+
+def tabular_step(setup: Setup, split: RankingData, title: str, *, tag: str, beta, **options):
+    """One resumable tabular step: :func:`~groupbias.pipelines.tabular.run_tabular` of the
+    setup's bias, estimator and assumption check at ``beta`` on ``split`` (generator keyed
+    by ``tag``, ``title`` and β; ``options``: more keywords of ``run_tabular``), its records."""
+    res = run_tabular(
+        split,
+        beta=beta,
+        bias=setup.bias,
+        estimator=setup.estimator,
+        diagnostics=setup.diagnostics,
+        rng=rng_for(setup.seed, tag, title, beta),
+        dataset=title,
+        **options,
+    )
+    return {"records": res.records}
 
 
 def beta_grid(values) -> list[dict]:

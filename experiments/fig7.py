@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.app.setup import Setup
-from groupbias.pipelines.tabular import run_tabular
 
-from .common import available, beta_grid, check_common, parse_entries, rng_for, step_records
+from .common import available, beta_grid, check_common, parse_entries, step_records, tabular_step
 from .impact import check_setups, setups
 
 
@@ -32,24 +31,13 @@ class Fig7:
         check_setups(self)
         self.entries = parse_entries(self.datasets)
 
-    def _step(self, setup: Setup, split, title: str, beta: float) -> dict:
-        res = run_tabular(
-            split,
-            beta=beta,
-            bias=setup.bias,
-            estimator=setup.estimator,
-            diagnostics=setup.diagnostics,
-            dataset=title,
-            rng=rng_for(setup.seed, "fig7", title, beta),
-        )
-        return {"records": res.records}
-
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
         for entry, splits in available(
             setups(self, setup), skip_missing=self.skip_missing, skipped=skipped, only=(self.split,)
         ):
-            step = functools.partial(self._step, setup, splits[self.split], entry.title)
+            split = splits[self.split]
+            step = functools.partial(tabular_step, setup, split, entry.title, tag="fig7")
             records += step_records(
                 rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
             )

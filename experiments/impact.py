@@ -19,7 +19,6 @@ from groupbias.core.errors import ParameterError
 from groupbias.core.validation import choice
 from groupbias.data.datasets import DatasetSpec
 from groupbias.pipelines.ltr import run_ltr
-from groupbias.pipelines.tabular import run_tabular
 
 from .common import (
     Entry,
@@ -30,6 +29,7 @@ from .common import (
     parse_entries,
     rng_for,
     step_records,
+    tabular_step,
 )
 
 REGIMES = ("tabular", "ltr")
@@ -86,17 +86,11 @@ class Impact:
         self.entries = parse_entries(self.datasets)
 
     def _tabular(self, setup, splits, title, beta):
-        res = run_tabular(
-            splits[self.split],
-            beta=beta,
-            bias=setup.bias,
-            estimator=setup.estimator,
-            diagnostics=setup.diagnostics,
-            beta_std=_reference_std(beta),
-            dataset=title,
-            rng=rng_for(setup.seed, "impact", title, beta),
+        split = splits[self.split]
+        res = tabular_step(
+            setup, split, title, tag="impact", beta=beta, beta_std=_reference_std(beta)
         )
-        return {"records": [r for r in res.records if r["condition"] == "biased"]}
+        return {"records": [r for r in res["records"] if r["condition"] == "biased"]}
 
     def _ltr(self, setup, rd, splits, title, beta):
         res = run_ltr(

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from groupbias.app.setup import Setup
 from groupbias.evaluation.catalog import metric_keys
-from groupbias.pipelines.tabular import run_tabular
 
 from .common import (
     TABLE_METRICS,
@@ -26,9 +25,9 @@ from .common import (
     entries,
     evaluation_title,
     parse_entries,
-    rng_for,
     step_records,
     table_records,
+    tabular_step,
 )
 
 
@@ -55,21 +54,6 @@ class Table1:
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
         self.entries = parse_entries(self.datasets)
 
-    def _step(self, setup: Setup, split, title: str, beta: float) -> dict:
-        res = run_tabular(
-            split,
-            beta=beta,
-            bias=setup.bias,
-            estimator=setup.estimator,
-            diagnostics=setup.diagnostics,
-            rng=rng_for(setup.seed, "table1", title, beta),
-            dataset=title,
-            metrics=self.metrics,
-            correlations=self.correlations,
-            protocol=setup.evaluation,
-        )
-        return {"records": res.records}
-
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
         for entry, data in available(
@@ -78,7 +62,16 @@ class Table1:
             skipped=skipped,
             only=(self.split,),
         ):
-            step = functools.partial(self._step, setup, data[self.split], entry.title)
+            step = functools.partial(
+                tabular_step,
+                setup,
+                data[self.split],
+                entry.title,
+                tag="table1",
+                metrics=self.metrics,
+                correlations=self.correlations,
+                protocol=setup.evaluation,
+            )
             records += step_records(
                 rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
             )
