@@ -1,3 +1,6 @@
+# long: the exact KS over the whole grid (branch-and-bound, dense and all-pairs paths) shares
+# its private sample and tile types with the search of Eq. (14) that calls it; the module
+# docstring states every convention of the estimate
 """Amortized estimation of the group propensity ``beta`` (paper §5.1–5.2, Eq. 14).
 
 The estimator
