@@ -45,9 +45,9 @@ def record_base(
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
     """The β̂ record: mean (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`, NaN:
-    no estimate) and spread of the finite cluster estimates, and what the estimate
-    says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
-    width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
+    no estimate) and spread of the finite cluster estimates, and what the estimate says
+    about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum,
+    flat width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
     rec = {
         **base,
@@ -77,9 +77,9 @@ def records_for(
     ``per_query[condition][metric]`` are per-query vectors; a record holds the mean over the
     queries where the metric is defined and their number. Paired tests on the same queries:
     every condition other than ``against`` is tested against it (field ``p_value``; none
-    when ``against`` was not run) or, with ``focus``, that one condition against every
-    other (fields ``p_vs_<other>``, in the order of ``per_query``). Fewer than two queries
-    where both are defined give a NaN p-value.
+    when ``against`` was not run) or, with ``focus`` (``against`` is then not used), that
+    one condition against every other (fields ``p_vs_<other>``, in the order of
+    ``per_query``). Fewer than two queries where both are defined give a NaN p-value.
     """
     recs = []
     for cond, mets in per_query.items():
