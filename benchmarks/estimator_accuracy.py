@@ -19,7 +19,6 @@ import numpy as np
 
 import groupbias as gb
 from data_loaders.synthetic import make_synthetic
-from groupbias.pipelines.tabular import grade_spacing
 
 RATIOS = (1.0, 0.9, 0.8, 0.7, 0.6)
 BETAS = (1.0, 0.8, 0.6)
@@ -57,7 +56,7 @@ def main() -> None:
                     data.groups,
                     qptr=data.qptr,
                     rng=np.random.default_rng([args.seed, 1]),
-                    grade_spacing=grade_spacing(data),
+                    grade_spacing=data.grade_spacing,
                     relevance=sim.relevance,
                 )
                 err = abs(res.beta_hat_mean - beta)

@@ -11,16 +11,19 @@ estimator.cluster_size=1,10,100`` sweeps the Hydra way instead (one run per size
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.validation import integer, sequence
-from groupbias.pipelines.tabular import correct_and_evaluate, record_base
+from groupbias.estimate.estimators import estimate_simulated
+from groupbias.pipelines.records import record_base
+from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.bias import GroupBias
 
-from .common import Entry, check_common, entries, load, rng_for
+from .common import Entry, check_common, entries, load, rng_for, step_records
 
 DEFAULT_SIZES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
 
@@ -45,6 +48,21 @@ def check_estimator(setup: Setup) -> None:
         )
 
 
+def _sweep_step(setup: Setup, bias: GroupBias, entry: Entry, data, sizes, tag, *, beta, rep):
+    """One simulation at ``beta``, every cluster size estimated and corrected on it."""
+    sim = bias.simulate(data, beta=beta, rng=rng_for(setup.seed, tag, entry.title, beta, rep))
+    out = []
+    for k in sizes:
+        est = dataclasses.replace(setup.estimator, cluster_size=k)
+        base = {**record_base(entry.title, "tabular", beta, bias, est), "repetition": rep}
+        beta_hat = estimate_simulated(
+            est, data, sim, rng=rng_for(setup.seed, tag, "est", beta, rep, k)
+        )
+        *_, recs = correct_and_evaluate(data, sim, beta_hat, base=base)
+        out += recs
+    return {"records": out}
+
+
 def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[dict]:
     """Records of every (β, repetition, cluster size) for the first dataset entry."""
     entry: Entry = entries(getattr(exp, "entries", ()), setup)[0]
@@ -53,43 +71,9 @@ def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[d
     requested = [chosen] if chosen is not None else list(exp.cluster_sizes)
     # sizes beyond the number of queries all mean one global cluster: keep one of them
     sizes = sorted({min(int(k), data.n_queries) for k in requested})
-    records = []
-    for beta in bias.betas:
-        for rep in range(exp.repetitions):
-
-            def step(beta=beta, rep=rep):
-                sim = bias.simulate(
-                    data, beta=beta, rng=rng_for(setup.seed, tag, entry.title, beta, rep)
-                )
-                out = []
-                for k in sizes:
-                    est = dataclasses.replace(setup.estimator, cluster_size=k)
-                    base = {
-                        **record_base(entry.title, "tabular", beta, bias, est),
-                        "repetition": rep,
-                    }
-                    *_, recs = correct_and_evaluate(
-                        data,
-                        sim,
-                        estimator=est,
-                        base=base,
-                        rng=rng_for(setup.seed, tag, "est", beta, rep, k),
-                    )
-                    out += recs
-                return {"records": out}
-
-            records += rd.step(
-                f"{tag}_beta{beta}_rep{rep}",
-                step,
-                key={
-                    "dataset": repr(entry.dataset),
-                    "grouping": repr(entry.grouping),
-                    "sizes": sizes,
-                    "beta": beta,
-                    "rep": rep,
-                },
-            )["records"]
-    return records
+    step = functools.partial(_sweep_step, setup, bias, entry, data, sizes, tag)
+    grid = [{"beta": b, "rep": r} for b in bias.betas for r in range(exp.repetitions)]
+    return step_records(rd, entry, {tag + "_beta{beta}_rep{rep}": step}, grid, key={"sizes": sizes})
 
 
 @dataclass

@@ -27,13 +27,11 @@ import numpy as np
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
-from groupbias.core.validation import choice, integer, real, sequence
-from groupbias.estimate.propensity import PROPENSITY_METHODS
+from groupbias.core.validation import integer, real, sequence
 from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.clicks import (
     CORRECTIONS,
     ClickSettings,
-    comparison_records,
     evaluate_ranker,
     labels_from_clicks,
     logging_scores,
@@ -41,7 +39,8 @@ from groupbias.pipelines.clicks import (
     valid_labels,
 )
 from groupbias.pipelines.ltr import evaluation_spec, label_scale
-from groupbias.simulate.clicks import INTERVENTIONS, USER_MODELS, UserModel, write_click_log
+from groupbias.pipelines.records import records_for
+from groupbias.simulate.clicks import UserModel, write_click_log
 
 from .common import (
     TABLE_METRICS,
@@ -84,50 +83,49 @@ def per_query_mean(reps: list) -> np.ndarray:
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def click_settings(exp) -> ClickSettings:
-    """The validated click model and logging policy of an experiment's keys ``positions``,
-    ``user_model``, ``eta``, ``noise``, ``continuation``, ``logging``, ``logging_noise``,
-    ``labeled_fraction``, ``temperature``, ``intervention``, ``intervention_rate``,
-    ``propensity`` (errors name the key)."""
-    integer("positions", exp.positions, low=1)
-    choice("user_model", exp.user_model, USER_MODELS)
-    real("eta", exp.eta, low=0.0)
-    real("noise", exp.noise, low=0.0, high=1.0, high_open=True)
-    real("continuation", exp.continuation, low=0.0, high=1.0)
-    real("temperature", exp.temperature, low=0.0)
-    choice("intervention", exp.intervention, INTERVENTIONS)
-    real("intervention_rate", exp.intervention_rate, low=0.0, high=1.0)
-    choice("propensity", exp.propensity, PROPENSITY_METHODS)
-    return ClickSettings(
-        positions=exp.positions,
-        user=UserModel(exp.user_model, exp.eta, exp.noise, exp.continuation),
-        logging=exp.logging,
-        logging_noise=exp.logging_noise,
-        labeled_fraction=exp.labeled_fraction,
-        temperature=exp.temperature,
-        intervention=exp.intervention,
-        intervention_rate=exp.intervention_rate,
-        propensity=exp.propensity,
-    )
+#: the click model and logging policy a library user gets, and the experiments' defaults
+DEFAULT_CLICKS = ClickSettings()
 
 
 @dataclass
 class ClickLogKeys:
-    """The click model and logging policy keys shared by ``experiment=clicks`` and
-    ``experiment=drift`` (validated by :func:`click_settings`)."""
+    """The config keys of :class:`~groupbias.pipelines.clicks.ClickSettings` shared by
+    ``experiment=clicks`` and ``experiment=drift``: its fields, the user model's as
+    ``user_model`` (its kind), ``eta``, ``noise``, ``continuation``; the defaults are the
+    settings' own (:data:`DEFAULT_CLICKS`)."""
 
-    positions: int = 10
-    user_model: str = "pbm"
-    eta: float = 1.0
-    noise: float = 0.01
-    continuation: float = 0.5
-    logging: str = "noisy_attractiveness"
-    logging_noise: float = 0.2
-    labeled_fraction: float = 0.1
-    temperature: float = 0.2
-    intervention: str = "shuffle"
-    intervention_rate: float = 0.1
-    propensity: str = "harvest"
+    positions: int = DEFAULT_CLICKS.positions
+    user_model: str = DEFAULT_CLICKS.user.kind
+    eta: float = DEFAULT_CLICKS.user.eta
+    noise: float = DEFAULT_CLICKS.user.noise
+    continuation: float = DEFAULT_CLICKS.user.continuation
+    logging: str = DEFAULT_CLICKS.logging
+    logging_noise: float = DEFAULT_CLICKS.logging_noise
+    labeled_fraction: float = DEFAULT_CLICKS.labeled_fraction
+    temperature: float = DEFAULT_CLICKS.temperature
+    intervention: str = DEFAULT_CLICKS.intervention
+    intervention_rate: float = DEFAULT_CLICKS.intervention_rate
+    propensity: str = DEFAULT_CLICKS.propensity
+
+    def click_settings(self) -> ClickSettings:
+        """The validated settings of these keys (errors name the key)."""
+        try:
+            user = UserModel(self.user_model, self.eta, self.noise, self.continuation)
+        except ParameterError as exc:  # the user model's kind is the key user_model
+            if exc.name != "kind":
+                raise
+            raise ParameterError("user_model", exc.expected, exc.given) from None
+        return ClickSettings(
+            positions=self.positions,
+            user=user,
+            logging=self.logging,
+            logging_noise=self.logging_noise,
+            labeled_fraction=self.labeled_fraction,
+            temperature=self.temperature,
+            intervention=self.intervention,
+            intervention_rate=self.intervention_rate,
+            propensity=self.propensity,
+        )
 
 
 @dataclass
@@ -163,7 +161,7 @@ class Clicks(ClickLogKeys):
         if not isinstance(self.save_logs, bool):
             raise ParameterError("save_logs", "true or false", self.save_logs)
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
-        self.settings = click_settings(self)
+        self.settings = self.click_settings()
         self.metrics, _ = check_metrics(self.metrics, [])
         self.entries = parse_entries(self.datasets)
 
@@ -265,7 +263,7 @@ class Clicks(ClickLogKeys):
         ):
             title = entry.title
             splits = with_validation(splits, self.valid_fraction, seed=setup.seed, title=title)
-            key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
+            key = entry.step_key
             full = [
                 _arrays(
                     rd.step(
@@ -297,7 +295,7 @@ class Clicks(ClickLogKeys):
             parts = [_arrays(s["per_query"])[cond] for s in steps]
             per_query[cond] = {m: per_query_mean([p[m] for p in parts]) for m in parts[0]}
         base = {"dataset": title, "beta": float(beta), "n_sessions": int(n)}
-        recs = comparison_records(per_query, base=base)
+        recs = records_for(per_query, base=base, focus="both")
         recs.append(
             {
                 **base,
@@ -312,7 +310,8 @@ class Clicks(ClickLogKeys):
                     **base,
                     "metric": "beta_hat",
                     "condition": cond,
-                    "value": float(np.mean([s["beta_hat"][cond] for s in steps])),
+                    # a stored NaN (no estimate) reads back as None
+                    "value": float(np.mean(np.array([s["beta_hat"][cond] for s in steps], float))),
                 }
             )
         return recs

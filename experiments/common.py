@@ -3,9 +3,10 @@ licensed datasets, seeded generators and validated settings."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
 from groupbias.evaluation.catalog import metric_keys
+from groupbias.pipelines.tabular import run_tabular
 
 log = logging.getLogger("groupbias")
 
@@ -37,6 +39,11 @@ class Entry:
     def title(self) -> str:
         """The table row name: the dataset with the grouping actually used."""
         return self.dataset.label_with(self.grouping)
+
+    @property
+    def step_key(self) -> dict:
+        """What a resumable step on this entry depends on: its dataset and grouping."""
+        return {"dataset": repr(self.dataset), "grouping": repr(self.grouping)}
 
 
 def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
@@ -118,6 +125,52 @@ def available(
             skipped.append(reason)
             continue
         yield entry, splits
+
+
+def step_records(
+    rd,
+    entry: Entry,
+    steps: Mapping[str, Callable[..., dict]],
+    grid: Iterable[Mapping],
+    *,
+    key: Mapping | None = None,
+) -> list[dict]:
+    """The records of the resumable steps on ``entry`` at every point of ``grid`` (e.g.
+    ``{"beta": 0.8}``), in grid order and, per point, in the order of ``steps``: ``{name:
+    fn}``, the step ``name.format(title=entry.title, **point)`` computes ``fn(**point)`` (a
+    result with ``"records"``) and is keyed by the entry (:attr:`Entry.step_key`), ``key``
+    and the point, so it reruns when any of them changes."""
+    records: list[dict] = []
+    for point in grid:
+        for name, fn in steps.items():
+            records += rd.step(
+                name.format(title=entry.title, **point),
+                functools.partial(fn, **point),
+                key={**entry.step_key, **(key or {}), **point},
+            )["records"]
+    return records
+
+
+def tabular_step(setup: Setup, split: RankingData, title: str, *, tag: str, beta, **options):
+    """One resumable tabular step: :func:`~groupbias.pipelines.tabular.run_tabular` of the
+    setup's bias, estimator and assumption check at ``beta`` on ``split`` (generator keyed
+    by ``tag``, ``title`` and β; ``options``: more keywords of ``run_tabular``), its records."""
+    res = run_tabular(
+        split,
+        beta=beta,
+        bias=setup.bias,
+        estimator=setup.estimator,
+        diagnostics=setup.diagnostics,
+        rng=rng_for(setup.seed, tag, title, beta),
+        dataset=title,
+        **options,
+    )
+    return {"records": res.records}
+
+
+def beta_grid(values) -> list[dict]:
+    """The grid of :func:`step_records` over β."""
+    return [{"beta": beta} for beta in values]
 
 
 def with_validation(

@@ -37,7 +37,7 @@ from groupbias.pipelines.clicks import labels_from_clicks, logging_scores
 from groupbias.pipelines.ltr import label_scale
 from groupbias.simulate.clicks import DRIFTS, Drift, simulate_click_log
 
-from .clicks import ClickLogKeys, click_settings, slug
+from .clicks import ClickLogKeys, slug
 from .common import available, check_common, entries, parse_entries, rng_for
 
 #: where the tracks' level comes from: the groups' mean ratio itself, or the estimator
@@ -93,7 +93,7 @@ class DriftExperiment(ClickLogKeys):
         integer("bins", self.bins, low=4, high=self.sessions)
         real("tolerance", self.tolerance, low=0.0, low_open=True)
         choice("level", self.level, LEVELS)
-        self.settings = click_settings(self)
+        self.settings = self.click_settings()
         self.entries = parse_entries(self.datasets)
 
     def _one(self, data, setup: Setup, *, title: str, kind: str, scale: float) -> dict:
@@ -168,7 +168,7 @@ class DriftExperiment(ClickLogKeys):
                     functools.partial(
                         self._one, data, setup, title=title, kind=kind, scale=label_scale(splits)
                     ),
-                    key={"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)},
+                    key=entry.step_key,
                 )
                 tracks[f"{title}|{kind}"] = res["tracks"]
                 records += self._records(res, title, kind)

@@ -19,6 +19,7 @@ the ratio, one column per β, one line per estimator, mean ± std over repetitio
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,10 +30,12 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ParameterError
 from groupbias.core.io import write_text_atomic
 from groupbias.core.validation import integer, real, sequence
-from groupbias.pipelines.tabular import correct_and_evaluate, grade_spacing, record_base
+from groupbias.estimate.estimators import estimate_simulated
+from groupbias.pipelines.records import record_base
+from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
-from .common import available, check_common, entries, parse_entries, rng_for
+from .common import available, check_common, entries, parse_entries, rng_for, step_records
 
 METRICS = ("rho_dtr", "delta_eel")
 
@@ -109,9 +112,8 @@ class EstimatorRobustness:
                 "ratio": float(ratio),
                 "repetition": rep,
             }
-            e, _, _, recs = correct_and_evaluate(
-                d, sim, estimator=est, rng=rng_for(*tag, name), base=base, metrics=METRICS
-            )
+            e = estimate_simulated(est, d, sim, rng=rng_for(*tag, name))
+            *_, recs = correct_and_evaluate(d, sim, e, base=base, metrics=METRICS)
             out += [r for r in recs if r["metric"] in METRICS]
             err = float(np.nanmean(np.abs(e.beta_hat_per_query - beta)))
             out.append({**base, "metric": "abs_error", "condition": "estimate", "value": err})
@@ -129,14 +131,7 @@ class EstimatorRobustness:
         sim = bias.simulate(data, beta=beta, rng=rng_for(*tag, "sim"))
         out = []
         for name, est in self.fig9_built.items():
-            e = est.estimate(
-                sim.attractiveness,
-                data.groups,
-                qptr=data.qptr,
-                rng=rng_for(*tag, name),
-                grade_spacing=grade_spacing(data),
-                relevance=sim.relevance,
-            )
+            e = estimate_simulated(est, data, sim, rng=rng_for(*tag, name))
             err = np.abs(e.beta_hat_per_query - sim.beta_query)
             label = "two modes" if kind == "two_mode" else f"σ_β = {value:g}"
             out.append(
@@ -160,22 +155,14 @@ class EstimatorRobustness:
         ):
             data = splits[self.split]
             first = first or (entry, data)
-            for ratio in self.ratios:
-                for beta in self.betas:
-                    for rep in range(self.repetitions):
-                        records += rd.step(
-                            f"{entry.title}_r{ratio}_b{beta}_rep{rep}",
-                            lambda e=entry, r=ratio, b=beta, k=rep, d=data: self._merit_step(
-                                setup, e, d, r, b, k
-                            ),
-                            key={
-                                "dataset": repr(entry.dataset),
-                                "grouping": repr(entry.grouping),
-                                "ratio": ratio,
-                                "beta": beta,
-                                "rep": rep,
-                            },
-                        )["records"]
+            grid = [
+                {"ratio": ratio, "beta": beta, "rep": rep}
+                for ratio in self.ratios
+                for beta in self.betas
+                for rep in range(self.repetitions)
+            ]
+            step = functools.partial(self._merit_step, setup, entry, data)
+            records += step_records(rd, entry, {"{title}_r{ratio}_b{beta}_rep{rep}": step}, grid)
         if first is not None and self.fig9_built:
             settings = [("std", s) for s in self.fig9_stds]
             if self.fig9_modes:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.app.setup import Setup
-from groupbias.pipelines.tabular import run_tabular
 
-from .common import available, check_common, parse_entries, rng_for
+from .common import available, beta_grid, check_common, parse_entries, step_records, tabular_step
 from .impact import check_setups, setups
 
 
@@ -36,27 +36,11 @@ class Fig7:
         for entry, splits in available(
             setups(self, setup), skip_missing=self.skip_missing, skipped=skipped, only=(self.split,)
         ):
-            title = entry.title
-            for beta in setup.bias.betas:
-                records += rd.step(
-                    f"{title}_beta{beta}",
-                    lambda beta=beta, splits=splits, title=title: {
-                        "records": run_tabular(
-                            splits[self.split],
-                            beta=beta,
-                            bias=setup.bias,
-                            estimator=setup.estimator,
-                            diagnostics=setup.diagnostics,
-                            dataset=title,
-                            rng=rng_for(setup.seed, "fig7", title, beta),
-                        ).records
-                    },
-                    key={
-                        "dataset": repr(entry.dataset),
-                        "grouping": repr(entry.grouping),
-                        "beta": beta,
-                    },
-                )["records"]
+            split = splits[self.split]
+            step = functools.partial(tabular_step, setup, split, entry.title, tag="fig7")
+            records += step_records(
+                rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
+            )
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:

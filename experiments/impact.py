@@ -9,6 +9,7 @@ setups of §6.1 are used for the datasets present; otherwise the listed datasets
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +19,26 @@ from groupbias.core.errors import ParameterError
 from groupbias.core.validation import choice
 from groupbias.data.datasets import DatasetSpec
 from groupbias.pipelines.ltr import run_ltr
-from groupbias.pipelines.tabular import run_tabular
 
-from .common import Entry, available, check_common, entries, parse_entries, rng_for
+from .common import (
+    Entry,
+    available,
+    beta_grid,
+    check_common,
+    entries,
+    parse_entries,
+    rng_for,
+    step_records,
+    tabular_step,
+)
 
 REGIMES = ("tabular", "ltr")
+
+
+def _reference_std(beta: float) -> float | None:
+    """β = 1 is the full-information reference: no per-query noise either (else the bias
+    model's own)."""
+    return 0.0 if beta == 1.0 else None
 
 
 def setups(exp, setup: Setup) -> list[Entry]:
@@ -69,20 +85,14 @@ class Impact:
             choice("regimes", r, REGIMES)
         self.entries = parse_entries(self.datasets)
 
-    def _tabular(self, setup, splits, title, beta, bstd):
-        res = run_tabular(
-            splits[self.split],
-            beta=beta,
-            bias=setup.bias,
-            estimator=setup.estimator,
-            diagnostics=setup.diagnostics,
-            beta_std=bstd,
-            dataset=title,
-            rng=rng_for(setup.seed, "impact", title, beta),
+    def _tabular(self, setup, splits, title, beta):
+        split = splits[self.split]
+        res = tabular_step(
+            setup, split, title, tag="impact", beta=beta, beta_std=_reference_std(beta)
         )
-        return {"records": [r for r in res.records if r["condition"] == "biased"]}
+        return {"records": [r for r in res["records"] if r["condition"] == "biased"]}
 
-    def _ltr(self, setup, rd, splits, title, beta, bstd):
+    def _ltr(self, setup, rd, splits, title, beta):
         res = run_ltr(
             splits,
             beta=beta,
@@ -91,7 +101,7 @@ class Impact:
             diagnostics=setup.diagnostics,
             recipe=setup.recipe,
             conditions=("biased",),
-            beta_std=bstd,
+            beta_std=_reference_std(beta),
             rng=rng_for(setup.seed, "impact-ltr", title, beta),
             seed=setup.seed,
             out_dir=rd.path / "models" / title / f"beta{beta}",
@@ -104,27 +114,16 @@ class Impact:
         for entry, splits in available(
             setups(self, setup), skip_missing=self.skip_missing, skipped=skipped
         ):
-            title = entry.title
-            key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
-            for beta in setup.bias.betas:
-                # β = 1 is the full-information reference: no per-query noise either
-                bstd = 0.0 if beta == 1.0 else None
-                if "tabular" in self.regimes:
-                    records += rd.step(
-                        f"tab_{title}_beta{beta}",
-                        lambda b=beta, s=bstd, sp=splits, t=title: self._tabular(
-                            setup, sp, t, b, s
-                        ),
-                        key={**key, "beta": beta},
-                    )["records"]
-                if "ltr" in self.regimes and "test" in splits:
-                    records += rd.step(
-                        f"ltr_{title}_beta{beta}",
-                        lambda b=beta, s=bstd, sp=splits, t=title: self._ltr(
-                            setup, rd, sp, t, b, s
-                        ),
-                        key={**key, "beta": beta},
-                    )["records"]
+            steps = {}  # per β: the tabular step, then the LTR step
+            if "tabular" in self.regimes:
+                steps["tab_{title}_beta{beta}"] = functools.partial(
+                    self._tabular, setup, splits, entry.title
+                )
+            if "ltr" in self.regimes and "test" in splits:
+                steps["ltr_{title}_beta{beta}"] = functools.partial(
+                    self._ltr, setup, rd, splits, entry.title
+                )
+            records += step_records(rd, entry, steps, beta_grid(setup.bias.betas))
         for r in records:  # β = 1 is the full-information case of the figures
             if r["beta"] == 1.0:
                 r["condition"] = "full"

@@ -8,24 +8,26 @@ a resumable step of the run directory.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupbias.app.setup import Setup
 from groupbias.evaluation.catalog import metric_keys
-from groupbias.pipelines.tabular import run_tabular
 
 from .common import (
     TABLE_METRICS,
     assumption_note,
     available,
+    beta_grid,
     check_common,
     check_metrics,
     entries,
     evaluation_title,
     parse_entries,
-    rng_for,
+    step_records,
     table_records,
+    tabular_step,
 )
 
 
@@ -60,33 +62,19 @@ class Table1:
             skipped=skipped,
             only=(self.split,),
         ):
-            split = data[self.split]
-            for beta in setup.bias.betas:
-
-                def step(split=split, beta=beta, title=entry.title):
-                    res = run_tabular(
-                        split,
-                        beta=beta,
-                        bias=setup.bias,
-                        estimator=setup.estimator,
-                        diagnostics=setup.diagnostics,
-                        rng=rng_for(setup.seed, "table1", title, beta),
-                        dataset=title,
-                        metrics=self.metrics,
-                        correlations=self.correlations,
-                        protocol=setup.evaluation,
-                    )
-                    return {"records": res.records}
-
-                records += rd.step(
-                    f"{entry.title}_beta{beta}",
-                    step,
-                    key={
-                        "dataset": repr(entry.dataset),
-                        "grouping": repr(entry.grouping),
-                        "beta": beta,
-                    },
-                )["records"]
+            step = functools.partial(
+                tabular_step,
+                setup,
+                data[self.split],
+                entry.title,
+                tag="table1",
+                metrics=self.metrics,
+                correlations=self.correlations,
+                protocol=setup.evaluation,
+            )
+            records += step_records(
+                rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
+            )
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:

@@ -18,12 +18,14 @@ from .common import (
     TABLE_METRICS,
     assumption_note,
     available,
+    beta_grid,
     check_common,
     check_metrics,
     entries,
     evaluation_title,
     parse_entries,
     rng_for,
+    step_records,
     table_records,
     with_validation,
 )
@@ -69,19 +71,16 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
-        key = {"dataset": repr(entry.dataset), "grouping": repr(entry.grouping)}
         step = functools.partial(_ltr_step, splits, setup, exp, rd, title=title, tag=tag)
         records += rd.step(
             f"{tag}_{title}_full",
             functools.partial(step, beta=setup.bias.betas[0], conditions=("full",)),
-            key=key,
+            key=entry.step_key,
         )["records"]
-        for beta in setup.bias.betas:
-            records += rd.step(
-                f"{tag}_{title}_beta{beta}",
-                functools.partial(step, beta=beta, conditions=("biased", "corrected")),
-                key={**key, "beta": beta},
-            )["records"]
+        biased = functools.partial(step, conditions=("biased", "corrected"))
+        records += step_records(
+            rd, entry, {tag + "_{title}_beta{beta}": biased}, beta_grid(setup.bias.betas)
+        )
     return records, skipped
 
 

@@ -3,6 +3,8 @@ experiment=clicks / experiment=drift end to end at small scale."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,12 +16,12 @@ from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator
 from groupbias.pipelines.clicks import (
     ClickSettings,
-    comparison_records,
     labels_from_clicks,
     logging_scores,
     simulate_split_log,
     valid_labels,
 )
+from groupbias.pipelines.records import records_for
 from groupbias.simulate.clicks import UserModel, read_click_log
 from groupbias.simulate.group_bias import simulate_attractiveness
 
@@ -32,7 +34,10 @@ def fitted():
     beta_q = np.full(data.n_queries, 0.6)
     att = simulate_attractiveness(rel, data.groups, qptr=data.qptr, beta_query=beta_q)
     settings = ClickSettings(
-        user=UserModel(noise=0.0), logging="noisy_attractiveness", temperature=0.3
+        user=UserModel(noise=0.0),
+        logging="noisy_attractiveness",
+        logging_noise=0.5,
+        temperature=0.3,
     )
     scores = logging_scores(data, rel, att, settings, rng)
     log = simulate_split_log(
@@ -81,14 +86,29 @@ def test_valid_labels_use_the_train_estimates(fitted):
     assert np.allclose(vl["both"][~g], out.labels["position"][~g])
 
 
-def test_comparison_records_pair_both_with_every_condition():
+def test_no_estimate_leaves_the_labels_uncorrected(fitted):
+    """Without affected items in the train split every cluster fails: β̂ is NaN (no
+    estimate) and the valid split's affected items keep their position-debiased labels."""
+    data, _, _, log, settings, _ = fitted
+    none = data.with_groups(np.zeros(data.n_items))
+    out = labels_from_clicks(
+        log, none, estimator=KSEstimator(), rng=np.random.default_rng(0), settings=settings
+    )
+    assert np.isnan(out.beta_hat["group"]) and np.isnan(out.beta_hat["both"])
+    np.testing.assert_array_equal(out.labels["both"], out.labels["position"])
+    vl = valid_labels(log, data, out, settings)  # the valid split has affected items
+    np.testing.assert_array_equal(vl["both"], vl["position"])
+    np.testing.assert_array_equal(vl["group"], vl["none"])
+
+
+def test_records_pair_the_focus_with_every_condition():
     a = np.array([0.5, 0.6, 0.7, 0.8])
     per_query = {
         "both": {"m": a},
         "position": {"m": a - np.array([0.1, 0.12, 0.09, 0.11])},
         "full": {"m": a.copy()},
     }
-    recs = comparison_records(per_query, base={"x": 1})
+    recs = records_for(per_query, base={"x": 1}, focus="both")
     both = next(r for r in recs if r["condition"] == "both")
     assert both["value"] == pytest.approx(0.65)
     assert both["p_vs_full"] == 1.0  # identical vectors
@@ -184,6 +204,30 @@ def test_ranker_logging_policy_fits_a_labeled_fraction():
     with pytest.raises(ParameterError) as e:
         ClickSettings(labeled_fraction=0.0)
     assert e.value.name == "labeled_fraction"
+
+
+@pytest.mark.parametrize("experiment", ["clicks", "drift"])
+def test_a_library_user_gets_the_settings_of_the_command(experiment):
+    """ClickSettings() is what experiment=clicks and experiment=drift log with: their yaml
+    keys build the same settings (values read from the yaml, not from the code)."""
+    import yaml
+
+    from groupbias.app.config import build
+
+    node = yaml.safe_load((Path(CONFIG_DIR) / "experiment" / f"{experiment}.yaml").read_text())
+    exp = build(node["experiment"], "experiment")
+    assert exp.settings == ClickSettings()
+    assert ClickSettings().user == UserModel("pbm", 1.0, 0.01, 0.5)
+    assert (ClickSettings().logging, ClickSettings().temperature) == ("noisy_attractiveness", 0.2)
+
+
+def test_click_keys_name_themselves_in_errors():
+    from experiments.clicks import ClickLogKeys
+
+    for key, value in (("user_model", "dbn"), ("eta", -1.0), ("positions", 0)):
+        with pytest.raises(ParameterError) as e:
+            ClickLogKeys(**{key: value}).click_settings()
+        assert e.value.name == key
 
 
 def test_per_query_mean_over_repetitions():

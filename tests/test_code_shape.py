@@ -165,3 +165,22 @@ def test_no_long_function_without_a_reason():
             if n > MAX_LINES and not REASON.search(around):
                 long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({n} lines)")
     assert not long, "\n".join(long)
+
+
+def test_the_assumption_check_is_handed_its_simulation():
+    # the estimate stage never simulates: the pipelines run the null simulation and hand it
+    # to Diagnostics.check, whose module may name simulate's types for the type checker only
+    path = REPO / "groupbias" / "estimate" / "diagnostics.py"
+    tree = ast.parse(path.read_text())
+    typing_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            typing_only |= {id(n) for n in ast.walk(node)}
+    runtime = [
+        f"{node.lineno}: {node.module}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and "simulate" in (node.module or "")
+        and id(node) not in typing_only
+    ]
+    assert not runtime

@@ -16,6 +16,21 @@ def test_json_roundtrip_and_nonfinite(tmp_path):
     assert [f for f in os.listdir(tmp_path / "a")] == ["m.json"]  # no temp file left
 
 
+def test_jsonable_reads_config_nodes_and_numpy_values():
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.create({"model": {"sizes": [16, 8], "rate": 0.5}, "n": 3})
+    got = io.jsonable({"cfg": node, "t": (np.int64(2), np.float32(0.25)), "a": np.arange(2)})
+    assert got == {
+        "cfg": {"model": {"sizes": [16, 8], "rate": 0.5}, "n": 3},
+        "t": [2, 0.25],
+        "a": [0, 1],
+    }
+    assert type(got["t"][0]) is int and type(got["t"][1]) is float
+    assert io.jsonable({1: np.nan, "b": np.bool_(True)}) == {"1": None, "b": True}
+    json.dumps(got, allow_nan=False)  # strict JSON
+
+
 def test_failed_write_keeps_old_file(tmp_path, monkeypatch):
     p = tmp_path / "m.json"
     io.write_json_atomic(p, {"v": 1})

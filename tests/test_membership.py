@@ -15,12 +15,35 @@ import pytest
 from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 from groupbias.data.membership import (
     TermMembership,
+    affected_group,
     load_term_list,
     load_term_lists,
     membership_from_groups,
     term_membership,
     tokenize,
 )
+
+
+def test_affected_group_crisp_and_fractional():
+    # crisp memberships: exactly the ones, whatever the threshold
+    assert affected_group([1, 0, 1, 0]).tolist() == [True, False, True, False]
+    assert affected_group(np.array([True, False]), None).tolist() == [True, False]
+    # fractional memberships split at 0.5 by default, at the given threshold otherwise
+    g = [0.9, 0.5, 0.49, 0.0, 1.0]
+    assert affected_group(g).tolist() == [True, True, False, False, True]
+    assert affected_group(g, 0.95).tolist() == [False, False, False, False, True]
+
+
+def test_affected_group_refusals():
+    with pytest.raises(ParameterError, match="groups.*binary") as exc:
+        affected_group([0.9, 0.1], None)  # a caller that takes crisp groups only
+    assert "group_threshold=0.5" in str(exc.value)
+    with pytest.raises(ParameterError, match="groups.*length 3"):
+        affected_group([1, 0], n=3)
+    with pytest.raises(ParameterError, match="groups.*in \\[0, 1\\]"):
+        affected_group([1.5, 0.2])
+    with pytest.raises(ParameterError, match="group_threshold"):
+        affected_group([0.9, 0.1], 0.0)
 
 
 def test_tokenize():

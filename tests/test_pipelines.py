@@ -10,10 +10,11 @@ import scipy.stats
 import groupbias as gb
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
-from groupbias.estimate.estimators import KSEstimator
+from groupbias.estimate.estimators import KSEstimator, estimate_simulated
 from groupbias.evaluation.catalog import eel_thresholds
-from groupbias.pipelines.ltr import run_ltr, write_trec_run
-from groupbias.pipelines.tabular import run_tabular
+from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
+from groupbias.pipelines.records import records_for
+from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.bias import GroupBias
 
 BIAS = GroupBias(beta_std=0.1)
@@ -37,6 +38,25 @@ def test_eel_thresholds():
     assert eel_thresholds(np.array([0.3, 0.9]), 1.0, bin_width=0.5) == (0.5,)
     with pytest.raises(ParameterError, match="bin_width"):
         eel_thresholds(np.array([0.3]), 1.0, bin_width=0)
+
+
+def test_records_test_every_condition_against_the_reference():
+    biased = np.array([0.5, 0.6, np.nan, 0.8])
+    per_query = {
+        "biased": {"m": biased},
+        "corrected": {"m": np.array([0.6, 0.65, 0.9, 0.95])},
+        "full": {"m": np.array([np.nan, 0.7, 0.9, np.nan])},
+    }
+    recs = {r["condition"]: r for r in records_for(per_query, base={"x": 1})}
+    assert recs["biased"]["value"] == pytest.approx((0.5 + 0.6 + 0.8) / 3)
+    assert recs["biased"]["n_queries"] == 3 and "p_value" not in recs["biased"]
+    # the query where biased is undefined is left out of the pair
+    a, b = np.array([0.6, 0.65, 0.95]), np.array([0.5, 0.6, 0.8])
+    p = scipy.stats.ttest_rel(a, b).pvalue
+    assert recs["corrected"]["p_value"] == pytest.approx(p) and recs["corrected"]["x"] == 1
+    assert np.isnan(recs["full"]["p_value"])  # one query where both are defined
+    alone = records_for({"corrected": per_query["corrected"]}, base={})
+    assert "p_value" not in alone[0]
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +119,16 @@ def test_tabular_requires_groups(synthetic):
         tab(d.with_groups(None), 0.8, 0)
 
 
+def test_correction_refuses_ungrouped_data_first(synthetic):
+    d = synthetic["train"].subset(np.arange(20))
+    rng = np.random.default_rng(0)
+    sim = BIAS.simulate(d, beta=0.8, rng=rng)
+    est = estimate_simulated(GLOBAL, d, sim, rng=rng)
+    with pytest.raises(ParameterError) as exc:
+        correct_and_evaluate(d.with_groups(None), sim, est, base={})
+    assert exc.value.name == "data.groups" and "a grouped dataset" in str(exc.value)
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("year", [2019, 2020])
 def test_table1_criteria_on_real_trec(trec_root, monkeypatch, year):
@@ -156,6 +186,40 @@ def tiny_recipe():
         ),
         batching=BatchSpec(batch_size=16, slate_length=64),
     )
+
+
+def test_no_estimate_leaves_the_labels_uncorrected(synthetic, tmp_path):
+    """The affected group is absent from the train split: every cluster fails, the β̂ record
+    says NaN and no label is corrected, also on the valid split, whose affected items a
+    correction would change."""
+    import dataclasses
+
+    train = synthetic["train"].subset(np.arange(40))
+    splits = {
+        "train": train.with_groups(np.zeros(train.n_items)),
+        "valid": synthetic["valid"].subset(np.arange(20)),
+        "test": synthetic["test"].subset(np.arange(20)),
+    }
+    assert splits["valid"].groups.sum() > 0
+    kw = dict(beta=0.6, bias=BIAS, estimator=GLOBAL)
+    labels, vlabels, est, _ = training_labels(splits, rng=np.random.default_rng(0), **kw)
+    assert np.isnan(est.beta_hat).all() and np.isnan(est.beta_hat_mean)
+    for lab in (labels, vlabels):
+        np.testing.assert_array_equal(lab["corrected"], lab["biased"])
+    affected = splits["valid"].groups == 1
+    assert np.any(vlabels["biased"][affected] > 0)
+    recipe = tiny_recipe()
+    recipe = dataclasses.replace(recipe, trainer=dataclasses.replace(recipe.trainer, max_epochs=1))
+    res = run_ltr(
+        splits,
+        conditions=("corrected",),
+        recipe=recipe,
+        rng=np.random.default_rng(0),
+        out_dir=tmp_path,
+        diagnostics=None,
+        **kw,
+    )
+    assert np.isnan(_by(res.records, "beta_hat", "estimate")["value"])
 
 
 @pytest.mark.slow

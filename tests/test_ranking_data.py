@@ -40,6 +40,29 @@ def test_subset_and_query_index():
 
 
 @pytest.mark.parametrize(
+    "labels, label_max, spacing",
+    [
+        ([2, 0, 1, 0, 3, 1], None, 1 / 3),  # grades 0..3: the largest label is the top
+        ([2, 0, 1, 0, 3, 1], 4.0, 0.25),  # the declared scale wins over the largest label
+        ([1, 0, 0, 1, 0, 1], None, 1.0),  # binary
+        ([0.5, 0, 1, 0, 0.2, 1], None, None),  # continuous
+        ([0, 0, 0, 0, 0, 0], None, None),  # no positive grade: no scale
+    ],
+)
+def test_grade_spacing(labels, label_max, spacing):
+    d = RankingData(
+        features=np.zeros((6, 1)),
+        labels=labels,
+        qptr=[0, 3, 6],
+        query_ids=["a", "b"],
+        label_max=label_max,
+    )
+    assert d.grade_spacing == spacing
+    empty = RankingData(features=np.zeros((0, 1)), labels=[], qptr=[0], query_ids=[])
+    assert empty.grade_spacing is None
+
+
+@pytest.mark.parametrize(
     "kw, msg",
     [
         ({"qptr": [0, 2, 7]}, "qptr"),

@@ -11,13 +11,15 @@ import scipy.stats as st
 import groupbias as gb
 from data_loaders.synthetic import make_synthetic
 from groupbias.core.errors import AssumptionWarning
-from groupbias.estimate.diagnostics import AssumptionCheck, estimate_summary
+from groupbias.data.ranking_data import RankingData
+from groupbias.estimate.diagnostics import AssumptionCheck, Diagnostics, estimate_summary
 from groupbias.estimate.distances import wasserstein_curves
 from groupbias.estimate.estimators import AUTO_SIZES
 from groupbias.estimate.ks import BetaEstimate, default_grid
 from groupbias.estimate.resampling import resample_items, resample_queries
-from groupbias.pipelines.tabular import grade_spacing, run_tabular
+from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table
+from groupbias.simulate.group_bias import Simulation
 
 
 def _data(ratio=1.0, n_queries=240, seed=7):
@@ -32,7 +34,7 @@ def _estimate(est, data, sim, seed=2):
         data.groups,
         qptr=data.qptr,
         rng=np.random.default_rng(seed),
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         relevance=sim.relevance,
     )
 
@@ -89,7 +91,7 @@ def test_calibrated_reads_only_the_labeled_queries_relevance():
         data.groups,
         qptr=data.qptr,
         rng=np.random.default_rng(2),
-        grade_spacing=grade_spacing(data),
+        grade_spacing=data.grade_spacing,
         relevance=scrambled,
     )
     np.testing.assert_array_equal(a.beta_hat, b.beta_hat)
@@ -244,6 +246,36 @@ def test_null_check_passes_on_equal_merit_and_with_the_calibrated_estimator():
             )
             diag = {r["metric"]: r["value"] for r in res.records if r["condition"] == "diagnostic"}
             assert diag["assumption_violated"] == 0.0
+
+
+def test_the_check_judges_the_null_simulation_it_is_handed():
+    # 4 queries of grades 1..4 twice, one copy affected: both groups have the same relevance
+    labels = np.tile([1, 1, 2, 2, 3, 3, 4, 4], 4).astype(float)
+    groups = np.tile([1, 0], 16).astype(float)
+    data = RankingData(
+        features=np.zeros((32, 1)),
+        labels=labels,
+        qptr=np.arange(0, 33, 8),
+        query_ids=np.arange(4),
+        groups=groups,
+        label_max=4.0,
+    )
+    rel = labels / 4
+
+    def null(factor):  # affected attractiveness factor * P(R), true beta_q = 1 everywhere
+        a = rel * np.where(groups == 1, factor, 1.0)
+        return Simulation(rel, a, np.ones(4), None, np.ones(1))
+
+    est = gb.KSEstimator(jitter=0.0)  # no noise: A_A / 0.5 equals A_N exactly
+    rng = np.random.default_rng(0)
+    ok = Diagnostics().check(data, null(1.0), estimator=est, rng=rng)
+    assert (ok.utility_ratio, ok.ks_relevance, ok.null_beta_hat) == (1.0, 0.0, 1.0)
+    assert not ok.violated
+    # handed scores that are biased after all, the check reports what the estimator sees
+    with pytest.warns(AssumptionWarning, match="estimates β̂ = 0.500"):
+        bad = Diagnostics().check(data, null(0.5), estimator=est, rng=rng)
+    assert bad.null_beta_hat == pytest.approx(0.5, abs=1e-12)
+    assert bad.null_error == pytest.approx(0.5, abs=1e-12) and bad.violated
 
 
 def test_null_check_does_not_change_the_run():

@@ -98,3 +98,35 @@ def test_release_free_memory_returns_freed_heap_pages(tmp_path):
     ok, before, after = out.stdout.split()
     assert ok == "True"
     assert float(before) - float(after) > 80  # of the 114 MiB freed
+
+
+def test_step_records_run_every_point_in_order_and_resume(tmp_path):
+    import functools
+
+    from experiments.common import Entry, beta_grid, step_records
+    from groupbias.data.datasets import BuiltinGrouping, DatasetSpec
+
+    entry = Entry(DatasetSpec(name="synthetic", title="toy"), BuiltinGrouping(), "datasets[0]")
+    calls = []
+
+    def fn(tag, *, beta):
+        calls.append((tag, beta))
+        return {"records": [{"tag": tag, "beta": beta}]}
+
+    steps = {
+        "tab_{title}_beta{beta}": functools.partial(fn, "tab"),
+        "ltr_{title}_beta{beta}": functools.partial(fn, "ltr"),
+    }
+    rd = runs.RunDir(tmp_path / "run", {"x": 1})
+    recs = step_records(rd, entry, steps, beta_grid([0.8, 0.6]), key={"sizes": [1]})
+    # per β, the steps in their order
+    order = [("tab", 0.8), ("ltr", 0.8), ("tab", 0.6), ("ltr", 0.6)]
+    assert [(r["tag"], r["beta"]) for r in recs] == order == calls
+    names = sorted(p.name for p in (rd.path / "steps").iterdir())
+    assert names == sorted(f"{t}_toy_beta{b}.json" for t, b in order)
+    # the same entry, key and point: reused; another key: computed again
+    calls.clear()
+    assert step_records(rd, entry, steps, beta_grid([0.8]), key={"sizes": [1]}) == recs[:2]
+    assert calls == []
+    step_records(rd, entry, steps, beta_grid([0.8]), key={"sizes": [2]})
+    assert calls == order[:2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from groupbias.core.validation import all_integral
-from groupbias.simulate.merit import utility_ratio
+from groupbias.data.membership import utility_ratio
 
 
 def test_all_integral_checks_every_block():

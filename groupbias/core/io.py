@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -47,13 +48,16 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+def jsonable(x):
+    """A JSON-ready copy of ``x``: mappings with string keys, lists for sequences (tuples,
+    arrays), config nodes as plain ones, Python numbers for numpy ones, ``None`` for
+    non-finite floats (strict JSON); anything else as it is."""
+    if isinstance(x, Mapping):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, Sequence) and not isinstance(x, (str, bytes)):
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
+        return jsonable(x.tolist())
     if isinstance(x, (np.integer,)):
         return int(x)
     if isinstance(x, (np.floating, float)):
@@ -67,7 +71,7 @@ def _jsonable(x):
 def write_json_atomic(path: str | os.PathLike, obj) -> Path:
     """Write ``obj`` as JSON atomically; numpy values become Python values and non-finite
     floats become ``null`` (strict JSON)."""
-    return write_text_atomic(path, json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
+    return write_text_atomic(path, json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: str | os.PathLike):

@@ -7,6 +7,10 @@ group, or no group-representative term). Two sources:
 * :func:`membership_from_groups`: the affected-group vector of :class:`RankingData`
   (1 = affected, 0 = non-affected, fractions = probabilities) as the two columns
   ``[affected, non-affected]``.
+
+:func:`affected_group` is the crisp split of that vector that the β estimators compare: the
+affected sample ``A_A`` and the non-affected sample ``A_N`` of Eq. (14); :func:`utility_ratio`
+compares the two groups' mean relevance (their merit).
 * :func:`term_membership`: term-based association from item text and per-group term lists
   (Rekabsaz & Schedl 2020; Abolghasemi et al. 2024): ``M^G(d) = sum_{t in V_G} tf(t, d)``
   counted on word tokens (:func:`tokenize`). Term lists are plain-text files, one term per
@@ -25,10 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import DataFormatError, MissingFilesError, ParameterError
+from ..core.validation import real
 
 __all__ = [
     "tokenize",
     "membership_from_groups",
+    "affected_group",
+    "AFFECTED_SPLIT",
+    "utility_ratio",
     "load_term_list",
     "load_term_lists",
     "TermMembership",
@@ -64,6 +72,56 @@ def membership_from_groups(groups) -> np.ndarray:
             "values outside [0, 1] or NaN",
         )
     return np.stack([g, 1.0 - g], axis=1)
+
+
+#: fractional memberships ``g >= AFFECTED_SPLIT`` count as affected (more likely affected than not)
+AFFECTED_SPLIT = 0.5
+
+
+def affected_group(groups, group_threshold: float | None = AFFECTED_SPLIT, *, n=None) -> np.ndarray:
+    """Bool [n_items]: the items of the affected group ``A_A`` (the rest form ``A_N``).
+
+    ``groups``: memberships in [0, 1] (1 = affected, 0 = non-affected, a fraction = the
+    probability of being affected); ``n``: the length they must have (None: any). Crisp 0/1
+    memberships: ``g == 1``. Fractional memberships: ``g >= group_threshold`` (default
+    :data:`AFFECTED_SPLIT`); ``group_threshold=None`` refuses them (a caller that wants
+    crisp groups only). Errors name ``groups`` or ``group_threshold``."""
+    gr = np.asarray(groups)
+    numeric = np.issubdtype(gr.dtype, np.number) or gr.dtype == bool
+    if gr.ndim != 1 or (n is not None and gr.size != n) or not numeric:
+        raise ParameterError(
+            "groups",
+            "a numeric array" + ("" if n is None else f" of length {n}"),
+            f"shape {gr.shape}, dtype {gr.dtype}",
+        )
+    gr = gr.astype(np.float64, copy=False)
+    binary = bool(np.all((gr == 0) | (gr == 1)))
+    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
+        raise ParameterError(
+            "groups", "memberships in [0, 1] (1 = affected)", "values outside [0, 1] or NaN"
+        )
+    if group_threshold is None:
+        if not binary:
+            raise ParameterError(
+                "groups",
+                "binary memberships (0 or 1)",
+                "fractional memberships",
+                fix=f"pass group_threshold={AFFECTED_SPLIT} to split them",
+            )
+        return gr == 1
+    t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
+    return gr >= t
+
+
+def utility_ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
+    """Mean relevance of the affected items / of the non-affected items (NaN with one
+    group only)."""
+    if not affected.any() or affected.all():
+        return float("nan")
+    n_a = np.count_nonzero(affected)
+    s_a = float(np.sum(relevance, where=affected))  # masked sums: no copies of the groups
+    mu_n = float(np.sum(relevance, where=~affected)) / (affected.size - n_a)
+    return s_a / n_a / mu_n if mu_n > 0 else float("inf")
 
 
 def _check_term(term: str) -> str | None:

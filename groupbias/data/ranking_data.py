@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.errors import DataError
+from ..core.validation import all_integral
 
 
 class QueryView(NamedTuple):
@@ -141,6 +142,18 @@ class RankingData:
     def list_sizes(self) -> np.ndarray:
         """Items per query, int64 [n_queries]."""
         return np.diff(self.qptr)
+
+    @property
+    def grade_spacing(self) -> float | None:
+        """Spacing of the relevance grades on the P(R) scale: ``1/L`` for integer labels
+        0..L with L >= 1 (``L`` = ``label_max``, else the largest label; 1 for binary
+        labels), None for continuous labels or none at all. Estimators with
+        ``jitter_scale="grade"`` put their tie-breaking noise on this spacing."""
+        lab = self.labels
+        if lab.size == 0 or not all_integral(lab):
+            return None
+        top = float(self.label_max or lab.max())
+        return 1.0 / top if top >= 1 else None
 
     def query_index(self) -> np.ndarray:
         """Query index (0..n_queries-1) of every item, int64 [n_items]."""

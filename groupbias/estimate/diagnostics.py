@@ -12,6 +12,8 @@ even when there is no bias at all. Whenever true relevance is known (every simul
 - ``null_beta_hat``: the estimator's mean β̂ on attractiveness simulated at β = 1 with the
   run's per-query noise (the *null check*), ``null_beta_true`` the mean true ``beta_q`` of
   that simulation (below 1 only by the clipped noise) and ``null_error`` their distance.
+  The pipelines simulate it (:meth:`groupbias.simulate.bias.GroupBias.simulate_null`) and
+  hand it in: the estimate stage never simulates.
 
 A null error above ``null_tolerance`` (default 0.05) marks the run: an
 :class:`~groupbias.core.errors.AssumptionWarning` names the cause and the remedy and the records
@@ -24,18 +26,21 @@ computed.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.errors import AssumptionWarning
 from ..core.segments import query_index
 from ..core.validation import real
+from ..data.membership import affected_group, utility_ratio
 from ..data.ranking_data import RankingData
-from ..simulate.bias import GroupBias
-from ..simulate.merit import utility_ratio
-from .estimators import affected_items
+from .estimators import estimate_simulated
 from .ks import BetaEstimate, ks_curves
+
+if TYPE_CHECKING:  # the type of the null simulation the pipelines hand in
+    from ..simulate.group_bias import Simulation
 
 __all__ = ["Diagnostics", "AssumptionCheck", "estimate_summary", "DIAGNOSTIC_METRICS"]
 
@@ -146,30 +151,6 @@ def _relevance_ks(relevance, affected, qptr, cluster_of_query) -> tuple[float, f
     return overall, float(per[ok].mean()) if ok.any() else float("nan")
 
 
-def _null_estimate(data, g, bias, estimator, rng, estimate, grade_spacing, label_max):
-    """The null simulation (β = 1, the run's noise, on a child of ``rng``) and its estimate
-    with the run's clusters (per-query estimators keep their own): ``(relevance,
-    beta_query, estimate)`` (the simulated attractiveness is not kept)."""
-    child = rng.spawn(1)[0]
-    sim = replace(bias, variant="normal", modes=None).simulate(
-        data, beta=1.0, rng=child, label_max=label_max
-    )
-    clusters = None if estimate is None else estimate.cluster_of_query
-    if estimate is not None and estimate.beta_hat.size == data.n_queries:
-        clusters = None
-    # the point estimate only: a configured bootstrap interval is not needed here
-    null = getattr(estimator, "point", estimator.estimate)(
-        sim.attractiveness,
-        g,
-        qptr=data.qptr,
-        clusters=clusters,
-        rng=child,
-        grade_spacing=grade_spacing,
-        relevance=sim.relevance,
-    )
-    return sim.relevance, sim.beta_query, null
-
-
 @dataclass(frozen=True)
 class Diagnostics:
     """The ``diagnostics`` config group: ``null_tolerance`` is the largest ``|1 - β̂|`` the
@@ -183,44 +164,47 @@ class Diagnostics:
     def check(
         self,
         data: RankingData,
+        null: Simulation,
         *,
-        bias: GroupBias,
         estimator,
         rng: np.random.Generator,
         estimate: BetaEstimate | None = None,
-        grade_spacing: float | None = None,
-        label_max: float | None = None,
         where: str = "",
         warn: bool = True,
     ) -> AssumptionCheck:
-        """Diagnose ``estimator`` on grouped ``data`` under the run's ``bias`` model.
+        """Diagnose ``estimator`` on grouped ``data`` with the null simulation ``null``.
 
-        The null check simulates attractiveness at β = 1 with the run's per-query noise
-        (variant ``normal``, ``beta_std`` of ``bias``; clipped draws keep some ``beta_q``
-        below 1) and compares the mean β̂ per query with the mean true ``beta_q``.
-        ``estimate``: the run's estimate, whose clusters the null check reuses (so it tests
-        the same amortization); ``rng``: a child generator is spawned from it, so the run's
-        own random stream is unchanged; ``where``: names the dataset/grouping in the warning.
-        Estimators with a ``point`` method (those of :mod:`groupbias.estimate.estimators`) give the
-        null check their point estimate, without a configured bootstrap interval.
+        ``null``: attractiveness simulated on ``data`` without bias but with the run's
+        per-query noise (:meth:`groupbias.simulate.bias.GroupBias.simulate_null`: β = 1,
+        clipped draws keep some ``beta_q`` below 1); the check compares the estimator's mean
+        β̂ per query on it with the mean true ``beta_q``. ``rng``: draws the estimate (the
+        pipelines pass the child generator that drew ``null``, so the run's own random
+        stream is unchanged); ``estimate``: the run's estimate, whose clusters the null
+        check reuses (so it tests the same amortization); ``where``: names the
+        dataset/grouping in the warning. Estimators with a ``point`` method (those of
+        :mod:`groupbias.estimate.estimators`) give the null check their point estimate,
+        without a configured bootstrap interval; the tie-breaking noise is on the data's
+        grade spacing.
         """
-        g = np.asarray(data.groups, dtype=np.float64)
-        affected = affected_items(g)
+        affected = affected_group(data.groups)
         q = data.qptr
         n_q = q.size - 1
-        relevance, beta_query, null = _null_estimate(
-            data, g, bias, estimator, rng, estimate, grade_spacing, label_max
-        )
-        per_q = null.beta_hat_per_query
+        # the run's clusters (per-query estimators keep their own), no bootstrap interval
+        clusters = None if estimate is None else estimate.cluster_of_query
+        if estimate is not None and estimate.beta_hat.size == data.n_queries:
+            clusters = None
+        per_q = estimate_simulated(
+            estimator, data, null, rng=rng, clusters=clusters, point=True
+        ).beta_hat_per_query
         ok = np.isfinite(per_q)
         cq = np.zeros(n_q, np.int64) if estimate is None else estimate.cluster_of_query
-        overall, per_cluster = _relevance_ks(relevance, affected, q, cq)
+        overall, per_cluster = _relevance_ks(null.relevance, affected, q, cq)
         check = AssumptionCheck(
-            utility_ratio=utility_ratio(relevance, affected),
+            utility_ratio=utility_ratio(null.relevance, affected),
             ks_relevance=overall,
             ks_relevance_cluster=per_cluster,
             null_beta_hat=float(per_q[ok].mean()) if ok.any() else float("nan"),
-            null_beta_true=float(beta_query[ok].mean()) if ok.any() else 1.0,
+            null_beta_true=float(null.beta_query[ok].mean()) if ok.any() else 1.0,
             tolerance=float(self.null_tolerance),
         )
         if warn and check.violated:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.validation import integer, real, vector
-from .estimators import affected_items
+from ..data.membership import affected_group
 
 __all__ = [
     "GroupClickSeries",
@@ -92,7 +92,7 @@ def group_click_series(log, groups, *, qptr, propensity, noise: float = 0.0) -> 
             "propensity", "a positive propensity for every position of the log", theta.size
         )
     eps = real("noise", noise, low=0.0, high=1.0, high_open=True)
-    aff = affected_items(g)[log.flat_items(qptr)]
+    aff = affected_group(g)[log.flat_items(qptr)]
     order = log.session_order()
     sess = log.session[order]
     first = np.ones(sess.size, dtype=bool)

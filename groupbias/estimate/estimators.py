@@ -23,7 +23,7 @@ noise of their items). docs/method.md states each estimator's assumption and for
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -31,23 +31,33 @@ from ..core.errors import ParameterError
 from ..core.registry import ESTIMATORS
 from ..core.segments import query_index
 from ..core.validation import choice, generator, integer, real, sequence
+from ..data.membership import AFFECTED_SPLIT, affected_group
 from .distances import DISTANCES
-from .ks import TIES, ZERO_POLICIES, BetaEstimate, default_grid, estimate_beta
+from .ks import (
+    JITTER_SCALES,
+    MINIMIZER_TIES,
+    ZERO_POLICIES,
+    BetaEstimate,
+    default_grid,
+    estimate_beta,
+)
 from .resampling import replicate_batches, resample_items, resample_queries
+
+if TYPE_CHECKING:  # what estimate_simulated reads
+    from ..data.ranking_data import RankingData
+    from ..simulate.group_bias import Simulation
 
 __all__ = [
     "Estimator",
     "KSEstimator",
     "CalibratedKSEstimator",
     "ShrinkageEstimator",
+    "estimate_simulated",
     "bootstrap_interval",
     "per_query_noise",
-    "split_threshold",
-    "affected_items",
     "AUTO_SIZES",
 ]
 
-JITTER_SCALES = ("grade", "gap")
 #: candidate cluster sizes of ``cluster_size="auto"`` (None: one global cluster)
 AUTO_SIZES = (1, 2, 5, 10, 20, 50, 100, None)
 
@@ -76,18 +86,30 @@ class Estimator(Protocol):
     ) -> BetaEstimate: ...
 
 
-def split_threshold(groups) -> float | None:
-    """0.5 for fractional memberships (an item counts as affected when ``g >= 0.5``), None
-    for crisp 0/1 groups."""
-    g = np.asarray(groups, dtype=np.float64)
-    return 0.5 if np.any((g != 0) & (g != 1)) else None
-
-
-def affected_items(groups) -> np.ndarray:
-    """Bool [n_items]: the affected items (fractional memberships split at 0.5)."""
-    g = np.asarray(groups, dtype=np.float64)
-    t = split_threshold(g)
-    return g == 1 if t is None else g >= t
+def estimate_simulated(
+    estimator: Estimator,
+    data: RankingData,
+    sim: Simulation,
+    *,
+    rng: np.random.Generator | None,
+    clusters=None,
+    point: bool = False,
+) -> BetaEstimate:
+    """β̂ of ``estimator`` on a simulation of ``data``: the simulated attractiveness with the
+    data's groups and query offsets, tie-breaking noise on the data's grade spacing, the
+    simulated relevance as the labeled sample an estimator may read; ``clusters``: explicit
+    query clusters. ``point``: the point estimate only (the estimator's ``point`` method
+    where it has one, without a configured bootstrap interval)."""
+    fn = getattr(estimator, "point", estimator.estimate) if point else estimator.estimate
+    return fn(
+        sim.attractiveness,
+        data.groups,
+        qptr=data.qptr,
+        clusters=clusters,
+        rng=rng,
+        grade_spacing=data.grade_spacing,
+        relevance=sim.relevance,
+    )
 
 
 def _cluster_mean(values: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
@@ -128,7 +150,7 @@ def bootstrap_interval(
     q = np.asarray(qptr, dtype=np.int64)
     cq = np.asarray(cluster_of_query, dtype=np.int64)
     n_c = int(cq.max(initial=-1)) + 1
-    aff = affected_items(g)
+    aff = affected_group(g)
     draws = []
     for reps in replicate_batches(int(n_boot), a.size):
         i1, q1, c1 = resample_queries(q, cq, reps, rng)
@@ -176,7 +198,7 @@ def per_query_noise(
     q = np.asarray(qptr, dtype=np.int64)
     n_q = q.size - 1
     raw = estimate_beta(a, g, qptr=q, clusters=np.arange(n_q), rng=rng, **search)
-    aff = affected_items(g)
+    aff = affected_group(g)
     draws = []
     for reps in replicate_batches(int(n_boot), a.size):
         idx, qb = resample_items(q, aff, reps, rng)
@@ -237,7 +259,7 @@ class KSEstimator:
     tie: str = "largest"
 
     def __post_init__(self) -> None:
-        choice("tie", self.tie, TIES)
+        choice("tie", self.tie, MINIMIZER_TIES)
         if self.cluster_size is not None and self.cluster_size != "auto":
             integer(
                 "cluster_size",
@@ -267,11 +289,11 @@ class KSEstimator:
         object.__setattr__(self, "auto_sizes", _size_candidates("auto_sizes", self.auto_sizes))
         integer("auto_boot", self.auto_boot, low=2)
 
-    def search(self, grade_spacing: float | None, groups) -> dict:
-        """Keyword arguments of :func:`estimate_beta` fixed by this configuration and the
-        memberships ``groups``."""
+    def search(self, grade_spacing: float | None) -> dict:
+        """Keyword arguments of :func:`estimate_beta` fixed by this configuration (fractional
+        memberships split at :data:`~groupbias.data.membership.AFFECTED_SPLIT`)."""
         return {
-            "group_threshold": split_threshold(groups),
+            "group_threshold": AFFECTED_SPLIT,
             "grid": default_grid(self.grid_step),
             "distance": self.distance,
             "zero_policy": self.zero_policy,
@@ -298,7 +320,7 @@ class KSEstimator:
             rng=rng,
             clusters=clusters,
             cluster_size=_fixed(size, clusters),
-            **self.search(grade_spacing, groups),
+            **self.search(grade_spacing),
         )
         return replace(est, info=info) if info else est
 
@@ -351,7 +373,7 @@ class KSEstimator:
         in its cluster's estimate); ``MSE(1) = mean_q v_q``. Returns ``(size, {size: MSE})``.
         """
         rng = generator(rng, used_for="cluster_size=auto")
-        search = self.search(grade_spacing, groups)
+        search = self.search(grade_spacing)
         raw, _, v = per_query_noise(
             attractiveness, groups, qptr=qptr, rng=rng, n_boot=self.auto_boot, **search
         )
@@ -420,7 +442,7 @@ class CalibratedKSEstimator(KSEstimator):
         rel = np.asarray(relevance, dtype=np.float64)
         lab = self.labeled_queries(q.size - 1, rng)
         in_lab = np.isin(query_index(q), lab)
-        ref = rel[in_lab & affected_items(groups)]
+        ref = rel[in_lab & affected_group(groups)]
         if not np.any(ref > 0 if self.zero_policy == "exclude" else ref >= 0):
             raise ParameterError(
                 "labeled_fraction",
@@ -437,7 +459,7 @@ class CalibratedKSEstimator(KSEstimator):
             clusters=clusters,
             cluster_size=_fixed(size, clusters),
             reference=ref,
-            **self.search(grade_spacing, groups),
+            **self.search(grade_spacing),
         )
         return replace(
             est, info={"labeled_queries": int(lab.size), "reference_size": int(ref.size)}
@@ -500,7 +522,7 @@ class ShrinkageEstimator(KSEstimator):
         self, attractiveness, groups, *, qptr, clusters, rng, grade_spacing, relevance
     ) -> BetaEstimate:
         rng = generator(rng, used_for="the shrinkage estimator's bootstrap")
-        search = self.search(grade_spacing, groups)
+        search = self.search(grade_spacing)
         prior = estimate_beta(
             attractiveness,
             groups,

@@ -1,3 +1,6 @@
+# long: the exact KS over the whole grid (branch-and-bound, dense and all-pairs paths) shares
+# its private sample and tile types with the search of Eq. (14) that calls it; the module
+# docstring states every convention of the estimate
 """Amortized estimation of the group propensity ``beta`` (paper §5.1–5.2, Eq. 14).
 
 The estimator
@@ -75,6 +78,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import query_index
 from ..core.validation import check_qptr, choice, generator, integer, is_integer, is_real, real
+from ..data.membership import affected_group
 from .distances import DISTANCES, wasserstein_curves
 
 __all__ = [
@@ -88,12 +92,16 @@ __all__ = [
     "tie_break_jitter",
     "random_clusters",
     "ZERO_POLICIES",
+    "MINIMIZER_TIES",
+    "JITTER_SCALES",
     "grid_curves",
 ]
 
 ZERO_POLICIES = ("exclude", "include")
-#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`)
-TIES = ("largest", "smallest", "middle")
+#: which minimizer of a flat distance curve is beta_hat (:func:`grid_argmin`, ``tie``)
+MINIMIZER_TIES = ("largest", "smallest", "middle")
+#: what the tie-breaking jitter is a fraction of: the grade spacing the caller passes
+#: (``grade_spacing``) or the smallest gap between the scores (``KSEstimator.jitter_scale``)
 JITTER_SCALES = ("grade", "gap")
 _REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
 _ABS = 1e-300
@@ -736,7 +744,11 @@ class BetaEstimate:
 
     @property
     def beta_hat_mean(self) -> float:
-        """Mean of the finite cluster estimates (NaN when every cluster failed)."""
+        """Mean of the finite cluster estimates: the one β̂ of data the clusters do not cover
+        (a validation split). NaN when every cluster failed, which means *no estimate*: the
+        correction (:func:`groupbias.estimate.correction.ips_correct`) leaves queries whose
+        β̂ is NaN uncorrected, exactly as dividing by 1 would (``a / 1.0``); no caller
+        substitutes a value of its own."""
         ok = np.isfinite(self.beta_hat)
         return float(self.beta_hat[ok].mean()) if ok.any() else float("nan")
 
@@ -760,7 +772,7 @@ def grid_argmin(curves: np.ndarray, grid: np.ndarray, tie: str = "largest") -> n
     for rows that are entirely NaN). Among the grid values attaining the minimum,
     ``tie="largest"`` takes the largest, ``"smallest"`` the smallest and ``"middle"`` the
     one halfway between them (index ``(first + last) // 2``: the middle of a flat region)."""
-    choice("tie", tie, TIES)
+    choice("tie", tie, MINIMIZER_TIES)
     curves = np.asarray(curves, dtype=np.float64)
     grid = np.asarray(grid, dtype=np.float64)
     out = np.full(curves.shape[0], np.nan)
@@ -792,32 +804,6 @@ class _Inputs:
     tie: str = "largest"
 
 
-def _affected(groups, n: int, group_threshold) -> np.ndarray:
-    """Bool [n]: items of the affected group (fractions split at ``group_threshold``)."""
-    gr = np.asarray(groups)
-    if gr.shape != (n,) or not (np.issubdtype(gr.dtype, np.number) or gr.dtype == bool):
-        raise ParameterError(
-            "groups", f"a numeric array of length {n}", f"shape {gr.shape}, dtype {gr.dtype}"
-        )
-    gr = gr.astype(np.float64, copy=False)
-    binary = bool(np.all((gr == 0) | (gr == 1)))
-    if not binary and (not np.all(np.isfinite(gr)) or gr.min() < 0 or gr.max() > 1):
-        raise ParameterError(
-            "groups", "memberships in [0, 1] (1 = affected)", "values outside [0, 1] or NaN"
-        )
-    if group_threshold is None:
-        if not binary:
-            raise ParameterError(
-                "groups",
-                "binary memberships (0 or 1)",
-                "fractional memberships",
-                fix="pass group_threshold=0.5 to split them",
-            )
-        return gr == 1
-    t = real("group_threshold", group_threshold, low=0.0, high=1.0, low_open=True)
-    return gr >= t
-
-
 # long: one check per parameter of estimate_beta, all before any random draw
 def _validated(
     attractiveness,
@@ -840,12 +826,12 @@ def _validated(
     """Every parameter of :func:`estimate_beta` checked, before any random draw."""
     a = _scores("attractiveness", attractiveness)
     choice("distance", distance, DISTANCES)
-    choice("tie", tie, TIES)
+    choice("tie", tie, MINIMIZER_TIES)
     ref = None if reference is None else _scores("reference", reference)
     q = check_qptr(qptr, a.size)
     if q.size < 2:
         raise ParameterError("qptr", "at least one query", "no queries")
-    affected = _affected(groups, a.size, group_threshold)
+    affected = affected_group(groups, group_threshold, n=a.size)
     choice("zero_policy", zero_policy, ZERO_POLICIES)
     g = _check_grid(grid)
     real(

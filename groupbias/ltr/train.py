@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -26,7 +25,8 @@ import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
 from ..core.errors import ParameterError
-from ..core.validation import check_k, choice, integer, is_integer, real
+from ..core.io import jsonable
+from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
 from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
 from .losses import LambdaLoss
 from .model import ContextScorer, ScorerSpec, make_scorer
@@ -67,19 +67,6 @@ def make_loggers(names, out: Path) -> list:
                 "loggers", f"an installed logger package for {name!r}", name, fix=str(exc)
             ) from exc
     return out_loggers
-
-
-def _plain(obj):
-    """JSON-ready copy of a (possibly OmegaConf) nested config."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    return obj
 
 
 @dataclass
@@ -140,11 +127,11 @@ class TrainedRanker:
         state = {k: v.detach().cpu() for k, v in self.scorer.state_dict().items()}
         torch.save(state, d / "model.pt")
         info = {
-            "model_cfg": _plain(self.model_cfg),
+            "model_cfg": jsonable(self.model_cfg),
             "n_features": int(self.n_features),
             "normalize": self.normalize,
             "best_score": self.best_score,
-            **_plain(self.meta),
+            **jsonable(self.meta),
         }
         (d / "ranker.json").write_text(json.dumps(info, indent=2))
         return d
@@ -167,15 +154,6 @@ class TrainedRanker:
             info["normalize"],
             best_score=info.get("best_score"),
         )
-
-
-def available_cores() -> int:
-    """The cores this process may use (its CPU affinity; the CPU count where the platform
-    has no affinity)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # e.g. macOS
-        return os.cpu_count() or 1
 
 
 def load_best_state(checkpoint: str | Path, prefix: str = "scorer.") -> dict[str, torch.Tensor]:
@@ -220,7 +198,7 @@ class TrainerSpec:
     def __post_init__(self) -> None:
         integer("max_epochs", self.max_epochs, low=1)
         if self.threads is not None:
-            integer("threads", self.threads, low=1, what="a thread count >= 1, or null")
+            check_threads(self.threads)
         if self.patience is not None:
             integer("patience", self.patience, low=1)
         real("min_delta", self.min_delta, low=0.0)
@@ -265,7 +243,7 @@ class TrainerSpec:
 
     def n_threads(self) -> int:
         """``threads``, or the number of cores this process may use."""
-        return self.threads if self.threads is not None else available_cores()
+        return check_threads(self.threads)
 
     def trainer_kwargs(self) -> dict:
         """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
@@ -311,7 +289,7 @@ class RankerRecipe:
             },
             "optimizer": _describe_factory(self.optimizer),
             "scheduler": _describe_factory(self.scheduler),
-            "trainer": _plain(asdict(self.trainer)),
+            "trainer": jsonable(asdict(self.trainer)),
             "batching": asdict(self.batching),
         }
 
@@ -325,7 +303,7 @@ def _describe_factory(factory) -> dict | None:
         return {"repr": repr(factory)}
     return {
         "class": f"{func.__module__}.{func.__qualname__}",
-        **_plain(dict(getattr(factory, "keywords", {}) or {})),
+        **jsonable(dict(getattr(factory, "keywords", {}) or {})),
     }
 
 

@@ -23,7 +23,8 @@ For one dataset + grouping + β and a number of sessions:
 4. the attention ranker is trained on each condition's labels (the recipe's loss; the
    ``clicks`` experiment uses the IPS-weighted counterfactual LambdaLoss) and on full
    information (true relevance); each ranks the test split, judged by NDCG@10, ρ(DTR),
-   Δ(EEL) against true labels, with paired tests of ``both`` against every other condition.
+   Δ(EEL) against true labels, with paired tests of ``both`` against every other condition
+   (:func:`groupbias.pipelines.records.records_for` with ``focus="both"``).
 
 The valid split's labels (for early stopping) come from its own log, corrected with the
 train split's θ̂ and the mean β̂ of its clusters: users are biased there too.
@@ -39,14 +40,18 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.io import write_npz_atomic
-from ..core.validation import choice, real
+from ..core.validation import choice, integer, real
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.estimators import Estimator
-from ..estimate.propensity import PositionEstimate, debiased_attractiveness, estimate_propensities
+from ..estimate.propensity import (
+    PROPENSITY_METHODS,
+    PositionEstimate,
+    debiased_attractiveness,
+    estimate_propensities,
+)
 from ..evaluation.catalog import compute_metrics
-from ..evaluation.stats import paired_test
-from ..simulate.clicks import ClickLog, UserModel, simulate_click_log
+from ..simulate.clicks import INTERVENTIONS, ClickLog, UserModel, simulate_click_log
 
 __all__ = [
     "CORRECTIONS",
@@ -57,7 +62,6 @@ __all__ = [
     "labels_from_clicks",
     "simulate_split_log",
     "valid_labels",
-    "comparison_records",
     "evaluate_ranker",
 ]
 
@@ -67,29 +71,38 @@ LOGGING_POLICIES = ("noisy_relevance", "noisy_attractiveness", "ranker")
 
 @dataclass(frozen=True)
 class ClickSettings:
-    """How sessions are logged and read back: ``positions`` shown; ``user`` model;
-    ``logging`` policy ("noisy_relevance": ``P(R) + N(0, logging_noise)``;
-    "noisy_attractiveness": ``a + N(0, logging_noise)`` with the group-biased attractiveness
-    ``a``, a production ranker that learned from biased clicks and shows affected items
-    lower; "ranker": least squares on the relevance of ``labeled_fraction`` of the
-    queries); ``temperature`` of Plackett–Luce logging
+    """How sessions are logged and read back: ``positions`` shown; ``user`` model (PBM,
+    η = 1, noise clicks ε = 0.01); ``logging`` policy ("noisy_relevance":
+    ``P(R) + N(0, logging_noise)``; "noisy_attractiveness": ``a + N(0, logging_noise)`` with
+    the group-biased attractiveness ``a``, a production ranker that learned from biased
+    clicks and shows affected items lower; "ranker": least squares on the relevance of
+    ``labeled_fraction`` of the queries); ``temperature`` of Plackett–Luce logging
     (0: deterministic); ``intervention`` ("none" | "swap" | "shuffle") in a share
-    ``intervention_rate`` of the sessions; ``propensity``: "harvest" or "em"."""
+    ``intervention_rate`` of the sessions; ``propensity``: "harvest" or "em". The defaults
+    are those of ``experiment=clicks`` and ``experiment=drift``, whose config keys build
+    these settings (``experiments.clicks.ClickLogKeys``)."""
 
     positions: int = 10
-    user: UserModel = field(default_factory=UserModel)
-    logging: str = "noisy_relevance"
-    logging_noise: float = 0.5
+    user: UserModel = field(default_factory=lambda: UserModel(noise=0.01))
+    logging: str = "noisy_attractiveness"
+    logging_noise: float = 0.2
     labeled_fraction: float = 0.1
-    temperature: float = 0.0
+    temperature: float = 0.2
     intervention: str = "shuffle"
     intervention_rate: float = 0.1
     propensity: str = "harvest"
 
     def __post_init__(self) -> None:
+        integer("positions", self.positions, low=1)
+        if not isinstance(self.user, UserModel):
+            raise ParameterError("user", "a groupbias.simulate.clicks.UserModel", self.user)
         choice("logging", self.logging, LOGGING_POLICIES)
         real("logging_noise", self.logging_noise, low=0.0)
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
+        real("temperature", self.temperature, low=0.0)
+        choice("intervention", self.intervention, INTERVENTIONS)
+        real("intervention_rate", self.intervention_rate, low=0.0, high=1.0)
+        choice("propensity", self.propensity, PROPENSITY_METHODS)
 
     def simulation_options(self) -> dict:
         """The keyword arguments of :func:`~groupbias.simulate.clicks.simulate_click_log` that these
@@ -152,7 +165,9 @@ def simulate_split_log(
 @dataclass
 class ClickLabels:
     """Attractiveness estimates per condition (float64 [n_items] each, P(A) scale), the
-    position estimate, and β̂ per query for ``group`` and ``both`` (NaN: not estimated)."""
+    position estimate, and for ``group`` and ``both`` β̂ per query and its mean over the
+    clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`; NaN: not
+    estimated)."""
 
     labels: dict[str, np.ndarray]
     position: PositionEstimate
@@ -181,8 +196,7 @@ def _group_correct(att, data, observed, estimator, rng, relevance):
     corrected = ips_correct(
         att, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
     )
-    finite = est.beta_hat[np.isfinite(est.beta_hat)]
-    return corrected, est.beta_hat_per_query, float(finite.mean()) if finite.size else 1.0
+    return corrected, est.beta_hat_per_query, est.beta_hat_mean
 
 
 def labels_from_clicks(
@@ -235,35 +249,6 @@ def valid_labels(
         else:
             out[cond] = base[cond]
     return out
-
-
-def comparison_records(
-    per_query: dict[str, dict[str, np.ndarray]], *, base: dict, focus: str = "both"
-) -> list[dict]:
-    """One record per condition × metric (mean over test queries), the ``focus`` condition
-    with a paired t-test against every other condition (``p_vs_<condition>``)."""
-    recs = []
-    for cond, mets in per_query.items():
-        for metric, vals in mets.items():
-            ok = ~np.isnan(vals)
-            rec = {
-                **base,
-                "metric": metric,
-                "condition": cond,
-                "value": float(vals[ok].mean()) if ok.any() else float("nan"),
-                "n_queries": int(ok.sum()),
-            }
-            if cond == focus:
-                for other, other_mets in per_query.items():
-                    if other == focus:
-                        continue
-                    try:
-                        _, p, _ = paired_test(vals, other_mets[metric])
-                    except ParameterError:
-                        p = float("nan")
-                    rec[f"p_vs_{other}"] = float(p)
-            recs.append(rec)
-    return recs
 
 
 def evaluate_ranker(ranker, test: RankingData, spec, out_dir: Path) -> dict[str, np.ndarray]:

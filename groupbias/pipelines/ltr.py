@@ -30,13 +30,13 @@ from ..core.io import write_npz_atomic, write_text_atomic
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
-from ..estimate.estimators import Estimator
+from ..estimate.estimators import Estimator, estimate_simulated
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import relevance_from_labels
-from .records import correlation_records, records_for
-from .tabular import DEFAULT_DIAGNOSTICS, diagnose, estimate_record, grade_spacing, record_base
+from .records import correlation_records, estimate_record, record_base, records_for
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -108,36 +108,20 @@ def training_labels(
     diagnostics: Diagnostics | None = None,
     base: dict | None = None,
 ):
-    """Labels of the train and valid splits per condition, on the grade scale, the estimate,
-    its mean and the diagnostic records (the assumption check on the train split when
+    """Labels of the train and valid splits per condition, on the grade scale, the estimate
+    and the diagnostic records (the assumption check on the train split when
     ``diagnostics`` is given, with ``base`` fields). The validation split gets its own
     simulated attractiveness (users are biased there too), corrected with the mean β̂ of the
-    training clusters."""
+    training clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-    est = estimator.estimate(
-        sim.attractiveness,
-        train.groups,
-        qptr=train.qptr,
-        rng=rng,
-        grade_spacing=grade_spacing(train),
-        relevance=sim.relevance,
+    null = simulate_null(train, bias=bias, rng=rng, diagnostics=diagnostics, label_max=scale)
+    est = estimate_simulated(estimator, train, sim, rng=rng)
+    checks = check_assumption(
+        train, est, null, estimator=estimator, diagnostics=diagnostics, base=base or {}
     )
-    checks = []
-    if diagnostics is not None:
-        checks = diagnose(
-            train,
-            est,
-            bias=bias,
-            estimator=estimator,
-            diagnostics=diagnostics,
-            rng=rng,
-            base=base or {},
-            label_max=scale,
-        )
-    finite = est.beta_hat[np.isfinite(est.beta_hat)]
-    beta_hat_global = float(finite.mean()) if finite.size else 1.0
+    del null  # its scores are not needed any more
 
     def per_condition(data, sim, beta_hat_per_query):
         corrected = ips_correct(
@@ -153,8 +137,8 @@ def training_labels(
     vlabels = {c: None for c in CONDITIONS}
     if valid is not None:
         sim_va = bias.simulate(valid, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-        vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, beta_hat_global))
-    return labels, vlabels, est, beta_hat_global, checks
+        vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, est.beta_hat_mean))
+    return labels, vlabels, est, checks
 
 
 def evaluation_spec(
@@ -208,7 +192,7 @@ def run_ltr(
     _check_splits(splits, conditions)
     train, test, out = splits["train"], splits["test"], Path(out_dir)
     base = record_base(dataset or train.name, "ltr", beta, bias, estimator, beta_std)
-    labels, vlabels, est, beta_hat_global, checks = training_labels(
+    labels, vlabels, est, checks = training_labels(
         splits,
         beta=beta,
         bias=bias,
@@ -239,7 +223,7 @@ def run_ltr(
     for r in records:
         if r["condition"] == "full":
             r["beta"] = None
-    records.append({**estimate_record(est, base), "value": beta_hat_global})
+    records.append(estimate_record(est, base))
     records += checks
     return LTRResult(
         beta=float(beta),

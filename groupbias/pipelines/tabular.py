@@ -19,19 +19,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import all_integral
 from ..data.ranking_data import RankingData
 from ..estimate.correction import ips_correct
-from ..estimate.diagnostics import Diagnostics, estimate_summary
-from ..estimate.estimators import Estimator
+from ..estimate.diagnostics import Diagnostics
+from ..estimate.estimators import Estimator, estimate_simulated
 from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.bias import GroupBias
 from ..simulate.group_bias import Simulation
-from .records import correlation_records, records_for
-
-DEFAULT_DIAGNOSTICS = Diagnostics()
+from .records import correlation_records, estimate_record, record_base, records_for
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 
 
 @dataclass
@@ -48,114 +46,25 @@ class TabularResult:
     corrected: np.ndarray | None = None
 
 
-def grade_spacing(data: RankingData) -> float | None:
-    """Spacing of the relevance grades on the P(R) scale: ``1/L`` for integer labels 0..L
-    (1 for binary labels), None for continuous labels. Estimators with
-    ``jitter_scale="grade"`` put their tie-breaking noise on this spacing."""
-    lab = data.labels
-    if lab.size == 0 or not all_integral(lab):
-        return None
-    top = float(data.label_max or lab.max())
-    return 1.0 / top if top >= 1 else None
-
-
-def record_base(
-    dataset: str,
-    regime: str,
-    beta: float,
-    bias: GroupBias,
-    estimator: Estimator,
-    beta_std: float | None = None,
-) -> dict:
-    """The fields every result record of one run shares."""
-    cs = getattr(estimator, "cluster_size", None)
-    return {
-        "dataset": dataset,
-        "regime": regime,
-        "beta": float(beta),
-        "beta_std": float(bias.beta_std if beta_std is None else beta_std),
-        "variant": bias.variant,
-        "cluster_size": None if cs is None else cs if cs == "auto" else int(cs),
-    }
-
-
-def estimate_record(est: BetaEstimate, base: dict) -> dict:
-    """The β̂ record: mean and spread of the finite cluster estimates, and what the estimate
-    says about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat
-    width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
-    bh = est.beta_hat[np.isfinite(est.beta_hat)]
-    rec = {
-        **base,
-        "metric": "beta_hat",
-        "condition": "estimate",
-        "value": float(np.mean(bh)) if bh.size else float("nan"),
-        "std": float(np.std(bh)) if bh.size else float("nan"),
-        "n_clusters": int(est.beta_hat.size),
-        **estimate_summary(est),
-    }
-    if "cluster_size" in est.info:  # what cluster_size="auto" chose
-        cs = est.info["cluster_size"]
-        rec["cluster_size_chosen"] = None if cs is None else int(cs)
-    return rec
-
-
-def diagnose(
-    data: RankingData,
-    est: BetaEstimate,
-    *,
-    bias: GroupBias,
-    estimator: Estimator,
-    diagnostics: Diagnostics,
-    rng: np.random.Generator,
-    base: dict,
-    label_max: float | None = None,
-) -> list[dict]:
-    """The assumption check of ``estimator`` on this data under ``bias`` (null check at
-    β = 1, utility ratio, relevance KS) as records; warns when it fails. ``label_max``: the
-    label scale (default the data's)."""
-    where = f"{base.get('dataset', data.name)} (β = {base.get('beta')})"
-    check = diagnostics.check(
-        data,
-        bias=bias,
-        estimator=estimator,
-        rng=rng,
-        estimate=est,
-        grade_spacing=grade_spacing(data),
-        label_max=label_max,
-        where=where,
-    )
-    return check.records(base)
-
-
 def correct_and_evaluate(
     data: RankingData,
     sim: Simulation,
+    est: BetaEstimate,
     *,
-    estimator: Estimator,
-    rng: np.random.Generator,
     base: dict,
     metrics: Sequence = DEFAULT_METRICS,
     correlations=(),
-    clusters: np.ndarray | None = None,
     protocol: EvaluationProtocol = DETERMINISTIC,
 ):
-    """Estimate β̂ from simulated attractiveness ``sim``, IPS-correct, and evaluate biased and
+    """IPS-correct the simulated attractiveness ``sim`` with the estimate ``est``
+    (:func:`groupbias.estimate.estimators.estimate_simulated`), and evaluate biased and
     corrected utilities under the evaluation ``protocol`` (default: deterministic). Returns
-    ``(estimate, corrected, per_query, records)``."""
-    est = estimator.estimate(
-        sim.attractiveness,
-        data.groups,
-        qptr=data.qptr,
-        clusters=clusters,
-        rng=rng,
-        grade_spacing=grade_spacing(data),
-        relevance=sim.relevance,
-    )
+    ``(corrected, per_query, records)``, the β̂ record last."""
+    if data.groups is None:
+        raise ParameterError("data.groups", "a grouped dataset", None, "apply a grouping first")
     corrected = ips_correct(
         sim.attractiveness, data.groups, qptr=data.qptr, beta_hat_per_query=est.beta_hat_per_query
     )
-    if data.groups is None:
-        raise ParameterError("data.groups", "a grouped dataset", None)
     spec = EvalSpec(
         labels=data.labels,
         relevance=sim.relevance,
@@ -171,7 +80,7 @@ def correct_and_evaluate(
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     records.append(estimate_record(est, base))
-    return est, corrected, per_query, records
+    return corrected, per_query, records
 
 
 def run_tabular(
@@ -197,40 +106,34 @@ def run_tabular(
     clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
-    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic)."""
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic).
+    The stages in order: simulate (the run's and the check's null simulation), estimate (β̂
+    and the check), correct and evaluate; the check's records come last."""
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
+    null = simulate_null(data, bias=bias, rng=rng, diagnostics=diagnostics)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
-    est, corrected, per_query, records = correct_and_evaluate(
+    est = estimate_simulated(estimator, data, sim, rng=rng, clusters=clusters)
+    checks = check_assumption(
+        data, est, null, estimator=estimator, diagnostics=diagnostics, base=base
+    )
+    del null  # its scores are not needed any more
+    corrected, per_query, records = correct_and_evaluate(
         data,
         sim,
-        estimator=estimator,
-        rng=rng,
+        est,
         base=base,
         metrics=metrics,
         correlations=correlations,
-        clusters=clusters,
         protocol=protocol,
     )
     kept = (sim.attractiveness, corrected) if keep_scores else (None, None)
-    beta_query = sim.beta_query
-    del sim, corrected  # the assumption check simulates its own scores: free these first
-    if diagnostics is not None:
-        records += diagnose(
-            data,
-            est,
-            bias=bias,
-            estimator=estimator,
-            diagnostics=diagnostics,
-            rng=rng,
-            base=base,
-        )
     return TabularResult(
         beta=float(beta),
         beta_hat=est.beta_hat,
         beta_hat_per_query=est.beta_hat_per_query,
-        beta_query=beta_query,
+        beta_query=sim.beta_query,
         per_query=per_query,
-        records=records,
+        records=records + checks,
         attractiveness=kept[0],
         corrected=kept[1],
     )

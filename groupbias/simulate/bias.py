@@ -9,7 +9,7 @@ rng=...)`` draws one biased data set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -114,3 +114,13 @@ class GroupBias:
             out_of_range=self.out_of_range,
             rng=rng,
         )
+
+    def simulate_null(
+        self, data: RankingData, *, rng: np.random.Generator, label_max: float | None = None
+    ) -> Simulation:
+        """Attractiveness without bias but with this model's per-query noise: β = 1, variant
+        ``normal``, ``beta_std`` of this model (clipped draws keep some ``β_q`` below 1). The
+        data of the estimator's null check
+        (:meth:`groupbias.estimate.diagnostics.Diagnostics.check`)."""
+        null = replace(self, variant="normal", modes=None)
+        return null.simulate(data, beta=1.0, rng=rng, label_max=label_max)

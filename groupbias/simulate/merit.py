@@ -21,21 +21,11 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.validation import generator, real
+from ..data.membership import affected_group, utility_ratio
 from ..data.ranking_data import RankingData
 from .group_bias import relevance_from_labels
 
-__all__ = ["at_utility_ratio", "utility_ratio"]
-
-
-def utility_ratio(relevance: np.ndarray, affected: np.ndarray) -> float:
-    """Mean relevance of the affected items / of the non-affected items (NaN with one
-    group only)."""
-    if not affected.any() or affected.all():
-        return float("nan")
-    n_a = np.count_nonzero(affected)
-    s_a = float(np.sum(relevance, where=affected))  # masked sums: no copies of the groups
-    mu_n = float(np.sum(relevance, where=~affected)) / (affected.size - n_a)
-    return s_a / n_a / mu_n if mu_n > 0 else float("inf")
+__all__ = ["at_utility_ratio"]
 
 
 def at_utility_ratio(
@@ -49,7 +39,7 @@ def at_utility_ratio(
     if data.groups is None:
         raise ParameterError("data.groups", "a grouped dataset", None, "apply a grouping first")
     rel = relevance_from_labels(data.labels, label_max=label_max or data.label_max)
-    aff = data.groups >= 0.5
+    aff = affected_group(data.groups)
     if not aff.any() or aff.all():
         raise ParameterError("data.groups", "both groups present", "one group only")
     now = utility_ratio(rel, aff)

@@ -1,0 +1,77 @@
+"""What both regimes run on their training data before they correct it, in pipeline order:
+the null simulation of the assumption check (simulate stage, beside the run's own
+simulation), then, after β̂ (:func:`groupbias.estimate.estimators.estimate_simulated`), the
+assumption check of the estimator (:mod:`groupbias.estimate.diagnostics`) on it (estimate
+stage)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data.ranking_data import RankingData
+from ..estimate.diagnostics import Diagnostics
+from ..estimate.estimators import Estimator
+from ..estimate.ks import BetaEstimate
+from ..simulate.bias import GroupBias
+from ..simulate.group_bias import Simulation
+
+__all__ = [
+    "DEFAULT_DIAGNOSTICS",
+    "NullSimulation",
+    "simulate_null",
+    "check_assumption",
+]
+
+#: the assumption check a run makes unless told otherwise (null tolerance 0.05)
+DEFAULT_DIAGNOSTICS = Diagnostics()
+
+
+@dataclass(frozen=True, eq=False)
+class NullSimulation:
+    """The data of the assumption check: ``simulation`` without bias (β = 1, the run's
+    per-query noise) and ``rng``, the generator that drew it and then draws the check's
+    estimate."""
+
+    simulation: Simulation
+    rng: np.random.Generator
+
+
+def simulate_null(
+    data: RankingData,
+    *,
+    bias: GroupBias,
+    rng: np.random.Generator,
+    diagnostics: Diagnostics | None,
+    label_max: float | None = None,
+) -> NullSimulation | None:
+    """The null simulation of ``diagnostics``' check on ``data`` (None without diagnostics),
+    drawn from a child of ``rng`` (spawned: ``rng``'s own stream is unchanged, so a run draws
+    the same with and without the check). ``label_max``: the label scale (default the
+    data's)."""
+    if diagnostics is None:
+        return None
+    child = rng.spawn(1)[0]
+    return NullSimulation(bias.simulate_null(data, rng=child, label_max=label_max), child)
+
+
+def check_assumption(
+    data: RankingData,
+    est: BetaEstimate,
+    null: NullSimulation | None,
+    *,
+    estimator: Estimator,
+    diagnostics: Diagnostics | None,
+    base: dict,
+) -> list[dict]:
+    """The assumption check of ``estimator`` on ``data`` (null check on ``null``, utility
+    ratio, relevance KS; :meth:`Diagnostics.check`) as records with the ``base`` fields;
+    warns when it fails. No records without diagnostics."""
+    if diagnostics is None or null is None:
+        return []
+    where = f"{base.get('dataset', data.name)} (β = {base.get('beta')})"
+    check = diagnostics.check(
+        data, null.simulation, estimator=estimator, rng=null.rng, estimate=est, where=where
+    )
+    return check.records(base)
