@@ -21,7 +21,7 @@ from groupbias.core.validation import integer, sequence
 from groupbias.estimate.estimators import estimate_simulated
 from groupbias.pipelines.records import record_base
 from groupbias.pipelines.tabular import correct_and_evaluate
-from groupbias.simulate.bias import GroupBias
+from groupbias.simulate.group_bias import GroupBias
 
 from .common import Entry, check_common, entries, load, rng_for, step_records
 

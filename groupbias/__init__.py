@@ -43,14 +43,13 @@ from .estimate.estimators import (
 from .estimate.ks import BetaEstimate, estimate_beta, ks_curves
 from .evaluation import fairness, metrics, theory
 from .evaluation.evaluate import evaluate
-from .simulate.bias import GroupBias
+from .simulate.clicks import attractiveness_from_clicks, simulate_clicks
 from .simulate.group_bias import (
+    GroupBias,
     Simulation,
-    attractiveness_from_clicks,
     draw_query_beta,
     relevance_from_labels,
     simulate_attractiveness,
-    simulate_clicks,
     simulate_group_bias,
 )
 

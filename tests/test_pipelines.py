@@ -15,7 +15,7 @@ from groupbias.evaluation.catalog import eel_thresholds
 from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
 from groupbias.pipelines.records import records_for
 from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
-from groupbias.simulate.bias import GroupBias
+from groupbias.simulate.group_bias import GroupBias
 
 BIAS = GroupBias(beta_std=0.1)
 GLOBAL = KSEstimator()

@@ -337,7 +337,7 @@ def test_policy_protocol_on_real_trec(trec_root, monkeypatch):
     import groupbias as gb
     from groupbias.estimate.estimators import KSEstimator
     from groupbias.pipelines.tabular import run_tabular
-    from groupbias.simulate.bias import GroupBias
+    from groupbias.simulate.group_bias import GroupBias
 
     monkeypatch.setenv("GROUPBIAS_TREC_FAIR", str(trec_root))
     data = gb.load_dataset("trec2019", split="train")

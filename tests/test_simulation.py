@@ -8,15 +8,17 @@ from scipy import stats
 
 from groupbias.core.errors import ParameterError
 from groupbias.data.ranking_data import RankingData
+from groupbias.simulate.clicks import (
+    attractiveness_from_clicks,
+    examination_probability,
+    simulate_clicks,
+)
 from groupbias.simulate.group_bias import (
     Simulation,
-    attractiveness_from_clicks,
     draw_query_beta,
     draw_two_mode_beta,
-    examination_probability,
     relevance_from_labels,
     simulate_attractiveness,
-    simulate_clicks,
     simulate_group_bias,
 )
 

@@ -13,7 +13,7 @@ from ..data.datasets import DatasetSpec, Grouping
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
 from ..evaluation.protocol import EvaluationProtocol
-from ..simulate.bias import GroupBias
+from ..simulate.group_bias import GroupBias
 
 __all__ = ["Setup", "Experiment"]
 

@@ -12,7 +12,7 @@ even when there is no bias at all. Whenever true relevance is known (every simul
 - ``null_beta_hat``: the estimator's mean β̂ on attractiveness simulated at β = 1 with the
   run's per-query noise (the *null check*), ``null_beta_true`` the mean true ``beta_q`` of
   that simulation (below 1 only by the clipped noise) and ``null_error`` their distance.
-  The pipelines simulate it (:meth:`groupbias.simulate.bias.GroupBias.simulate_null`) and
+  The pipelines simulate it (:meth:`groupbias.simulate.group_bias.GroupBias.simulate_null`) and
   hand it in: the estimate stage never simulates.
 
 A null error above ``null_tolerance`` (default 0.05) marks the run: an
@@ -175,7 +175,7 @@ class Diagnostics:
         """Diagnose ``estimator`` on grouped ``data`` with the null simulation ``null``.
 
         ``null``: attractiveness simulated on ``data`` without bias but with the run's
-        per-query noise (:meth:`groupbias.simulate.bias.GroupBias.simulate_null`: β = 1,
+        per-query noise (:meth:`groupbias.simulate.group_bias.GroupBias.simulate_null`: β = 1,
         clipped draws keep some ``beta_q`` below 1); the check compares the estimator's mean
         β̂ per query on it with the mean true ``beta_q``. ``rng``: draws the estimate (the
         pipelines pass the child generator that drew ``null``, so the run's own random

@@ -33,8 +33,7 @@ from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator, estimate_simulated
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
-from ..simulate.bias import GroupBias
-from ..simulate.group_bias import relevance_from_labels
+from ..simulate.group_bias import GroupBias, relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
 from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 

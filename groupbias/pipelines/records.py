@@ -18,7 +18,7 @@ from ..estimate.diagnostics import estimate_summary
 from ..estimate.estimators import Estimator
 from ..estimate.ks import BetaEstimate
 from ..evaluation.stats import paired_test
-from ..simulate.bias import GroupBias
+from ..simulate.group_bias import GroupBias
 
 __all__ = ["record_base", "estimate_record", "records_for", "correlation_records"]
 

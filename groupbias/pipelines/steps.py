@@ -14,8 +14,7 @@ from ..data.ranking_data import RankingData
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
 from ..estimate.ks import BetaEstimate
-from ..simulate.bias import GroupBias
-from ..simulate.group_bias import Simulation
+from ..simulate.group_bias import GroupBias, Simulation
 
 __all__ = [
     "DEFAULT_DIAGNOSTICS",

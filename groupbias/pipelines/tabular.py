@@ -26,8 +26,7 @@ from ..estimate.estimators import Estimator, estimate_simulated
 from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
-from ..simulate.bias import GroupBias
-from ..simulate.group_bias import Simulation
+from ..simulate.group_bias import GroupBias, Simulation
 from .records import correlation_records, estimate_record, record_base, records_for
 from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
 

@@ -36,6 +36,11 @@ chunks; no Python loop per session):
    examines position 1, clicks an examined item with ``c`` and goes on to the next position
    after a non-click always, after a click with probability ``λ`` (``λ = 0``: the cascade
    model; its examination depends on the clicks above, which a PBM propensity cannot undo).
+
+The expected clicks of one fixed ranking per query (:func:`simulate_clicks`: a position-based
+model with examination ``P(E | rank) = rank ** -eta`` and ``clicks ~ Binomial(n_sessions,
+P(E | rank) * a)``) and the IPS estimate of the attractiveness from them
+(:func:`attractiveness_from_clicks`) are the simple form of the same model.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import numpy as np
 from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
 from ..core.segments import list_sizes, query_index, ranks_within
-from ..core.validation import check_qptr, choice, generator, integer, real, vector
+from ..core.validation import check_qptr, choice, generator, integer, is_integer, real, vector
 
 __all__ = [
     "USER_MODELS",
@@ -64,6 +69,9 @@ __all__ = [
     "simulate_click_log",
     "write_click_log",
     "read_click_log",
+    "examination_probability",
+    "simulate_clicks",
+    "attractiveness_from_clicks",
 ]
 
 USER_MODELS = ("pbm", "cascade")
@@ -479,3 +487,59 @@ def read_click_log(path) -> ClickLog:
         cols["time"] = time
     _check_values(cols, where)
     return ClickLog(**cols, source=where)
+
+
+# ------------------------------------------------------ expected clicks of one fixed ranking
+
+
+def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
+    """Position-based examination ``P(E | rank) = rank ** -eta`` (float64, same shape)."""
+    e = real("eta", eta, low=0, what="a severity eta >= 0")
+    r = np.asarray(ranks)
+    if not np.issubdtype(r.dtype, np.number) or (r.size and (r.min() < 1)):
+        raise ParameterError("ranks", "ranks >= 1", f"dtype {r.dtype}")
+    return np.power(r.astype(np.float64), -e)
+
+
+def simulate_clicks(
+    attractiveness,
+    *,
+    qptr,
+    ranking_scores,
+    n_sessions: int,
+    rng: np.random.Generator,
+    eta: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Clicks of ``n_sessions`` sessions per query under a position-based model.
+
+    Every session shows each query's items sorted by ``ranking_scores`` (descending; ties by
+    original position). An item at rank ``r`` is examined with ``P(E | r) = r ** -eta`` and
+    clicked when examined and attracted, so over the sessions
+    ``clicks ~ Binomial(n_sessions, P(E | r) * a)`` independently per item.
+
+    Returns ``(clicks int64 [n_items], impressions float64 [n_items])`` where
+    ``impressions = n_sessions * P(E | r)`` is the expected number of examinations (the IPS
+    denominator of :func:`attractiveness_from_clicks`).
+    """
+    a = vector("attractiveness", attractiveness, low=0.0, high=1.0)
+    q = check_qptr(qptr, a.size)
+    s = vector("ranking_scores", ranking_scores, a.size)
+    if not is_integer(n_sessions) or n_sessions < 1:
+        raise ParameterError("n_sessions", "an integer >= 1", n_sessions)
+    rng = generator(rng)
+    ranks = ranks_within(s, q, descending=True)
+    pe = examination_probability(ranks, eta=eta)
+    clicks = rng.binomial(int(n_sessions), np.clip(pe * a, 0.0, 1.0)).astype(np.int64)
+    return clicks, float(n_sessions) * pe
+
+
+def attractiveness_from_clicks(clicks, impressions) -> np.ndarray:
+    """IPS estimate of the attractiveness: ``clicks / impressions`` (float64 [n_items]) with
+    ``impressions = n_sessions * P(E | rank)`` (unbiased for ``a``; not clipped to [0, 1]).
+    Items with zero impressions get 0."""
+    c = vector("clicks", clicks, low=0.0)
+    imp = vector("impressions", impressions, c.size, low=0.0)
+    out = np.zeros(c.size)
+    pos = imp > 0
+    out[pos] = c[pos] / imp[pos]
+    return out

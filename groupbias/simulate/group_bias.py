@@ -19,10 +19,9 @@ Variants: ``"two_mode"`` assigns every query to one of ``modes`` with equal prob
 draws around that mode (the mode is hidden from the estimator but returned for analysis);
 ``"clusters"`` draws around a per-cluster mean for a given query clustering.
 
-Optional click model (beyond the paper's tabular setting, off by default): a position-based
-model with examination ``P(E | rank) = rank ** -eta`` and ``clicks ~ Binomial(n_sessions,
-P(E | rank) * a)`` (:func:`simulate_clicks`), with the IPS estimate of the attractiveness
-``clicks / (n_sessions * P(E | rank))`` (:func:`attractiveness_from_clicks`).
+:class:`GroupBias` is the ``bias`` config group: the settings of
+:func:`simulate_group_bias` that stay fixed across an experiment and the β values it sweeps.
+Clicks on top of the attractiveness are :mod:`groupbias.simulate.clicks`.
 
 All functions work on flat arrays with query offsets ``qptr`` and take an explicit
 ``numpy.random.Generator``.
@@ -30,13 +29,14 @@ All functions work on flat arrays with query offsets ``qptr`` and take an explic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import ranks_within
-from ..core.validation import check_qptr, choice, generator, is_integer, real, vector
+from ..core.validation import check_qptr, choice, generator, is_integer, real, sequence, vector
+from ..data.ranking_data import RankingData
 
 __all__ = [
     "RELEVANCE_MODES",
@@ -49,9 +49,9 @@ __all__ = [
     "item_propensity",
     "Simulation",
     "simulate_group_bias",
-    "examination_probability",
-    "simulate_clicks",
-    "attractiveness_from_clicks",
+    "GroupBias",
+    "BIAS_VARIANTS",
+    "RELEVANCE",
 ]
 
 RELEVANCE_MODES = ("graded", "continuous")
@@ -360,57 +360,109 @@ def simulate_group_bias(
     )
 
 
-# --------------------------------------------------------------------------- clicks
+# ----------------------------------------------------------------- the bias config group
+
+BIAS_VARIANTS = ("normal", "two_mode")
+RELEVANCE = ("auto", "graded", "continuous")
 
 
-def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
-    """Position-based examination ``P(E | rank) = rank ** -eta`` (float64, same shape)."""
-    e = real("eta", eta, low=0, what="a severity eta >= 0")
-    r = np.asarray(ranks)
-    if not np.issubdtype(r.dtype, np.number) or (r.size and (r.min() < 1)):
-        raise ParameterError("ranks", "ranks >= 1", f"dtype {r.dtype}")
-    return np.power(r.astype(np.float64), -e)
+def _beta(name: str, value) -> float:
+    return real(name, value, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]")
 
 
-def simulate_clicks(
-    attractiveness,
-    *,
-    qptr,
-    ranking_scores,
-    n_sessions: int,
-    rng: np.random.Generator,
-    eta: float = 1.0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Clicks of ``n_sessions`` sessions per query under a position-based model.
+def _betas(name: str, values) -> tuple[float, ...]:
+    return sequence(
+        name, values, _beta, what="a non-empty list of betas in (0, 1], e.g. [0.8, 0.6]"
+    )
 
-    Every session shows each query's items sorted by ``ranking_scores`` (descending; ties by
-    original position). An item at rank ``r`` is examined with ``P(E | r) = r ** -eta`` and
-    clicked when examined and attracted, so over the sessions
-    ``clicks ~ Binomial(n_sessions, P(E | r) * a)`` independently per item.
 
-    Returns ``(clicks int64 [n_items], impressions float64 [n_items])`` where
-    ``impressions = n_sessions * P(E | r)`` is the expected number of examinations (the IPS
-    denominator of :func:`attractiveness_from_clicks`).
+@dataclass(frozen=True)
+class GroupBias:
+    """Group-biased attractiveness ``a = β_q P(R)`` for the affected group (paper Eq. 2).
+
+    Attributes
+    ----------
+    betas : the β values an experiment sweeps (each in (0, 1]; 1 = no bias)
+    variant : ``"normal"`` (β_q ~ N(β, beta_std) per query) or ``"two_mode"`` (half the
+        queries around each of ``modes``, §6.4.2; β is then only a label)
+    beta_std : the per-query noise σ_β (>= 0)
+    beta_min : lower bound of β_q (draws below are clipped or redrawn, ``out_of_range``)
+    modes : the two-mode means (``variant="two_mode"`` only)
+    relevance : how labels become P(R): ``"auto"``/``"graded"`` (label / label_max) or
+        ``"continuous"`` (labels are already in [0, 1])
+    out_of_range : ``"clip"`` or ``"resample"`` (see
+        :func:`groupbias.simulate.group_bias.draw_query_beta`)
     """
-    a = vector("attractiveness", attractiveness, low=0.0, high=1.0)
-    q = check_qptr(qptr, a.size)
-    s = vector("ranking_scores", ranking_scores, a.size)
-    if not is_integer(n_sessions) or n_sessions < 1:
-        raise ParameterError("n_sessions", "an integer >= 1", n_sessions)
-    rng = generator(rng)
-    ranks = ranks_within(s, q, descending=True)
-    pe = examination_probability(ranks, eta=eta)
-    clicks = rng.binomial(int(n_sessions), np.clip(pe * a, 0.0, 1.0)).astype(np.int64)
-    return clicks, float(n_sessions) * pe
 
+    betas: Sequence[float] = (0.8, 0.6)
+    variant: str = "normal"
+    beta_std: float = 0.1
+    beta_min: float = 0.01
+    modes: Sequence[float] | None = None
+    relevance: str = "auto"
+    out_of_range: str = "clip"
 
-def attractiveness_from_clicks(clicks, impressions) -> np.ndarray:
-    """IPS estimate of the attractiveness: ``clicks / impressions`` (float64 [n_items]) with
-    ``impressions = n_sessions * P(E | rank)`` (unbiased for ``a``; not clipped to [0, 1]).
-    Items with zero impressions get 0."""
-    c = vector("clicks", clicks, low=0.0)
-    imp = vector("impressions", impressions, c.size, low=0.0)
-    out = np.zeros(c.size)
-    pos = imp > 0
-    out[pos] = c[pos] / imp[pos]
-    return out
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "betas", _betas("betas", self.betas))
+        choice("variant", self.variant, BIAS_VARIANTS)
+        real("beta_std", self.beta_std, low=0.0, what="a standard deviation >= 0")
+        real("beta_min", self.beta_min, low=0.0, high=1.0, low_open=True)
+        if self.modes is not None:
+            object.__setattr__(self, "modes", _betas("modes", self.modes))
+        if self.variant == "two_mode" and not self.modes:
+            raise ParameterError(
+                "modes", "the propensity means of variant two_mode, e.g. [0.6, 0.8]", self.modes
+            )
+        if self.variant == "normal" and self.modes is not None:
+            raise ParameterError(
+                "modes",
+                "null with variant normal (modes are used by variant two_mode only)",
+                list(self.modes),
+            )
+        choice("relevance", self.relevance, RELEVANCE)
+        choice("out_of_range", self.out_of_range, OUT_OF_RANGE)
+
+    def simulate(
+        self,
+        data: RankingData,
+        *,
+        beta: float,
+        rng: np.random.Generator,
+        label_max: float | None = None,
+        beta_std: float | None = None,
+    ) -> Simulation:
+        """One biased data set for ``data`` (grouped) at ``beta``.
+
+        ``label_max``: top of the label scale (default the data's); ``beta_std``: override
+        the noise (e.g. 0 for the β = 1 reference of the impact figures).
+        """
+        if data.groups is None:
+            raise ParameterError(
+                "data.groups",
+                "a grouped dataset (1 = affected, 0 = not)",
+                None,
+                "apply a grouping first",
+            )
+        two_mode = self.variant == "two_mode"
+        return simulate_group_bias(
+            data,
+            beta_mean=None if two_mode else real("beta", beta, low=0.0, high=1.0, low_open=True),
+            variant=self.variant,
+            modes=tuple(self.modes or ()) if two_mode else (0.6, 0.8),
+            beta_std=self.beta_std if beta_std is None else beta_std,
+            beta_min=self.beta_min,
+            relevance_mode="graded" if self.relevance == "auto" else self.relevance,
+            label_max=label_max,
+            out_of_range=self.out_of_range,
+            rng=rng,
+        )
+
+    def simulate_null(
+        self, data: RankingData, *, rng: np.random.Generator, label_max: float | None = None
+    ) -> Simulation:
+        """Attractiveness without bias but with this model's per-query noise: β = 1, variant
+        ``normal``, ``beta_std`` of this model (clipped draws keep some ``β_q`` below 1). The
+        data of the estimator's null check
+        (:meth:`groupbias.estimate.diagnostics.Diagnostics.check`)."""
+        null = replace(self, variant="normal", modes=None)
+        return null.simulate(data, beta=1.0, rng=rng, label_max=label_max)
