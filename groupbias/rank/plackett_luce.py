@@ -39,7 +39,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.validation import check_k, check_qptr, check_threads, choice, integer, vector
-from .ranking import TIES, Exposure, PaddedBlock, padded_blocks, rank_weights
+from .ranking import TIES, Exposure, PaddedBlock, Ranking, padded_blocks, rank_weights
 from .sampler import (
     DEVICES,
     NUMPY_STEP,
@@ -102,7 +102,7 @@ def _exact(logits: np.ndarray, qptr: np.ndarray, table: np.ndarray, n: int, rows
     return p @ table[:n][slots]  # [m, n]
 
 
-class PlackettLuce:
+class PlackettLuce(Ranking):
     """The PL policies ``P(π) ∝ Π exp(logit)`` of every query (see the module docstring): a
     :class:`~groupbias.rank.ranking.Ranking` whose rank weights are expected exposures.
 
@@ -141,14 +141,6 @@ class PlackettLuce:
         self.batch_items = integer("batch_items", batch_items, low=1)
         self._blocks: list[PaddedBlock] | None = None
         self._expected: dict[tuple, ExpectedExposure] = {}
-
-    @property
-    def n_items(self) -> int:
-        return self.logits.size
-
-    @property
-    def n_queries(self) -> int:
-        return self.qptr.size - 1
 
     def blocks(self) -> list[PaddedBlock]:
         """The queries padded into blocks of similar length (shared with the rankings of

@@ -299,17 +299,22 @@ class Ranking(Protocol):
     :class:`DeterministicRanking` (the order of a score vector) and a
     :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (expected exposures)
     implement it; metrics that weigh rank positions themselves (RaB, ARaB, pessimistic ties,
-    a top-N cut) need a :class:`DeterministicRanking` (:meth:`DeterministicRanking.of`)."""
+    a top-N cut) need a :class:`DeterministicRanking` (:meth:`DeterministicRanking.of`).
+    Both declare the protocol, which gives them ``n_items`` and ``n_queries`` from ``qptr``."""
 
     qptr: np.ndarray
 
     @property
-    def n_items(self) -> int: ...
+    def n_items(self) -> int:
+        return int(self.qptr[-1])
 
     @property
-    def n_queries(self) -> int: ...
+    def n_queries(self) -> int:
+        return self.qptr.size - 1
 
-    def blocks(self) -> list[PaddedBlock]: ...
+    def blocks(self) -> list[PaddedBlock]:
+        """The queries padded into blocks of similar length (computed once per ranking)."""
+        ...
 
     def weights(
         self,
@@ -336,7 +341,7 @@ def _check_same_queries(ranking: Ranking, qptr, name: str) -> None:
         raise ParameterError(name, "a ranking of the queries qptr", "other offsets")
 
 
-class DeterministicRanking:
+class DeterministicRanking(Ranking):
     """``scores`` (float [n_items], finite) of the queries ``qptr`` ranked within every
     query, descending. Pass it as ``scores`` to the metrics of
     :mod:`groupbias.evaluation.metrics` and :mod:`groupbias.evaluation.fairness` to rank
@@ -389,14 +394,6 @@ class DeterministicRanking:
                 fix="evaluate it on the policy's logits, or use ndcg, rho_dtr or delta_eel",
             )
         return cls(scores, qptr, name=name)
-
-    @property
-    def n_items(self) -> int:
-        return self.scores.size
-
-    @property
-    def n_queries(self) -> int:
-        return self.qptr.size - 1
 
     def blocks(self) -> list[PaddedBlock]:
         """The queries padded into blocks of similar length."""
