@@ -266,19 +266,31 @@ def _packed_sort(block: PaddedBlock, scores: np.ndarray):
 
 def _packed_top(keys: np.ndarray, mask, n: int):
     """``(cols, trunc)`` of the first ``n`` slots of every row in descending order: the
-    column of each and its truncated key (float64, for the tie check)."""
+    column of each and its truncated key (float64, for the tie check). All slots (``n`` =
+    the width) are unpacked in memory order and reversed as views."""
     w = keys.shape[1]
-    top = keys[:, w - 1 : (w - n - 1 if n < w else None) : -1].view(np.int64)
+    if n >= w:
+        ik = keys.view(np.int64)
+        return (ik & mask)[:, ::-1], (ik & ~mask).view(np.float64)[:, ::-1]
+    top = keys[:, w - 1 : w - n - 1 : -1].view(np.int64)
     return top & mask, (top & ~mask).view(np.float64)
 
 
 def _packed_tied_rows(trunc: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Rows with two adjacent real slots of equal truncated keys (bool [rows])."""
+    """Rows with two adjacent real slots of equal truncated keys (bool [rows]); ``trunc``
+    in descending order, real slots first."""
     w = trunc.shape[1]
     if w < 2:
         return np.zeros(trunc.shape[0], dtype=bool)
+    if trunc.strides[1] < 0:  # compare in memory order (ascending: real slots last)
+        asc = trunc[:, ::-1]
+        eq = asc[:, 1:] == asc[:, :-1]
+        if int(sizes.min()) < w:
+            eq &= np.arange(1, w) > (w - sizes)[:, None]
+        return eq.any(axis=1)
     eq = trunc[:, 1:] == trunc[:, :-1]
-    eq &= np.arange(1, w) < sizes[:, None]
+    if int(sizes.min()) < w:
+        eq &= np.arange(1, w) < sizes[:, None]
     return eq.any(axis=1)
 
 
