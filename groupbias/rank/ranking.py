@@ -1,3 +1,4 @@
+# long: the packed sorts and their exact fallbacks (argsort, partition) build the same views
 """A score vector ranked once, per query, and shared by every metric that needs its ranking.
 
 :class:`Ranking` holds the scores of all queries (flat array + offsets ``qptr``) and sorts
