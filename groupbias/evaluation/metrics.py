@@ -312,8 +312,8 @@ def rho_dtr_ranking(
     g = check_groups(groups, r.n_items)
     offset = check_offset(offset)
     e = r.weights(check_k(k), ties, offset=offset).dense()
-    qidx = query_index(q)
-    sums = (*group_sums(e, g, q, qidx), *group_sums(y, g, q, qidx))
+    ng = 1.0 - g
+    sums = (*group_sums(e, g, q, ng=ng), *group_sums(y, g, q, ng=ng))
     return _reduce_rho(sums, reduce, on_zero_utility)
 
 
