@@ -18,7 +18,7 @@ from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import DatasetInfo, register_dataset
 from groupbias.data.ranking_data import RankingData
 
-from . import iitjee, lightgbm, movielens, mslr, synthetic, trec_fair, yahoo
+from . import iitjee, lightgbm, movielens, mslr, synthetic, text_collections, trec_fair, yahoo
 
 __all__ = ["BUILTIN"]
 
@@ -217,6 +217,38 @@ class MovielensOptions:
         )
 
 
+@dataclass(frozen=True)
+class GrepBiasirOptions:
+    """Grep-BiasIR as a text collection (``text_collections.load_grep_biasir``)."""
+
+    both: str = "unknown"
+
+    def __post_init__(self) -> None:
+        choice("both", self.both, text_collections.BOTH_POLICIES)
+
+    def load(self, root, split: str):
+        return text_collections.load_grep_biasir(root, both=self.both)
+
+
+@dataclass(frozen=True)
+class TrecTextOptions:
+    """TREC Fair as a text collection (``text_collections.load_trec_fair_text``)."""
+
+    year: int
+    author_rule: str = "first"
+    high_level: int = 4
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+        choice("author_rule", self.author_rule, ("first", "none_high", "majority"))
+        integer("high_level", self.high_level, low=0)
+
+    def load(self, root, split: str):
+        return text_collections.load_trec_fair_text(
+            root, self.year, author_rule=self.author_rule, high_level=self.high_level
+        )
+
+
 _TREC = trec_fair.ENV_VAR
 _ALL = {"train": "train", "valid": "valid", "test": "test"}
 BUILTIN = (
@@ -256,6 +288,28 @@ BUILTIN = (
         tuple(trec_fair.files_for(2020)),
         {"train": "train"},
         {"year": 2020},
+    ),
+    DatasetInfo(
+        "grep_biasir",
+        "Grep-BiasIR",
+        GrepBiasirOptions,
+        text_collections.ENV_VAR,
+        text_collections.GREP_FILES,
+        {"test": "all"},
+        builtin_groups=False,
+    ),
+    *(
+        DatasetInfo(
+            f"trec{y}_text",
+            f"TREC {y} (text)",
+            TrecTextOptions,
+            _TREC,
+            tuple(trec_fair.files_for(y)),
+            {"test": "all"},
+            {"year": y},
+            builtin_groups=False,
+        )
+        for y in (2019, 2020)
     ),
     DatasetInfo(
         "yahoo",

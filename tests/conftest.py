@@ -32,6 +32,23 @@ def trec_root() -> Path:
     return root
 
 
+def grep_biasir_root() -> Path | None:
+    env = os.environ.get("GROUPBIAS_GREP_BIASIR")
+    cand = Path(env) if env else REPO.parent / "shared" / "data" / "grep-biasir"
+    return cand if (cand / "queries.csv").is_file() else None
+
+
+@pytest.fixture
+def grep_root() -> Path:
+    root = grep_biasir_root()
+    if root is None:
+        pytest.skip(
+            "Grep-BiasIR not found: set GROUPBIAS_GREP_BIASIR or place it at "
+            "../shared/data/grep-biasir"
+        )
+    return root
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
