@@ -217,6 +217,7 @@ class QrelsReport:
     skipped_unknown_query: int = 0
 
 
+# long: one pass over the lines, each check naming the line it fails on
 def read_qrels(
     path: str | os.PathLike,
     *,

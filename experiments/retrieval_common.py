@@ -1,0 +1,200 @@
+"""What the retrieval experiments (gender_labels, bias_aware_prf, fair_qr,
+retrieval_fairness) share: the text collection of the composed dataset, the lexicon, the
+BM25 settings, the LLM endpoint, and their result tables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from groupbias.app.setup import Setup
+from groupbias.core.errors import ConfigError, ParameterError
+from groupbias.core.validation import choice, integer, real
+from groupbias.data.labels import LexiconLabeller, load_gender_wordlist
+from groupbias.data.llm import ChatEndpoint
+from groupbias.data.membership import TermMembership
+from groupbias.data.text import Run, TextCollection, write_trec_run
+from groupbias.rank.retrieval import Analyzer, BM25Index
+
+#: the text datasets (configs/dataset/<name>.yaml)
+TEXT_DATASETS = ("grep_biasir", "trec2019_text", "trec2020_text")
+WORDLIST_ENV = "GROUPBIAS_GENDER_WORDLIST"
+#: what each text dataset's groups are: (document label, classes, neutral class)
+GROUP_LABELS = {
+    "grep_biasir": ("gender", ("M", "F", "N"), "N"),
+    "trec2019_text": ("h_class", ("L", "H"), None),
+    "trec2020_text": ("h_class", ("L", "H"), None),
+}
+
+
+def text_collection(setup: Setup) -> TextCollection:
+    """The composed dataset as a text collection (a config error naming ``dataset`` when it
+    is not one)."""
+    if setup.dataset.name not in TEXT_DATASETS and setup.dataset.info.builtin_groups:
+        raise ConfigError(
+            "dataset",
+            f"{setup.dataset.name!r} is not a text collection",
+            hint="choose dataset=" + " | ".join(TEXT_DATASETS),
+        )
+    splits = setup.dataset.load()
+    data = next(iter(splits.values()))
+    if not isinstance(data, TextCollection):
+        raise ConfigError(
+            "dataset",
+            f"{setup.dataset.name!r} is not a text collection",
+            hint="choose dataset=" + " | ".join(TEXT_DATASETS),
+        )
+    return data
+
+
+def group_label(setup: Setup, collection: TextCollection, label, classes, neutral):
+    """``(label, classes, neutral)``: the experiment's, else the dataset's (GROUP_LABELS)."""
+    default = GROUP_LABELS.get(setup.dataset.name)
+    if label is None:
+        if default is None:
+            raise ConfigError("experiment.label", "missing: name the document label of the groups")
+        return default
+    collection.label(label)
+    if not classes:
+        raise ConfigError("experiment.classes", "missing: the label's classes")
+    return label, tuple(classes), neutral
+
+
+def wordlist(path) -> dict[str, tuple[str, ...]]:
+    """The gender word list of ``path`` (else ``$GROUPBIAS_GENDER_WORDLIST``)."""
+    value = path or os.environ.get(WORDLIST_ENV)
+    if not value:
+        raise ConfigError(
+            "experiment.wordlist",
+            "missing: the 'word,m|f' gender word list",
+            hint=f"set {WORDLIST_ENV} or experiment.wordlist to "
+            "rekabsaz-gender/wordlist_genderspecific.txt",
+        )
+    return load_gender_wordlist(value)
+
+
+def lexicon(collection: TextCollection, path) -> TermMembership:
+    """Male and female term counts of every document (columns M, F)."""
+    return LexiconLabeller(wordlist(path)).counts(list(collection.texts))
+
+
+def endpoint(cfg, key: str = "experiment.llm") -> tuple[ChatEndpoint | None, dict]:
+    """The LLM endpoint of a config mapping (None: no LLM) and its other keys."""
+    if cfg is None:
+        return None, {}
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(key, f"expected a mapping (base_url, model, ...) or null, got {cfg!r}")
+    names = set(ChatEndpoint.__dataclass_fields__)
+    fields = {k: v for k, v in cfg.items() if k in names}
+    extra = {k: v for k, v in cfg.items() if k not in names}
+    try:
+        return ChatEndpoint(**fields), extra
+    except TypeError as exc:
+        raise ConfigError(key, str(exc)) from None
+    except ParameterError as exc:
+        raise ConfigError(
+            f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class BM25Settings:
+    """The BM25 of an experiment: ``k1``, ``b``, the analyzer's ``stopwords`` and
+    ``stemmer``, and the retrieval ``depth`` (documents kept per query)."""
+
+    k1: float = 0.9
+    b: float = 0.4
+    stopwords: str = "lucene"
+    stemmer: str = "porter"
+    depth: int = 1000
+
+    @classmethod
+    def of(cls, cfg, key: str = "experiment.bm25") -> BM25Settings:
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(key, f"expected a mapping, got {cfg!r}")
+        unknown = set(cfg) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+        s = cls(**cfg)
+        try:
+            real("k1", s.k1, low=0.0)
+            real("b", s.b, low=0.0, high=1.0)
+            choice("stopwords", s.stopwords, ("lucene", "none"))
+            choice("stemmer", s.stemmer, ("porter", "snowball", "none"))
+            integer("depth", s.depth, low=1)
+        except ParameterError as exc:
+            raise ConfigError(
+                f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
+            ) from None
+        return s
+
+    def index(self, collection: TextCollection) -> BM25Index:
+        return BM25Index(
+            collection.texts,
+            k1=self.k1,
+            b=self.b,
+            analyzer=Analyzer(stopwords=self.stopwords, stemmer=self.stemmer),
+        )
+
+
+def save_runs(run_dir: Path, collection: TextCollection, runs: Mapping[str, Run]) -> list[str]:
+    """Write every run as a TREC run file ``runs/<system>.txt`` and read it back (the file is
+    what was evaluated); the paths written."""
+    from groupbias.data.text import read_trec_run
+
+    out = []
+    for system, run in runs.items():
+        path = write_trec_run(
+            Path(run_dir) / "runs" / f"{system}.txt",
+            run,
+            query_ids=collection.query_ids,
+            doc_ids=collection.doc_ids,
+        )
+        back = read_trec_run(path, query_ids=collection.query_ids, doc_ids=collection.doc_ids)
+        if not (np.array_equal(back.docs, run.docs) and np.array_equal(back.qptr, run.qptr)):
+            raise RuntimeError(f"{path}: the run read back differs from the run written")
+        out.append(str(path))
+    return out
+
+
+def metric_table(
+    records: Sequence[Mapping], *, systems: Sequence[str], metrics: Sequence[str], alpha: float
+):
+    """A DataFrame of formatted means, systems as rows and metrics as columns; ``*`` marks a
+    paired t-test against the reference with ``p < alpha``."""
+    import pandas as pd
+
+    cell = {(r["condition"], r["metric"]): r for r in records}
+    rows = {}
+    for s in systems:
+        row = []
+        for m in metrics:
+            r = cell.get((s, m))
+            if r is None or r["value"] is None or not np.isfinite(r["value"]):
+                row.append("–")
+                continue
+            p = r.get("p_value")
+            star = "*" if p is not None and np.isfinite(p) and p < alpha else ""
+            row.append(f"{r['value']:.4f}{star}")
+        rows[s] = row
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(metrics))
+    table.index.name = "system"
+    return table
+
+
+def show(table, run_dir: Path, stem: str, title: str, note: str | None = None) -> None:
+    """Save ``table`` as ``stem.{csv,md,tex}`` in the run folder and print it."""
+    import pandas as pd
+
+    from groupbias.reporting import save_table, table_to_text
+
+    if not isinstance(table.columns, pd.MultiIndex):
+        table = table.copy()
+        table.columns = pd.MultiIndex.from_tuples([("", str(c), "") for c in table.columns])
+    paths = save_table(table, Path(run_dir) / stem, caption=title)
+    print(table_to_text(table, title=title, note=note))
+    print(f"[groupbias] table written to {paths['md'].parent}/{stem}.{{csv,md,tex}}")
