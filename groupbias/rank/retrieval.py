@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -162,11 +163,17 @@ class BM25Index:
     def n_terms(self) -> int:
         return int(self.weights.shape[0])
 
-    def query_weights(self, queries: Sequence[str | Mapping[str, float]]):
+    def query_weights(self, queries: Any):
         """CSR ``[n_queries, n_terms]``: a text query's analyzed term counts (a repeated term
-        counts twice), or a mapping ``{analyzed term: weight}`` (RM3's expanded queries);
-        terms absent from the collection drop out."""
+        counts twice), or a mapping ``{analyzed term: weight}``; terms absent from the
+        collection drop out. A sparse matrix ``[n_queries, n_terms]`` (RM3's expanded
+        queries) is taken as it is."""
         from scipy import sparse
+
+        if sparse.issparse(queries):
+            if queries.shape[1] != self.n_terms:
+                raise ParameterError("queries", f"{self.n_terms} term columns", queries.shape)
+            return sparse.csr_matrix(queries, dtype=np.float64)
 
         rows, cols, vals = [], [], []
         texts = [q for q in queries if isinstance(q, str)]
@@ -185,7 +192,7 @@ class BM25Index:
 
     def search(
         self,
-        queries: Sequence[str | Mapping[str, float]],
+        queries: Any,
         *,
         k: int | None = 1000,
         on_empty: str = "raise",
@@ -204,7 +211,7 @@ class BM25Index:
             raise ParameterError(
                 f"queries[{int(empty[0])}]",
                 "a query with at least one term of the collection after analysis",
-                queries[int(empty[0])],
+                "no terms" if not isinstance(queries, Sequence) else queries[int(empty[0])],
                 fix="on_empty='skip' counts such queries and returns no documents for them",
             )
         qptr, docs, scores = top_k_rows(q @ self.weights, k)
