@@ -141,6 +141,12 @@ class BM25Settings:
         )
 
 
+def run_file_name(system: str) -> str:
+    """A file name for a system's name: letters, digits, ``-``, ``.`` and ``_`` kept, the
+    rest (``*``, ``+``, spaces, brackets) replaced by ``_``."""
+    return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in system).strip("_")
+
+
 def save_runs(run_dir: Path, collection: TextCollection, runs: Mapping[str, Run]) -> list[str]:
     """Write every run as a TREC run file ``runs/<system>.txt`` and read it back (the file is
     what was evaluated); the paths written."""
@@ -149,7 +155,7 @@ def save_runs(run_dir: Path, collection: TextCollection, runs: Mapping[str, Run]
     out = []
     for system, run in runs.items():
         path = write_trec_run(
-            Path(run_dir) / "runs" / f"{system}.txt",
+            Path(run_dir) / "runs" / f"{run_file_name(system)}.txt",
             run,
             query_ids=collection.query_ids,
             doc_ids=collection.doc_ids,
@@ -198,3 +204,58 @@ def show(table, run_dir: Path, stem: str, title: str, note: str | None = None) -
     paths = save_table(table, Path(run_dir) / stem, caption=title)
     print(table_to_text(table, title=title, note=note))
     print(f"[groupbias] table written to {paths['md'].parent}/{stem}.{{csv,md,tex}}")
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The systems of seed 004's Table 1 beside FAIR-QR: ``mmr_lambda`` and ``mmr_depth``
+    (MMR, λ = 0.5 as the paper), ``fair_k``, ``fair_p``, ``fair_alpha`` (FA*IR, k = 400,
+    p = 0.3, α = 0.15 as the paper; the protected group of a query is its most
+    under-represented group in BM25's top ``top_k``)."""
+
+    mmr_lambda: float = 0.5
+    mmr_depth: int = 100
+    fair_k: int = 400
+    fair_p: float = 0.3
+    fair_alpha: float = 0.15
+
+    @classmethod
+    def of(cls, cfg, key: str = "experiment.baselines") -> Baselines:
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(key, f"expected a mapping, got {cfg!r}")
+        unknown = set(cfg) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+        s = cls(**cfg)
+        try:
+            real("mmr_lambda", s.mmr_lambda, low=0.0, high=1.0)
+            integer("mmr_depth", s.mmr_depth, low=1)
+            integer("fair_k", s.fair_k, low=1)
+            real("fair_p", s.fair_p, low=0.0, high=1.0, low_open=True, high_open=True)
+            real("fair_alpha", s.fair_alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        except ParameterError as exc:
+            raise ConfigError(
+                f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
+            ) from None
+        return s
+
+
+def baseline_runs(
+    index, collection, first: Run, membership, target, base: Baselines, rm3, *, top_k, depth
+):
+    """``{system: run}`` of BM25 (``first``), BM25+RM3, MMR and FA*IR (see
+    :class:`Baselines`); ``membership`` one-hot [n_docs, n_groups], ``target`` the groups'
+    target distribution [n_queries, n_groups + 1]."""
+    from groupbias.rank.fair_qr import group_distribution
+    from groupbias.rank.rerank import fair_topk, mmr
+
+    runs = {"bm25": first}
+    runs["bm25+rm3"] = rm3.search(index, collection.queries, first, k=depth, tag="bm25+rm3")
+    runs["mmr"] = mmr(index, first, lam=base.mmr_lambda, depth=base.mmr_depth)
+    dist = group_distribution(first, membership, top_k)[:, :-1]
+    t = np.nan_to_num(target[:, :-1])
+    protected_group = np.argmax(t - dist, axis=1)
+    m = np.asarray(membership)
+    protected = m[first.docs, protected_group[first.query_index()]] > 0
+    runs["fa*ir"] = fair_topk(first, protected, k=base.fair_k, p=base.fair_p, alpha=base.fair_alpha)
+    return runs

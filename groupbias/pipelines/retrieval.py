@@ -6,7 +6,8 @@
 names (option ``membership``, default ``"groups"``):
 
 - ``"groups"``: one-hot over every class of the collection's label (``M`` / ``F`` / ``N``,
-  or ``L`` / ``H``); a document of unknown label has a row of zeros;
+  or ``L`` / ``H``), and, when some document has no class, an ``Unknown`` column (FAIR-QR
+  counts it as a subgroup);
 - ``"gendered"``: one-hot over the classes other than the neutral one (CWEx's groups: a
   neutral document is a row of zeros, the neutral class);
 - ``"counts"``: the lexicon's raw term counts ``M_g(d)`` (ARaB, RaB; NFaiRR with ``tau``);
@@ -58,7 +59,9 @@ class RunJudge:
         """The document-group matrix ``[n_docs, n_groups]`` of ``source`` (module
         docstring)."""
         if source == "groups":
-            return self.collection.membership(self.label, self.classes)
+            m = self.collection.membership(self.label, self.classes)
+            unknown = m.sum(axis=1) == 0
+            return np.column_stack([m, unknown]) if unknown.any() else m
         if source == "gendered":
             return self.collection.membership(
                 self.label, [c for c in self.classes if c != self.neutral]
@@ -109,14 +112,20 @@ class RunJudge:
 
 
 def run_records(
-    per_query: Mapping[str, Mapping[str, np.ndarray]], *, base: dict, against: str
+    per_query: Mapping[str, Mapping[str, np.ndarray]],
+    *,
+    base: dict,
+    against: str,
+    focus: str | None = None,
 ) -> list[dict]:
     """Records (one per system × metric, mean over the queries where it is defined) with
-    the paired t-test of every system against ``against`` (``p_value``)."""
+    the paired t-test of every system against ``against`` (``p_value``), or, with
+    ``focus``, of that system against every other (``p_vs_<system>``)."""
     return records_for(
         {s: dict(m) for s, m in per_query.items()},
         base={**base, "regime": "retrieval"},
         against=against,
+        focus=focus,
     )
 
 
