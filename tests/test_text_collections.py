@@ -4,8 +4,10 @@ text loaders, TREC run files, and BM25 against a direct formula over the term co
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -267,3 +269,22 @@ def test_bm25s_and_anserini_agree_on_grep_biasir(grep_root, tmp_path):
         for q in range(c.n_queries)
     ]
     assert np.mean(same) > 0.9  # Lucene's lossy length norms reorder near-ties
+
+
+def test_term_ids_do_not_depend_on_the_process_hash_seed():
+    script = (
+        "from groupbias.rank.retrieval import BM25Index\n"
+        "ix = BM25Index(['zebra apple mango', 'kiwi apple banana cherry'])\n"
+        "print(sorted(ix.vocab.items(), key=lambda kv: kv[1]))\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1 and "('apple', 0)" in outs.pop()

@@ -142,13 +142,18 @@ class BM25Index:
         tokens = self.analyzer.analyze(list(texts))
         engine = bm25s.BM25(k1=self.k1, b=self.b, method="lucene", dtype="float64")
         engine.index(tokens, show_progress=False)
-        self.vocab: dict[str, int] = {t: i for t, i in engine.vocab_dict.items() if t != ""}
-        n_docs = len(tokens)
         sc = engine.scores
         n_cols = len(sc["indptr"]) - 1
-        self.weights = sparse.csr_matrix(
+        n_docs = len(tokens)
+        weights = sparse.csr_matrix(
             (sc["data"], sc["indices"], sc["indptr"]), shape=(n_cols, n_docs)
         )
+        # term ids in sorted term order: bm25s numbers terms in set order, which changes
+        # from process to process; ties broken by term id must not
+        terms = sorted(t for t, i in engine.vocab_dict.items() if t != "" and i < n_cols)
+        self.vocab: dict[str, int] = {t: j for j, t in enumerate(terms)}
+        self.weights = weights[[engine.vocab_dict[t] for t in terms]].tocsr()
+        n_cols = len(terms)
         lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=n_docs)
         ids = np.fromiter(
             (self.vocab[w] for ws in tokens for w in ws), dtype=np.int64, count=int(lengths.sum())
