@@ -50,5 +50,21 @@ def grep_root() -> Path:
 
 
 @pytest.fixture
+def gender_wordlist() -> Path:
+    env = os.environ.get("GROUPBIAS_GENDER_WORDLIST")
+    cand = (
+        Path(env)
+        if env
+        else REPO.parent / "shared" / "data" / "rekabsaz-gender" / "wordlist_genderspecific.txt"
+    )
+    if not cand.is_file():
+        pytest.skip(
+            "gender word list not found: set GROUPBIAS_GENDER_WORDLIST or place it at "
+            "../shared/data/rekabsaz-gender/wordlist_genderspecific.txt"
+        )
+    return cand
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
