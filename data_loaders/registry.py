@@ -249,6 +249,48 @@ class TrecTextOptions:
         )
 
 
+@dataclass(frozen=True)
+class TextFilesOptions:
+    """A user's text collection from files (``groupbias.data.text.load_text_collection``):
+    ``corpus`` (collection.tsv or .jsonl), ``queries`` (queries.tsv or TREC topics),
+    ``qrels`` (TREC qrels), ``groups`` (an item -> group file, or null) stored as the
+    document label ``group_label``; relative paths are taken below ``root`` when given."""
+
+    corpus: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    groups: str | None = None
+    group_label: str = "group"
+    unknown_docs: str = "raise"
+    topic_field: str = "title"
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "queries", "qrels"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a file path", getattr(self, name))
+        _path("groups", self.groups)
+        if not isinstance(self.group_label, str) or not self.group_label:
+            raise ParameterError("group_label", "a label name", self.group_label)
+        choice("unknown_docs", self.unknown_docs, ("raise", "skip"))
+        choice("topic_field", self.topic_field, ("title", "desc", "narr"))
+
+    def load(self, root, split: str):
+        from groupbias.data.text import load_text_collection
+
+        def at(path):
+            return None if path is None else os.path.join(root or "", path)
+
+        return load_text_collection(
+            at(self.corpus),
+            at(self.queries),
+            at(self.qrels),
+            groups=at(self.groups),
+            group_label=self.group_label,
+            unknown_docs=self.unknown_docs,
+            topic_field=self.topic_field,
+        )
+
+
 _TREC = trec_fair.ENV_VAR
 _ALL = {"train": "train", "valid": "valid", "test": "test"}
 BUILTIN = (
@@ -288,6 +330,15 @@ BUILTIN = (
         tuple(trec_fair.files_for(2020)),
         {"train": "train"},
         {"year": 2020},
+    ),
+    DatasetInfo(
+        "text_files",
+        "text files",
+        TextFilesOptions,
+        None,
+        (),
+        {"test": "all"},
+        builtin_groups=False,
     ),
     DatasetInfo(
         "grep_biasir",

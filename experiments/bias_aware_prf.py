@@ -28,7 +28,7 @@ from .common import check_common
 from .retrieval_common import (
     BM25Settings,
     endpoint,
-    group_label,
+    groups_of,
     lexicon,
     metric_table,
     show,
@@ -96,7 +96,7 @@ class BiasAwarePRF:
 
     def run(self, setup: Setup, rd) -> dict:
         c = text_collection(setup)
-        label, classes, neutral = group_label(setup, c, None, None, None)
+        label, classes, neutral = groups_of(setup.dataset.name, c)
         terms = lexicon(c, self.wordlist)
         judge = RunJudge(c, label, classes, neutral, terms.counts, terms.lengths, k=10)
         index = self.settings.index(c)

@@ -23,16 +23,7 @@ from groupbias.pipelines.retrieval import RunJudge, run_records
 from groupbias.rank.expansion import RM3
 from groupbias.rank.fair_qr import FairQR, LLMRefiner, LogOddsRefiner, target_distribution
 
-from .common import check_common
-from .retrieval_common import (
-    GROUP_LABELS,
-    Baselines,
-    BM25Settings,
-    baseline_runs,
-    endpoint,
-    save_runs,
-    show,
-)
+from .retrieval_common import SystemsExperiment, baseline_runs, groups_of, save_runs, show
 
 #: seed 004's Table 1 columns
 METRICS = (
@@ -44,61 +35,26 @@ COLUMNS = ("ndcg@20", "awrf@20", "ndcg×awrf@20")
 
 
 @dataclass
-class FairQRExperiment:
-    """``experiment=fair_qr`` (module docstring): ``datasets`` (text datasets; a dataset on
-    the command line replaces them), ``bm25`` (BM25Settings; Elasticsearch's k1 = 1.2,
-    b = 0.75 as the paper), ``fair_qr`` (top_k, depth, max_iterations, smoothing),
-    ``refiner`` (terms, pool, prior of the offline refiner), ``baselines``, ``llm`` (null,
-    or an endpoint for the LLM refiner; temperature 0.3), ``alpha``."""
-
-    trains_ranker = False
+class FairQRExperiment(SystemsExperiment):
+    """``experiment=fair_qr`` (module docstring); the settings of
+    :class:`~experiments.retrieval_common.SystemsExperiment` (BM25 with Elasticsearch's
+    k1 = 1.2, b = 0.75 as the paper; ``llm``: an endpoint for the LLM refiner, temperature
+    0.3)."""
 
     name: str = "fair_qr"
     datasets: list = field(
         default_factory=lambda: ["trec2019_text", "trec2020_text", "grep_biasir"]
     )
     bm25: dict = field(default_factory=lambda: {"k1": 1.2, "b": 0.75})
-    fair_qr: dict = field(default_factory=dict)
-    refiner: dict = field(default_factory=dict)
-    baselines: dict = field(default_factory=dict)
-    llm: dict | None = None
-    alpha: float = 0.05
-    skip_missing: bool = True
 
     def __post_init__(self) -> None:
-        check_common(self)
-        self.settings = BM25Settings.of(self.bm25)
-        self.base = Baselines.of(self.baselines)
-        for key, cls in (("fair_qr", FairQR), ("refiner", LogOddsRefiner)):
-            try:
-                cls(**getattr(self, key))
-            except TypeError as exc:
-                raise ConfigError(f"experiment.{key}", str(exc)) from None
-        self.loop = FairQR(**self.fair_qr)
-        self.endpoint, extra = endpoint(self.llm)
+        extra = self.check_systems()
         if extra:
             raise ConfigError(f"experiment.llm.{sorted(extra)[0]}", "unknown key")
-        for i, name in enumerate(self.datasets):
-            if name not in GROUP_LABELS:
-                raise ConfigError(
-                    f"experiment.datasets[{i}]", f"{name!r}: expected one of {list(GROUP_LABELS)}"
-                )
-
-    def _specs(self, setup: Setup) -> list[DatasetSpec]:
-        if setup.data_from_command_line or not self.datasets:
-            return [setup.dataset]
-        return [DatasetSpec(name=n) for n in self.datasets]
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped, details = [], [], {}
-        for spec in self._specs(setup):
-            try:
-                c = next(iter(spec.load().values()))
-            except FileNotFoundError as exc:
-                if not self.skip_missing:
-                    raise
-                skipped.append(f"{spec.label}: skipped, data not found ({exc})")
-                continue
+        for spec, c in self.collections(setup, skipped):
             res = rd.step(
                 f"fair_qr_{spec.name}",
                 lambda c=c, spec=spec: self._dataset(c, spec, rd),
@@ -109,7 +65,7 @@ class FairQRExperiment:
         return {"records": records, "skipped": skipped, "details": details}
 
     def _dataset(self, c, spec: DatasetSpec, rd) -> dict:
-        label, classes, neutral = GROUP_LABELS[spec.name]
+        label, classes, neutral = groups_of(spec.name, c)
         judge = RunJudge(c, label, classes, neutral, k=20)
         index = self.settings.index(c)
         m = c.membership(label, classes)

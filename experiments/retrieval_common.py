@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from groupbias.data.text import Run, TextCollection, write_trec_run
 from groupbias.rank.retrieval import Analyzer, BM25Index
 
 #: the text datasets (configs/dataset/<name>.yaml)
-TEXT_DATASETS = ("grep_biasir", "trec2019_text", "trec2020_text")
+TEXT_DATASETS = ("grep_biasir", "trec2019_text", "trec2020_text", "text_files")
 WORDLIST_ENV = "GROUPBIAS_GENDER_WORDLIST"
 #: what each text dataset's groups are: (document label, classes, neutral class)
 GROUP_LABELS = {
@@ -29,6 +29,21 @@ GROUP_LABELS = {
     "trec2019_text": ("h_class", ("L", "H"), None),
     "trec2020_text": ("h_class", ("L", "H"), None),
 }
+
+
+def groups_of(name: str, collection: TextCollection) -> tuple[str, tuple[str, ...], str | None]:
+    """``(label, classes, neutral)`` of a dataset's groups: those of :data:`GROUP_LABELS`,
+    else (a user's files) its first document label, that label's classes in sorted order,
+    and ``N`` as the neutral class when it is one of them."""
+    if name in GROUP_LABELS:
+        return GROUP_LABELS[name]
+    if not collection.doc_labels:
+        raise ConfigError("dataset.params.groups", "missing: the collection has no document groups")
+    label = next(iter(collection.doc_labels))
+    classes = tuple(sorted({str(v) for v in collection.label(label)} - {""}))
+    if len(classes) < 2:
+        raise ConfigError("dataset.params.groups", f"label {label!r} has fewer than two groups")
+    return label, classes, "N" if "N" in classes else None
 
 
 def text_collection(setup: Setup) -> TextCollection:
@@ -49,19 +64,6 @@ def text_collection(setup: Setup) -> TextCollection:
             hint="choose dataset=" + " | ".join(TEXT_DATASETS),
         )
     return data
-
-
-def group_label(setup: Setup, collection: TextCollection, label, classes, neutral):
-    """``(label, classes, neutral)``: the experiment's, else the dataset's (GROUP_LABELS)."""
-    default = GROUP_LABELS.get(setup.dataset.name)
-    if label is None:
-        if default is None:
-            raise ConfigError("experiment.label", "missing: name the document label of the groups")
-        return default
-    collection.label(label)
-    if not classes:
-        raise ConfigError("experiment.classes", "missing: the label's classes")
-    return label, tuple(classes), neutral
 
 
 def wordlist(path) -> dict[str, tuple[str, ...]]:
@@ -101,6 +103,24 @@ def endpoint(cfg, key: str = "experiment.llm") -> tuple[ChatEndpoint | None, dic
         ) from None
 
 
+def settings_of(cls, cfg, key: str):
+    """``cls(**cfg)`` checked by its ``check()``; unknown keys and impossible values are
+    config errors naming ``key.<name>``."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(key, f"expected a mapping, got {cfg!r}")
+    unknown = set(cfg) - set(cls.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+    s = cls(**cfg)
+    try:
+        s.check()
+    except ParameterError as exc:
+        raise ConfigError(
+            f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
+        ) from None
+    return s
+
+
 @dataclass(frozen=True)
 class BM25Settings:
     """The BM25 of an experiment: ``k1``, ``b``, the analyzer's ``stopwords`` and
@@ -114,23 +134,14 @@ class BM25Settings:
 
     @classmethod
     def of(cls, cfg, key: str = "experiment.bm25") -> BM25Settings:
-        if not isinstance(cfg, Mapping):
-            raise ConfigError(key, f"expected a mapping, got {cfg!r}")
-        unknown = set(cfg) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
-        s = cls(**cfg)
-        try:
-            real("k1", s.k1, low=0.0)
-            real("b", s.b, low=0.0, high=1.0)
-            choice("stopwords", s.stopwords, ("lucene", "none"))
-            choice("stemmer", s.stemmer, ("porter", "snowball", "none"))
-            integer("depth", s.depth, low=1)
-        except ParameterError as exc:
-            raise ConfigError(
-                f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
-            ) from None
-        return s
+        return settings_of(cls, cfg, key)
+
+    def check(self) -> None:
+        real("k1", self.k1, low=0.0)
+        real("b", self.b, low=0.0, high=1.0)
+        choice("stopwords", self.stopwords, ("lucene", "none"))
+        choice("stemmer", self.stemmer, ("porter", "snowball", "none"))
+        integer("depth", self.depth, low=1)
 
     def index(self, collection: TextCollection) -> BM25Index:
         return BM25Index(
@@ -221,23 +232,14 @@ class Baselines:
 
     @classmethod
     def of(cls, cfg, key: str = "experiment.baselines") -> Baselines:
-        if not isinstance(cfg, Mapping):
-            raise ConfigError(key, f"expected a mapping, got {cfg!r}")
-        unknown = set(cfg) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
-        s = cls(**cfg)
-        try:
-            real("mmr_lambda", s.mmr_lambda, low=0.0, high=1.0)
-            integer("mmr_depth", s.mmr_depth, low=1)
-            integer("fair_k", s.fair_k, low=1)
-            real("fair_p", s.fair_p, low=0.0, high=1.0, low_open=True, high_open=True)
-            real("fair_alpha", s.fair_alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-        except ParameterError as exc:
-            raise ConfigError(
-                f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
-            ) from None
-        return s
+        return settings_of(cls, cfg, key)
+
+    def check(self) -> None:
+        real("mmr_lambda", self.mmr_lambda, low=0.0, high=1.0)
+        integer("mmr_depth", self.mmr_depth, low=1)
+        integer("fair_k", self.fair_k, low=1)
+        real("fair_p", self.fair_p, low=0.0, high=1.0, low_open=True, high_open=True)
+        real("fair_alpha", self.fair_alpha, low=0.0, high=1.0, low_open=True, high_open=True)
 
 
 def baseline_runs(
@@ -259,3 +261,70 @@ def baseline_runs(
     protected = m[first.docs, protected_group[first.query_index()]] > 0
     runs["fa*ir"] = fair_topk(first, protected, k=base.fair_k, p=base.fair_p, alpha=base.fair_alpha)
     return runs
+
+
+@dataclass
+class SystemsExperiment:
+    """What ``fair_qr`` and ``retrieval_fairness`` share: ``datasets`` (text datasets; a
+    dataset on the command line replaces them), ``bm25`` (:class:`BM25Settings`),
+    ``fair_qr`` (:class:`~groupbias.rank.fair_qr.FairQR`'s top_k, depth, max_iterations,
+    smoothing), ``refiner`` (the offline refiner's terms, pool, prior), ``baselines``
+    (:class:`Baselines`), ``llm`` (null, or an endpoint), ``alpha`` of the markers and
+    ``skip_missing``."""
+
+    trains_ranker = False
+
+    name: str = ""
+    datasets: list = field(default_factory=list)
+    bm25: dict = field(default_factory=dict)
+    fair_qr: dict = field(default_factory=dict)
+    refiner: dict = field(default_factory=dict)
+    baselines: dict = field(default_factory=dict)
+    llm: dict | None = None
+    alpha: float = 0.05
+    skip_missing: bool = True
+
+    def check_systems(self) -> dict:
+        """Validate the shared settings (errors name the key); the ``llm`` mapping's keys
+        that are not endpoint settings are returned."""
+        from groupbias.rank.fair_qr import FairQR, LogOddsRefiner
+
+        from .common import check_common
+
+        check_common(self)
+        self.settings = BM25Settings.of(self.bm25)
+        self.base = Baselines.of(self.baselines)
+        for key, cls in (("fair_qr", FairQR), ("refiner", LogOddsRefiner)):
+            try:
+                cls(**getattr(self, key))
+            except TypeError as exc:
+                raise ConfigError(f"experiment.{key}", str(exc)) from None
+        self.loop = FairQR(**self.fair_qr)
+        self.endpoint, extra = endpoint(self.llm)
+        for i, name in enumerate(self.datasets):
+            if name not in TEXT_DATASETS:
+                raise ConfigError(
+                    f"experiment.datasets[{i}]", f"{name!r}: expected one of {TEXT_DATASETS}"
+                )
+        real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        return extra
+
+    def collections(self, setup: Setup, skipped: list):
+        """``(spec, collection)`` of every dataset present (the absent ones are listed in
+        ``skipped`` with ``skip_missing``, else raise)."""
+        from groupbias.data.datasets import DatasetSpec
+
+        specs = (
+            [setup.dataset]
+            if setup.data_from_command_line or not self.datasets
+            else [DatasetSpec(name=n) for n in self.datasets]
+        )
+        for spec in specs:
+            try:
+                c = next(iter(spec.load().values()))
+            except FileNotFoundError as exc:
+                if not self.skip_missing:
+                    raise
+                skipped.append(f"{spec.label}: skipped, data not found ({exc})")
+                continue
+            yield spec, c

@@ -21,21 +21,18 @@ import numpy as np
 
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError
-from groupbias.core.validation import real
+from groupbias.core.validation import integer, real
 from groupbias.data.datasets import DatasetSpec
 from groupbias.data.labels import GENDER_CLASSES, LexiconLabeller, LLMLabeller, lexicon_bias
 from groupbias.data.text import read_trec_run
 from groupbias.pipelines.retrieval import RunJudge, run_records
 from groupbias.rank.expansion import RM3, debiased_feedback
-from groupbias.rank.fair_qr import FairQR, LogOddsRefiner, target_distribution
+from groupbias.rank.fair_qr import LogOddsRefiner, target_distribution
 
-from .common import check_common
 from .retrieval_common import (
-    GROUP_LABELS,
-    Baselines,
-    BM25Settings,
+    SystemsExperiment,
     baseline_runs,
-    endpoint,
+    groups_of,
     metric_table,
     save_runs,
     show,
@@ -64,72 +61,39 @@ LABEL_SOURCES = ("human", "lexicon", "llm")
 
 
 @dataclass
-class RetrievalFairness:
-    """``experiment=retrieval_fairness`` (module docstring): ``datasets``, ``labels``
-    (gender labellings), ``bm25``, ``prf`` (``lam``, ``bias``: tf | bool, ``pool``),
-    ``fair_qr``, ``refiner``, ``baselines``, ``wordlist``, ``llm``, ``alpha``."""
-
-    trains_ranker = False
+class RetrievalFairness(SystemsExperiment):
+    """``experiment=retrieval_fairness`` (module docstring): ``labels`` (gender labellings),
+    ``prf`` (``lam``, ``bias``: tf | bool, ``pool``), ``wordlist``, and the settings of
+    :class:`~experiments.retrieval_common.SystemsExperiment`."""
 
     name: str = "retrieval_fairness"
     datasets: list = field(default_factory=lambda: ["grep_biasir", "trec2020_text"])
     labels: list = field(default_factory=lambda: ["human", "lexicon"])
-    bm25: dict = field(default_factory=dict)
     prf: dict = field(default_factory=lambda: {"lam": 0.5, "bias": "tf", "pool": 100})
-    fair_qr: dict = field(default_factory=dict)
-    refiner: dict = field(default_factory=dict)
-    baselines: dict = field(default_factory=dict)
     wordlist: str | None = None
-    llm: dict | None = None
-    alpha: float = 0.05
-    skip_missing: bool = True
 
     def __post_init__(self) -> None:
-        check_common(self)
-        self.settings = BM25Settings.of(self.bm25)
-        self.base = Baselines.of(self.baselines)
+        extra = self.check_systems()
+        if extra:
+            raise ConfigError(f"experiment.llm.{sorted(extra)[0]}", "unknown key")
         unknown = set(self.prf) - {"lam", "bias", "pool"}
         if unknown:
             raise ConfigError(f"experiment.prf.{sorted(unknown)[0]}", "unknown key")
         real("prf.lam", self.prf.get("lam", 0.5), low=0.0, high=1.0)
+        integer("prf.pool", self.prf.get("pool", 100), low=10)
         if self.prf.get("bias", "tf") not in ("tf", "bool"):
             raise ConfigError("experiment.prf.bias", "expected tf or bool")
-        try:
-            self.loop = FairQR(**self.fair_qr)
-            LogOddsRefiner(**self.refiner)
-        except TypeError as exc:
-            raise ConfigError("experiment.fair_qr", str(exc)) from None
         for i, lab in enumerate(self.labels):
             if lab not in LABEL_SOURCES:
                 raise ConfigError(
                     f"experiment.labels[{i}]", f"{lab!r}: expected one of {LABEL_SOURCES}"
                 )
-        self.endpoint, extra = endpoint(self.llm)
-        if extra:
-            raise ConfigError(f"experiment.llm.{sorted(extra)[0]}", "unknown key")
         if "llm" in self.labels and self.endpoint is None:
             raise ConfigError("experiment.llm", "missing: labels includes llm")
-        for i, name in enumerate(self.datasets):
-            if name not in GROUP_LABELS:
-                raise ConfigError(
-                    f"experiment.datasets[{i}]", f"{name!r}: expected one of {list(GROUP_LABELS)}"
-                )
 
     def run(self, setup: Setup, rd) -> dict:
-        specs = (
-            [setup.dataset]
-            if setup.data_from_command_line or not self.datasets
-            else [DatasetSpec(name=n) for n in self.datasets]
-        )
         records, skipped = [], []
-        for spec in specs:
-            try:
-                c = next(iter(spec.load().values()))
-            except FileNotFoundError as exc:
-                if not self.skip_missing:
-                    raise
-                skipped.append(f"{spec.label}: skipped, data not found ({exc})")
-                continue
+        for spec, c in self.collections(setup, skipped):
             records += rd.step(
                 f"retrieval_fairness_{spec.name}",
                 lambda c=c, spec=spec: self._dataset(c, spec, rd, setup),
@@ -153,7 +117,7 @@ class RetrievalFairness:
         return runs
 
     def _dataset(self, c, spec: DatasetSpec, rd, setup: Setup) -> dict:
-        label, classes, neutral = GROUP_LABELS[spec.name]
+        label, classes, neutral = groups_of(spec.name, c)
         lex = LexiconLabeller(wordlist(self.wordlist))
         terms = lex.counts(list(c.texts))
         index = self.settings.index(c)

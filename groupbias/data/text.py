@@ -76,6 +76,18 @@ def _lines(path: Path):
             yield lineno, line.rstrip("\r\n")
 
 
+def _fields(path: Path, n: int, layout: str):
+    """``(line number, fields)`` of the non-blank lines of a whitespace-separated file whose
+    lines have ``n`` fields (``layout`` names them, for the message)."""
+    for lineno, line in _lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != n:
+            raise DataFormatError(path, lineno, f"expected '{layout}', got {len(parts)} fields")
+        yield lineno, parts
+
+
 def _unique(path: Path, ids: list[str], lines: list[int], what: str) -> None:
     seen: dict[str, int] = {}
     for i, line in zip(ids, lines):
@@ -240,14 +252,7 @@ def read_qrels(
     qi, di, grades = [], [], []
     seen: dict[tuple[str, str], int] = {}
     skip_doc = skip_query = 0
-    for lineno, line in _lines(p):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 4:
-            raise DataFormatError(
-                p, lineno, f"expected 'qid iter docid grade', got {len(parts)} fields"
-            )
+    for lineno, parts in _fields(p, 4, "qid iter docid grade"):
         qid, _, doc, grade = parts
         try:
             g = float(grade)
@@ -383,14 +388,7 @@ def read_trec_run(path: str | os.PathLike, *, query_ids, doc_ids) -> Run:
     qpos = {str(q): i for i, q in enumerate(query_ids)}
     dpos = {str(d): i for i, d in enumerate(doc_ids)}
     qi, di, rank, score, tags, seen = [], [], [], [], set(), {}
-    for lineno, line in _lines(p):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 6:
-            raise DataFormatError(
-                p, lineno, f"expected 'qid Q0 docid rank score tag', got {len(parts)} fields"
-            )
+    for lineno, parts in _fields(p, 6, "qid Q0 docid rank score tag"):
         q, _, d, r, s, tag = parts
         for name, table, value in (("qid", qpos, q), ("docid", dpos, d)):
             if value not in table:

@@ -494,6 +494,14 @@ def _relevant_ranks(scores, labels, qptr, k, relevant_from):
     return ranking.ranks(), lab >= relevant_from, q, query_index(q), check_k(k)
 
 
+def _no_relevant(out: np.ndarray, n_rel: np.ndarray, q: np.ndarray, policy: str) -> np.ndarray:
+    """``out`` with the queries without a relevant item set by ``policy`` (NaN for
+    ``"skip"``, 0 for ``"zero"``) and empty queries NaN."""
+    out[n_rel == 0] = np.nan if policy == "skip" else 0.0
+    out[np.diff(q) == 0] = np.nan
+    return out
+
+
 def average_precision(
     scores,
     labels,
@@ -525,9 +533,7 @@ def average_precision(
     prec = np.where(inside, n_hits / np.maximum(ranks, 1), 0.0)
     n_rel = segment_sum(rel.astype(np.float64), q, qidx)
     out = segment_sum(prec, q, qidx) / np.where(n_rel > 0, n_rel, 1.0)
-    out[n_rel == 0] = np.nan if on_no_relevant == "skip" else 0.0
-    out[np.diff(q) == 0] = np.nan
-    return reduce_queries(out, reduce)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
 
 
 def reciprocal_rank(
@@ -551,6 +557,4 @@ def reciprocal_rank(
     out = np.zeros(q.size - 1)
     np.maximum.at(out, qidx, inv)
     n_rel = segment_sum(rel.astype(np.float64), q, qidx)
-    out[n_rel == 0] = np.nan if on_no_relevant == "skip" else 0.0
-    out[np.diff(q) == 0] = np.nan
-    return reduce_queries(out, reduce)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
