@@ -19,7 +19,7 @@ import numpy as np
 
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError
-from groupbias.core.validation import integer, real
+from groupbias.core.validation import integer, is_real, real
 from groupbias.data.labels import LLMLabeller, lexicon_bias
 from groupbias.pipelines.retrieval import RunJudge, run_records
 from groupbias.rank.expansion import RM3, debiased_feedback, expansion_terms
@@ -27,10 +27,13 @@ from groupbias.rank.expansion import RM3, debiased_feedback, expansion_terms
 from .common import check_common
 from .retrieval_common import (
     BM25Settings,
+    check_names,
+    check_wordlist,
     endpoint,
     groups_of,
     lexicon,
     metric_table,
+    settings_of,
     show,
     text_collection,
     wordlist,
@@ -75,18 +78,17 @@ class BiasAwarePRF:
     def __post_init__(self) -> None:
         check_common(self)
         self.settings = BM25Settings.of(self.bm25)
-        try:
-            self.expander = RM3(**self.rm3)
-        except TypeError as exc:
-            raise ConfigError("experiment.rm3", str(exc)) from None
+        self.expander = settings_of(RM3, self.rm3, "experiment.rm3")
         integer("pool", self.pool, low=self.expander.fb_docs)
-        if not self.lambdas or 0 not in self.lambdas:
+        lams = self.lambdas
+        if not isinstance(lams, (list, tuple)) or not all(is_real(x) for x in lams):
+            raise ConfigError("experiment.lambdas", f"expected a list of numbers, got {lams!r}")
+        if 0 not in lams:
             raise ConfigError("experiment.lambdas", "must include 0 (plain RM3, the reference)")
-        for lam in self.lambdas:
+        for lam in lams:
             real("lambdas", lam, low=0.0, high=1.0)
-        for b in self.biases:
-            if b not in BIASES:
-                raise ConfigError("experiment.biases", f"{b!r}: expected one of {BIASES}")
+        check_names("experiment.biases", self.biases, BIASES)
+        check_wordlist(self.wordlist)
         self.endpoint, extra = endpoint(self.llm)
         self.prompt = extra.pop("prompt", "zero_shot")
         if extra:
@@ -105,7 +107,7 @@ class BiasAwarePRF:
         words = [w for ws in wordlist(self.wordlist).values() for w in ws]
         records, expansions, equal = [], {}, {}
         for source in self.biases:
-            bias = self._bias(source, c, terms.counts, label, neutral, rd, setup)
+            bias = self._bias(source, c, terms.counts, rd, setup)
             per_query = {"bm25": _with_magnitudes(judge.per_query(first, METRICS))}
             for lam in self.lambdas:
                 fb = debiased_feedback(
@@ -130,12 +132,18 @@ class BiasAwarePRF:
         empty = len(first.meta["empty_queries"])
         return {"records": records, "lambda0_equals_rm3": equal, "empty_queries": empty}
 
-    def _bias(self, source, c, counts, label, neutral, rd, setup) -> np.ndarray:
+    def _bias(self, source, c, counts, rd, setup) -> np.ndarray:
         if source in ("tf", "bool"):
             return lexicon_bias(counts, source)
         if source == "label":
-            lab = c.label(label)
-            return ((lab != "") & (lab != neutral)).astype(np.float64)
+            if "gender" not in c.doc_labels:
+                raise ConfigError(
+                    "experiment.biases",
+                    f"'label' needs human gender labels, which {c.name!r} has not",
+                    hint="use tf, bool or llm",
+                )
+            lab = c.label("gender")
+            return np.isin(lab, ["M", "F"]).astype(np.float64)
         res = rd.step(
             f"llm_labels_{self.prompt}",
             lambda: {

@@ -23,7 +23,7 @@ from groupbias.evaluation.fairness import neutrality
 from groupbias.pipelines.retrieval import agreement_records
 
 from .common import check_common
-from .retrieval_common import endpoint, text_collection, wordlist
+from .retrieval_common import check_wordlist, endpoint, text_collection, wordlist
 
 
 @dataclass
@@ -44,6 +44,13 @@ class GenderLabels:
 
     def __post_init__(self) -> None:
         check_common(self)
+        if not isinstance(self.label, str) or not self.label:
+            raise ConfigError("experiment.label", f"expected a document label, got {self.label!r}")
+        check_wordlist(self.wordlist)
+        if not isinstance(self.taus, (list, tuple)) or not self.taus:
+            raise ConfigError(
+                "experiment.taus", f"expected a list of thresholds, got {self.taus!r}"
+            )
         for t in self.taus:
             real("taus", t, low=0.0)
         self.endpoint, extra = endpoint(self.llm)

@@ -104,21 +104,47 @@ def endpoint(cfg, key: str = "experiment.llm") -> tuple[ChatEndpoint | None, dic
 
 
 def settings_of(cls, cfg, key: str):
-    """``cls(**cfg)`` checked by its ``check()``; unknown keys and impossible values are
-    config errors naming ``key.<name>``."""
+    """``cls(**cfg)`` (then its ``check()``, if it has one): a mapping that is not one, an
+    unknown key or an impossible value is a config error naming ``key.<name>``."""
     if not isinstance(cfg, Mapping):
         raise ConfigError(key, f"expected a mapping, got {cfg!r}")
-    unknown = set(cfg) - set(cls.__dataclass_fields__)
+    allowed = [n for n, f in cls.__dataclass_fields__.items() if f.init]
+    unknown = set(cfg) - set(allowed)
     if unknown:
-        raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
-    s = cls(**cfg)
-    try:
-        s.check()
-    except ParameterError as exc:
         raise ConfigError(
-            f"{key}.{exc.name}", f"expected {exc.expected}, got {exc.given!r}"
-        ) from None
+            f"{key}.{sorted(unknown)[0]}", "unknown key; expected one of " + ", ".join(allowed)
+        )
+    try:
+        s = cls(**cfg)
+        check = getattr(s, "check", None)
+        if check is not None:
+            check()
+    except ParameterError as exc:
+        where = f"{key}.{exc.name}" if exc.name in cfg else key
+        what = "" if exc.name in cfg else f"{exc.name} (default): "
+        raise ConfigError(where, f"{what}expected {exc.expected}, got {exc.given!r}") from None
     return s
+
+
+def check_names(key: str, values, allowed) -> list:
+    """A list of names, each one of ``allowed`` (errors name ``key``)."""
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise ConfigError(key, f"expected a list of names of {list(allowed)}, got {values!r}")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ConfigError(key, f"{bad[0]!r}: expected one of {list(allowed)}")
+    return list(values)
+
+
+def check_wordlist(value) -> None:
+    """``experiment.wordlist``: null (``$GROUPBIAS_GENDER_WORDLIST`` when the run starts) or
+    an existing file."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not Path(value).is_file():
+        raise ConfigError(
+            "experiment.wordlist", f"expected a 'word,m|f' file or null, got {value!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -294,19 +320,10 @@ class SystemsExperiment:
         check_common(self)
         self.settings = BM25Settings.of(self.bm25)
         self.base = Baselines.of(self.baselines)
-        for key, cls in (("fair_qr", FairQR), ("refiner", LogOddsRefiner)):
-            try:
-                cls(**getattr(self, key))
-            except TypeError as exc:
-                raise ConfigError(f"experiment.{key}", str(exc)) from None
-        self.loop = FairQR(**self.fair_qr)
+        self.loop = settings_of(FairQR, self.fair_qr, "experiment.fair_qr")
+        settings_of(LogOddsRefiner, self.refiner, "experiment.refiner")
         self.endpoint, extra = endpoint(self.llm)
-        for i, name in enumerate(self.datasets):
-            if name not in TEXT_DATASETS:
-                raise ConfigError(
-                    f"experiment.datasets[{i}]", f"{name!r}: expected one of {TEXT_DATASETS}"
-                )
-        real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_names("experiment.datasets", self.datasets, TEXT_DATASETS)
         return extra
 
     def collections(self, setup: Setup, skipped: list):

@@ -32,6 +32,8 @@ from groupbias.rank.fair_qr import LogOddsRefiner, target_distribution
 from .retrieval_common import (
     SystemsExperiment,
     baseline_runs,
+    check_names,
+    check_wordlist,
     groups_of,
     metric_table,
     save_runs,
@@ -83,11 +85,8 @@ class RetrievalFairness(SystemsExperiment):
         integer("prf.pool", self.prf.get("pool", 100), low=10)
         if self.prf.get("bias", "tf") not in ("tf", "bool"):
             raise ConfigError("experiment.prf.bias", "expected tf or bool")
-        for i, lab in enumerate(self.labels):
-            if lab not in LABEL_SOURCES:
-                raise ConfigError(
-                    f"experiment.labels[{i}]", f"{lab!r}: expected one of {LABEL_SOURCES}"
-                )
+        check_names("experiment.labels", self.labels, LABEL_SOURCES)
+        check_wordlist(self.wordlist)
         if "llm" in self.labels and self.endpoint is None:
             raise ConfigError("experiment.llm", "missing: labels includes llm")
 
@@ -156,6 +155,8 @@ class RetrievalFairness(SystemsExperiment):
             if source == "human":
                 if "gender" in c.doc_labels:
                     out["human"] = c.label("gender")
+                else:
+                    print(f"[groupbias] {c.name}: no human gender labels, no [human] columns")
             elif source == "lexicon":
                 out["lexicon"] = lex.label(list(c.texts))
             else:

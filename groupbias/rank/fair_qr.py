@@ -121,9 +121,10 @@ class LogOddsRefiner:
     terms: int = 2
     pool: int = 100
     prior: float = 1.0
-    z: Any = field(default=None, repr=False)
+    z: Any = field(default=None, repr=False, init=False)
 
     def __post_init__(self) -> None:
+        self.n_groups = 0
         integer("terms", self.terms, low=1)
         integer("pool", self.pool, low=1)
         real("prior", self.prior, low=0.0, low_open=True)
