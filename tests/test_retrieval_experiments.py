@@ -18,7 +18,7 @@ from werkzeug import Response
 from groupbias.app.cli import CONFIG_DIR, run
 from groupbias.data.text import read_trec_run
 
-pytestmark = pytest.mark.realdata
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
 
 
