@@ -34,6 +34,16 @@ METRICS = (
 COLUMNS = ("ndcg@20", "awrf@20", "ndcg×awrf@20")
 
 
+def _same_queries(values: dict) -> dict:
+    """The three columns over the same queries: those where nDCG and AWRF are both defined
+    (AWRF is undefined without a relevant document of a known group), so that the mean of
+    nDCG × AWRF is comparable with the means of its factors."""
+    import numpy as np
+
+    undefined = np.isnan(values["ndcg@20"]) | np.isnan(values["awrf@20"])
+    return {key: np.where(undefined, np.nan, v) for key, v in values.items()}
+
+
 @dataclass
 class FairQRExperiment(SystemsExperiment):
     """``experiment=fair_qr`` (module docstring); the settings of
@@ -105,7 +115,7 @@ class FairQRExperiment(SystemsExperiment):
         folder = Path(rd.path) / spec.name
         write_json_atomic(folder / "refined_keywords.json", keywords)
         summary["run_files"] = save_runs(folder, c, runs)
-        per_query = {s: judge.per_query(r, METRICS) for s, r in runs.items()}
+        per_query = {s: _same_queries(judge.per_query(r, METRICS)) for s, r in runs.items()}
         base = {"dataset": spec.label, "groups": "/".join(classes)}
         return {
             "records": run_records(per_query, base=base, against="bm25", focus="fair_qr"),
@@ -132,12 +142,15 @@ class FairQRExperiment(SystemsExperiment):
             table = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
             table.index.name = "system"
             info = metrics["details"].get(dataset, {}).get("fair_qr", {})
+            n_queries = cell[("bm25", "ndcg@20")].get("n_queries")
             show(
                 table,
                 run_dir,
                 "fair_qr_" + "".join(ch if ch.isalnum() else "_" for ch in dataset),
                 f"FAIR-QR on {dataset} (seed 004, Table 1 layout)",
                 note=f"* FAIR-QR differs from this system (paired t-test, p < {self.alpha:g}). "
+                f"Every column over the {n_queries} queries where nDCG and AWRF are both "
+                "defined. "
                 f"Offline refiner: {info.get('queries_refined')} queries refined, "
                 f"{info.get('mean_iterations', float('nan')):.2f} iterations on average; "
                 "keywords in <dataset>/refined_keywords.json, runs in <dataset>/runs/.",
