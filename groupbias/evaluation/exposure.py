@@ -15,7 +15,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_max, segment_sum
 from ..core.validation import check_k, check_qptr, is_integer
-from ..rank.ranking import DeterministicRanking, as_ranking, log_discount
+from ..rank.ranking import DeterministicRanking, as_ranking, log_discount, ranking_loops
 from .inputs import check_groups, item_vector
 
 __all__ = [
@@ -24,6 +24,8 @@ __all__ = [
     "check_offset",
     "target_exposure",
     "group_sums",
+    "group_sums_pair",
+    "threshold_target_exposure",
     "group_exposure",
     "discretize",
     "grade_thresholds",
@@ -87,6 +89,11 @@ def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> n
     return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
 
 
+def _flat64(*arrays: np.ndarray) -> bool:
+    """Every array is float64 and contiguous (what the compiled loops are compiled for)."""
+    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
+
+
 def group_sums(
     values: np.ndarray,
     g: np.ndarray,
@@ -96,11 +103,49 @@ def group_sums(
 ):
     """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
     non-affected group (float64 [n_queries] each); ``ng``: ``1 - g`` when the caller has it
-    (``qidx`` is accepted and not needed)."""
+    (``qidx`` is accepted and not needed). The compiled loops
+    (:func:`groupbias.rank.ranking_loops.group_sums`), where they serve, give the same bits
+    in one pass."""
+    loops = ranking_loops(values.size)
+    if loops is not None and _flat64(values, g):
+        ea, en = np.empty(qptr.size - 1), np.empty(qptr.size - 1)
+        loops.group_sums(values, g, qptr, ea, en)
+        return ea, en
     x = values * g
     ea = segment_sum(x, qptr)
     np.multiply(values, 1.0 - g if ng is None else ng, out=x)
     return ea, segment_sum(x, qptr)
+
+
+def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarray):
+    """:func:`group_sums` of ``a`` and of ``b``: ``(A_A, A_N, B_A, B_N)``, in one pass
+    with the compiled loops."""
+    loops = ranking_loops(a.size)
+    if loops is not None and _flat64(a, b, g):
+        out = np.empty((qptr.size - 1, 4))
+        loops.group_sums2(a, b, g, qptr, out)
+        return tuple(np.ascontiguousarray(out[:, j]) for j in range(4))
+    ng = 1.0 - g
+    return (*group_sums(a, g, qptr, ng=ng), *group_sums(b, g, qptr, ng=ng))
+
+
+def threshold_target_exposure(
+    values: np.ndarray, thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int
+) -> np.ndarray | None:
+    """The EEL target exposure (average ties) of the grades ``#{t in thresholds : t <=
+    value}``, by the compiled loops in one pass (the bits of :func:`item_exposure` on the
+    grades); None where the loops do not serve (then grade and call :func:`item_exposure`)."""
+    loops = ranking_loops(values.size)
+    if loops is None or not _flat64(values):
+        return None
+    table = log_discount(max_list_size(qptr), k, offset)
+    prefix = np.concatenate([[0.0], np.cumsum(table)])
+    out = np.empty(values.size)
+    lo, hi = loops.eel_target(values, np.ascontiguousarray(thresholds), qptr, prefix, out)
+    # tie_average_exposure counts grades only while the count table stays small
+    if values.size and (qptr.size - 1) * (hi - lo + 1) > 4 * values.size + 1024:
+        return None
+    return out
 
 
 def group_exposure(exposure, groups, *, qptr) -> np.ndarray:

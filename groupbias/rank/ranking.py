@@ -23,10 +23,11 @@ related-work metrics of one score vector share them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -45,6 +46,8 @@ __all__ = [
     "log_discount",
     "padded_blocks",
     "rank_weights",
+    "ranking_loops",
+    "use_ranking_loops",
 ]
 
 TIES = ("average", "stable")
@@ -53,6 +56,42 @@ _WIDTH_RATIO = 1.25
 #: partition (instead of a full sort) for a cutoff k when every list of a block has at
 #: least this many times k items
 _PARTITION_FACTOR = 2
+
+
+#: items from which a ranking loads the compiled loops (importing numba and the loops,
+#: about half a second once per process, costs what they save on about 10^6 items); once
+#: loaded, they serve every size
+LOOPS_MIN_ITEMS = 1 << 20
+_LOOPS_MODULE = "groupbias.rank.ranking_loops"
+#: "auto" (the loops when numba is installed and they pay, see :data:`LOOPS_MIN_ITEMS`),
+#: "never" (numpy passes only) or "always"
+_loops_mode = ["auto"]
+
+
+def use_ranking_loops(mode: str) -> str:
+    """Whether rankings and the metrics over them use the compiled loops of
+    :mod:`groupbias.rank.ranking_loops`: ``"auto"`` (default: when numba is installed and
+    a call has at least :data:`LOOPS_MIN_ITEMS` items, or the loops are already loaded),
+    ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
+    Returns the previous mode."""
+    previous = _loops_mode[0]
+    _loops_mode[0] = choice("mode", mode, ("auto", "never", "always"))
+    return previous
+
+
+def ranking_loops(n_items: int):
+    """:mod:`groupbias.rank.ranking_loops` when it serves a call over ``n_items`` items
+    (see :func:`use_ranking_loops`), else None."""
+    mode = _loops_mode[0]
+    if mode == "never":
+        return None
+    if mode == "auto" and n_items < LOOPS_MIN_ITEMS and _LOOPS_MODULE not in sys.modules:
+        return None
+    try:
+        from . import ranking_loops as loops
+    except ImportError:  # numba is not installed: the numpy passes
+        return None
+    return loops
 
 
 def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:
@@ -265,6 +304,20 @@ def _packed_sort(block: PaddedBlock, scores: np.ndarray):
     return keys, mask
 
 
+def _loop_packed_sort(loops, block: PaddedBlock, scores: np.ndarray):
+    """:func:`_packed_sort` with the keys built by the compiled loops straight from the
+    flat scores (one pass, the finiteness check included): the same sorted keys."""
+    w = block.width
+    bits = max(1, (w - 1).bit_length())
+    if bits > _PACK_BITS or block.rows.size == 0:
+        return None
+    keys = np.empty((block.rows.size, w))
+    if not loops.packed_keys(scores, block.starts, block.sizes, bits, _PACK_FILL, _PACK_LOW, keys):
+        return None
+    keys.sort(axis=1)
+    return keys, np.int64((1 << bits) - 1)
+
+
 def _packed_top(keys: np.ndarray, mask, n: int):
     """``(cols, trunc)`` of the first ``n`` slots of every row in descending order: the
     column of each and its truncated key (float64, for the tie check). All slots (``n`` =
@@ -304,23 +357,54 @@ class _Packed:
     keys: np.ndarray
     mask: np.int64
     tied_rows: np.ndarray | None = None
+    loops: Any = None  # groupbias.rank.ranking_loops, where it serves
 
     def tied(self) -> bool:
         """Two items of a row of the block tie (or nearly: see :func:`_packed_sort`)."""
         if self.tied_rows is None:
-            _, trunc = _packed_top(self.keys, self.mask, self.keys.shape[1])
-            self.tied_rows = _packed_tied_rows(trunc, self.block.sizes)
+            if self.loops is not None:
+                self.tied_rows = np.empty(self.block.rows.size, dtype=bool)
+                self.loops.packed_tied_rows(
+                    self.keys.view(np.int64), self.mask, self.block.sizes, self.tied_rows
+                )
+            else:
+                _, trunc = _packed_top(self.keys, self.mask, self.keys.shape[1])
+                self.tied_rows = _packed_tied_rows(trunc, self.block.sizes)
         return bool(self.tied_rows.any())
+
+    def slot_weights(self, table: np.ndarray, out: np.ndarray) -> bool:
+        """``out[item] = table[slot]`` for every item of the block by the compiled loops,
+        the rows with ties found on the way; False (and ``out`` to be overwritten) when
+        the block has ties."""
+        tied = np.empty(self.block.rows.size, dtype=bool)
+        b = self.block
+        keys = self.keys.view(np.int64)
+        self.loops.sorted_slot_weights(keys, self.mask, b.starts, b.sizes, table, out, tied)
+        self.tied_rows = tied
+        return not tied.any()
+
+    def _loop_top(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(cols, tied)`` of the first ``n`` slots by the compiled loops (one pass)."""
+        cols = np.empty((self.block.rows.size, n), dtype=np.int64)
+        tied = np.empty(self.block.rows.size, dtype=bool)
+        self.loops.packed_top(self.keys.view(np.int64), self.mask, self.block.sizes, cols, tied)
+        return cols, tied
 
     def view(self, n: int) -> _View:
         """The first ``n`` slots of every row (no ties: see :meth:`tied`)."""
+        if self.loops is not None and n < self.keys.shape[1]:
+            return _View(self.block, self._loop_top(n)[0], None, None)
         return _View(self.block, _packed_top(self.keys, self.mask, n)[0], None, None)
 
     def top_view(self, k: int) -> _View | None:
         """The top-``k`` view of :func:`_partition_rows` when no two of the first ``k + 1``
         items of any row tie (every list longer than ``k``), else None."""
-        cols, trunc = _packed_top(self.keys, self.mask, k + 1)
-        if _packed_tied_rows(trunc, self.block.sizes).any():
+        if self.loops is not None:
+            cols, tied = self._loop_top(k + 1)
+        else:
+            cols, trunc = _packed_top(self.keys, self.mask, k + 1)
+            tied = _packed_tied_rows(trunc, self.block.sizes)
+        if tied.any():
             return None
         return _View(self.block, np.ascontiguousarray(cols[:, :k]), None, None)
 
@@ -395,7 +479,10 @@ class Exposure:
             return segment_sum(x * self.dense(), self.qptr)
         out = np.zeros(self.n_queries)
         for block, index, weight, _ in self._parts:
-            gathered = [np.take(v, index, mode="clip") for v in values]
+            gathered: list[np.ndarray] = []
+            for i, v in enumerate(values):  # an array given twice is gathered once
+                same = [j for j in range(i) if values[j] is v]
+                gathered.append(gathered[same[0]] if same else np.take(v, index, mode="clip"))
             x = gathered[0] if combine is None else combine(*gathered)
             out[block.rows] = (x * weight).sum(axis=1)
         return out
@@ -411,6 +498,15 @@ class Exposure:
                     out[index[valid]] = weight[valid]
             self._dense = out
         return self._dense
+
+
+def _view_weights(v: _View, table: np.ndarray) -> tuple:
+    """``(block, flat index, weight, valid)`` of the slots of one view: ``table[slot]``,
+    tie blocks sharing their mean, 0 in the padding."""
+    weight = _table_weights(v, table)
+    if not v.block.contiguous:
+        weight = np.where(v.valid, weight, 0.0)
+    return v.block, v.block.index(v.cols), weight, v.valid
 
 
 def _slot_mean(view: _View, values: np.ndarray) -> np.ndarray:
@@ -430,6 +526,24 @@ def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
         return np.broadcast_to(table[:w], view.cols.shape)
     prefix = np.concatenate([[0.0], np.cumsum(table)])
     return (prefix[view.above + view.count] - prefix[view.above]) / view.count
+
+
+#: the largest grade whose rows the compiled loops sort by counting
+_LOOP_MAX_GRADE = 63
+
+
+def _loop_grade_tops(loops, values: np.ndarray, blocks: list[PaddedBlock], k: int | None):
+    """The ``min(k, width)`` largest values of every row of every block, descending and as
+    float64 (``-inf`` in the padding), from counts per grade in the compiled loops: what
+    :meth:`DeterministicRanking._int16_tops` gives, in one pass over the items. None
+    unless every value is a whole number in ``[0, 63]`` (graded labels)."""
+    tops = []
+    for b in blocks:
+        top = np.empty((b.rows.size, b.width if k is None else min(k, b.width)))
+        if not loops.grade_tops(values, b.starts, b.sizes, _LOOP_MAX_GRADE, top):
+            return None
+        tops.append(top)
+    return tops
 
 
 #: the padding of int16 rows (below every value :func:`_small_integers` accepts)
@@ -537,8 +651,12 @@ class DeterministicRanking(Ranking):
         if self._packed is None:
             blocks = self.blocks()
             out: list[_Packed | None] = [None] * len(blocks)
+            loops = ranking_loops(self.n_items)
             for merged, members in _merged(blocks):
-                packed = _packed_sort(merged, self._padded(merged))
+                if loops is not None:
+                    packed = _loop_packed_sort(loops, merged, self.scores)
+                else:
+                    packed = _packed_sort(merged, self._padded(merged))
                 if packed is None:
                     continue
                 keys, mask = packed
@@ -546,7 +664,7 @@ class DeterministicRanking(Ranking):
                 for i in members:
                     b = blocks[i]
                     sub = keys[r : r + b.rows.size, merged.width - b.width :]
-                    out[i] = _Packed(b, sub, mask)
+                    out[i] = _Packed(b, sub, mask, loops=loops)
                     r += b.rows.size
             self._packed = out
         return self._packed
@@ -631,13 +749,11 @@ class DeterministicRanking(Ranking):
             return self._weights[key]
         max_len = int(np.max(np.diff(self.qptr))) if self.n_queries else 0
         t = rank_weights(max_len, k, offset, table)
-        parts = []
-        for v in self.top(k, ties == "stable"):
-            weight = _table_weights(v, t)
-            if not v.block.contiguous:
-                weight = np.where(v.valid, weight, 0.0)
-            parts.append((v.block, v.block.index(v.cols), weight, v.valid))
-        ex = Exposure(self.qptr, parts=parts)
+        if k is None and self.n_items and not self._full and ranking_loops(self.n_items):
+            ex = Exposure(self.qptr, dense=self._loop_full_weights(t, ties == "stable"))
+        else:
+            parts = [_view_weights(v, t) for v in self.top(k, ties == "stable")]
+            ex = Exposure(self.qptr, parts=parts)
         if key is not None:
             self._weights[key] = ex
         return ex
@@ -655,13 +771,33 @@ class DeterministicRanking(Ranking):
             parts.append((v.block, v.block.index(v.cols), weight, v.valid))
         return Exposure(self.qptr, parts=parts)
 
+    def _loop_full_weights(self, table: np.ndarray, stable: bool) -> np.ndarray:
+        """``table[slot]`` of every item (no cutoff) from the packed sorts, scattered by the
+        compiled loops with the tie check on the way; a block with ties (or near-ties)
+        takes the exact path of :meth:`full`, as there."""
+        out = np.empty(self.n_items)
+        for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
+            if p is not None and p.loops is not None and p.slot_weights(table, out):
+                continue
+            v = _sort_rows(b, self._padded(b), False)
+            if stable:
+                v = _stabilize(v, self._padded(b))
+            _, index, weight, valid = _view_weights(v, table)
+            out[index[valid]] = weight[valid]
+        return out
+
     def best(self, k: int | None, gain: Callable | None = None) -> np.ndarray:
         """``sum_{r <= k} gain(v_(r)) / log2(1 + r)`` per query, ``v_(r)`` the r-th largest
         score of the query: the ideal DCG@k when the scores order the items by gain (ties
         need no care: equal scores have equal gains). float64 [n_queries]."""
         out = np.zeros(self.n_queries)
         blocks = self.blocks()
-        tops = self._int16_tops(k) if self.n_items else None
+        tops = None
+        if self.n_items:
+            loops = ranking_loops(self.n_items)
+            tops = None if loops is None else _loop_grade_tops(loops, self.scores, blocks, k)
+            if tops is None:
+                tops = self._int16_tops(k)
         for i, b in enumerate(blocks):
             w = b.width if k is None else min(k, b.width)
             if tops is not None:

@@ -1,0 +1,360 @@
+"""Compiled loops of deterministic rankings and of the per-query sums over them, used when
+numba is installed (the ``fast`` extra) and the data are large enough to pay for loading
+them (:func:`groupbias.rank.ranking.ranking_loops`).
+
+Each loop computes exactly what the numpy passes of :mod:`groupbias.rank.ranking` and
+:mod:`groupbias.evaluation` compute, in one pass over the items instead of several:
+
+* selections and orders (which column holds which slot, which rows hold ties, the sorted
+  grades of a row) are integer results, equal by construction;
+* float results repeat numpy's operations one for one (no fused multiply-add, no
+  fast-math): :func:`pairwise_sum` is numpy's summation order (eight accumulators, halves
+  above 128 values), so a sum over a query here has the bits of ``np.add.reduceat`` (first
+  value plus the pairwise sum of the rest) and of ``ndarray.sum(axis=1)`` (the pairwise sum
+  of the row).
+
+``tests/test_ranking_loops.py`` compares every loop with the numpy path bit for bit. The
+loops release the GIL and are compiled on first use, then cached on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = [
+    "pairwise_sum",
+    "packed_tied_rows",
+    "packed_top",
+    "grade_tops",
+    "packed_keys",
+    "sorted_slot_weights",
+    "group_sums",
+    "group_sums2",
+    "eel_target",
+]
+
+_PW_BLOCK = 128
+#: scratch frames of :func:`pairwise_sum` (halving 2^63 values takes fewer)
+_FRAMES = 64
+
+
+@numba.njit(nogil=True, cache=True)
+def _block_sum(x, lo, n):
+    """numpy's pairwise sum of at most 128 values (one leaf of :func:`pairwise_sum`)."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += x[lo + i]
+        return res
+    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
+    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        r0 += x[lo + i]
+        r1 += x[lo + i + 1]
+        r2 += x[lo + i + 2]
+        r3 += x[lo + i + 3]
+        r4 += x[lo + i + 4]
+        r5 += x[lo + i + 5]
+        r6 += x[lo + i + 6]
+        r7 += x[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += x[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(nogil=True, cache=True)
+def pairwise_sum(x, lo, n, frames, left):
+    """numpy's pairwise sum of ``x[lo : lo + n]`` (``DOUBLE_pairwise_sum``): fewer than 8
+    values one after another from ``-0.0``; up to 128 in eight interleaved accumulators
+    combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and the rest added in
+    order; more: the two halves (the first a multiple of 8) summed alike and added. The
+    halving runs on scratch frames (``frames`` int64 [64, 3]: start, length, which half is
+    pending; ``left`` float64 [64]: the left half's sum) instead of recursion, which numba
+    does not cache."""
+    if n <= _PW_BLOCK:
+        return _block_sum(x, lo, n)
+    sp = 0
+    frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
+    res = 0.0
+    while True:
+        flo, fn = frames[sp, 0], frames[sp, 1]
+        if fn > _PW_BLOCK:  # descend into the left half
+            n2 = fn // 2
+            n2 -= n2 % 8
+            frames[sp, 2] = 1
+            sp += 1
+            frames[sp, 0], frames[sp, 1], frames[sp, 2] = flo, n2, 0
+            continue
+        res = _block_sum(x, flo, fn)
+        while True:  # hand res up: a left half starts its right half, a right half adds
+            sp -= 1
+            if sp < 0:
+                return res
+            if frames[sp, 2] == 1:
+                left[sp] = res
+                frames[sp, 2] = 2
+                plo, pn = frames[sp, 0], frames[sp, 1]
+                n2 = pn // 2
+                n2 -= n2 % 8
+                sp += 1
+                frames[sp, 0], frames[sp, 1], frames[sp, 2] = plo + n2, pn - n2, 0
+                break
+            res = left[sp] + res
+
+
+#: grades counted in the 8-bit fields of one int64 (rows of at most 255 items)
+_FIELD_GRADES = 8
+_FIELD_ROW = 255
+
+
+@numba.njit(nogil=True, cache=True)
+def grade_tops(values, starts, sizes, max_grade, out):
+    """The ``out.shape[1]`` largest values of every row, descending, ``-inf`` beyond the
+    row, from counts per grade (from the row's largest grade down); False (``out``
+    unfinished) unless every value is a whole number in ``[0, max_grade]``. Rows of grades
+    below 8 and at most 255 items count in the 8-bit fields of one integer (one branch-free
+    pass)."""
+    n = out.shape[1]
+    counts = np.zeros(max_grade + 1, dtype=np.int64)
+    for r in range(starts.size):
+        s0 = starts[r]
+        size = sizes[r]
+        bad = 0
+        fields = np.int64(0)
+        for j in range(s0, s0 + size):
+            v = values[j]
+            inside = (v >= 0.0) & (v < _FIELD_GRADES)
+            c = np.int64(v if inside else 0.0)
+            bad += np.int64(not inside) + np.int64(np.float64(c) != v)
+            fields += np.int64(1) << (8 * c)
+        if bad == 0 and size <= _FIELD_ROW:
+            for g in range(_FIELD_GRADES):
+                counts[g] = (fields >> (8 * g)) & 255
+            top = _FIELD_GRADES - 1
+        else:  # a grade of 8 or more, or a long row: one count per grade
+            counts[:] = 0
+            for j in range(s0, s0 + size):
+                v = values[j]
+                if not (v >= 0.0 and v <= max_grade):
+                    return False
+                c = np.int64(v)
+                if np.float64(c) != v:
+                    return False
+                counts[c] += 1
+            top = max_grade
+        p = 0
+        g = top
+        while g >= 0 and p < n:
+            c = counts[g]
+            while c > 0 and p < n:
+                out[r, p] = g
+                p += 1
+                c -= 1
+            g -= 1
+        while p < n:
+            out[r, p] = -np.inf
+            p += 1
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_keys(scores, starts, sizes, bits, fill, low, out):
+    """The packed sort keys of every row (``out[r, j]``, float64: the score of column ``j``
+    with its lowest ``bits`` mantissa bits replaced by ``j``; ``fill`` in the padding), as
+    :func:`groupbias.rank.ranking._packed_sort` builds them; False unless every score is
+    finite and above ``low``."""
+    mask = (np.int64(1) << bits) - 1
+    keys = out.view(np.int64)
+    iscores = scores.view(np.int64)
+    w = out.shape[1]
+    ok = True
+    for r in range(starts.size):
+        s0 = starts[r]
+        size = sizes[r]
+        for j in range(size):
+            v = scores[s0 + j]
+            ok &= (v > low) & (v < np.inf)
+            keys[r, j] = (iscores[s0 + j] & ~mask) | j
+        for j in range(size, w):
+            out[r, j] = fill
+    return ok
+
+
+@numba.njit(nogil=True, cache=True)
+def _equal_high(a, b):
+    """Two packed keys with the column bits dropped are equal as floats: the same bits,
+    or +0 and -0 (nothing but the sign bit left)."""
+    return a == b or ((a << 1) == 0 and (b << 1) == 0)
+
+
+@numba.njit(nogil=True, cache=True)
+def sorted_slot_weights(keys, mask, starts, sizes, table, out, tied):
+    """Rows of packed keys (their bits, int64) sorted ascending as floats (padding first):
+    ``out[starts[r] + column] = table[slot]`` for every real item (slot 0: the largest
+    key), and ``tied[r]`` whether two real keys of the row are equal as floats once the
+    column bits (``mask``) are dropped."""
+    w = keys.shape[1]
+    for r in range(starts.size):
+        s0 = starts[r]
+        size = sizes[r]
+        t = False
+        prev = np.int64(0)
+        for slot in range(size):
+            key = keys[r, w - 1 - slot]
+            high = key & ~mask
+            t |= slot > 0 and _equal_high(high, prev)
+            prev = high
+            out[s0 + (key & mask)] = table[slot]
+        tied[r] = t
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_top(keys, mask, sizes, cols, tied):
+    """The first ``n = cols.shape[1]`` slots of rows of packed keys (their bits, int64)
+    sorted ascending: ``cols[r, j]`` the column bits of the ``j``-th largest key (padding
+    included), ``tied[r]`` whether two of the real ones among them are equal as floats once
+    the column bits (``mask``) are dropped."""
+    w = keys.shape[1]
+    n = cols.shape[1]
+    for r in range(sizes.size):
+        real = min(n, sizes[r])
+        t = False
+        prev = np.int64(0)
+        for slot in range(n):
+            key = keys[r, w - 1 - slot]
+            cols[r, slot] = key & mask
+            high = key & ~mask
+            t |= 0 < slot < real and _equal_high(high, prev)
+            prev = high
+        tied[r] = t
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_tied_rows(keys, mask, sizes, tied):
+    """``tied[r]``: two real keys (their bits, int64) of the sorted row ``r`` are equal as
+    floats once the column bits (``mask``) are dropped (the exact path's cue)."""
+    w = keys.shape[1]
+    for r in range(sizes.size):
+        t = False
+        prev = np.int64(0)
+        for slot in range(sizes[r]):
+            high = keys[r, w - 1 - slot] & ~mask
+            t |= slot > 0 and _equal_high(high, prev)
+            prev = high
+        tied[r] = t
+
+
+@numba.njit(nogil=True, cache=True)
+def _segment_products(values, g, lo, n, complement, buf):
+    for i in range(n):
+        gi = g[lo + i]
+        buf[i] = values[lo + i] * ((1.0 - gi) if complement else gi)
+
+
+@numba.njit(nogil=True, cache=True)
+def _segment_sum(buf, n, frames, left):
+    """``np.add.reduceat`` of one segment: its first value plus the pairwise sum of the rest."""
+    return buf[0] + pairwise_sum(buf, 1, n - 1, frames, left)
+
+
+@numba.njit(nogil=True, cache=True)
+def group_sums(values, g, qptr, ea, en):
+    """Per query ``ea = sum g_i v_i`` and ``en = sum (1 - g_i) v_i`` with the bits of
+    ``segment_sum(values * g)`` and ``segment_sum(values * (1 - g))`` (0 for empty queries)."""
+    buf = np.empty(_max_size(qptr))
+    frames = np.empty((_FRAMES, 3), dtype=np.int64)
+    left = np.empty(_FRAMES)
+    for q in range(qptr.size - 1):
+        lo = qptr[q]
+        n = qptr[q + 1] - lo
+        if n == 0:
+            ea[q] = 0.0
+            en[q] = 0.0
+            continue
+        _segment_products(values, g, lo, n, False, buf)
+        ea[q] = _segment_sum(buf, n, frames, left)
+        _segment_products(values, g, lo, n, True, buf)
+        en[q] = _segment_sum(buf, n, frames, left)
+
+
+@numba.njit(nogil=True, cache=True)
+def group_sums2(a, b, g, qptr, out):
+    """:func:`group_sums` of two value arrays at once: ``out[:, 0:2]`` those of ``a``,
+    ``out[:, 2:4]`` those of ``b`` (float64 [n_queries, 4])."""
+    buf = np.empty(_max_size(qptr))
+    frames = np.empty((_FRAMES, 3), dtype=np.int64)
+    left = np.empty(_FRAMES)
+    for q in range(qptr.size - 1):
+        lo = qptr[q]
+        n = qptr[q + 1] - lo
+        if n == 0:
+            out[q, :] = 0.0
+            continue
+        _segment_products(a, g, lo, n, False, buf)
+        out[q, 0] = _segment_sum(buf, n, frames, left)
+        _segment_products(a, g, lo, n, True, buf)
+        out[q, 1] = _segment_sum(buf, n, frames, left)
+        _segment_products(b, g, lo, n, False, buf)
+        out[q, 2] = _segment_sum(buf, n, frames, left)
+        _segment_products(b, g, lo, n, True, buf)
+        out[q, 3] = _segment_sum(buf, n, frames, left)
+
+
+@numba.njit(nogil=True, cache=True)
+def _max_size(qptr):
+    m = 1
+    for q in range(qptr.size - 1):
+        m = max(m, qptr[q + 1] - qptr[q])
+    return m
+
+
+@numba.njit(nogil=True, cache=True)
+def eel_target(values, thresholds, qptr, prefix, out):
+    """EEL target exposure of every item: its grade ``#{t <= value}`` (``thresholds``
+    ascending), and the mean position exposure of the ranks its grade block occupies in its
+    query, ``(prefix[above + count] - prefix[above]) / count`` (``prefix``: 0 and the
+    cumulative sums of the position exposures), as
+    :func:`groupbias.evaluation.exposure.tie_average_exposure` computes it from grade
+    counts. Returns the smallest and the largest grade (``(0, -1)`` without items)."""
+    n_levels = thresholds.size + 1
+    counts = np.zeros(n_levels, dtype=np.int64)
+    mean = np.empty(n_levels)
+    lo_grade = n_levels
+    hi_grade = -1
+    for q in range(qptr.size - 1):
+        lo = qptr[q]
+        hi = qptr[q + 1]
+        if hi == lo:
+            continue
+        counts[:] = 0
+        for i in range(lo, hi):
+            v = values[i]
+            c = 0
+            for t in thresholds:
+                if v >= t:
+                    c += 1
+            counts[c] += 1
+            lo_grade = min(lo_grade, c)
+            hi_grade = max(hi_grade, c)
+        above = 0
+        for c in range(n_levels - 1, -1, -1):
+            k = counts[c]
+            if k:
+                mean[c] = (prefix[above + k] - prefix[above]) / k
+            above += k
+        for i in range(lo, hi):
+            v = values[i]
+            c = 0
+            for t in thresholds:
+                if v >= t:
+                    c += 1
+            out[i] = mean[c]
+    if hi_grade < 0:
+        return 0, -1
+    return lo_grade, hi_grade
