@@ -15,7 +15,13 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_max, segment_sum
 from ..core.validation import check_k, check_qptr, is_integer
-from ..rank.ranking import DeterministicRanking, as_ranking, log_discount, ranking_loops
+from ..rank.ranking import (
+    DeterministicRanking,
+    as_ranking,
+    log_discount,
+    loop_rows,
+    ranking_loops,
+)
 from .inputs import check_groups, item_vector
 
 __all__ = [
@@ -104,17 +110,27 @@ def group_sums(
     """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
     non-affected group (float64 [n_queries] each); ``ng``: ``1 - g`` when the caller has it
     (``qidx`` is accepted and not needed). The compiled loops
-    (:func:`groupbias.rank.ranking_loops.group_sums`), where they serve, give the same bits
+    (:func:`groupbias.rank.ranking_loops.group_sums2`), where they serve, give the same bits
     in one pass."""
     loops = ranking_loops(values.size)
     if loops is not None and _flat64(values, g):
-        ea, en = np.empty(qptr.size - 1), np.empty(qptr.size - 1)
-        loops.group_sums(values, g, qptr, ea, en)
-        return ea, en
+        out = _loop_group_sums(loops, values, values, g, qptr)
+        return np.ascontiguousarray(out[:, 0]), np.ascontiguousarray(out[:, 1])
     x = values * g
     ea = segment_sum(x, qptr)
     np.multiply(values, 1.0 - g if ng is None else ng, out=x)
     return ea, segment_sum(x, qptr)
+
+
+def _loop_group_sums(loops, a, b, g, qptr) -> np.ndarray:
+    """``groupbias.rank.ranking_loops.group_sums2`` over the queries, split between threads."""
+    out = np.empty((qptr.size - 1, 4))
+
+    def task(q0: int, q1: int) -> None:
+        loops.group_sums2(a, b, g, qptr[q0 : q1 + 1], out[q0:q1])
+
+    loop_rows(qptr.size - 1, a.size, task)
+    return out
 
 
 def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarray):
@@ -122,8 +138,7 @@ def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarra
     with the compiled loops."""
     loops = ranking_loops(a.size)
     if loops is not None and _flat64(a, b, g):
-        out = np.empty((qptr.size - 1, 4))
-        loops.group_sums2(a, b, g, qptr, out)
+        out = _loop_group_sums(loops, a, b, g, qptr)
         return tuple(np.ascontiguousarray(out[:, j]) for j in range(4))
     ng = 1.0 - g
     return (*group_sums(a, g, qptr, ng=ng), *group_sums(b, g, qptr, ng=ng))
@@ -141,7 +156,13 @@ def threshold_target_exposure(
     table = log_discount(max_list_size(qptr), k, offset)
     prefix = np.concatenate([[0.0], np.cumsum(table)])
     out = np.empty(values.size)
-    lo, hi = loops.eel_target(values, np.ascontiguousarray(thresholds), qptr, prefix, out)
+    t = np.ascontiguousarray(thresholds)
+
+    def task(q0: int, q1: int) -> tuple[int, int]:
+        return loops.eel_target(values, t, qptr[q0 : q1 + 1], prefix, out)
+
+    ranges = loop_rows(qptr.size - 1, values.size, task)
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
     # tie_average_exposure counts grades only while the count table stays small
     if values.size and (qptr.size - 1) * (hi - lo + 1) > 4 * values.size + 1024:
         return None

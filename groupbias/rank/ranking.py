@@ -34,7 +34,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.errors import ParameterError
 from ..core.segments import segment_sum
-from ..core.validation import check_k, check_qptr, choice, vector
+from ..core.validation import check_k, check_qptr, check_threads, choice, vector
 
 __all__ = [
     "Ranking",
@@ -46,6 +46,7 @@ __all__ = [
     "log_discount",
     "padded_blocks",
     "rank_weights",
+    "loop_rows",
     "ranking_loops",
     "use_ranking_loops",
 ]
@@ -92,6 +93,28 @@ def ranking_loops(n_items: int):
     except ImportError:  # numba is not installed: the numpy passes
         return None
     return loops
+
+
+#: items from which a loop's rows are split between the threads of :func:`loop_rows`
+_THREAD_MIN_ITEMS = 1 << 17
+_pool: list = []
+
+
+def loop_rows(n_rows: int, n_items: int, task: Callable[[int, int], object]) -> list:
+    """``task(r0, r1)`` over consecutive row ranges covering ``0 .. n_rows``: on the cores
+    this process may use (one range each, the compiled loops and numpy's sort release the
+    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. Every row
+    is computed alone, so the results do not depend on the split. Returns the results."""
+    threads = min(check_threads(None), n_rows)
+    if threads < 2 or n_items < _THREAD_MIN_ITEMS:
+        return [task(0, n_rows)]
+    if not _pool:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool.append(ThreadPoolExecutor(check_threads(None), thread_name_prefix="ranking"))
+    cuts = [n_rows * i // threads for i in range(threads + 1)]
+    futures = [_pool[0].submit(task, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return [f.result() for f in futures]
 
 
 def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:
@@ -244,6 +267,11 @@ _PACK_BITS = 20
 _PACK_FILL = -np.finfo(np.float64).max
 #: real scores at or below this value take the argsort path (they could meet the fill)
 _PACK_LOW = -1e308
+#: slots of every row whose columns the compiled loops read right after the sort (a top-k
+#: view with k below it is then a slice), and the keys sorted at a time (about the cache
+#: of one core) so that they are read while cached
+_HEAD_SLOTS = 16
+_CHUNK_KEYS = 1 << 15
 #: blocks are sorted together (padded to the widest of them) while the padded rows hold at
 #: most this many slots: one sort call instead of one per small block
 _MERGE_SLOTS = 1 << 16
@@ -312,10 +340,27 @@ def _loop_packed_sort(loops, block: PaddedBlock, scores: np.ndarray):
     if bits > _PACK_BITS or block.rows.size == 0:
         return None
     keys = np.empty((block.rows.size, w))
-    if not loops.packed_keys(scores, block.starts, block.sizes, bits, _PACK_FILL, _PACK_LOW, keys):
+    mask = np.int64((1 << bits) - 1)
+    heads = np.empty((block.rows.size, min(w, _HEAD_SLOTS)), dtype=np.int64)
+    first_tie = np.empty(block.rows.size, dtype=np.int64)
+    chunk = max(1, _CHUNK_KEYS // w)
+
+    def task(r0: int, r1: int) -> bool:
+        for c0 in range(r0, r1, chunk):  # build, sort and read while the rows are cached
+            rows = slice(c0, min(c0 + chunk, r1))
+            part = keys[rows]
+            args = (block.starts[rows], block.sizes[rows], bits, _PACK_FILL, _PACK_LOW, part)
+            if not loops.packed_keys(scores, *args):
+                return False
+            part.sort(axis=1)
+            loops.packed_heads(
+                part.view(np.int64), mask, block.sizes[rows], heads[rows], first_tie[rows]
+            )
+        return True
+
+    if not all(loop_rows(block.rows.size, keys.size, task)):
         return None
-    keys.sort(axis=1)
-    return keys, np.int64((1 << bits) - 1)
+    return keys, mask, heads, first_tie
 
 
 def _packed_top(keys: np.ndarray, mask, n: int):
@@ -358,11 +403,16 @@ class _Packed:
     mask: np.int64
     tied_rows: np.ndarray | None = None
     loops: Any = None  # groupbias.rank.ranking_loops, where it serves
+    #: from the loops: the columns of the first slots of every row, and its first tied slot
+    heads: np.ndarray | None = None
+    first_tie: np.ndarray | None = None
 
     def tied(self) -> bool:
         """Two items of a row of the block tie (or nearly: see :func:`_packed_sort`)."""
         if self.tied_rows is None:
-            if self.loops is not None:
+            if self.first_tie is not None:
+                self.tied_rows = self.first_tie < self.block.sizes
+            elif self.loops is not None:
                 self.tied_rows = np.empty(self.block.rows.size, dtype=bool)
                 self.loops.packed_tied_rows(
                     self.keys.view(np.int64), self.mask, self.block.sizes, self.tied_rows
@@ -379,12 +429,21 @@ class _Packed:
         tied = np.empty(self.block.rows.size, dtype=bool)
         b = self.block
         keys = self.keys.view(np.int64)
-        self.loops.sorted_slot_weights(keys, self.mask, b.starts, b.sizes, table, out, tied)
+
+        def task(r0: int, r1: int) -> None:
+            sizes = b.sizes[r0:r1]
+            args = (keys[r0:r1], self.mask, b.starts[r0:r1], sizes, table, out, tied[r0:r1])
+            self.loops.sorted_slot_weights(*args)
+
+        loop_rows(b.rows.size, keys.size, task)
         self.tied_rows = tied
         return not tied.any()
 
     def _loop_top(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``(cols, tied)`` of the first ``n`` slots by the compiled loops (one pass)."""
+        if self.heads is not None and self.first_tie is not None and n <= self.heads.shape[1]:
+            tied = self.first_tie < np.minimum(n, self.block.sizes)
+            return np.ascontiguousarray(self.heads[:, :n]), tied
         cols = np.empty((self.block.rows.size, n), dtype=np.int64)
         tied = np.empty(self.block.rows.size, dtype=bool)
         self.loops.packed_top(self.keys.view(np.int64), self.mask, self.block.sizes, cols, tied)
@@ -540,7 +599,12 @@ def _loop_grade_tops(loops, values: np.ndarray, blocks: list[PaddedBlock], k: in
     tops = []
     for b in blocks:
         top = np.empty((b.rows.size, b.width if k is None else min(k, b.width)))
-        if not loops.grade_tops(values, b.starts, b.sizes, _LOOP_MAX_GRADE, top):
+
+        def task(r0: int, r1: int, b=b, top=top) -> bool:
+            args = (b.starts[r0:r1], b.sizes[r0:r1], _LOOP_MAX_GRADE, top[r0:r1])
+            return bool(loops.grade_tops(values, *args))
+
+        if not all(loop_rows(b.rows.size, int(b.sizes.sum()), task)):
             return None
         tops.append(top)
     return tops
@@ -596,7 +660,7 @@ def as_ranking(scores, qptr, name: str = "scores") -> Ranking:
     """``scores`` itself when it is a :class:`Ranking` of the queries ``qptr`` (a
     deterministic ranking or a policy), else the :class:`DeterministicRanking` of the score
     array ``scores``."""
-    if isinstance(scores, Ranking):
+    if not isinstance(scores, np.ndarray) and isinstance(scores, Ranking):
         _check_same_queries(scores, qptr, name)
         return scores
     return DeterministicRanking(scores, qptr, name=name)
@@ -659,12 +723,15 @@ class DeterministicRanking(Ranking):
                     packed = _packed_sort(merged, self._padded(merged))
                 if packed is None:
                     continue
-                keys, mask = packed
+                keys, mask = packed[:2]
                 r = 0
                 for i in members:
                     b = blocks[i]
-                    sub = keys[r : r + b.rows.size, merged.width - b.width :]
+                    rows = slice(r, r + b.rows.size)
+                    sub = keys[rows, merged.width - b.width :]
                     out[i] = _Packed(b, sub, mask, loops=loops)
+                    if loops is not None:
+                        out[i].heads, out[i].first_tie = packed[2][rows], packed[3][rows]
                     r += b.rows.size
             self._packed = out
         return self._packed

@@ -24,12 +24,12 @@ import numpy as np
 
 __all__ = [
     "pairwise_sum",
+    "packed_heads",
     "packed_tied_rows",
     "packed_top",
     "grade_tops",
     "packed_keys",
     "sorted_slot_weights",
-    "group_sums",
     "group_sums2",
     "eel_target",
 ]
@@ -190,7 +190,7 @@ def packed_keys(scores, starts, sizes, bits, fill, low, out):
 def _equal_high(a, b):
     """Two packed keys with the column bits dropped are equal as floats: the same bits,
     or +0 and -0 (nothing but the sign bit left)."""
-    return a == b or ((a << 1) == 0 and (b << 1) == 0)
+    return (a == b) | (((a << 1) == 0) & ((b << 1) == 0))
 
 
 @numba.njit(nogil=True, cache=True)
@@ -208,7 +208,7 @@ def sorted_slot_weights(keys, mask, starts, sizes, table, out, tied):
         for slot in range(size):
             key = keys[r, w - 1 - slot]
             high = key & ~mask
-            t |= slot > 0 and _equal_high(high, prev)
+            t |= (slot > 0) & _equal_high(high, prev)
             prev = high
             out[s0 + (key & mask)] = table[slot]
         tied[r] = t
@@ -230,9 +230,34 @@ def packed_top(keys, mask, sizes, cols, tied):
             key = keys[r, w - 1 - slot]
             cols[r, slot] = key & mask
             high = key & ~mask
-            t |= 0 < slot < real and _equal_high(high, prev)
+            t |= (slot > 0) & (slot < real) & _equal_high(high, prev)
             prev = high
         tied[r] = t
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_heads(keys, mask, sizes, heads, first_tie):
+    """Rows of packed keys (their bits, int64) sorted ascending: ``heads[r, j]`` the column
+    bits of the ``j``-th largest key (``j < heads.shape[1]``, padding included) and
+    ``first_tie[r]`` the first slot whose key equals the one before as a float once the
+    column bits (``mask``) are dropped (``sizes[r]`` when none does)."""
+    w = keys.shape[1]
+    h = heads.shape[1]
+    for r in range(sizes.size):
+        size = sizes[r]
+        first = size
+        prev = np.int64(0)
+        for slot in range(size):
+            key = keys[r, w - 1 - slot]
+            if slot < h:
+                heads[r, slot] = key & mask
+            high = key & ~mask
+            if slot > 0 and first == size and _equal_high(high, prev):
+                first = slot
+            prev = high
+        for slot in range(size, h):
+            heads[r, slot] = keys[r, w - 1 - slot] & mask
+        first_tie[r] = first
 
 
 @numba.njit(nogil=True, cache=True)
@@ -245,73 +270,133 @@ def packed_tied_rows(keys, mask, sizes, tied):
         prev = np.int64(0)
         for slot in range(sizes[r]):
             high = keys[r, w - 1 - slot] & ~mask
-            t |= slot > 0 and _equal_high(high, prev)
+            t |= (slot > 0) & _equal_high(high, prev)
             prev = high
         tied[r] = t
 
 
 @numba.njit(nogil=True, cache=True)
-def _segment_products(values, g, lo, n, complement, buf):
-    for i in range(n):
-        gi = g[lo + i]
-        buf[i] = values[lo + i] * ((1.0 - gi) if complement else gi)
+def _leaf4(a, b, g, lo, n, acc):
+    """One leaf of :func:`pairwise_sum` (at most 128 values) of the four products ``a g``,
+    ``a (1 - g)``, ``b g`` and ``b (1 - g)`` over ``lo .. lo + n``, side by side (``acc``:
+    float64 [4, 8] scratch accumulators)."""
+    if n < 8:
+        s0 = s1 = s2 = s3 = -0.0
+        for i in range(lo, lo + n):
+            gi, hi = g[i], 1.0 - g[i]
+            s0 += a[i] * gi
+            s1 += a[i] * hi
+            s2 += b[i] * gi
+            s3 += b[i] * hi
+        return s0, s1, s2, s3
+    for j in range(8):
+        gi, hi = g[lo + j], 1.0 - g[lo + j]
+        acc[0, j] = a[lo + j] * gi
+        acc[1, j] = a[lo + j] * hi
+        acc[2, j] = b[lo + j] * gi
+        acc[3, j] = b[lo + j] * hi
+    i = lo + 8
+    end = lo + n - n % 8
+    while i < end:
+        for j in range(8):
+            gi, hi = g[i + j], 1.0 - g[i + j]
+            acc[0, j] += a[i + j] * gi
+            acc[1, j] += a[i + j] * hi
+            acc[2, j] += b[i + j] * gi
+            acc[3, j] += b[i + j] * hi
+        i += 8
+    s0 = ((acc[0, 0] + acc[0, 1]) + (acc[0, 2] + acc[0, 3])) + (
+        (acc[0, 4] + acc[0, 5]) + (acc[0, 6] + acc[0, 7])
+    )
+    s1 = ((acc[1, 0] + acc[1, 1]) + (acc[1, 2] + acc[1, 3])) + (
+        (acc[1, 4] + acc[1, 5]) + (acc[1, 6] + acc[1, 7])
+    )
+    s2 = ((acc[2, 0] + acc[2, 1]) + (acc[2, 2] + acc[2, 3])) + (
+        (acc[2, 4] + acc[2, 5]) + (acc[2, 6] + acc[2, 7])
+    )
+    s3 = ((acc[3, 0] + acc[3, 1]) + (acc[3, 2] + acc[3, 3])) + (
+        (acc[3, 4] + acc[3, 5]) + (acc[3, 6] + acc[3, 7])
+    )
+    while i < lo + n:
+        gi, hi = g[i], 1.0 - g[i]
+        s0 += a[i] * gi
+        s1 += a[i] * hi
+        s2 += b[i] * gi
+        s3 += b[i] * hi
+        i += 1
+    return s0, s1, s2, s3
 
 
 @numba.njit(nogil=True, cache=True)
-def _segment_sum(buf, n, frames, left):
-    """``np.add.reduceat`` of one segment: its first value plus the pairwise sum of the rest."""
-    return buf[0] + pairwise_sum(buf, 1, n - 1, frames, left)
-
-
-@numba.njit(nogil=True, cache=True)
-def group_sums(values, g, qptr, ea, en):
-    """Per query ``ea = sum g_i v_i`` and ``en = sum (1 - g_i) v_i`` with the bits of
-    ``segment_sum(values * g)`` and ``segment_sum(values * (1 - g))`` (0 for empty queries)."""
-    buf = np.empty(_max_size(qptr))
-    frames = np.empty((_FRAMES, 3), dtype=np.int64)
-    left = np.empty(_FRAMES)
-    for q in range(qptr.size - 1):
-        lo = qptr[q]
-        n = qptr[q + 1] - lo
-        if n == 0:
-            ea[q] = 0.0
-            en[q] = 0.0
+def _pairwise4(a, b, g, lo, n, frames, left, acc):
+    """:func:`pairwise_sum` of the four products of :func:`_leaf4` (the halving depends on
+    ``n`` only, so the four share it); ``left``: float64 [64, 4] scratch."""
+    if n <= _PW_BLOCK:
+        return _leaf4(a, b, g, lo, n, acc)
+    sp = 0
+    frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
+    while True:
+        flo, fn = frames[sp, 0], frames[sp, 1]
+        if fn > _PW_BLOCK:
+            n2 = fn // 2
+            n2 -= n2 % 8
+            frames[sp, 2] = 1
+            sp += 1
+            frames[sp, 0], frames[sp, 1], frames[sp, 2] = flo, n2, 0
             continue
-        _segment_products(values, g, lo, n, False, buf)
-        ea[q] = _segment_sum(buf, n, frames, left)
-        _segment_products(values, g, lo, n, True, buf)
-        en[q] = _segment_sum(buf, n, frames, left)
+        r0, r1, r2, r3 = _leaf4(a, b, g, flo, fn, acc)
+        while True:
+            sp -= 1
+            if sp < 0:
+                return r0, r1, r2, r3
+            if frames[sp, 2] == 1:
+                left[sp, 0], left[sp, 1], left[sp, 2], left[sp, 3] = r0, r1, r2, r3
+                frames[sp, 2] = 2
+                plo, pn = frames[sp, 0], frames[sp, 1]
+                n2 = pn // 2
+                n2 -= n2 % 8
+                sp += 1
+                frames[sp, 0], frames[sp, 1], frames[sp, 2] = plo + n2, pn - n2, 0
+                break
+            r0, r1 = left[sp, 0] + r0, left[sp, 1] + r1
+            r2, r3 = left[sp, 2] + r2, left[sp, 3] + r3
 
 
 @numba.njit(nogil=True, cache=True)
 def group_sums2(a, b, g, qptr, out):
-    """:func:`group_sums` of two value arrays at once: ``out[:, 0:2]`` those of ``a``,
-    ``out[:, 2:4]`` those of ``b`` (float64 [n_queries, 4])."""
-    buf = np.empty(_max_size(qptr))
+    """Per query the sums of ``a g``, ``a (1 - g)``, ``b g`` and ``b (1 - g)`` into
+    ``out[:, 0..3]`` (float64 [n_queries, 4]) with the bits of ``segment_sum`` of each
+    product (``np.add.reduceat``: the first value plus the pairwise sum of the rest; 0 for
+    an empty query), in one pass over the three arrays."""
     frames = np.empty((_FRAMES, 3), dtype=np.int64)
-    left = np.empty(_FRAMES)
+    left = np.empty((_FRAMES, 4))
+    acc = np.empty((4, 8))
     for q in range(qptr.size - 1):
         lo = qptr[q]
         n = qptr[q + 1] - lo
         if n == 0:
             out[q, :] = 0.0
             continue
-        _segment_products(a, g, lo, n, False, buf)
-        out[q, 0] = _segment_sum(buf, n, frames, left)
-        _segment_products(a, g, lo, n, True, buf)
-        out[q, 1] = _segment_sum(buf, n, frames, left)
-        _segment_products(b, g, lo, n, False, buf)
-        out[q, 2] = _segment_sum(buf, n, frames, left)
-        _segment_products(b, g, lo, n, True, buf)
-        out[q, 3] = _segment_sum(buf, n, frames, left)
+        g0, h0 = g[lo], 1.0 - g[lo]
+        r0, r1, r2, r3 = _pairwise4(a, b, g, lo + 1, n - 1, frames, left, acc)
+        out[q, 0] = a[lo] * g0 + r0
+        out[q, 1] = a[lo] * h0 + r1
+        out[q, 2] = b[lo] * g0 + r2
+        out[q, 3] = b[lo] * h0 + r3
+
+
+#: grades whose counts per query fit the 8-bit fields of one int64 (queries of at most
+#: 255 items)
+_FIELD_GRADES = 8
+_FIELD_ROW = 255
 
 
 @numba.njit(nogil=True, cache=True)
-def _max_size(qptr):
-    m = 1
-    for q in range(qptr.size - 1):
-        m = max(m, qptr[q + 1] - qptr[q])
-    return m
+def _grade(v, thresholds):
+    c = 0
+    for t in thresholds:
+        c += np.int64(v >= t)
+    return c
 
 
 @numba.njit(nogil=True, cache=True)
@@ -325,36 +410,45 @@ def eel_target(values, thresholds, qptr, prefix, out):
     n_levels = thresholds.size + 1
     counts = np.zeros(n_levels, dtype=np.int64)
     mean = np.empty(n_levels)
+    grades = np.empty(_max_size(qptr), dtype=np.int64)
     lo_grade = n_levels
     hi_grade = -1
+    fields_fit = n_levels <= _FIELD_GRADES
     for q in range(qptr.size - 1):
         lo = qptr[q]
-        hi = qptr[q + 1]
-        if hi == lo:
+        n = qptr[q + 1] - lo
+        if n == 0:
             continue
-        counts[:] = 0
-        for i in range(lo, hi):
-            v = values[i]
-            c = 0
-            for t in thresholds:
-                if v >= t:
-                    c += 1
-            counts[c] += 1
-            lo_grade = min(lo_grade, c)
-            hi_grade = max(hi_grade, c)
+        fields = np.int64(0)
+        for i in range(n):
+            c = _grade(values[lo + i], thresholds)
+            grades[i] = c
+            fields += np.int64(1) << (8 * c)
+        if fields_fit and n <= _FIELD_ROW:
+            for c in range(n_levels):
+                counts[c] = (fields >> (8 * c)) & 255
+        else:
+            counts[:] = 0
+            for i in range(n):
+                counts[grades[i]] += 1
         above = 0
         for c in range(n_levels - 1, -1, -1):
             k = counts[c]
             if k:
                 mean[c] = (prefix[above + k] - prefix[above]) / k
+                lo_grade = min(lo_grade, c)
+                hi_grade = max(hi_grade, c)
             above += k
-        for i in range(lo, hi):
-            v = values[i]
-            c = 0
-            for t in thresholds:
-                if v >= t:
-                    c += 1
-            out[i] = mean[c]
+        for i in range(n):
+            out[lo + i] = mean[grades[i]]
     if hi_grade < 0:
         return 0, -1
     return lo_grade, hi_grade
+
+
+@numba.njit(nogil=True, cache=True)
+def _max_size(qptr):
+    m = 1
+    for q in range(qptr.size - 1):
+        m = max(m, qptr[q + 1] - qptr[q])
+    return m
