@@ -729,9 +729,10 @@ class DeterministicRanking(Ranking):
                     b = blocks[i]
                     rows = slice(r, r + b.rows.size)
                     sub = keys[rows, merged.width - b.width :]
-                    out[i] = _Packed(b, sub, mask, loops=loops)
+                    p = _Packed(b, sub, mask, loops=loops)
                     if loops is not None:
-                        out[i].heads, out[i].first_tie = packed[2][rows], packed[3][rows]
+                        p.heads, p.first_tie = packed[2][rows], packed[3][rows]
+                    out[i] = p
                     r += b.rows.size
             self._packed = out
         return self._packed
