@@ -46,6 +46,7 @@ __all__ = [
     "log_discount",
     "padded_blocks",
     "rank_weights",
+    "load_ranking_loops",
     "loop_rows",
     "ranking_loops",
     "use_ranking_loops",
@@ -78,6 +79,15 @@ def use_ranking_loops(mode: str) -> str:
     previous = _loops_mode[0]
     _loops_mode[0] = choice("mode", mode, ("auto", "never", "always"))
     return previous
+
+
+def load_ranking_loops() -> bool:
+    """Load the compiled loops of :mod:`groupbias.rank.ranking_loops` now (importing numba
+    and the loops, about half a second once per process; compiled on first use, then
+    cached on disk), so that they serve every later call whatever its size. False when
+    numba is not installed (the numpy passes, same results)."""
+    loops = ranking_loops(LOOPS_MIN_ITEMS)
+    return loops is not None
 
 
 def ranking_loops(n_items: int):
