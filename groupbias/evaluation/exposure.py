@@ -31,6 +31,7 @@ __all__ = [
     "target_exposure",
     "group_sums",
     "group_sums_pair",
+    "eel_grading",
     "threshold_target_exposure",
     "group_exposure",
     "discretize",
@@ -126,8 +127,10 @@ def _loop_group_sums(loops, a, b, g, qptr) -> np.ndarray:
     """``groupbias.rank.ranking_loops.group_sums2`` over the queries, split between threads."""
     out = np.empty((qptr.size - 1, 4))
 
+    starts, sizes = qptr[:-1], np.diff(qptr)
+
     def task(q0: int, q1: int) -> None:
-        loops.group_sums2(a, b, g, qptr[q0 : q1 + 1], out[q0:q1])
+        loops.group_sums2(a, b, g, starts[q0:q1], sizes[q0:q1], out[q0:q1])
 
     loop_rows(qptr.size - 1, a.size, task)
     return out
@@ -142,6 +145,18 @@ def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarra
         return tuple(np.ascontiguousarray(out[:, j]) for j in range(4))
     ng = 1.0 - g
     return (*group_sums(a, g, qptr, ng=ng), *group_sums(b, g, qptr, ng=ng))
+
+
+def eel_grading(thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int):
+    """``(thresholds, prefix)`` of the EEL target exposure of thresholded grades for
+    :meth:`~groupbias.rank.ranking.DeterministicRanking.exposure_group_sums` (``prefix``: 0
+    and the cumulative position exposures), or None where :func:`tie_average_exposure`
+    would not count the grades (its count table would be too large)."""
+    n, n_queries = int(qptr[-1]), qptr.size - 1
+    if n_queries * (np.asarray(thresholds).size + 1) > 4 * n + 1024:
+        return None
+    prefix = np.concatenate([[0.0], np.cumsum(log_discount(max_list_size(qptr), k, offset))])
+    return np.ascontiguousarray(thresholds, dtype=np.float64), prefix
 
 
 def threshold_target_exposure(

@@ -39,6 +39,7 @@ from ..core.validation import check_k, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount
 from .exposure import (
     check_offset,
+    eel_grading,
     grade_thresholds,
     group_sums,
     group_sums_pair,
@@ -315,8 +316,14 @@ def rho_dtr_ranking(
     r, y, q = ranking_inputs(scores, "true_relevance", true_relevance, qptr)
     g = check_groups(groups, r.n_items)
     offset = check_offset(offset)
-    e = r.weights(check_k(k), ties, offset=offset).dense()
-    return _reduce_rho(group_sums_pair(e, y, g, q), reduce, on_zero_utility)
+    k = check_k(k)
+    sums = None
+    if isinstance(r, DeterministicRanking):  # from the sorts, no dense weights (compiled loops)
+        sums = r.exposure_group_sums(y, g, k=k, ties=choice("ties", ties, TIES), offset=offset)
+    if sums is None:
+        e = r.weights(k, ties, offset=offset).dense()
+        return _reduce_rho(group_sums_pair(e, y, g, q), reduce, on_zero_utility)
+    return _reduce_rho(tuple(sums.T), reduce, on_zero_utility)
 
 
 # --------------------------------------------------------------------------- EEL
@@ -388,6 +395,11 @@ def _delta_eel(
     else:
         tgt = item_exposure(y, q, query_index(q), k, "average", offset)
     ea, en, ta, tn = group_sums_pair(model_exposure, tgt, g, q)
+    return _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group)
+
+
+def _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group) -> np.ndarray:
+    """Δ(EEL) per query from the group sums of the model's exposure and of the target."""
     out = _distance(ea - ta, en - tn, distance)
     out[np.diff(q) == 0] = np.nan
     if on_single_group == "skip":
@@ -495,6 +507,20 @@ def delta_eel_ranking(
     g = check_groups(groups, r.n_items)
     ties = choice("ties", ties, TIES)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
+    grade = opts["grade"]
+    by_sorts = isinstance(r, DeterministicRanking) and isinstance(grade, _ThresholdGrades)
+    if by_sorts and discretize_true:
+        grading = eel_grading(grade.thresholds, q, opts["k"], opts["offset"])
+        sums = (
+            None
+            if grading is None
+            else r.exposure_group_sums(
+                y, g, k=opts["k"], ties=ties, offset=opts["offset"], grading=grading
+            )
+        )
+        if sums is not None:  # from the sorts in one pass (compiled loops)
+            out = _eel_distances(*sums.T, q, g, opts["distance"], opts["on_single_group"])
+            return reduce_queries(out, reduce, EEL_REDUCE)
     model = r.weights(opts["k"], ties, offset=opts["offset"]).dense()
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
     return reduce_queries(out, reduce, EEL_REDUCE)

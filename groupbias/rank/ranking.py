@@ -597,6 +597,14 @@ def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
     return (prefix[view.above + view.count] - prefix[view.above]) / view.count
 
 
+def _graded_target(loops, values: np.ndarray, qptr: np.ndarray, grading) -> np.ndarray:
+    """The EEL target exposure of the grades of ``values`` (``grading = (thresholds,
+    prefix)``) by the compiled loops, dense."""
+    out = np.empty(values.size)
+    loops.eel_target(values, grading[0], qptr, grading[1], out)
+    return out
+
+
 #: the largest grade whose rows the compiled loops sort by counting
 _LOOP_MAX_GRADE = 63
 
@@ -835,6 +843,60 @@ class DeterministicRanking(Ranking):
         if key is not None:
             self._weights[key] = ex
         return ex
+
+    def exposure_group_sums(
+        self,
+        values: np.ndarray,
+        g: np.ndarray,
+        *,
+        k: int | None = None,
+        ties: str = "average",
+        offset: int = 1,
+        grading: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray | None:
+        """Per query ``[sum e g, sum e (1 - g), sum v g, sum v (1 - g)]`` (float64
+        [n_queries, 4]) with ``e`` the rank weights of :meth:`weights` (``k``, ``ties``,
+        ``offset``) and ``v`` = ``values`` or, with ``grading = (thresholds, prefix)``, the
+        EEL target exposure of the grades ``#{t <= value}`` (``prefix``: 0 and the cumulative
+        discounts): the bits of the group sums of the dense weights, from the packed sorts in
+        one pass of the compiled loops (no dense weights). Rows with ties take the dense
+        weights of :meth:`weights`. None where the loops do not serve (float64 arrays of
+        the ranking's items, numba installed)."""
+        loops = ranking_loops(self.n_items)
+        ok = values.dtype == g.dtype == np.float64 and values.flags.c_contiguous
+        if loops is None or not self.n_items or not (ok and g.flags.c_contiguous):
+            return None
+        max_len = int(np.max(np.diff(self.qptr)))
+        table = rank_weights(max_len, k, offset)
+        empty = np.empty(0)
+        grade_args = (empty, empty) if grading is None else grading
+        out = np.zeros((self.n_queries, 4))
+        redo: list[PaddedBlock] = []
+        for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
+            if p is None or p.loops is None:
+                redo.append(b)
+                continue
+            rows_out = np.empty((b.rows.size, 4))
+            tied = np.empty(b.rows.size, dtype=bool)
+            keys = p.keys.view(np.int64)
+
+            def task(r0: int, r1: int, b=b, p=p, keys=keys, rows_out=rows_out, tied=tied) -> None:
+                part = (keys[r0:r1], p.mask, b.starts[r0:r1], b.sizes[r0:r1], table)
+                loops.ranked_group_sums(*part, values, g, grade_args, rows_out[r0:r1], tied[r0:r1])
+
+            loop_rows(b.rows.size, keys.size, task)
+            if tied.any():
+                redo.append(b)
+            else:
+                out[b.rows] = rows_out
+        if redo:  # the dense weights (exact paths where ties are) for these blocks
+            e = self.weights(k, ties, offset=offset).dense()
+            v = values if grading is None else _graded_target(loops, values, self.qptr, grading)
+            for b in redo:
+                rows_out = np.empty((b.rows.size, 4))
+                loops.group_sums2(e, v, g, b.starts, b.sizes, rows_out)
+                out[b.rows] = rows_out
+        return out
 
     def slot_weights(self, fn: Callable, ties: str = "average", k: int | None = None) -> Exposure:
         """Rank weights ``fn(ranks, rows)`` of the slots down to rank ``k`` (``ranks`` 1-based

@@ -31,6 +31,7 @@ __all__ = [
     "packed_keys",
     "sorted_slot_weights",
     "group_sums2",
+    "ranked_group_sums",
     "eel_target",
 ]
 
@@ -276,113 +277,92 @@ def packed_tied_rows(keys, mask, sizes, tied):
 
 
 @numba.njit(nogil=True, cache=True)
-def _leaf4(a, b, g, lo, n, acc):
-    """One leaf of :func:`pairwise_sum` (at most 128 values) of the four products ``a g``,
-    ``a (1 - g)``, ``b g`` and ``b (1 - g)`` over ``lo .. lo + n``, side by side (``acc``:
-    float64 [4, 8] scratch accumulators)."""
-    if n < 8:
-        s0 = s1 = s2 = s3 = -0.0
-        for i in range(lo, lo + n):
-            gi, hi = g[i], 1.0 - g[i]
-            s0 += a[i] * gi
-            s1 += a[i] * hi
-            s2 += b[i] * gi
-            s3 += b[i] * hi
-        return s0, s1, s2, s3
-    for j in range(8):
-        gi, hi = g[lo + j], 1.0 - g[lo + j]
-        acc[0, j] = a[lo + j] * gi
-        acc[1, j] = a[lo + j] * hi
-        acc[2, j] = b[lo + j] * gi
-        acc[3, j] = b[lo + j] * hi
-    i = lo + 8
-    end = lo + n - n % 8
-    while i < end:
-        for j in range(8):
-            gi, hi = g[i + j], 1.0 - g[i + j]
-            acc[0, j] += a[i + j] * gi
-            acc[1, j] += a[i + j] * hi
-            acc[2, j] += b[i + j] * gi
-            acc[3, j] += b[i + j] * hi
-        i += 8
-    s0 = ((acc[0, 0] + acc[0, 1]) + (acc[0, 2] + acc[0, 3])) + (
-        (acc[0, 4] + acc[0, 5]) + (acc[0, 6] + acc[0, 7])
-    )
-    s1 = ((acc[1, 0] + acc[1, 1]) + (acc[1, 2] + acc[1, 3])) + (
-        (acc[1, 4] + acc[1, 5]) + (acc[1, 6] + acc[1, 7])
-    )
-    s2 = ((acc[2, 0] + acc[2, 1]) + (acc[2, 2] + acc[2, 3])) + (
-        (acc[2, 4] + acc[2, 5]) + (acc[2, 6] + acc[2, 7])
-    )
-    s3 = ((acc[3, 0] + acc[3, 1]) + (acc[3, 2] + acc[3, 3])) + (
-        (acc[3, 4] + acc[3, 5]) + (acc[3, 6] + acc[3, 7])
-    )
-    while i < lo + n:
-        gi, hi = g[i], 1.0 - g[i]
-        s0 += a[i] * gi
-        s1 += a[i] * hi
-        s2 += b[i] * gi
-        s3 += b[i] * hi
-        i += 1
-    return s0, s1, s2, s3
+def _segment4(a, b, g, lo, n, frames, left, prods, out, r):
+    """``out[r, 0..3]``: the sums of ``a g``, ``a (1 - g)``, ``b g`` and ``b (1 - g)`` over
+    ``lo .. lo + n`` with the bits of ``np.add.reduceat`` of each product (the first value
+    plus the pairwise sum of the rest; 0 when ``n`` is 0). The products go to the rows of
+    ``prods`` (float64 [4, longest segment] scratch), then each row is summed alone."""
+    if n == 0:
+        out[r, 0] = out[r, 1] = out[r, 2] = out[r, 3] = 0.0
+        return
+    for i in range(n):
+        gi = g[lo + i]
+        hi = 1.0 - gi
+        prods[0, i] = a[lo + i] * gi
+        prods[1, i] = a[lo + i] * hi
+        prods[2, i] = b[lo + i] * gi
+        prods[3, i] = b[lo + i] * hi
+    for j in range(4):
+        row = prods[j]
+        out[r, j] = row[0] + pairwise_sum(row, 1, n - 1, frames, left)
 
 
 @numba.njit(nogil=True, cache=True)
-def _pairwise4(a, b, g, lo, n, frames, left, acc):
-    """:func:`pairwise_sum` of the four products of :func:`_leaf4` (the halving depends on
-    ``n`` only, so the four share it); ``left``: float64 [64, 4] scratch."""
-    if n <= _PW_BLOCK:
-        return _leaf4(a, b, g, lo, n, acc)
-    sp = 0
-    frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
-    while True:
-        flo, fn = frames[sp, 0], frames[sp, 1]
-        if fn > _PW_BLOCK:
-            n2 = fn // 2
-            n2 -= n2 % 8
-            frames[sp, 2] = 1
-            sp += 1
-            frames[sp, 0], frames[sp, 1], frames[sp, 2] = flo, n2, 0
-            continue
-        r0, r1, r2, r3 = _leaf4(a, b, g, flo, fn, acc)
-        while True:
-            sp -= 1
-            if sp < 0:
-                return r0, r1, r2, r3
-            if frames[sp, 2] == 1:
-                left[sp, 0], left[sp, 1], left[sp, 2], left[sp, 3] = r0, r1, r2, r3
-                frames[sp, 2] = 2
-                plo, pn = frames[sp, 0], frames[sp, 1]
-                n2 = pn // 2
-                n2 -= n2 % 8
-                sp += 1
-                frames[sp, 0], frames[sp, 1], frames[sp, 2] = plo + n2, pn - n2, 0
-                break
-            r0, r1 = left[sp, 0] + r0, left[sp, 1] + r1
-            r2, r3 = left[sp, 2] + r2, left[sp, 3] + r3
-
-
-@numba.njit(nogil=True, cache=True)
-def group_sums2(a, b, g, qptr, out):
-    """Per query the sums of ``a g``, ``a (1 - g)``, ``b g`` and ``b (1 - g)`` into
-    ``out[:, 0..3]`` (float64 [n_queries, 4]) with the bits of ``segment_sum`` of each
-    product (``np.add.reduceat``: the first value plus the pairwise sum of the rest; 0 for
-    an empty query), in one pass over the three arrays."""
+def group_sums2(a, b, g, starts, sizes, out):
+    """Per segment ``starts[r] .. starts[r] + sizes[r]`` (a query) the sums of ``a g``,
+    ``a (1 - g)``, ``b g`` and ``b (1 - g)`` into ``out[r, 0..3]`` with the bits of
+    ``segment_sum`` of each product, in one pass over the three arrays."""
     frames = np.empty((_FRAMES, 3), dtype=np.int64)
-    left = np.empty((_FRAMES, 4))
-    acc = np.empty((4, 8))
-    for q in range(qptr.size - 1):
-        lo = qptr[q]
-        n = qptr[q + 1] - lo
-        if n == 0:
-            out[q, :] = 0.0
-            continue
-        g0, h0 = g[lo], 1.0 - g[lo]
-        r0, r1, r2, r3 = _pairwise4(a, b, g, lo + 1, n - 1, frames, left, acc)
-        out[q, 0] = a[lo] * g0 + r0
-        out[q, 1] = a[lo] * h0 + r1
-        out[q, 2] = b[lo] * g0 + r2
-        out[q, 3] = b[lo] * h0 + r3
+    left = np.empty(_FRAMES)
+    prods = np.empty((4, _max_size_of(sizes)))
+    for r in range(starts.size):
+        _segment4(a, b, g, starts[r], sizes[r], frames, left, prods, out, r)
+
+
+@numba.njit(nogil=True, cache=True)
+def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out, tied):
+    """For every row of packed keys (their bits, int64) sorted ascending: the rank weight
+    ``e_i = table[slot]`` of every item, and per row the sums of ``e g``, ``e (1 - g)``,
+    ``v g`` and ``v (1 - g)`` (``out[r, 0..3]``, the bits of ``segment_sum`` of each
+    product over the query, as :func:`group_sums2` on the dense weights), without the dense
+    weights: every row in a buffer of its own. ``v`` is ``values`` or, when ``grading =
+    (thresholds, prefix)`` is given, the EEL target exposure of the grades ``#{t <= value}``
+    (as :func:`eel_target`). ``tied[r]``: two real keys of the row are equal as floats once
+    the column bits (``mask``) are dropped; such a row's sums are the caller's to redo."""
+    w = keys.shape[1]
+    frames = np.empty((_FRAMES, 3), dtype=np.int64)
+    left = np.empty(_FRAMES)
+    prods = np.empty((4, w))
+    ebuf = np.empty(w)
+    vbuf = np.empty(w)
+    gbuf = np.empty(w)
+    thresholds, prefix = grading
+    n_levels = thresholds.size + 1
+    counts = np.zeros(n_levels, dtype=np.int64)
+    mean = np.empty(n_levels)
+    grades = np.empty(w, dtype=np.int64)
+    for r in range(starts.size):
+        s0 = starts[r]
+        n = sizes[r]
+        t = False
+        prev = np.int64(0)
+        for slot in range(n):
+            key = keys[r, w - 1 - slot]
+            high = key & ~mask
+            t |= (slot > 0) & _equal_high(high, prev)
+            prev = high
+            ebuf[key & mask] = table[slot]
+        tied[r] = t
+        for i in range(n):
+            gbuf[i] = g[s0 + i]
+        if prefix.size == 0:
+            for i in range(n):
+                vbuf[i] = values[s0 + i]
+        else:
+            counts[:] = 0
+            for i in range(n):
+                c = _grade(values[s0 + i], thresholds)
+                grades[i] = c
+                counts[c] += 1
+            above = 0
+            for c in range(n_levels - 1, -1, -1):
+                k = counts[c]
+                if k:
+                    mean[c] = (prefix[above + k] - prefix[above]) / k
+                above += k
+            for i in range(n):
+                vbuf[i] = mean[grades[i]]
+        _segment4(ebuf, vbuf, gbuf, 0, n, frames, left, prods, out, r)
 
 
 #: grades whose counts per query fit the 8-bit fields of one int64 (queries of at most
@@ -444,6 +424,14 @@ def eel_target(values, thresholds, qptr, prefix, out):
     if hi_grade < 0:
         return 0, -1
     return lo_grade, hi_grade
+
+
+@numba.njit(nogil=True, cache=True)
+def _max_size_of(sizes):
+    m = 1
+    for n in sizes:
+        m = max(m, n)
+    return m
 
 
 @numba.njit(nogil=True, cache=True)
