@@ -398,6 +398,20 @@ def _delta_eel(
     return _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group)
 
 
+def _eel_sums_by_sorts(r: Ranking, y, g, q, ties: str, opts: dict) -> np.ndarray | None:
+    """The group sums of a deterministic ranking's exposure and of the EEL target of
+    thresholded grades, by :meth:`DeterministicRanking.exposure_group_sums`; None where it
+    does not serve (a policy, min-max bins, numba absent)."""
+    grade = opts["grade"]
+    if not (isinstance(r, DeterministicRanking) and isinstance(grade, _ThresholdGrades)):
+        return None
+    grading = eel_grading(grade.thresholds, q, opts["k"], opts["offset"])
+    if grading is None:
+        return None
+    kw = {"k": opts["k"], "ties": ties, "offset": opts["offset"], "grading": grading}
+    return r.exposure_group_sums(y, g, **kw)
+
+
 def _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group) -> np.ndarray:
     """Δ(EEL) per query from the group sums of the model's exposure and of the target."""
     out = _distance(ea - ta, en - tn, distance)
@@ -507,20 +521,11 @@ def delta_eel_ranking(
     g = check_groups(groups, r.n_items)
     ties = choice("ties", ties, TIES)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
-    grade = opts["grade"]
-    by_sorts = isinstance(r, DeterministicRanking) and isinstance(grade, _ThresholdGrades)
-    if by_sorts and discretize_true:
-        grading = eel_grading(grade.thresholds, q, opts["k"], opts["offset"])
-        sums = (
-            None
-            if grading is None
-            else r.exposure_group_sums(
-                y, g, k=opts["k"], ties=ties, offset=opts["offset"], grading=grading
-            )
-        )
-        if sums is not None:  # from the sorts in one pass (compiled loops)
-            out = _eel_distances(*sums.T, q, g, opts["distance"], opts["on_single_group"])
-            return reduce_queries(out, reduce, EEL_REDUCE)
+    sums = _eel_sums_by_sorts(r, y, g, q, ties, opts) if discretize_true else None
+    if sums is not None:  # from the sorts in one pass (compiled loops)
+        ea, en, ta, tn = sums.T
+        out = _eel_distances(ea, en, ta, tn, q, g, opts["distance"], opts["on_single_group"])
+        return reduce_queries(out, reduce, EEL_REDUCE)
     model = r.weights(opts["k"], ties, offset=opts["offset"]).dense()
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
     return reduce_queries(out, reduce, EEL_REDUCE)
