@@ -413,16 +413,15 @@ class _Packed:
     mask: np.int64
     tied_rows: np.ndarray | None = None
     loops: Any = None  # groupbias.rank.ranking_loops, where it serves
-    #: from the loops: the columns of the first slots of every row, and its first tied slot
+    #: from the loops: the columns of the first slots of every row, and the first of them
+    #: tied with the slot before (the number of those slots when none is)
     heads: np.ndarray | None = None
     first_tie: np.ndarray | None = None
 
     def tied(self) -> bool:
         """Two items of a row of the block tie (or nearly: see :func:`_packed_sort`)."""
         if self.tied_rows is None:
-            if self.first_tie is not None:
-                self.tied_rows = self.first_tie < self.block.sizes
-            elif self.loops is not None:
+            if self.loops is not None:
                 self.tied_rows = np.empty(self.block.rows.size, dtype=bool)
                 self.loops.packed_tied_rows(
                     self.keys.view(np.int64), self.mask, self.block.sizes, self.tied_rows

@@ -130,10 +130,9 @@ def grade_tops(values, starts, sizes, max_grade, out):
         fields = np.int64(0)
         for j in range(s0, s0 + size):
             v = values[j]
-            inside = (v >= 0.0) & (v < _FIELD_GRADES)
-            c = np.int64(v if inside else 0.0)
-            bad += np.int64(not inside) + np.int64(np.float64(c) != v)
-            fields += np.int64(1) << (8 * c)
+            c = np.int64(min(max(v, 0.0), _FIELD_GRADES - 1.0))  # NaN: 0
+            bad |= np.int64(np.float64(c) != v)
+            fields += np.int64(1) << (c << 3)
         if bad == 0 and size <= _FIELD_ROW:
             for g in range(_FIELD_GRADES):
                 counts[g] = (fields >> (8 * g)) & 255
@@ -239,25 +238,22 @@ def packed_top(keys, mask, sizes, cols, tied):
 @numba.njit(nogil=True, cache=True)
 def packed_heads(keys, mask, sizes, heads, first_tie):
     """Rows of packed keys (their bits, int64) sorted ascending: ``heads[r, j]`` the column
-    bits of the ``j``-th largest key (``j < heads.shape[1]``, padding included) and
-    ``first_tie[r]`` the first slot whose key equals the one before as a float once the
-    column bits (``mask``) are dropped (``sizes[r]`` when none does)."""
+    bits of the ``j``-th largest key (``j < h = heads.shape[1]``, padding included) and
+    ``first_tie[r]`` the first of those slots whose key equals the one before as a float
+    once the column bits (``mask``) are dropped (``h`` when none of them does)."""
     w = keys.shape[1]
     h = heads.shape[1]
     for r in range(sizes.size):
-        size = sizes[r]
-        first = size
+        real = min(sizes[r], h)
+        first = h
         prev = np.int64(0)
-        for slot in range(size):
+        for slot in range(h):
             key = keys[r, w - 1 - slot]
-            if slot < h:
-                heads[r, slot] = key & mask
+            heads[r, slot] = key & mask
             high = key & ~mask
-            if slot > 0 and first == size and _equal_high(high, prev):
+            if 0 < slot < real and first == h and _equal_high(high, prev):
                 first = slot
             prev = high
-        for slot in range(size, h):
-            heads[r, slot] = keys[r, w - 1 - slot] & mask
         first_tie[r] = first
 
 
