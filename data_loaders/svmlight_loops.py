@@ -57,7 +57,7 @@ def _digits(buf, pos, m):
 
 
 @numba.njit(nogil=True, cache=True)
-def _number(buf, pos, pow10):
+def _decimal(buf, pos, pow10):
     """``(ok, value, end)`` of the number at ``pos`` (see the module docstring)."""
     neg = False
     b = buf[pos]
@@ -119,7 +119,7 @@ def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_id
             continue
         if b < 32 and not 9 <= b <= 13:
             return False, rows
-        ok, label, pos = _number(buf, pos, pow10)
+        ok, label, pos = _decimal(buf, pos, pow10)
         if not ok or abs(label) >= _F32_OVERFLOW:
             return False, rows
         qid = np.int64(-1)
@@ -145,7 +145,7 @@ def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_id
             ok, fid, pos = _integer(buf, pos, 9)
             if not ok or buf[pos] != _COLON or fid <= prev or fid >= base + nf:
                 return False, rows
-            ok, value, pos = _number(buf, pos + 1, pow10)
+            ok, value, pos = _decimal(buf, pos + 1, pow10)
             if not ok or abs(value) >= _F32_OVERFLOW:
                 return False, rows
             block[rows, fid - base] = np.float32(value)
