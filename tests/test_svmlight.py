@@ -165,10 +165,10 @@ def test_chunk_boundaries_and_workers_agree(tmp_path, rng, monkeypatch):
     np.testing.assert_array_equal(a.line_numbers, b.line_numbers)
 
 
-def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
-    # many spellings through the vectorized path: lengths 1..16, signs, points anywhere
+def decimal_tokens(rng, n: int) -> list[str]:
+    """``n`` plain decimals: 1..14 digits, a point anywhere (or none), a sign on some."""
     toks = []
-    for _ in range(4000):
+    for _ in range(n):
         digits = "".join(rng.choice(list("0123456789"), size=rng.integers(1, 15)))
         cut = rng.integers(0, len(digits) + 1)
         t = digits[:cut] + ("." if rng.random() < 0.7 else "") + digits[cut:]
@@ -177,6 +177,12 @@ def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
         if t.strip("+-") == ".":
             t = t.replace(".", "0.")
         toks.append(t)
+    return toks
+
+
+def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
+    # many spellings through the vectorized path: lengths 1..16, signs, points anywhere
+    toks = decimal_tokens(rng, 4000)
     text = "".join(f"0 qid:1 1:{t}\n" for t in toks)
     monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
     rows = read_svmlight(write(tmp_path, text), n_features=1)
@@ -326,14 +332,20 @@ def valid_files(draw, fast_only=False):
     return text, nf, base
 
 
+@pytest.mark.parametrize("loop", [False, True])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_files(), st.sampled_from([1024, 1 << 20]), st.sampled_from([1, 2]))
-def test_fuzz_valid_files_round_trip(tmp_path_factory, case, chunk, workers):
+def test_fuzz_valid_files_round_trip(tmp_path_factory, loop, case, chunk, workers):
+    # loop: the compiled loop first (numba), the numpy path where it declines
     text, nf, base = case
     if not any(line.split("#")[0].strip() for line in text.split("\n")):
         return
     p = write(tmp_path_factory.mktemp("v"), text)
-    check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
+    with pytest.MonkeyPatch.context() as mp:
+        if loop:
+            pytest.importorskip("data_loaders.svmlight_loops")
+            mp.setattr(svm, "LOOP_MIN_BYTES", 0)
+        check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
     data = parse_svmlight(p, n_features=nf, feature_id_base=base)
     assert data.n_items == len(reference(text, nf, base)[1])
 
@@ -723,30 +735,9 @@ def loop_on(monkeypatch):
     return calls
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_files(), st.sampled_from([1024, 1 << 20]), st.sampled_from([1, 2]))
-def test_fuzz_compiled_loop_round_trip(tmp_path_factory, case, chunk, workers):
-    """The loop (or the numpy path where it declines) gives the reference's values."""
-    text, nf, base = case
-    if not any(line.split("#")[0].strip() for line in text.split("\n")):
-        return
-    p = write(tmp_path_factory.mktemp("v"), text)
-    with pytest.MonkeyPatch.context() as mp:
-        pytest.importorskip("data_loaders.svmlight_loops")
-        mp.setattr(svm, "LOOP_MIN_BYTES", 0)
-        check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
-
-
 def test_compiled_loop_takes_plain_files_and_matches_numpy(tmp_path, rng, loop_on):
     # plain decimals with signs, points anywhere, comments, blank lines, CRLF, ids skipped
-    toks = []
-    for _ in range(3000):
-        digits = "".join(rng.choice(list("0123456789"), size=rng.integers(1, 15)))
-        cut = rng.integers(0, len(digits) + 1)
-        t = digits[:cut] + ("." if rng.random() < 0.7 else "") + digits[cut:]
-        if rng.random() < 0.3:
-            t = rng.choice(["-", "+"]) + t
-        toks.append(t.replace("+.", "+0.").replace("-.", "-0.") if t.strip("+-") != "." else "0")
+    toks = decimal_tokens(rng, 3000)
     lines = [f"{t} qid:{i // 7} 1:{t} 3:{toks[-i]}" for i, t in enumerate(toks)]
     lines[5] = "# a comment line"
     lines[9] = ""

@@ -454,9 +454,10 @@ class _Packed:
             tied = self.first_tie < np.minimum(n, self.block.sizes)
             return np.ascontiguousarray(self.heads[:, :n]), tied
         cols = np.empty((self.block.rows.size, n), dtype=np.int64)
-        tied = np.empty(self.block.rows.size, dtype=bool)
-        self.loops.packed_top(self.keys.view(np.int64), self.mask, self.block.sizes, cols, tied)
-        return cols, tied
+        first_tie = np.empty(self.block.rows.size, dtype=np.int64)
+        keys = self.keys.view(np.int64)
+        self.loops.packed_heads(keys, self.mask, self.block.sizes, cols, first_tie)
+        return cols, first_tie < np.minimum(n, self.block.sizes)
 
     def view(self, n: int) -> _View:
         """The first ``n`` slots of every row (no ties: see :meth:`tied`)."""

@@ -26,7 +26,6 @@ __all__ = [
     "pairwise_sum",
     "packed_heads",
     "packed_tied_rows",
-    "packed_top",
     "grade_tops",
     "packed_keys",
     "sorted_slot_weights",
@@ -199,40 +198,24 @@ def sorted_slot_weights(keys, mask, starts, sizes, table, out, tied):
     ``out[starts[r] + column] = table[slot]`` for every real item (slot 0: the largest
     key), and ``tied[r]`` whether two real keys of the row are equal as floats once the
     column bits (``mask``) are dropped."""
-    w = keys.shape[1]
     for r in range(starts.size):
-        s0 = starts[r]
-        size = sizes[r]
-        t = False
-        prev = np.int64(0)
-        for slot in range(size):
-            key = keys[r, w - 1 - slot]
-            high = key & ~mask
-            t |= (slot > 0) & _equal_high(high, prev)
-            prev = high
-            out[s0 + (key & mask)] = table[slot]
-        tied[r] = t
+        tied[r] = _scatter_row(keys, mask, r, sizes[r], table, out, starts[r])
 
 
 @numba.njit(nogil=True, cache=True)
-def packed_top(keys, mask, sizes, cols, tied):
-    """The first ``n = cols.shape[1]`` slots of rows of packed keys (their bits, int64)
-    sorted ascending: ``cols[r, j]`` the column bits of the ``j``-th largest key (padding
-    included), ``tied[r]`` whether two of the real ones among them are equal as floats once
-    the column bits (``mask``) are dropped."""
+def _scatter_row(keys, mask, r, n, table, out, at):
+    """``out[at + column] = table[slot]`` for the ``n`` real keys of the sorted row ``r``;
+    returns whether two of them are equal as floats once the column bits are dropped."""
     w = keys.shape[1]
-    n = cols.shape[1]
-    for r in range(sizes.size):
-        real = min(n, sizes[r])
-        t = False
-        prev = np.int64(0)
-        for slot in range(n):
-            key = keys[r, w - 1 - slot]
-            cols[r, slot] = key & mask
-            high = key & ~mask
-            t |= (slot > 0) & (slot < real) & _equal_high(high, prev)
-            prev = high
-        tied[r] = t
+    t = False
+    prev = np.int64(0)
+    for slot in range(n):
+        key = keys[r, w - 1 - slot]
+        high = key & ~mask
+        t |= (slot > 0) & _equal_high(high, prev)
+        prev = high
+        out[at + (key & mask)] = table[slot]
+    return t
 
 
 @numba.njit(nogil=True, cache=True)
@@ -330,15 +313,7 @@ def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out,
     for r in range(starts.size):
         s0 = starts[r]
         n = sizes[r]
-        t = False
-        prev = np.int64(0)
-        for slot in range(n):
-            key = keys[r, w - 1 - slot]
-            high = key & ~mask
-            t |= (slot > 0) & _equal_high(high, prev)
-            prev = high
-            ebuf[key & mask] = table[slot]
-        tied[r] = t
+        tied[r] = _scatter_row(keys, mask, r, n, table, ebuf, 0)
         for i in range(n):
             gbuf[i] = g[s0 + i]
         if prefix.size == 0:
