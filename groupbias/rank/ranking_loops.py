@@ -39,32 +39,31 @@ _PW_BLOCK = 128
 _FRAMES = 64
 
 
-@numba.njit(nogil=True, cache=True)
-def _block_sum(x, lo, n):
-    """numpy's pairwise sum of at most 128 values (one leaf of :func:`pairwise_sum`)."""
+@numba.njit(nogil=True, cache=True, inline="always")
+def _block_sum(row, n):
+    """numpy's pairwise sum of the ``n <= 128`` values of ``row`` (one leaf of
+    :func:`pairwise_sum`; a slice and range loops, so that the loads need no index
+    checks)."""
     if n < 8:
         res = -0.0
         for i in range(n):
-            res += x[lo + i]
+            res += row[i]
         return res
-    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
-    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
-    i = 8
+    r0, r1, r2, r3 = row[0], row[1], row[2], row[3]
+    r4, r5, r6, r7 = row[4], row[5], row[6], row[7]
     end = n - n % 8
-    while i < end:
-        r0 += x[lo + i]
-        r1 += x[lo + i + 1]
-        r2 += x[lo + i + 2]
-        r3 += x[lo + i + 3]
-        r4 += x[lo + i + 4]
-        r5 += x[lo + i + 5]
-        r6 += x[lo + i + 6]
-        r7 += x[lo + i + 7]
-        i += 8
+    for i in range(8, end, 8):
+        r0 += row[i]
+        r1 += row[i + 1]
+        r2 += row[i + 2]
+        r3 += row[i + 3]
+        r4 += row[i + 4]
+        r5 += row[i + 5]
+        r6 += row[i + 6]
+        r7 += row[i + 7]
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += x[lo + i]
-        i += 1
+    for i in range(end, n):
+        res += row[i]
     return res
 
 
@@ -78,7 +77,7 @@ def pairwise_sum(x, lo, n, frames, left):
     pending; ``left`` float64 [64]: the left half's sum) instead of recursion, which numba
     does not cache."""
     if n <= _PW_BLOCK:
-        return _block_sum(x, lo, n)
+        return _block_sum(x[lo : lo + n], n)
     sp = 0
     frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
     res = 0.0
@@ -91,7 +90,7 @@ def pairwise_sum(x, lo, n, frames, left):
             sp += 1
             frames[sp, 0], frames[sp, 1], frames[sp, 2] = flo, n2, 0
             continue
-        res = _block_sum(x, flo, fn)
+        res = _block_sum(x[flo : flo + fn], fn)
         while True:  # hand res up: a left half starts its right half, a right half adds
             sp -= 1
             if sp < 0:
@@ -185,7 +184,7 @@ def packed_keys(scores, starts, sizes, bits, fill, low, out):
     return ok
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _equal_high(a, b):
     """Two packed keys with the column bits dropped are equal as floats: the same bits,
     or +0 and -0 (nothing but the sign bit left)."""
@@ -198,24 +197,40 @@ def sorted_slot_weights(keys, mask, starts, sizes, table, out, tied):
     ``out[starts[r] + column] = table[slot]`` for every real item (slot 0: the largest
     key), and ``tied[r]`` whether two real keys of the row are equal as floats once the
     column bits (``mask``) are dropped."""
+    by_position = _by_position(table, keys.shape[1])
     for r in range(starts.size):
-        tied[r] = _scatter_row(keys, mask, r, sizes[r], table, out, starts[r])
+        s0 = starts[r]
+        tied[r] = _scatter_row(keys[r], mask, sizes[r], by_position, out[s0 : s0 + sizes[r]])
 
 
 @numba.njit(nogil=True, cache=True)
-def _scatter_row(keys, mask, r, n, table, out, at):
-    """``out[at + column] = table[slot]`` for the ``n`` real keys of the sorted row ``r``;
-    returns whether two of them are equal as floats once the column bits are dropped."""
-    w = keys.shape[1]
-    t = False
-    prev = np.int64(0)
-    for slot in range(n):
-        key = keys[r, w - 1 - slot]
+def _by_position(table, w):
+    """``table[w - 1 - j]`` at ``j``: the weight of the key at position ``j`` of a sorted
+    row of width ``w`` whose keys are all real (ascending: the last is slot 0)."""
+    out = np.empty(w)
+    for j in range(w):
+        out[j] = table[w - 1 - j]
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _scatter_row(row, mask, n, by_position, out):
+    """``out[column] = by_position[j]`` for the ``n`` real keys of the sorted ``row`` (the
+    last ``n`` positions ``j``); returns whether two of them are equal as floats once the
+    column bits are dropped (equal bits, or two zeros of either sign). A call of its own:
+    inlined beside the sums that read ``out``, it compiles to slower code."""
+    w = row.size
+    same = False
+    zeros = 0
+    prev = np.int64(1)  # never the high bits of a key (the column bits are 0 there)
+    for j in range(w - n, w):
+        key = row[j]
         high = key & ~mask
-        t |= (slot > 0) & _equal_high(high, prev)
+        same |= high == prev
+        zeros += (high << 1) == 0
         prev = high
-        out[at + (key & mask)] = table[slot]
-    return t
+        out[key & mask] = by_position[j]
+    return same or zeros > 1
 
 
 @numba.njit(nogil=True, cache=True)
@@ -255,25 +270,43 @@ def packed_tied_rows(keys, mask, sizes, tied):
         tied[r] = t
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
+def _tail_sum(p, n, frames, left):
+    """:func:`pairwise_sum` of ``p[1:n]``, its one- and two-leaf cases written out (the
+    common list lengths: a call into the halving loop costs as much as the sum)."""
+    m = n - 1
+    if m <= _PW_BLOCK:
+        return _block_sum(p[1:n], m)
+    half = m // 2
+    half -= half % 8
+    if m - half <= _PW_BLOCK:
+        return _block_sum(p[1 : 1 + half], half) + _block_sum(p[1 + half : n], m - half)
+    return pairwise_sum(p, 1, m, frames, left)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
 def _segment4(a, b, g, lo, n, frames, left, prods, out, r):
     """``out[r, 0..3]``: the sums of ``a g``, ``a (1 - g)``, ``b g`` and ``b (1 - g)`` over
     ``lo .. lo + n`` with the bits of ``np.add.reduceat`` of each product (the first value
-    plus the pairwise sum of the rest; 0 when ``n`` is 0). The products go to the rows of
-    ``prods`` (float64 [4, longest segment] scratch), then each row is summed alone."""
+    plus the pairwise sum of the rest; 0 when ``n`` is 0). The products go to ``prods``
+    (four float64 buffers of the longest segment: contiguous 1-D arrays, which the loads
+    and stores need to be fast), then each is summed alone."""
     if n == 0:
         out[r, 0] = out[r, 1] = out[r, 2] = out[r, 3] = 0.0
         return
+    a, b, g = a[lo : lo + n], b[lo : lo + n], g[lo : lo + n]
+    p0, p1, p2, p3 = prods
     for i in range(n):
-        gi = g[lo + i]
+        gi = g[i]
         hi = 1.0 - gi
-        prods[0, i] = a[lo + i] * gi
-        prods[1, i] = a[lo + i] * hi
-        prods[2, i] = b[lo + i] * gi
-        prods[3, i] = b[lo + i] * hi
-    for j in range(4):
-        row = prods[j]
-        out[r, j] = row[0] + pairwise_sum(row, 1, n - 1, frames, left)
+        p0[i] = a[i] * gi
+        p1[i] = a[i] * hi
+        p2[i] = b[i] * gi
+        p3[i] = b[i] * hi
+    out[r, 0] = p0[0] + _tail_sum(p0, n, frames, left)
+    out[r, 1] = p1[0] + _tail_sum(p1, n, frames, left)
+    out[r, 2] = p2[0] + _tail_sum(p2, n, frames, left)
+    out[r, 3] = p3[0] + _tail_sum(p3, n, frames, left)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -283,7 +316,8 @@ def group_sums2(a, b, g, starts, sizes, out):
     ``segment_sum`` of each product, in one pass over the three arrays."""
     frames = np.empty((_FRAMES, 3), dtype=np.int64)
     left = np.empty(_FRAMES)
-    prods = np.empty((4, _max_size_of(sizes)))
+    m = _max_size_of(sizes)
+    prods = (np.empty(m), np.empty(m), np.empty(m), np.empty(m))
     for r in range(starts.size):
         _segment4(a, b, g, starts[r], sizes[r], frames, left, prods, out, r)
 
@@ -301,10 +335,10 @@ def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out,
     w = keys.shape[1]
     frames = np.empty((_FRAMES, 3), dtype=np.int64)
     left = np.empty(_FRAMES)
-    prods = np.empty((4, w))
+    prods = (np.empty(w), np.empty(w), np.empty(w), np.empty(w))
     ebuf = np.empty(w)
     vbuf = np.empty(w)
-    gbuf = np.empty(w)
+    by_position = _by_position(table, w)
     thresholds, prefix = grading
     n_levels = thresholds.size + 1
     counts = np.zeros(n_levels, dtype=np.int64)
@@ -313,13 +347,9 @@ def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out,
     for r in range(starts.size):
         s0 = starts[r]
         n = sizes[r]
-        tied[r] = _scatter_row(keys, mask, r, n, table, ebuf, 0)
-        for i in range(n):
-            gbuf[i] = g[s0 + i]
-        if prefix.size == 0:
-            for i in range(n):
-                vbuf[i] = values[s0 + i]
-        else:
+        tied[r] = _scatter_row(keys[r], mask, n, by_position, ebuf)
+        v = values[s0 : s0 + n]
+        if prefix.size:
             counts[:] = 0
             for i in range(n):
                 c = _grade(values[s0 + i], thresholds)
@@ -333,7 +363,8 @@ def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out,
                 above += k
             for i in range(n):
                 vbuf[i] = mean[grades[i]]
-        _segment4(ebuf, vbuf, gbuf, 0, n, frames, left, prods, out, r)
+            v = vbuf[:n]
+        _segment4(ebuf, v, g[s0 : s0 + n], 0, n, frames, left, prods, out, r)
 
 
 #: grades whose counts per query fit the 8-bit fields of one int64 (queries of at most
@@ -342,7 +373,7 @@ _FIELD_GRADES = 8
 _FIELD_ROW = 255
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _grade(v, thresholds):
     c = 0
     for t in thresholds:
