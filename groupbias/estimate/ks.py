@@ -688,14 +688,19 @@ def _jitter(
 
 
 def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
-    into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
-    cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
+    """Random clusters of at most ``cluster_size`` queries whose sizes differ by at most one:
+    ``n_c = ceil(n_queries / cluster_size)`` clusters, a random permutation of the queries
+    cut into ``n_c`` consecutive runs of ``floor`` or ``ceil(n_queries / n_c)`` queries (201
+    queries at size 100: three clusters of 67, not 100/100/1, so no remainder cluster of a
+    few queries weighs as much as a full one in the mean β̂). Returns int64 [n_queries]
+    cluster indices ``0..n_c - 1``."""
     integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
     generator(rng)
-    perm = rng.permutation(int(n_queries))
-    out = np.empty(int(n_queries), dtype=np.int64)
-    out[perm] = np.arange(int(n_queries), dtype=np.int64) // int(cluster_size)
+    n = int(n_queries)
+    n_c = -(-n // int(cluster_size))
+    perm = rng.permutation(n)
+    out = np.empty(n, dtype=np.int64)
+    out[perm] = np.arange(n, dtype=np.int64) * n_c // max(n, 1)
     return out
 
 

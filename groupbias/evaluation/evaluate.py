@@ -1,8 +1,10 @@
 """Evaluate scores on ranking data by metric names: the one-call entry point of the library.
 
-``regime="ltr"`` judges the *ranking* by the scores (a model's output: ρ(DTR) and Δ(EEL)
-compare the ranking's exposure with the target exposure of the true relevance);
-``regime="tabular"`` treats the scores as utility estimates (paper §3.1, Table 1).
+The regime is always said, never assumed (the same scores give very different ρ(DTR) and
+Δ(EEL) in the two): ``regime="ltr"`` judges the *ranking* by the scores (a model's output:
+ρ(DTR) and Δ(EEL) compare the ranking's exposure with the target exposure of the true
+relevance); ``regime="tabular"`` treats the scores as utility estimates (paper §3.1,
+Table 1).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ def evaluate(
     data: RankingData,
     *,
     metrics: Sequence = DEFAULT_METRICS,
-    regime: str = "ltr",
+    regime: str | None = None,
     relevance=None,
     reduce: str | None = "mean",
 ) -> dict:
     """``{metric key: value}`` of ``scores`` on ``data`` for every metric of ``metrics``.
 
+    ``regime`` (required): ``"ltr"`` (the ranking the scores induce: a model's output, a
+    run) or ``"tabular"`` (the scores are utility estimates, e.g. corrected attractiveness);
     ``data`` must be grouped (``data.groups``); ``relevance``: the true P(R) per item
     (default ``labels / label_max``); ``metrics``: names of
     :data:`groupbias.core.registry.METRICS` such as ``"ndcg@10"``, ``"ndcg@10:affected"``,
@@ -42,8 +46,15 @@ def evaluate(
         import groupbias as gb
 
         test = gb.load_dataset("trec2020", split="test")
-        gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
+        gb.evaluate(test.labels, test, regime="ltr", metrics=["ndcg@10", "rho_dtr", "delta_eel"])
     """
+    if regime is None:
+        raise ParameterError(
+            "regime",
+            "'ltr' (the ranking by the scores) or 'tabular' (the scores are utility estimates)",
+            None,
+            fix="say which: the same scores give different ρ(DTR) and Δ(EEL) in the two regimes",
+        )
     choice("regime", regime, ("ltr", "tabular"))
     check_reduce(reduce)
     if data.groups is None:
