@@ -21,7 +21,9 @@ The convention options (each maps to a metric option of :mod:`groupbias.evaluati
 ``eel_bins``/``eel_levels`` Δ(EEL) grades by the data's thresholds or by ``eel_levels``
 per-query min–max bins (``train_levels``: the levels of the learner's target, default
 ``eel_levels``); ``eel_distance`` ℓ2, squared ℓ2 or ℓ1; ``top_n`` keep the top-N
-candidates of each query by the evaluated scores before anything else (null: all);
+candidates of each query by the evaluated scores before anything else (null: all), and
+``top_n_ties`` which of the candidates tied at the cut it keeps: ``"first"`` (earliest in
+the list) or ``"last"`` (latest: the order of the released code's ``argsort()[::-1]``);
 ``single_group`` ``"drop"`` queries whose (kept) items are all in one group (their metrics
 are NaN, excluded from means and paired tests); ``ndcg_no_relevant`` / ``ndcg_zero``
 NDCG of queries without relevant items, and whether queries with NDCG = 0 count in the
@@ -49,6 +51,8 @@ __all__ = ["EvaluationProtocol", "MODES", "DETERMINISTIC"]
 
 MODES = ("deterministic", "policy")
 SINGLE_GROUP = ("keep", "drop")
+#: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list
+CUT_TIES = ("first", "last")
 
 
 @dataclass
@@ -72,6 +76,7 @@ class EvaluationProtocol:
     train_levels: int | None = None
     eel_distance: str = "l2"
     top_n: int | None = None
+    top_n_ties: str = "first"
     single_group: str = "keep"
     ndcg_no_relevant: str = "skip"
     ndcg_zero: str = "keep"
@@ -102,6 +107,7 @@ class EvaluationProtocol:
             self.train_levels = integer("train_levels", self.train_levels, low=1)
         self.eel_distance = choice("eel_distance", self.eel_distance, EEL_DISTANCES)
         self.top_n = check_k(self.top_n, "top_n")
+        self.top_n_ties = choice("top_n_ties", self.top_n_ties, CUT_TIES)
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
         self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
         self.ndcg_zero = choice("ndcg_zero", self.ndcg_zero, ON_ZERO_NDCG)
@@ -191,11 +197,22 @@ class EvaluationProtocol:
         return out
 
     def truncate(self, scores: np.ndarray, spec):
-        """The top ``top_n`` items of every query by ``scores`` (ties by position), in
-        their original order, and the matching spec; unchanged without ``top_n``."""
+        """The top ``top_n`` items of every query by ``scores``, in their original order, and
+        the matching spec; unchanged without ``top_n``. Of the items tied at the cut the
+        earliest in the list are kept (``top_n_ties="first"``) or the latest (``"last"``:
+        the released code's ``argsort()[::-1][:top_n]``, which puts later items first among
+        equals; its second ``argsort()[::-1]`` over the kept items, in that reversed order,
+        ranks tied items earliest first again, which ``ties="stable"`` expresses)."""
         if self.top_n is None:
             return scores, spec
-        keep = DeterministicRanking(scores, spec.qptr).ranks() <= self.top_n
+        if self.top_n_ties == "last":  # rank every list reversed, ties by position
+            q = spec.qptr
+            qi = query_index(q)
+            mirror = q[qi] + q[qi + 1] - 1 - np.arange(scores.size)
+            ranks = DeterministicRanking(scores[mirror], q).ranks()[mirror]
+        else:
+            ranks = DeterministicRanking(scores, spec.qptr).ranks()
+        keep = ranks <= self.top_n
         sizes = np.minimum(np.diff(spec.qptr), self.top_n)
         qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         member = None if spec.membership is None else spec.membership[keep]
