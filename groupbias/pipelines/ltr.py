@@ -35,7 +35,7 @@ from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -110,12 +110,17 @@ def training_labels(
     """Labels of the train and valid splits per condition, on the grade scale, the estimate
     and the diagnostic records (the assumption check on the train split when
     ``diagnostics`` is given, with ``base`` fields). The validation split gets its own
-    simulated attractiveness (users are biased there too), corrected with the mean β̂ of the
-    training clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
+    simulated attractiveness (users are biased there too), drawn from its own generator
+    (:func:`~groupbias.pipelines.steps.stage_generators`: what the estimator draws never
+    shifts it), corrected with the mean β̂ of the training clusters
+    (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
+    streams = stage_generators(rng)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-    null = simulate_null(train, bias=bias, rng=rng, diagnostics=diagnostics, label_max=scale)
+    null = simulate_null(
+        train, bias=bias, rng=streams.null, diagnostics=diagnostics, label_max=scale
+    )
     est = estimate_simulated(estimator, train, sim, rng=rng)
     checks = check_assumption(
         train, est, null, estimator=estimator, diagnostics=diagnostics, base=base or {}
@@ -135,7 +140,9 @@ def training_labels(
     labels = per_condition(train, sim, est.beta_hat_per_query)
     vlabels = {c: None for c in CONDITIONS}
     if valid is not None:
-        sim_va = bias.simulate(valid, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
+        sim_va = bias.simulate(
+            valid, beta=beta, rng=streams.validation, label_max=scale, beta_std=beta_std
+        )
         vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, est.beta_hat_mean))
     return labels, vlabels, est, checks
 
