@@ -53,13 +53,9 @@ def _ltr_step(
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
         out_dir=rd.path / "models" / title / sub,
     )
-    return {
-        "records": [
-            r
-            for r in res.records
-            if r["condition"] in conditions or (r["condition"] == "estimate" and not full)
-        ]
-    }
+    # β̂ and the assumption check (null β̂, the `!` flag) belong to the β steps
+    beside = () if full else ("estimate", "diagnostic")
+    return {"records": [r for r in res.records if r["condition"] in conditions + beside]}
 
 
 def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:

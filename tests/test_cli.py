@@ -430,3 +430,27 @@ def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "GROUPBIAS_MSLR" in res.stderr and "Fold1/train.txt" in res.stderr
+
+
+def test_table2_shows_the_null_check_and_its_flag(tmp_path, capsys):
+    """Table 2 carries the null β̂ column and flags a failed check with ``!`` (README: Tables
+    1 and 2 are flagged), here on synthetic groups of unequal merit (utility ratio 0.3)."""
+    unequal = "{dataset: synthetic, params: {n_queries: 60, list_size: [4,20], utility_ratio: 0.3}}"
+    cfg = _compose(
+        [
+            "experiment=table2",
+            f"paths.runs={tmp_path}",
+            f"experiment.datasets=[{unequal}]",
+            "bias.betas=[0.7]",
+            "diagnostics.null_tolerance=0.02",
+            *TINY_TRAIN,
+        ]
+    )
+    metrics = run(cfg)
+    diag = {r["metric"]: r["value"] for r in metrics["records"] if r["condition"] == "diagnostic"}
+    assert diag["assumption_violated"] == 1.0
+    md = (tmp_path / "table2" / "table2.md").read_text()
+    assert "β = 0.7 / null β̂" in md
+    row = next(line for line in md.splitlines() if line.startswith("| synthetic"))
+    assert f"{diag['null_beta_hat']:.3f}!" in row
+    assert "null β̂ (the estimator on unbiased data) is off" in capsys.readouterr().out
