@@ -17,6 +17,7 @@ from groupbias.core.errors import ConfigError, GroupBiasError, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
+from groupbias.estimate.diagnostics import estimator_name
 from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.tabular import run_tabular
 
@@ -250,8 +251,9 @@ def table_records(records, cols, *, extras=TABLE_EXTRAS) -> list:
     return [r for r in records if r["metric"] in keep]
 
 
-def assumption_note(records) -> str | None:
-    """A footnote when a row's null check failed (the table marks it with ``!``)."""
+def assumption_note(records, estimator=None) -> str | None:
+    """A footnote when a row's null check failed (the table marks it with ``!``), with a
+    remedy ``estimator`` (the one that ran) does not already apply."""
     bad = sorted(
         {
             str(r["dataset"])
@@ -261,11 +263,15 @@ def assumption_note(records) -> str | None:
     )
     if not bad:
         return None
+    name = "ks" if estimator is None else estimator_name(estimator)
+    if name == "calibrated":
+        cause, remedy = "its labeled sample misrepresents the others", "a larger labeled_fraction"
+    else:
+        cause, remedy = "the groups' utilities differ", "try estimator=calibrated"
     return (
-        "! null β̂ (the estimator on unbiased data) is off: the groups' utilities differ, so "
-        "β̂ and corrected values are unreliable for "
-        + ", ".join(bad)
-        + " (try estimator=calibrated)"
+        f"! null β̂ (the {name} estimator on unbiased data) is off: {cause}, so β̂ and "
+        "corrected values are unreliable for " + ", ".join(bad) + f" ({remedy}; the warning "
+        "names the cause measured)"
     )
 
 

@@ -97,7 +97,7 @@ class Table1:
                 title="Table 1. Amortized group bias correction, tabular regime"
                 + evaluation_title(setup),
                 alpha=self.alpha,
-                note=assumption_note(recs),
+                note=assumption_note(recs, setup.estimator),
             )
         )
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")

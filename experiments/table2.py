@@ -124,6 +124,6 @@ class Table2:
                 title="Table 2. Amortized group bias correction, general LTR regime"
                 + evaluation_title(setup),
                 alpha=self.alpha,
-                note=assumption_note(recs),
+                note=assumption_note(recs, setup.estimator),
             )
         )

@@ -453,4 +453,4 @@ def test_table2_shows_the_null_check_and_its_flag(tmp_path, capsys):
     assert "β = 0.7 / null β̂" in md
     row = next(line for line in md.splitlines() if line.startswith("| synthetic"))
     assert f"{diag['null_beta_hat']:.3f}!" in row
-    assert "null β̂ (the estimator on unbiased data) is off" in capsys.readouterr().out
+    assert "null β̂ (the ks estimator on unbiased data) is off" in capsys.readouterr().out
