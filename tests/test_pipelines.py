@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ir_measures
 import numpy as np
 import pytest
 import scipy.stats
@@ -12,7 +11,7 @@ from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.estimate.estimators import KSEstimator, estimate_simulated
 from groupbias.evaluation.catalog import eel_thresholds
-from groupbias.pipelines.ltr import run_ltr, training_labels, write_trec_run
+from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.records import records_for
 from groupbias.pipelines.tabular import correct_and_evaluate, run_tabular
 from groupbias.simulate.group_bias import GroupBias
@@ -145,22 +144,6 @@ def test_table1_criteria_on_real_trec(trec_root, monkeypatch, year):
         assert (
             _by(rec, "delta_eel", "corrected")["value"] < _by(rec, "delta_eel", "biased")["value"]
         )
-
-
-def test_trec_run_file_is_read_by_ir_measures(tmp_path, synthetic):
-    d = synthetic["test"]
-    scores = np.random.default_rng(0).random(d.n_items)
-    path = write_trec_run(tmp_path / "x.run", scores, d)
-    run = list(ir_measures.read_trec_run(str(path)))
-    assert len(run) == d.n_items
-    qrels = [
-        ir_measures.Qrel(str(d.query_ids[q]), f"{d.query_ids[q]}_{i}", int(lab))
-        for q in range(d.n_queries)
-        for i, lab in enumerate(d.query(q).labels)
-    ]
-    ours = M.ndcg(scores, d.labels, qptr=d.qptr, k=10, gain="linear", ties="stable")
-    theirs = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[ir_measures.nDCG @ 10]
-    assert ours == pytest.approx(theirs, abs=1e-4)
 
 
 def tiny_recipe():

@@ -1,7 +1,9 @@
 """Metrics by name: strings ``base[@k][:group]`` and mappings ``{name, key, **options}``
 resolved against :data:`groupbias.core.registry.METRICS`.
 
-- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...);
+- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...),
+  its case ignored as in ir-measures (``"nDCG@10"`` is ``ndcg@10``; the output key stays the
+  name as written);
 - ``@k``: the rank cutoff, an integer >= 1 (``"ndcg@10"``); without it the metric's
   ``default_k`` (``None`` = no cutoff for ``ndcg``, ``rho_dtr``, ``delta_eel`` and user
   metrics; 10 for the related-work metrics of :mod:`groupbias.evaluation.fairness`);
@@ -67,6 +69,8 @@ __all__ = [
     "BUILTIN_METRICS",
     "RELATED_WORK",
     "DIRECTIONS",
+    "direction_of",
+    "registered_name",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -145,11 +149,21 @@ def metric_info(
     return mark
 
 
+def registered_name(base: str) -> str:
+    """The registered metric ``base`` names, its case ignored as in ir-measures
+    (``nDCG`` → ``ndcg``); ``base`` itself when no registered name matches."""
+    if base in METRICS:
+        return base
+    folded = [n for n in METRICS if n.lower() == base.lower()]
+    return folded[0] if len(folded) == 1 else base
+
+
 def direction_of(name: str) -> str:
-    """Which way the metric of output name ``name`` (``base[@k][:group]``) is better:
-    ``"higher"`` for names that are not registered."""
-    base = _NAME.match(name)
-    fn = METRICS.get(base.group(1)) if base and base.group(1) in METRICS else None
+    """Which way the metric of output name ``name`` (``base[@k][:group]``, any case) is
+    better: ``"higher"`` for names that are not registered."""
+    m = _NAME.match(name)
+    base = registered_name(m.group(1)) if m else ""
+    fn = METRICS.get(base) if base in METRICS else None
     return getattr(fn, "direction", "higher")
 
 
@@ -208,6 +222,7 @@ def parse_metric(entry) -> MetricRequest:
     if m is None:
         raise ParameterError("metrics", "a metric name", text, fix=_FORM)
     base, k_text, g_text = m.groups()
+    base = registered_name(base)
     if base not in METRICS:
         raise ParameterError(
             "metrics",

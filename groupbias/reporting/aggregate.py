@@ -25,6 +25,7 @@ import pandas as pd
 from ..app.runs import collect_records
 from ..core.errors import GroupBiasError
 from ..core.io import write_text_atomic
+from .interop import COMMANDS
 from .plots import plot_cluster_size, plot_degradation
 from .tables import paper_table, save_table
 
@@ -89,8 +90,33 @@ def _slug(s: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in str(s)).strip("_")
 
 
+def _fail(exc: BaseException) -> int:
+    """An expected error: one line and a hint on stderr, exit code 2."""
+    print(f"groupbias-report: error: {exc}", file=sys.stderr)
+    print(
+        "groupbias-report: hint: `groupbias-report --help`, `groupbias-report evaluate "
+        "--help`, `groupbias-report compare --help`; file formats in docs/interop.md",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="groupbias-report", description=__doc__.split("\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:
+        try:
+            return COMMANDS[argv[0]](argv[1:])
+        except (GroupBiasError, FileNotFoundError) as exc:
+            return _fail(exc)
+    if "--compare" in argv:  # `groupbias-report --compare RUN ...` = the compare command
+        argv.remove("--compare")
+        return main(["compare", *argv])
+    p = argparse.ArgumentParser(
+        prog="groupbias-report",
+        description=__doc__.split("\n")[0],
+        epilog="subcommands: evaluate (a TREC run), compare (runs side by side), export "
+        "(a dataset's qrels and groups); `groupbias-report <subcommand> --help`",
+    )
     p.add_argument("roots", nargs="+", help="run directories (searched recursively)")
     p.add_argument("--out", default=None, help="output folder (default: <first root>/report)")
     a = p.parse_args(argv)
@@ -101,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = report(a.roots, out)
     except GroupBiasError as exc:
-        print(f"groupbias-report: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc)
     if not written["records"]:
         print(f"groupbias-report: no complete run under {', '.join(a.roots)}", file=sys.stderr)
         return 1

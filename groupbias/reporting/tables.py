@@ -39,7 +39,7 @@ METRIC_LABELS = {
 }
 
 
-def _better(metric: str, value: float, reference: float) -> bool:
+def better_than(metric: str, value: float, reference: float) -> bool:
     """Whether ``value`` improves on ``reference`` in the metric's registered direction."""
     direction = direction_of(metric)
     if direction == "lower":
@@ -134,7 +134,7 @@ def _beta_block(
                     cond == "corrected"
                     and not math.isnan(p)
                     and p < alpha
-                    and _better(metric, v, lookup(ds, beta, metric, "biased")[0])
+                    and better_than(metric, v, lookup(ds, beta, metric, "biased")[0])
                 ):
                     cell += "*"
                 cells[ds].append(cell)
@@ -202,8 +202,16 @@ def table_to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tex(s: str) -> str:
-    repl = {
+def tex_text(s: str) -> str:
+    """``s`` as LaTeX text: Greek letters and arrows in math mode, special characters
+    escaped, a trailing significance ``*`` as a superscript."""
+    repl = {  # escapes first: the math below holds characters they would escape
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "<": r"$<$",
+        "±": r"$\pm$",
         "β̂": r"$\hat\beta_{\mathcal{A}}$",
         "β": r"$\beta$",
         "ρ": r"$\rho$",
@@ -211,10 +219,6 @@ def _tex(s: str) -> str:
         "↑": r"$\uparrow$",
         "↓": r"$\downarrow$",
         "–": "--",
-        "_": r"\_",
-        "%": r"\%",
-        "&": r"\&",
-        "#": r"\#",
     }
     for k, v in repl.items():
         s = s.replace(k, v)
@@ -229,7 +233,7 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
     spec = "l" + "c" * len(cols)
     out = [r"\begin{table*}", r"\centering"]
     if caption:
-        out.append(r"\caption{" + _tex(caption) + "}")
+        out.append(r"\caption{" + tex_text(caption) + "}")
     out += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
     # first header row: blocks spanning their columns
     cells, i = [""], 0
@@ -237,14 +241,14 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
         j = i
         while j < len(cols) and cols[j][0] == cols[i][0]:
             j += 1
-        cells.append(r"\multicolumn{" + str(j - i) + "}{c}{" + _tex(cols[i][0]) + "}")
+        cells.append(r"\multicolumn{" + str(j - i) + "}{c}{" + tex_text(cols[i][0]) + "}")
         i = j
     out.append(" & ".join(cells) + r" \\")
-    out.append(" & ".join([""] + [_tex(c[1]) for c in cols]) + r" \\")
-    out.append(" & ".join([""] + [_tex(c[2]) for c in cols]) + r" \\")
+    out.append(" & ".join([""] + [tex_text(c[1]) for c in cols]) + r" \\")
+    out.append(" & ".join([""] + [tex_text(c[2]) for c in cols]) + r" \\")
     out.append(r"\midrule")
     for idx, row in table.iterrows():
-        out.append(" & ".join([_tex(str(idx))] + [_tex(str(v)) for v in row]) + r" \\")
+        out.append(" & ".join([tex_text(str(idx))] + [tex_text(str(v)) for v in row]) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
     return "\n".join(out) + "\n"
 
