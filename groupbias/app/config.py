@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..core.errors import ConfigError, ParameterError
@@ -301,6 +302,8 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     ``trains_ranker`` attribute, true unless an experiment says otherwise); otherwise
     ``setup.recipe`` is None, torch is never imported, and a key of those groups given on the
     command line (``overridden``: the keys of the command-line overrides) is refused as unused.
+    ``progress`` (top level, default true): policy evaluation prints how far each learned
+    policy is, and Lightning shows its bars (on a terminal); ``progress=false`` silences both.
     """
     from .setup import Setup
 
@@ -318,10 +321,14 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:
         _unused_ranker_keys(experiment, overridden)
+    groups["evaluation"].progress = progress  # how far each learned policy is
+    recipe = _recipe(c) if trains else None
+    if recipe is not None and not progress:  # progress=false: no Lightning bars either
+        recipe = replace(recipe, trainer=replace(recipe.trainer, enable_progress_bar=False))
     setup = Setup(
         seed=seed,
         progress=progress,
-        recipe=_recipe(c) if trains else None,
+        recipe=recipe,
         data_from_command_line=data_from_command_line,
         **groups,
     )

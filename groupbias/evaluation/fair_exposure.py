@@ -24,6 +24,8 @@ Runs on the GPU when ``device="auto"`` finds one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..core.errors import ParameterError
@@ -78,11 +80,20 @@ class FairExposureLearner:
         self.threads = None if threads is None else integer("threads", threads, low=1)
 
     def fit(
-        self, utility, grades, *, qptr, groups=None, offset: int = 1, **policy_options
+        self,
+        utility,
+        grades,
+        *,
+        qptr,
+        groups=None,
+        offset: int = 1,
+        progress: Callable[[int, int], None] | None = None,
+        **policy_options,
     ) -> PlackettLuce:
         """The learned policy of every query: ``utility`` (float [n_items], the gains of
         the NDCG term and the initial logits), ``grades`` (the EEL grades of the target),
-        ``groups`` (needed for ``level="group"``); ``policy_options`` go to
+        ``groups`` (needed for ``level="group"``); ``progress(epoch, epochs)``: called after
+        every Adam step (e.g. to print how far it is); ``policy_options`` go to
         :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
         import torch
 
@@ -107,7 +118,7 @@ class FairExposureLearner:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         try:
-            self._train(blocks, params, gen, torch)
+            self._train(blocks, params, gen, torch, progress)
         finally:
             torch.set_num_threads(before)
         out = logits.copy()
@@ -115,18 +126,20 @@ class FairExposureLearner:
             bl.write(out)
         return PlackettLuce(out, q, **policy_options)
 
-    def _train(self, blocks, params, gen, torch) -> None:
+    def _train(self, blocks, params, gen, torch, progress=None) -> None:
         """Adam on the logits of every block, the step size decaying linearly to 0."""
         if params and self.epochs:
             opt = torch.optim.Adam(params, lr=self.lr)
             n = self.epochs
             decay = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0 - t / n)
-            for _ in range(n):
+            for epoch in range(1, n + 1):
                 opt.zero_grad()
                 loss = sum(bl.surrogate(self, gen, torch) for bl in blocks)
                 loss.backward()
                 opt.step()
                 decay.step()
+                if progress is not None:
+                    progress(epoch, n)
 
     def _device(self, torch):
         if self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available()):

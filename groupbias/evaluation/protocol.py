@@ -32,7 +32,8 @@ mean; ``ties`` of deterministic rankings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -95,6 +96,9 @@ class EvaluationProtocol:
     level: str = "item"
     init_temperature: float = 0.1
     objective: str = "eel"
+    #: print how far each learned policy is (set from the run's ``progress`` key; not a
+    #: key of the evaluation group)
+    progress: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.mode = choice("mode", self.mode, MODES)
@@ -263,6 +267,7 @@ class EvaluationProtocol:
             qptr=spec.qptr,
             groups=spec.groups,
             offset=self.offset,
+            progress=PolicyProgress(objective, spec.qptr.size - 1) if self.progress else None,
             **opts,
         )
 
@@ -275,6 +280,20 @@ class EvaluationProtocol:
             return query_minmax_grades(scores, q, query_index(q), levels)
         t = np.asarray(spec.thresholds, dtype=np.float64)
         return np.searchsorted(t, scores, side="right").astype(np.float64)
+
+
+class PolicyProgress:
+    """Prints how far a policy's learning is: a line at each quarter of its epochs, with
+    the time so far (``[groupbias] policy (eel, 200 queries): epoch 100/200, 21.3 s``)."""
+
+    def __init__(self, objective: str, n_queries: int) -> None:
+        self.what = f"policy ({objective}, {n_queries} queries)"
+        self.start = time.perf_counter()
+
+    def __call__(self, epoch: int, epochs: int) -> None:
+        if epoch * 4 // epochs != (epoch - 1) * 4 // epochs:
+            took = time.perf_counter() - self.start
+            print(f"[groupbias] {self.what}: epoch {epoch}/{epochs}, {took:.1f} s", flush=True)
 
 
 def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:

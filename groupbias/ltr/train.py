@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -173,7 +174,8 @@ class TrainerSpec:
     epochs without improvement of at least ``min_delta`` (None: no early stopping);
     ``eval_k`` / ``eval_gain``: the validation NDCG's cutoff and gain; ``accelerator``,
     ``devices``, ``strategy``, ``precision``, ``enable_progress_bar``, ``log_every_n_steps``:
-    ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU);
+    ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU; the bars show
+    only where standard output is a terminal, and not with the run's ``progress=false``);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
     package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
     torch's intra-op threads while training (``torch.set_num_threads``; None: the cores
@@ -253,7 +255,8 @@ class TrainerSpec:
             "devices": self.devices if not isinstance(self.devices, tuple) else list(self.devices),
             "strategy": self.strategy,
             "precision": self.precision,
-            "enable_progress_bar": self.enable_progress_bar,
+            # Lightning's bars redraw a line: on a terminal only, never in a log file
+            "enable_progress_bar": self.enable_progress_bar and sys.stdout.isatty(),
             "log_every_n_steps": self.log_every_n_steps,
             "enable_model_summary": False,
             **dict(self.extra),
