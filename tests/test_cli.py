@@ -264,6 +264,7 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
         assert full["delta_eel"] == 0.0
         assert (rd / "impact_tabular.png").exists() and (rd / "impact_ltr.png").exists()
     if experiment == "ablation_cluster_size":  # sizes above #queries collapse into one
+        assert (rd / "cluster_size.md").is_file() and (rd / "cluster_size.csv").is_file()
         n_train = cfg.dataset.params.n_queries * 0.6
         assert sorted({r["cluster_size"] for r in recs if r["condition"] == "corrected"}) == [
             1,
@@ -272,6 +273,13 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
         ]
     if experiment == "ablation_clustering":
         assert {r["variant"] for r in recs} == {"normal", "two_mode"}
+        assert len(list(rd.glob("clustering_*.md"))) == 2  # σβ = 0.3 and two modes
+    if experiment.startswith("ablation_"):  # the cluster-size tables are printed too
+        out = capsys.readouterr().out
+        assert "Cluster size of the amortized estimate" in out
+        rows = [line.split()[:3] for line in out.splitlines() if line.startswith("k = ")]
+        sizes = {int(r[2]) for r in rows}
+        assert sizes == {r["cluster_size"] for r in recs if r["metric"] == "beta_hat"}
 
 
 def test_every_experiment_has_a_smoke_run():
@@ -412,7 +420,11 @@ def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     (md,) = list((tmp_path / "table1").rglob("table1.md"))
-    rows = [line.split("|")[1].strip() for line in md.read_text().splitlines()[2:]]
+    rows = [
+        line.split("|")[1].strip()
+        for line in md.read_text().splitlines()[2:]
+        if line.startswith("|")  # the legend follows the table
+    ]
     assert rows == ["synthetic"]
 
 

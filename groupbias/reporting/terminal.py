@@ -22,13 +22,13 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..core.errors import ParameterError
+from .tables import legend
 
 #: gap between two columns that differ first at level 0 (blocks), 1, 2, ...
 GAPS = (4, 3, 2)
 #: outer blocks repeated beside every wrapped part (the reference the others are read against)
 PINNED = ("full information",)
 NUMBER = re.compile(r"^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(.*)$")
-CONDITION_NAMES = {"F": "full information", "B": "biased", "C": "corrected"}
 
 
 def display_width(text: str) -> int:
@@ -192,15 +192,6 @@ def _parts(cols, index, name, levels, width, pinned) -> list[list[_Column]]:
         else:
             parts.append(list(unit))
     return [ref + p for p in parts] or [ref]
-
-
-def legend(table: pd.DataFrame, alpha: float | None = None) -> str:
-    """One line naming the condition codes the table uses and, with ``alpha``, the marker."""
-    codes = {str(c[-1]) for c in table.columns} if len(table.columns) else set()
-    words = [f"{k} {v}" for k, v in CONDITION_NAMES.items() if k in codes]
-    if alpha is not None:
-        words.append(f"* better than biased, paired t-test p < {alpha:g}")
-    return "; ".join(words)
 
 
 def table_to_text(
