@@ -126,52 +126,51 @@ def _run(overrides, tmp_path):
     run(cfg)
 
 
-@pytest.fixture(scope="module")
-def clicks_run(tmp_path_factory):
-    """runs/clicks at a tiny scale, and what the experiment printed."""
+def _run_quietly(tmp_path_factory, name: str, overrides) -> tuple:
+    """runs/<name> made with ``overrides`` in a fresh folder: the run folder and what the
+    experiment printed."""
     import contextlib
     import io
 
-    tmp_path = tmp_path_factory.mktemp("clicks")
+    tmp_path = tmp_path_factory.mktemp(name)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        _run(
-            [
-                "experiment=clicks",
-                "experiment.sessions=[2000,8000]",
-                "experiment.datasets=[{dataset: synthetic,"
-                " params: {n_queries: 60, list_size: [10, 20]}}]",
-                "trainer.max_epochs=2",
-                "model.fc_model.sizes=[8]",
-                "model.transformer.d_ff=8",
-                "model.transformer.h=1",
-            ],
-            tmp_path,
-        )
-    return tmp_path / "clicks", out.getvalue()
+        _run([f"experiment={name}", *overrides], tmp_path)
+    return tmp_path / name, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def clicks_run(tmp_path_factory):
+    """runs/clicks at a tiny scale."""
+    return _run_quietly(
+        tmp_path_factory,
+        "clicks",
+        [
+            "experiment.sessions=[2000,8000]",
+            "experiment.datasets=[{dataset: synthetic,"
+            " params: {n_queries: 60, list_size: [10, 20]}}]",
+            "trainer.max_epochs=2",
+            "model.fc_model.sizes=[8]",
+            "model.transformer.d_ff=8",
+            "model.transformer.h=1",
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
 def drift_run(tmp_path_factory):
-    """runs/drift at a tiny scale, and what the experiment printed."""
-    import contextlib
-    import io
-
-    tmp_path = tmp_path_factory.mktemp("drift")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        _run(
-            [
-                "experiment=drift",
-                "experiment.sessions=40000",
-                "experiment.window=4000",
-                "experiment.half_life=2000",
-                "experiment.bins=20",
-                "experiment.tolerance=0.1",
-            ],
-            tmp_path,
-        )
-    return tmp_path / "drift", out.getvalue()
+    """runs/drift at a tiny scale."""
+    return _run_quietly(
+        tmp_path_factory,
+        "drift",
+        [
+            "experiment.sessions=40000",
+            "experiment.window=4000",
+            "experiment.half_life=2000",
+            "experiment.bins=20",
+            "experiment.tolerance=0.1",
+        ],
+    )
 
 
 @pytest.mark.slow

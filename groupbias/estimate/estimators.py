@@ -345,21 +345,26 @@ class KSEstimator:
             grade_spacing=grade_spacing,
             relevance=relevance,
         )
-        if not self.bootstrap:
-            return est
-        low, high = bootstrap_interval(
-            self.replicate_estimator(),
-            attractiveness,
-            groups,
-            qptr=qptr,
-            cluster_of_query=est.cluster_of_query,
-            rng=generator(rng, used_for="the bootstrap"),
-            n_boot=self.bootstrap,
-            confidence=self.confidence,
-            grade_spacing=grade_spacing,
-            relevance=relevance,
-        )
-        return replace(est, ci_low=low, ci_high=high)
+        if self.bootstrap:
+            low, high = bootstrap_interval(
+                self.replicate_estimator(),
+                attractiveness,
+                groups,
+                qptr=qptr,
+                cluster_of_query=est.cluster_of_query,
+                rng=generator(rng, used_for="the bootstrap"),
+                n_boot=self.bootstrap,
+                confidence=self.confidence,
+                grade_spacing=grade_spacing,
+                relevance=relevance,
+            )
+            est = replace(est, ci_low=low, ci_high=high)
+        self.warn_if_unreliable(est, n_queries=int(np.asarray(qptr).size) - 1)
+        return est
+
+    def warn_if_unreliable(self, est: BetaEstimate, *, n_queries: int) -> None:
+        """What the estimate says about its own reliability before any check: nothing here
+        (the null check judges plain KS)."""
 
     def replicate_estimator(self) -> KSEstimator:
         """What each bootstrap replicate runs: this estimator without an interval of its own
@@ -465,42 +470,21 @@ class CalibratedKSEstimator(KSEstimator):
         """Each bootstrap replicate draws its own labeled sample and stays quiet."""
         return replace(self, bootstrap=0, min_labeled_positives=0)
 
-    def estimate(
-        self,
-        attractiveness,
-        groups,
-        *,
-        qptr,
-        clusters=None,
-        rng: np.random.Generator | None = None,
-        grade_spacing: float | None = None,
-        relevance=None,
-    ) -> BetaEstimate:
-        """:meth:`KSEstimator.estimate` on the labeled sample; warns when the sample holds
-        fewer than ``min_labeled_positives`` affected items with positive relevance."""
-        est = super().estimate(
-            attractiveness,
-            groups,
-            qptr=qptr,
-            clusters=clusters,
-            rng=rng,
-            grade_spacing=grade_spacing,
-            relevance=relevance,
-        )
+    def warn_if_unreliable(self, est: BetaEstimate, *, n_queries: int) -> None:
+        """Warns when the labeled sample holds fewer than ``min_labeled_positives`` affected
+        items with positive relevance (naming the count)."""
         positives = int(est.info["labeled_positives"])
         if positives < self.min_labeled_positives:
-            n_q = int(np.asarray(qptr).size) - 1
             warnings.warn(
                 f"calibrated estimator: its {est.info['labeled_queries']} labeled queries "
-                f"(labeled_fraction={self.labeled_fraction:g} of {n_q}) hold {positives} "
+                f"(labeled_fraction={self.labeled_fraction:g} of {n_queries}) hold {positives} "
                 f"affected items with positive relevance, fewer than "
                 f"{self.min_labeled_positives} (estimator.min_labeled_positives): β̂ rests on "
                 f"{positives} reference values and can miss β widely (see its bootstrap "
                 "interval). Raise estimator.labeled_fraction",
                 AssumptionWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return est
 
     def point(
         self, attractiveness, groups, *, qptr, clusters, rng, grade_spacing, relevance
