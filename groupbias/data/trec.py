@@ -119,11 +119,8 @@ class Qrels:
 
     def lookup(self, query_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
         """The label of every ``(query, item)`` pair; 0 for pairs without a judgment."""
-        import pandas as pd
-
-        judged = pd.Series(self.labels, index=_pair_keys(self.query_ids, self.item_ids))
-        got = judged.reindex(_pair_keys(query_ids, item_ids)).to_numpy(dtype=np.float64)
-        return np.nan_to_num(got, nan=0.0)
+        at = _positions((self.query_ids, self.item_ids), (query_ids, item_ids))
+        return np.where(at >= 0, self.labels[at], 0.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,15 +148,12 @@ class GroupFile:
     def lookup(self, query_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
         """The membership of every ``(query, item)``; an item the file lacks is a
         :class:`DataFormatError` naming it (its group cannot be guessed)."""
-        import pandas as pd
-
         if self.query_ids is None:
-            index, keys = pd.Index(self.item_ids), item_ids
+            at = _positions((self.item_ids,), (item_ids,))
         else:
-            index = _pair_keys(self.query_ids, self.item_ids)
-            keys = _pair_keys(query_ids, item_ids)
-        got = pd.Series(self.groups, index=index).reindex(keys).to_numpy(dtype=np.float64)
-        missing = np.flatnonzero(np.isnan(got))
+            at = _positions((self.query_ids, self.item_ids), (query_ids, item_ids))
+        got = np.where(at >= 0, self.groups[at], np.nan)
+        missing = np.flatnonzero(at < 0)
         if missing.size:
             i = int(missing[0])
             raise DataFormatError(
@@ -175,12 +169,44 @@ def _membership_text(g: float) -> str:
     return str(int(g)) if g in (0.0, 1.0) else repr(g)
 
 
-def _pair_keys(query_ids, item_ids) -> pd.Index:
-    """``qid<TAB>docno`` keys of (query, item) pairs (neither holds whitespace)."""
+def _keys(*tables) -> list[np.ndarray]:
+    """int64 keys of the rows of ``tables`` (each a tuple of id columns, e.g. query and item
+    ids), numbered jointly: equal rows get equal keys, in every table."""
     import pandas as pd
 
-    q = pd.Series(np.asarray(query_ids).astype(str))
-    return pd.Index(q.str.cat(pd.Series(np.asarray(item_ids).astype(str)), sep="\t"))
+    sizes = [len(t[0]) for t in tables]
+    key = np.zeros(sum(sizes), dtype=np.int64)
+    for column in zip(*tables):
+        joint = np.concatenate([_as_text(c) for c in column])
+        codes, uniques = pd.factorize(joint)
+        key = key * max(len(uniques), 1) + codes
+    return np.split(key, np.cumsum(sizes)[:-1])
+
+
+def _as_text(ids) -> np.ndarray:
+    """Ids as an object array of ``str`` (numbers written as in a file)."""
+    a = np.asarray(ids, dtype=object)
+    if a.size and not all(isinstance(x, str) for x in a[:: max(a.size // 64, 1)]):
+        a = a.astype(str).astype(object)
+    return a
+
+
+def _positions(table, wanted) -> np.ndarray:
+    """The row of ``table`` holding each row of ``wanted`` (tuples of id columns), -1 where
+    none does."""
+    import pandas as pd
+
+    have, want = _keys(table, wanted)
+    return pd.Index(have).get_indexer(want)
+
+
+def _first_repeat(*columns) -> int | None:
+    """The first row whose ids (``columns``) an earlier row has, or None."""
+    import pandas as pd
+
+    (key,) = _keys(columns)
+    repeated = pd.Index(key).duplicated()
+    return int(np.argmax(repeated)) if repeated.any() else None
 
 
 def _check_token(name: str, value) -> None:
@@ -206,18 +232,18 @@ def item_ids_of(data: RankingData) -> np.ndarray:
     ids = np.asarray(data.item_ids).astype(str).astype(object)
     bad = pd.Series(ids).str.contains(r"\s|^$", regex=True).to_numpy()
     if bad.any():
-        i = int(np.flatnonzero(bad)[0])
         raise ParameterError(
-            "data.item_ids", "non-empty ids without whitespace (TREC files split on it)", ids[i]
+            "data.item_ids",
+            "non-empty ids without whitespace (TREC files split on it)",
+            ids[int(np.argmax(bad))],
         )
-    dup = _pair_keys(qids[qidx], ids).duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
+    repeat = _first_repeat(qids[qidx], ids)
+    if repeat is not None:
         raise ParameterError(
             "data.item_ids",
             "ids unique within each query",
-            ids[i],
-            fix=f"query {qids[qidx][i]!r} lists it twice",
+            ids[repeat],
+            fix=f"query {qids[qidx][repeat]!r} lists it twice",
         )
     return ids
 
@@ -311,7 +337,7 @@ def _read_columns(
     shown = " or ".join(f"{len(x)} fields ({' '.join(x)})" for x in layouts)
     try:
         df = pd.read_csv(
-            path, sep=r"\s+", header=None, dtype=str, keep_default_na=False, engine="c"
+            path, sep=r"\s+", header=None, dtype=object, keep_default_na=False, engine="c"
         )
     except pd.errors.EmptyDataError:
         raise DataFormatError(path, None, f"empty: no {what} lines") from None
@@ -322,7 +348,8 @@ def _read_columns(
     names = next((x for x in layouts if len(x) == df.shape[1]), None)
     if names is None:
         raise DataFormatError(path, 1, f"expected {shown}, got {df.shape[1]}")
-    short = (df.isna() | (df == "")).any(axis=1).to_numpy()
+    last = df.iloc[:, -1].to_numpy()  # a line with fewer fields leaves the last one empty
+    short = pd.isna(last) | (last == "")
     if short.any():
         i = int(np.flatnonzero(short)[0])
         raise DataFormatError(path, i + 1, f"expected {shown}, got fewer")
@@ -333,7 +360,10 @@ def _read_columns(
 def _numbers(path, df: pd.DataFrame, column: str) -> np.ndarray:
     import pandas as pd
 
-    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
+    try:  # numpy parses the text of a column in one pass; a bad entry is located below
+        values = df[column].to_numpy().astype(np.float64)
+    except ValueError:
+        values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         i = int(bad[0])
@@ -343,11 +373,12 @@ def _numbers(path, df: pd.DataFrame, column: str) -> np.ndarray:
     return values
 
 
-def _duplicates(path, keys: pd.Index, what: str) -> None:
-    dup = keys.duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise DataFormatError(path, i + 1, f"{what} {keys[i]!r} appears twice")
+def _duplicates(path, df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    """A :class:`DataFormatError` naming the first line whose ``columns`` repeat a line's."""
+    i = _first_repeat(*(df[c].to_numpy() for c in columns))
+    if i is not None:
+        ids = " ".join(str(df[c].iloc[i]) for c in columns)
+        raise DataFormatError(path, i + 1, f"{what} {ids!r} appears twice")
 
 
 def read_run(path: str | os.PathLike) -> TrecRun:
@@ -357,7 +388,7 @@ def read_run(path: str | os.PathLike) -> TrecRun:
 
     df = _read_columns(path, (("qid", "Q0", "docno", "rank", "score", "tag"),), "run")
     scores = _numbers(path, df, "score")
-    _duplicates(path, _pair_keys(df["qid"], df["docno"]), "query and document")
+    _duplicates(path, df, ("qid", "docno"), "query and document")
     codes, uniques = pd.factorize(df["qid"], sort=False)
     order = np.argsort(codes, kind="stable")
     qptr = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
@@ -374,7 +405,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
     """A qrels file (``qid iteration docno relevance``); relevance below 0 reads as 0."""
     df = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
     labels = _numbers(path, df, "relevance")
-    _duplicates(path, _pair_keys(df["qid"], df["docno"]), "query and document")
+    _duplicates(path, df, ("qid", "docno"), "query and document")
     return Qrels(
         df["qid"].to_numpy(dtype=object),
         df["docno"].to_numpy(dtype=object),
@@ -409,8 +440,7 @@ def read_groups(path: str | os.PathLike, *, affected: str | None = None) -> Grou
                 field="group",
             )
     per_query = "qid" in df.columns
-    keys = _pair_keys(df["qid"], df["docno"]) if per_query else pd.Index(df["docno"])
-    _duplicates(path, keys, "item")
+    _duplicates(path, df, ("qid", "docno") if per_query else ("docno",), "item")
     return GroupFile(
         df["docno"].to_numpy(dtype=object),
         groups,
