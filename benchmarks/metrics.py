@@ -1,34 +1,40 @@
-"""Benchmark: NDCG@10 and the paper's metrics, ours vs peers, at two scales.
+"""Benchmark: NDCG@10 against its strongest peers, and the paper's other metrics.
 
-Inputs: 1,000 and 30,000 queries (MSLR-WEB30K has ~30k queries of ~120 items), each with
-lists of 120 items and with MSLR-like lengths (uniform in 1..239, mean 120); labels 0-4
-with MSLR's distribution, random scores (no ties), 30 % of the items affected.
+Inputs: 1,000, 10,000 and 30,000 queries (MSLR-WEB30K has ~30k queries of ~120 items),
+each with lists of 120 items and with MSLR-like lengths (uniform in 1..239, mean 120);
+labels 0-4 with MSLR's distribution, random scores (no ties), 30 % of the items affected.
 
 NDCG@10 (exp2 gain) from the same flat arrays (scores, labels, qptr), by:
 
-* ``ours``: ``groupbias.evaluation.metrics.ndcg`` (reduce=None) (validation included);
-* ``ranx kernel``: ranx's numba kernel (``ranx.metrics.ndcg_burges``, parallel over all
-  cores) on rows sorted by numpy: the time is the per-row ``argsort`` of the padded
-  ``[queries, width]`` scores, packing the sorted ``(doc, score)`` rows and the kernel; the
-  qrels (label-sorted rows, fixed ground truth) are prepared once, outside the timing;
-* ``ranx evaluate``: ``ranx.evaluate`` on the same sorted arrays (its public entry point);
-* ``ir-measures``: ``ir_measures.iter_calc`` (pytrec_eval) on qrels/run dicts built
-  outside the timing;
-* ``loop``: a per-query numpy loop (argsort + dot per query).
+* ``ours``: ``groupbias.evaluation.metrics.ndcg`` (reduce=None), input validation included,
+  one thread;
+* ``padded numpy``: what a researcher writes in 20 lines: the scores and labels padded to
+  ``[queries, longest list]`` (a reshape when every list is 120 long), one per-row
+  ``argsort``, the top-10 labels gathered and dotted with the discount, the ideal DCG from
+  a per-row ``sort`` of the labels;
+* ``torch``: the same on padded tensors with ``torch.topk`` (torch's threads: both cores);
+* ``ranx kernel (sorted rows)``: ranx's numba kernel ``ranx.metrics.ndcg_burges`` (both
+  cores) on run rows sorted beforehand, outside the timing (the ranking is done for it) and
+  qrels rows sorted by label, also outside;
+* ``ranx evaluate``: ``ranx.evaluate`` on the unsorted padded rows (its public entry point);
+* ``ir-measures`` and ``pytrec_eval``: dict inputs built outside the timing (pytrec_eval
+  with gains ``2^l - 1`` as its qrels' levels);
+* ``loop``: a per-query numpy loop (the earlier baseline).
 
-Every implementation must give our values (1e-9) on the queries with a relevant item. The
-other metrics (NDCG@10 per group, ρ(DTR) and Δ(EEL) of a ranking and of tabular
-estimates, and the whole default set through ``compute_metrics`` (LTR regime), one
-ranking shared) are
-ours vs the loop. The physical floor is measured in the same run: one per-row ``argsort``
-of the padded scores, and one memory pass over them (a sum).
+Timings are interleaved (every implementation once per round, ``--rounds`` rounds) and
+medians; the 1-minute load average is printed beside every ratio. Every peer must agree
+with ours (the largest difference is printed) on the queries with a relevant item
+(pytrec_eval keeps scores as float32: queries with float32 ties among the scores are left
+out of its check; ranx evaluate gives the mean only). The physical floor is measured in the
+same run: one per-row ``argsort`` and one values-only ``sort`` of the padded scores, and one
+memory pass over them (a sum).
 
-Prints items/s for every metric and implementation, and as its last line
-``ratio: <fastest peer time for NDCG@10 at 30k x 120 / ours>``. Timings are medians of
-``--repeats`` runs (``--slow-repeats`` for ir-measures and the loop). ``--json PATH``
-writes every timing; ``--plot PATH`` draws NDCG@10 throughput against size.
+Per input it prints ``ratio at <queries> x <lengths>: <fastest peer / ours>``; the last line
+is ``ratio: <the worst of these>``. ``--others`` also times the other metrics (NDCG@10 per
+group, ρ(DTR) and Δ(EEL) of a ranking and of tabular estimates, and the default set through
+``compute_metrics``) against the per-query loop. ``--json PATH`` writes every timing.
 
-    .venv/bin/python benchmarks/metrics.py [--queries 1000 30000] [--repeats 5]
+    .venv/bin/python benchmarks/metrics.py [--queries 1000 10000 30000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import median_time  # noqa: E402
+from _timing import interleaved, load, median_time  # noqa: E402
 
 from groupbias import metrics as M  # noqa: E402
 from groupbias.evaluation.catalog import (  # noqa: E402
@@ -122,6 +128,50 @@ def ir_measures_ndcg(qrels, run, n_queries):
     for m in ir_measures.pytrec_eval.iter_calc([measure], qrels, run):
         out[int(m.query_id[1:])] = m.value
     return out
+
+
+def pytrec_eval_ndcg(evaluator, run, n_queries):
+    out = np.full(n_queries, np.nan)
+    for qid, row in evaluator.evaluate(run).items():
+        out[int(qid[1:])] = row[f"ndcg_cut_{K}"]
+    return out
+
+
+def _discount():
+    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
+
+
+def numpy_ndcg(scores, labels, qptr, fixed):
+    """Padded numpy: argsort rows, gather the top-k labels, dot with the discount; the
+    ideal DCG from the rows of labels sorted."""
+    if fixed:
+        s, lab = scores.reshape(-1, WIDTH), labels.reshape(-1, WIDTH)
+    else:
+        s, lab = padded(scores, qptr, -np.inf), padded(labels, qptr, 0.0)
+    d = _discount()
+    top = np.argsort(s, axis=1)[:, : -K - 1 : -1]
+    dcg = (np.exp2(np.take_along_axis(lab, top, axis=1)) - 1.0) @ d
+    idcg = (np.exp2(np.sort(lab, axis=1)[:, : -K - 1 : -1]) - 1.0) @ d
+    out = np.full(idcg.size, np.nan)
+    np.divide(dcg, idcg, out=out, where=idcg > 0)
+    return out
+
+
+def torch_ndcg(scores, labels, qptr, fixed):
+    """The same on padded tensors: ``torch.topk`` of the scores and of the labels."""
+    import torch
+
+    if fixed:
+        s = torch.from_numpy(scores).view(-1, WIDTH)
+        lab = torch.from_numpy(labels).view(-1, WIDTH)
+    else:
+        s = torch.from_numpy(padded(scores, qptr, -np.inf))
+        lab = torch.from_numpy(padded(labels, qptr, 0.0))
+    d = torch.from_numpy(_discount())
+    top = torch.topk(s, K, dim=1).indices
+    dcg = (torch.exp2(torch.gather(lab, 1, top)) - 1.0) @ d
+    idcg = (torch.exp2(torch.topk(lab, K, dim=1).values) - 1.0) @ d
+    return torch.where(idcg > 0, dcg / idcg, torch.nan).numpy()
 
 
 # ------------------------------------------------------------------ per-query loop baseline
@@ -211,44 +261,56 @@ def loop_eel(model_key, rel, qptr, groups, thresholds, *, discretize_model):
 # ------------------------------------------------------------------ timing
 
 
-def _agree(name, ours, theirs, only=None):
+def _agree(name, ours, theirs, only=None) -> float:
+    """The largest difference between ours and a peer (exits when it exceeds 1e-9)."""
     ok = ~np.isnan(ours) if only is None else only
-    if not np.allclose(ours[ok], theirs[ok], rtol=0, atol=1e-9):
-        raise SystemExit(f"{name}: results differ from ours")
+    diff = float(np.max(np.abs(ours[ok] - theirs[ok]), initial=0.0))
+    if not diff <= 1e-9:
+        raise SystemExit(f"{name}: results differ from ours ({diff:.3g})")
+    return diff
 
 
-def ndcg_cases(s, lab, q, args):
-    """NDCG@10 of every implementation: ``{name: (seconds, values)}`` (+ the kernel alone)."""
+def ndcg_cases(s, lab, q, lengths, args):
+    """NDCG@10 of every implementation, interleaved: ``{name: (seconds, values)}`` and the
+    largest difference of every peer from ours."""
+    import pytrec_eval
     import ranx
     from ranx.metrics import ndcg_burges
 
     nq = q.size - 1
-    fast, slow = args.repeats, args.slow_repeats
-    out = {"ours": median_time(lambda: M.ndcg(s, lab, qptr=q, k=K, reduce=None), fast)}
+    fixed = lengths == "fixed"
     ps, ids, qrels = ranx_inputs(s, lab, q)
     run = ranx_run(ps, ids)
     ndcg_burges(qrels, run, K)  # compile outside the timing
-    out["ranx kernel"] = median_time(lambda: ndcg_burges(qrels, ranx_run(ps, ids), K), fast)
-    out["ranx kernel (sorted input given)"] = median_time(lambda: ndcg_burges(qrels, run, K), fast)
-
-    # (per-query values with a single metric and return_mean=False raise a KeyError in
-    # ranx 0.3.21: the mean is compared instead)
-    out["ranx evaluate"] = median_time(
-        lambda: ranx.evaluate(qrels, ranx_run(ps, ids), "ndcg_burges@10"), fast
-    )
     ir_q, ir_r = ir_measures_inputs(s, lab, q)
-    out["ir-measures"] = median_time(lambda: ir_measures_ndcg(ir_q, ir_r, nq), slow)
-    out["loop"] = median_time(lambda: loop_ndcg(s, lab, q, None, "all", K), slow)
+    gains = {qid: {d: 2**v - 1 for d, v in row.items()} for qid, row in ir_q.items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(gains, {f"ndcg_cut_{K}"})
+    torch_ndcg(s, lab, q, fixed)  # torch's first call sets up its thread pool
+    cases = {
+        "ours": lambda: M.ndcg(s, lab, qptr=q, k=K, reduce=None),
+        "padded numpy": lambda: numpy_ndcg(s, lab, q, fixed),
+        "torch": lambda: torch_ndcg(s, lab, q, fixed),
+        "ranx kernel (sorted rows)": lambda: ndcg_burges(qrels, run, K),
+        # (per-query values with a single metric and return_mean=False raise a KeyError in
+        # ranx 0.3.21: the mean is compared instead)
+        "ranx evaluate": lambda: ranx.evaluate(qrels, ranx_run(ps, ids), f"ndcg_burges@{K}"),
+        "ir-measures": lambda: ir_measures_ndcg(ir_q, ir_r, nq),
+        "pytrec_eval": lambda: pytrec_eval_ndcg(evaluator, ir_r, nq),
+        "loop": lambda: loop_ndcg(s, lab, q, None, "all", K),
+    }
+    out = interleaved(cases, args.rounds)
     has_rel = np.bincount(np.repeat(np.arange(nq), np.diff(q)), weights=lab, minlength=nq) > 0
     ours = out["ours"][1]
+    diffs = {}
     for name, (_, values) in out.items():
         if name == "ranx evaluate":  # the mean, queries without a relevant item scoring 0
-            _agree(name, np.array([np.where(has_rel, ours, 0.0).mean()]), np.array([values]))
-        elif name == "ir-measures":  # pytrec_eval keeps scores as float32: ties there
-            _agree(f"ndcg@10 {name}", ours, values, has_rel & ~float32_ties(s, q))
-        else:
-            _agree(f"ndcg@10 {name}", ours, values, has_rel)
-    return out
+            mean = np.array([np.where(has_rel, ours, 0.0).mean()])
+            diffs[name] = _agree(name, mean, np.array([values]))
+        elif name in ("ir-measures", "pytrec_eval"):  # scores as float32: ties there
+            diffs[name] = _agree(name, ours, values, has_rel & ~float32_ties(s, q))
+        elif name != "ours":
+            diffs[name] = _agree(name, ours, np.asarray(values, dtype=np.float64), has_rel)
+    return out, diffs
 
 
 def float32_ties(scores, qptr):
@@ -313,6 +375,7 @@ def floors(s, q, repeats):
     rows = padded(s, q, -np.inf)
     return {
         "one per-row argsort": median_time(lambda: np.argsort(rows, axis=1), repeats)[0],
+        "one per-row sort (values)": median_time(lambda: np.sort(rows, axis=1), repeats)[0],
         "one memory pass": median_time(lambda: float(s.sum()), repeats)[0],
     }
 
@@ -320,28 +383,41 @@ def floors(s, q, repeats):
 def run_scale(n_queries, lengths, args):
     s, lab, rel, biased, g, q = make_input(n_queries, lengths)
     n = int(q[-1])
-    table = {"ndcg@10": ndcg_cases(s, lab, q, args)}
-    table.update(other_cases(s, lab, rel, biased, g, q, args))
+    ndcg, diffs = ndcg_cases(s, lab, q, lengths, args)
+    table = {"ndcg@10": ndcg}
+    if args.others:
+        table.update(other_cases(s, lab, rel, biased, g, q, args))
     times = {m: {impl: t for impl, (t, _) in row.items()} for m, row in table.items()}
+    row = times["ndcg@10"]
+    peers = {k: v for k, v in row.items() if k != "ours"}
+    best = min(peers, key=peers.__getitem__)
     return {
         "queries": n_queries,
         "lengths": lengths,
         "items": n,
         "times": times,
-        "floors": floors(s, q, args.repeats),
+        "agreement": diffs,
+        "floors": floors(s, q, args.rounds),
+        "fastest peer": best,
+        "ratio": peers[best] / row["ours"],
+        "load": load(),
     }
 
 
 def show(res) -> None:
     n = res["items"]
-    print(f"\n{res['queries']} queries, {res['lengths']} lengths, {n} items (items/s, median)")
-    impls = list(res["times"]["ndcg@10"])
-    print(f"{'metric':<30}" + "".join(f"{i[:16]:>18}" for i in impls))
+    print(f"\n{res['queries']} queries, {res['lengths']} lengths, {n} items (median ms, items/s)")
     for metric, row in res["times"].items():
-        cells = "".join(f"{n / row[i]:>18.3g}" if i in row else f"{'':>18}" for i in impls)
-        print(f"{metric:<30}{cells}")
+        for impl, t in row.items():
+            diff = res["agreement"].get(impl) if metric == "ndcg@10" else None
+            agree = "" if diff is None else f"  max |diff| {diff:.1e}"
+            print(f"{metric:<24}{impl:<28}{t * 1000:>10.1f} ms{n / t:>12.3g}/s{agree}")
     for name, t in res["floors"].items():
-        print(f"floor: {name:<23}{n / t:>18.3g}  ({t * 1000:.1f} ms)")
+        print(f"floor: {name:<45}{t * 1000:>10.1f} ms{n / t:>12.3g}/s")
+    print(
+        f"ratio at {res['queries']} x {res['lengths']}: {res['ratio']:.2f} "
+        f"(fastest peer: {res['fastest peer']}) load: {res['load']}"
+    )
 
 
 def plot(results, path) -> None:
@@ -355,9 +431,9 @@ def plot(results, path) -> None:
     fig, ax = plt.subplots(figsize=(9, 4.2))
     for impl in fixed[0]["times"]["ndcg@10"]:
         ys = [r["items"] / r["times"]["ndcg@10"][impl] for r in fixed]
-        style = "--" if impl == "ranx kernel (sorted input given)" else "-"
+        style = "--" if impl == "ranx kernel (sorted rows)" else "-"
         ax.plot(items, ys, style, marker="o", label=f"NDCG@10 {impl}")
-    for name, style in (("one per-row argsort", "--"), ("one memory pass", ":")):
+    for name, style in (("one per-row sort (values)", "--"), ("one memory pass", ":")):
         ys = [r["items"] / r["floors"][name] for r in fixed]
         ax.plot(items, ys, style, color="grey", label=f"floor: {name}")
     ax.set_xscale("log")
@@ -371,13 +447,16 @@ def plot(results, path) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--queries", type=int, nargs="+", default=[1000, 30000])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--slow-repeats", type=int, default=3)
+    ap.add_argument("--queries", type=int, nargs="+", default=[1000, 10000, 30000])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="(--others) our repeats")
+    ap.add_argument("--slow-repeats", type=int, default=3, help="(--others) the loop's")
     ap.add_argument("--lengths", nargs="+", default=["fixed", "mslr"], choices=["fixed", "mslr"])
+    ap.add_argument("--others", action="store_true", help="also the other metrics vs the loop")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None)
     args = ap.parse_args(argv)
+    print(f"load before: {load()}")
     results = []
     for nq in args.queries:
         for lengths in args.lengths:
@@ -387,14 +466,13 @@ def main(argv=None) -> None:
         args.json.write_text(json.dumps(results, indent=1))
     if args.plot:
         plot(results, args.plot)
-    fixed = [r for r in results if r["lengths"] == "fixed"] or results
-    top = max(fixed, key=lambda r: r["queries"])
-    row = top["times"]["ndcg@10"]
-    peers = {k: v for k, v in row.items() if k not in ("ours", "ranx kernel (sorted input given)")}
-    best = min(peers, key=peers.__getitem__)
-    print(f"\nfastest peer at {top['queries']} x {WIDTH}: {best} ({peers[best] * 1000:.1f} ms)")
-    print(f"ours: {row['ours'] * 1000:.1f} ms")
-    print(f"ratio: {peers[best] / row['ours']:.2f}")
+    worst = min(results, key=lambda r: r["ratio"])
+    print(
+        f"\nworst: {worst['queries']} x {worst['lengths']}, fastest peer {worst['fastest peer']} "
+        f"({worst['times']['ndcg@10'][worst['fastest peer']] * 1000:.1f} ms), "
+        f"ours {worst['times']['ndcg@10']['ours'] * 1000:.1f} ms, load {worst['load']}"
+    )
+    print(f"ratio: {worst['ratio']:.2f}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import DatasetInfo, register_dataset
 from groupbias.data.ranking_data import RankingData
 
-from . import iitjee, lightgbm, movielens, mslr, synthetic, trec_fair, yahoo
+from . import iitjee, lightgbm, movielens, mslr, synthetic, text_collections, trec_fair, yahoo
 
 __all__ = ["BUILTIN"]
 
@@ -217,6 +217,80 @@ class MovielensOptions:
         )
 
 
+@dataclass(frozen=True)
+class GrepBiasirOptions:
+    """Grep-BiasIR as a text collection (``text_collections.load_grep_biasir``)."""
+
+    both: str = "unknown"
+
+    def __post_init__(self) -> None:
+        choice("both", self.both, text_collections.BOTH_POLICIES)
+
+    def load(self, root, split: str):
+        return text_collections.load_grep_biasir(root, both=self.both)
+
+
+@dataclass(frozen=True)
+class TrecTextOptions:
+    """TREC Fair as a text collection (``text_collections.load_trec_fair_text``)."""
+
+    year: int
+    author_rule: str = "first"
+    high_level: int = 4
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+        choice("author_rule", self.author_rule, ("first", "none_high", "majority"))
+        integer("high_level", self.high_level, low=0)
+
+    def load(self, root, split: str):
+        return text_collections.load_trec_fair_text(
+            root, self.year, author_rule=self.author_rule, high_level=self.high_level
+        )
+
+
+@dataclass(frozen=True)
+class TextFilesOptions:
+    """A user's text collection from files (``groupbias.data.text.load_text_collection``):
+    ``corpus`` (collection.tsv or .jsonl), ``queries`` (queries.tsv or TREC topics),
+    ``qrels`` (TREC qrels), ``groups`` (an item -> group file, or null) stored as the
+    document label ``group_label``; relative paths are taken below ``root`` when given."""
+
+    corpus: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    groups: str | None = None
+    group_label: str = "group"
+    unknown_docs: str = "raise"
+    topic_field: str = "title"
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "queries", "qrels"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a file path", getattr(self, name))
+        _path("groups", self.groups)
+        if not isinstance(self.group_label, str) or not self.group_label:
+            raise ParameterError("group_label", "a label name", self.group_label)
+        choice("unknown_docs", self.unknown_docs, ("raise", "skip"))
+        choice("topic_field", self.topic_field, ("title", "desc", "narr"))
+
+    def load(self, root, split: str):
+        from groupbias.data.text import load_text_collection
+
+        def at(path):
+            return None if path is None else os.path.join(root or "", path)
+
+        return load_text_collection(
+            at(self.corpus),
+            at(self.queries),
+            at(self.qrels),
+            groups=at(self.groups),
+            group_label=self.group_label,
+            unknown_docs=self.unknown_docs,
+            topic_field=self.topic_field,
+        )
+
+
 _TREC = trec_fair.ENV_VAR
 _ALL = {"train": "train", "valid": "valid", "test": "test"}
 BUILTIN = (
@@ -256,6 +330,37 @@ BUILTIN = (
         tuple(trec_fair.files_for(2020)),
         {"train": "train"},
         {"year": 2020},
+    ),
+    DatasetInfo(
+        "text_files",
+        "text files",
+        TextFilesOptions,
+        None,
+        (),
+        {"test": "all"},
+        builtin_groups=False,
+    ),
+    DatasetInfo(
+        "grep_biasir",
+        "Grep-BiasIR",
+        GrepBiasirOptions,
+        text_collections.ENV_VAR,
+        text_collections.GREP_FILES,
+        {"test": "all"},
+        builtin_groups=False,
+    ),
+    *(
+        DatasetInfo(
+            f"trec{y}_text",
+            f"TREC {y} (text)",
+            TrecTextOptions,
+            _TREC,
+            tuple(trec_fair.files_for(y)),
+            {"test": "all"},
+            {"year": y},
+            builtin_groups=False,
+        )
+        for y in (2019, 2020)
     ),
     DatasetInfo(
         "yahoo",

@@ -266,6 +266,25 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
     return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
 
 
+def read_sample(path: Path) -> tuple[pd.DataFrame, list]:
+    """(qid, doc_id, relevance) rows of a training-sample JSON-lines file, and its query
+    ids in file order (qids normalized as :func:`load_trec_fair_track` reads them)."""
+    return _read_sample(path)
+
+
+def sample_queries(path: Path) -> dict:
+    """``{qid: query text}`` of a training-sample JSON-lines file (``""`` when a line has
+    no ``query``)."""
+    out = {}
+    qids = _read_sample(path)[1]
+    with open(path, encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh if line.strip()]
+    for qid, obj in zip(qids, lines):
+        query = obj.get("query", "")
+        out[qid] = query if isinstance(query, str) else ""
+    return out
+
+
 _INT_QID = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
@@ -316,6 +335,43 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         gid = numeric_column(g, "gid", path)
         s = pd.Series(gid >= high_level, index=ids)
     return s[~s.index.duplicated(keep="first")]
+
+
+def paper_groups(
+    ydir: Path, year: int, author_rule: str, high_level: int
+) -> tuple[pd.Series, pd.Series]:
+    """``(group, n_authors)`` of every paper of ``paper_authors.csv`` in the year folder
+    ``ydir``: the paper's affected-group membership under ``author_rule`` (1 = low h-index,
+    0 = high, a fraction for ``"fraction"``, NaN = no known author) and its number of
+    authors, both indexed by paper sha."""
+    y = year
+    apath = ydir / PAPER_AUTHORS
+    pa = read_table(apath, dtype=str, keep_default_na=False, na_values=[""])
+    for col in ("paper_sha", "corpus_author_id", "position"):
+        if col not in pa.columns:
+            raise DataFormatError(apath, 1, "missing column", field=col)
+    aid = numeric_column(pa, "corpus_author_id", apath, allow_missing=True)
+    pos = numeric_column(pa, "position", apath)
+    high = _author_high(ydir, y, high_level)
+    aid_known = np.isfinite(aid)
+    status = np.full(aid.size, np.nan)  # 1 = low, 0 = high, nan = unknown
+    hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
+    found = hit.notna().to_numpy() & aid_known
+    status[found] = np.where(hit.to_numpy()[found].astype(bool), 0.0, 1.0)
+    auth = pd.DataFrame({"paper": pa["paper_sha"].str.strip(), "pos": pos, "low": status})
+    n_authors = auth.groupby("paper", sort=False).size()
+    known = auth.dropna(subset=["low"])
+    agg = known.groupby("paper", sort=False)["low"].agg(["sum", "count"])
+    if author_rule == "first":
+        firsts = auth.sort_values(["paper", "pos"], kind="stable").drop_duplicates("paper")
+        paper_group = firsts.set_index("paper")["low"]
+    elif author_rule == "none_high":
+        paper_group = (agg["sum"] == agg["count"]).astype(np.float64)
+    elif author_rule == "majority":
+        paper_group = (agg["sum"] > agg["count"] - agg["sum"]).astype(np.float64)
+    else:
+        paper_group = agg["sum"] / agg["count"]
+    return paper_group, n_authors
 
 
 def load_trec_fair_track(
@@ -379,33 +435,8 @@ def load_trec_fair_track(
     pmeta = pd.DataFrame(meta_cols, index=papers["paper_sha"].str.strip())
     pmeta = pmeta[~pmeta.index.duplicated(keep="first")]
 
-    # ---- authors and groups -------------------------------------------------------------
-    apath = ydir / PAPER_AUTHORS
-    pa = read_table(apath, dtype=str, keep_default_na=False, na_values=[""])
-    for col in ("paper_sha", "corpus_author_id", "position"):
-        if col not in pa.columns:
-            raise DataFormatError(apath, 1, "missing column", field=col)
-    aid = numeric_column(pa, "corpus_author_id", apath, allow_missing=True)
-    pos = numeric_column(pa, "position", apath)
-    high = _author_high(ydir, y, high_level)
-    aid_known = np.isfinite(aid)
-    status = np.full(aid.size, np.nan)  # 1 = low, 0 = high, nan = unknown
-    hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
-    found = hit.notna().to_numpy() & aid_known
-    status[found] = np.where(hit.to_numpy()[found].astype(bool), 0.0, 1.0)
-    auth = pd.DataFrame({"paper": pa["paper_sha"].str.strip(), "pos": pos, "low": status})
-    n_authors = auth.groupby("paper", sort=False).size()
-    known = auth.dropna(subset=["low"])
-    agg = known.groupby("paper", sort=False)["low"].agg(["sum", "count"])
-    if author_rule == "first":
-        firsts = auth.sort_values(["paper", "pos"], kind="stable").drop_duplicates("paper")
-        paper_group = firsts.set_index("paper")["low"]
-    elif author_rule == "none_high":
-        paper_group = (agg["sum"] == agg["count"]).astype(np.float64)
-    elif author_rule == "majority":
-        paper_group = (agg["sum"] > agg["count"] - agg["sum"]).astype(np.float64)
-    else:
-        paper_group = agg["sum"] / agg["count"]
+    # ---- authors and groups ----------------------------------------------------------
+    paper_group, n_authors = paper_groups(ydir, y, author_rule, high_level)
 
     # ---- assemble -----------------------------------------------------------------------
     docs = pairs["doc_id"]

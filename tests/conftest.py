@@ -15,21 +15,41 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _shared(env: str, relative: str, marker: str) -> Path | None:
+    """``$env`` or ``../shared/data/<relative>`` when it holds ``marker``, else None."""
+    value = os.environ.get(env)
+    cand = Path(value) if value else REPO.parent / "shared" / "data" / relative
+    return cand if (cand / marker).exists() else None
+
+
+def _required(path: Path | None, what: str, env: str, relative: str) -> Path:
+    if path is None:
+        pytest.skip(f"{what} not found: set {env} or place it at ../shared/data/{relative}")
+    return path
+
+
 def trec_fair_root() -> Path | None:
-    env = os.environ.get("GROUPBIAS_TREC_FAIR")
-    cand = Path(env) if env else REPO.parent / "shared" / "data" / "trec-fair"
-    return cand if (cand / "ppg").is_dir() else None
+    return _shared("GROUPBIAS_TREC_FAIR", "trec-fair", "ppg")
 
 
 @pytest.fixture
 def trec_root() -> Path:
-    root = trec_fair_root()
-    if root is None:
-        pytest.skip(
-            "TREC Fair data not found: set GROUPBIAS_TREC_FAIR or place it at "
-            "../shared/data/trec-fair"
-        )
-    return root
+    return _required(trec_fair_root(), "TREC Fair data", "GROUPBIAS_TREC_FAIR", "trec-fair")
+
+
+@pytest.fixture
+def grep_root() -> Path:
+    root = _shared("GROUPBIAS_GREP_BIASIR", "grep-biasir", "queries.csv")
+    return _required(root, "Grep-BiasIR", "GROUPBIAS_GREP_BIASIR", "grep-biasir")
+
+
+@pytest.fixture
+def gender_wordlist() -> Path:
+    path = "rekabsaz-gender/wordlist_genderspecific.txt"
+    env = "GROUPBIAS_GENDER_WORDLIST"
+    value = os.environ.get(env)
+    file = Path(value) if value else REPO.parent / "shared" / "data" / path
+    return _required(file if file.is_file() else None, "gender word list", env, path)
 
 
 @pytest.fixture

@@ -233,11 +233,32 @@ SMOKE = {
 }
 
 
+#: the retrieval experiments run on the tiny text collection of tests/data/tiny_text
+TINY_TEXT = REPO / "tests" / "data" / "tiny_text"
+TEXT_FILES = [
+    "dataset=text_files",
+    f"dataset.root={TINY_TEXT}",
+    "dataset.params.groups=groups.tsv",
+    "dataset.params.group_label=gender",
+    f"experiment.wordlist={TINY_TEXT / 'wordlist.txt'}",
+]
+TEXT_SMOKE = {
+    "gender_labels": TEXT_FILES,
+    "bias_aware_prf": [*TEXT_FILES, "experiment.lambdas=[0.0,1.0]", "experiment.pool=10"],
+    "fair_qr": [*TEXT_FILES[:-1], "experiment.datasets=[]", "experiment.fair_qr.top_k=3",
+                "experiment.fair_qr.depth=10"],
+    "retrieval_fairness": [*TEXT_FILES, "experiment.datasets=[]", "experiment.prf.pool=10",
+                           "experiment.fair_qr.top_k=3", "experiment.fair_qr.depth=10"],
+}  # fmt: skip
+SMOKE.update(TEXT_SMOKE)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("experiment", sorted(SMOKE))
 def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
+    synth = [] if experiment in TEXT_SMOKE else TINY_SYNTH
     cfg = _compose(
-        [f"experiment={experiment}", f"paths.runs={tmp_path}", *TINY_SYNTH, *SMOKE[experiment]]
+        [f"experiment={experiment}", f"paths.runs={tmp_path}", *synth, *SMOKE[experiment]]
     )
     metrics = run(cfg)
     recs = metrics["records"]

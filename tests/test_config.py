@@ -203,3 +203,33 @@ def test_lightning_bars_only_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdout", Terminal())
     assert TrainerSpec().trainer_kwargs()["enable_progress_bar"] is True
     assert TrainerSpec(enable_progress_bar=False).trainer_kwargs()["enable_progress_bar"] is False
+
+
+def _targets(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "_target_":
+                yield v
+            else:
+                yield from _targets(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _targets(v)
+
+
+def test_every_target_in_the_config_tree_resolves():
+    """Every ``_target_`` of every config file (nested ones included: groupings of dataset
+    entries, the estimators of estimator_robustness) names an importable class."""
+    import importlib
+
+    import yaml
+
+    found = {}
+    for path in sorted(CONFIGS.rglob("*.yaml")):
+        for target in _targets(yaml.safe_load(path.read_text())):
+            found[target] = path.relative_to(CONFIGS)
+    assert len(found) >= 20
+    for target, where in found.items():
+        module, _, name = target.rpartition(".")
+        obj = getattr(importlib.import_module(module), name, None)
+        assert callable(obj), f"{where}: {target}"

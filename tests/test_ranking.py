@@ -158,29 +158,33 @@ def _spec(rng, n_queries=80, max_len=60):
 
 
 def _count_sorts(monkeypatch):
-    calls = {"sort": 0, "partition": 0}
-    sort_rows, partition_rows = R._sort_rows, R._partition_rows
+    calls = {"packed": 0, "sort": 0, "partition": 0}
+    packed_sort, sort_rows, partition_rows = R._packed_sort, R._sort_rows, R._partition_rows
 
-    def counted_sort(*a, **kw):
-        calls["sort"] += 1
-        return sort_rows(*a, **kw)
+    def counted(name, fn):
+        def call(*a, **kw):
+            calls[name] += 1
+            return fn(*a, **kw)
 
-    def counted_partition(*a, **kw):
-        calls["partition"] += 1
-        return partition_rows(*a, **kw)
+        return call
 
-    monkeypatch.setattr(R, "_sort_rows", counted_sort)
-    monkeypatch.setattr(R, "_partition_rows", counted_partition)
+    monkeypatch.setattr(R, "_packed_sort", counted("packed", packed_sort))
+    monkeypatch.setattr(R, "_sort_rows", counted("sort", sort_rows))
+    monkeypatch.setattr(R, "_partition_rows", counted("partition", partition_rows))
     return calls
 
 
-def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
+def test_an_evaluation_ranks_the_scores_once(rng):
     s, spec = _spec(rng)
-    n_blocks = len(DeterministicRanking(s, spec.qptr).blocks())
-    calls = _count_sorts(monkeypatch)
-    out = compute_metrics(s, spec, regime="ltr")
-    # rho_dtr and delta_eel rank every item: one full sort per block, reused by NDCG@10
-    assert calls == {"sort": n_blocks, "partition": 0}
+    blocks = DeterministicRanking(s, spec.qptr).blocks()
+    n_sorts = len(R._merged(blocks))  # small blocks are sorted together
+    assert 0 < n_sorts < len(blocks)
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _count_sorts(mp)
+        out = compute_metrics(s, spec, regime="ltr")
+    # rho_dtr and delta_eel rank every item: one packed sort per merged block (no ties:
+    # no exact sort), reused by NDCG@10
+    assert calls == {"packed": n_sorts, "sort": 0, "partition": 0}
     kw = {"qptr": spec.qptr, "groups": spec.groups}
     for group in ("all", "affected", "non_affected"):
         key = "ndcg@10" if group == "all" else f"ndcg@10:{group}"
@@ -189,9 +193,82 @@ def test_an_evaluation_ranks_the_scores_once(rng, monkeypatch):
     want = M.rho_dtr_ranking(s, spec.relevance, **kw, reduce=None)
     np.testing.assert_allclose(out["rho_dtr"], want, rtol=0, atol=1e-12)
     # tabular: only NDCG ranks the scores; its three variants share one top-10 cut
-    calls.update(sort=0, partition=0)
-    compute_metrics(s, spec, regime="tabular")
-    assert 0 < calls["sort"] + calls["partition"] <= n_blocks
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _count_sorts(mp)
+        compute_metrics(s, spec, regime="tabular")
+    assert calls == {"packed": n_sorts, "sort": 0, "partition": 0}
+    # tied scores: the blocks with ties are ranked again exactly
+    tied = np.round(s, 1)
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _count_sorts(mp)
+        compute_metrics(tied, spec, regime="ltr")
+    assert calls["packed"] == n_sorts and calls["sort"] > 0
+
+
+def _exact_only(mp):
+    """Take the exact paths only: per-row argsort / partition and float label sorts (the
+    implementation before the packed sorts)."""
+    mp.setattr(R, "_packed_sort", lambda block, scores: None)
+    mp.setattr(R, "_small_integers", lambda values: None)
+
+
+def _metric_values(s, lab, rel, g, q):
+    r = DeterministicRanking(s, q)
+    kw = {"qptr": q, "groups": g}
+    out = [r.ranks().astype(float), r.best(10, lambda x: np.exp2(x) - 1), r.best(None)]
+    for k in (None, 1, 3, 10, 25):
+        for ties in ("average", "stable"):
+            e = r.weights(k, ties)
+            out += [e.dense(), e.sums(lab), e.sums(lab, g, combine=lambda a, b: a * b)]
+    for k in (1, 5, 10):
+        for group in ("all", "affected", "non_affected"):
+            for ties in ("average", "stable", "pessimistic"):
+                out.append(M.ndcg(s, lab, group=group, k=k, ties=ties, **kw, reduce=None))
+    out.append(M.ndcg(s, rel, k=None, gain="linear", **kw, reduce=None))
+    out.append(M.rho_dtr_ranking(s, rel, **kw, reduce=None))
+    out.append(M.delta_eel_ranking(s, rel, thresholds=[0.3, 0.6], **kw, reduce=None))
+    m = np.stack([g, 1 - g], axis=1)
+    for fn in (F.awrf, F.texfair, F.nfairr, F.arab):
+        out.append(fn(s, qptr=q, membership=m, k=5, reduce=None))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_sorts_give_the_exact_paths_bits(seed):
+    """The packed sorts (and int16 label sorts) give every metric the same bits as the
+    exact paths: random lists with ties, empty and one-item queries, lists long enough for
+    the top-k partition, scores of both signs and +-0."""
+    rng = np.random.default_rng(seed)
+    for trial in range(12):
+        sizes = rng.integers(0, [2, 8, 40, 140][trial % 4] + 1, size=int(rng.integers(1, 60)))
+        sizes[rng.random(sizes.size) < 0.1] = 1
+        q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        n = int(q[-1])
+        s = [rng.random(n), rng.integers(0, 6, n) / 5.0, np.round(rng.normal(size=n), 1)][trial % 3]
+        if trial % 2:  # a few ties and signed zeros among distinct scores
+            s = rng.normal(size=n)
+            s[rng.random(n) < 0.05] = 0.25
+            s[rng.random(n) < 0.05] = -0.0
+            s[rng.random(n) < 0.05] = 0.0
+        lab = rng.integers(0, 5, n).astype(float)
+        rel, g = lab / 4, (rng.random(n) < 0.4).astype(float)
+        g[rng.random(n) < 0.1] = 0.5
+        fast = _metric_values(s, lab, rel, g, q)
+        with pytest.MonkeyPatch.context() as mp:
+            _exact_only(mp)
+            exact = _metric_values(s, lab, rel, g, q)
+        for a, b in zip(fast, exact, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_nearly_equal_scores_take_the_exact_path():
+    # scores 1 ulp apart collide once the column replaces their low bits: those rows are
+    # ranked exactly, and stay in their order
+    base = np.linspace(0.2, 0.9, 50)
+    s = np.concatenate([base, np.nextafter(base, 1.0)])
+    q = np.array([0, 100], dtype=np.int64)
+    ranks = DeterministicRanking(s, q).ranks()
+    np.testing.assert_array_equal(ranks, 100 - np.argsort(np.argsort(s)))
 
 
 def test_ranking_accepted_by_every_ranked_metric(rng):

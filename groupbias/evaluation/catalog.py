@@ -47,9 +47,11 @@ from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
 from . import fairness as F
 from .metrics import (
     GROUPS,
+    average_precision,
     delta_eel_ranking,
     delta_eel_tabular,
     ndcg,
+    reciprocal_rank,
     rho_dtr_ranking,
     rho_dtr_tabular,
 )
@@ -412,6 +414,22 @@ def _delta_eel_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarr
     )
 
 
+def _on_labels(fn):
+    """The metric-by-name form of a utility metric of a retrieval run (``map``, ``mrr``):
+    ``fn`` of the ranking by the scores against ``spec.labels``, cutoff ``k``."""
+
+    @metric_info(default_k=None, groups=("all",), ranked=True)
+    def by_name(scores, spec, *, regime, k, group, **options):
+        return fn(scores, spec.labels, qptr=spec.qptr, k=k, reduce=None, **options)
+
+    by_name.__name__ = by_name.__qualname__ = fn.__name__
+    by_name.__doc__ = (
+        f"``{fn.__name__}`` (:func:`groupbias.evaluation.metrics.{fn.__name__}`) of the ranking "
+        "by the scores against ``spec.labels``; no ``@k``: the whole list."
+    )
+    return by_name
+
+
 #: the cutoff of a related-work metric whose name has no ``@k`` (``"awrf"`` = ``"awrf@10"``;
 #: ``{"name": "awrf", "k": None}`` for no cutoff)
 DEFAULT_K = 10
@@ -452,6 +470,8 @@ BUILTIN_METRICS = {
     "ndcg": _ndcg_by_name,
     "rho_dtr": _rho_dtr_by_name,
     "delta_eel": _delta_eel_by_name,
+    "map": _on_labels(average_precision),
+    "mrr": _on_labels(reciprocal_rank),
     "awrf": _on_membership(F.awrf, "keyword", "higher"),
     "awrf_distance": _on_membership(F.awrf_distance, "keyword", "lower"),
     "ndcg_awrf": _on_membership(F.ndcg_awrf, "positional", "higher"),
@@ -467,5 +487,5 @@ BUILTIN_METRICS = {
 }
 #: the related-work metrics among them
 RELATED_WORK = tuple(
-    name for name in BUILTIN_METRICS if name not in ("ndcg", "rho_dtr", "delta_eel")
+    name for name in BUILTIN_METRICS if name not in ("ndcg", "rho_dtr", "delta_eel", "map", "mrr")
 )

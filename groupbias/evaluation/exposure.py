@@ -87,10 +87,20 @@ def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> n
     return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
 
 
-def group_sums(values: np.ndarray, g: np.ndarray, qptr: np.ndarray, qidx: np.ndarray):
+def group_sums(
+    values: np.ndarray,
+    g: np.ndarray,
+    qptr: np.ndarray,
+    qidx: np.ndarray | None = None,
+    ng: np.ndarray | None = None,
+):
     """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
-    non-affected group (float64 [n_queries] each)."""
-    return (segment_sum(values * g, qptr, qidx), segment_sum(values * (1.0 - g), qptr, qidx))
+    non-affected group (float64 [n_queries] each); ``ng``: ``1 - g`` when the caller has it
+    (``qidx`` is accepted and not needed)."""
+    x = values * g
+    ea = segment_sum(x, qptr)
+    np.multiply(values, 1.0 - g if ng is None else ng, out=x)
+    return ea, segment_sum(x, qptr)
 
 
 def group_exposure(exposure, groups, *, qptr) -> np.ndarray:

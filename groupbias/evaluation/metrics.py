@@ -52,6 +52,8 @@ __all__ = [
     "rho_dtr_ranking",
     "delta_eel_tabular",
     "delta_eel_ranking",
+    "average_precision",
+    "reciprocal_rank",
     "GROUPS",
 ]
 
@@ -312,8 +314,8 @@ def rho_dtr_ranking(
     g = check_groups(groups, r.n_items)
     offset = check_offset(offset)
     e = r.weights(check_k(k), ties, offset=offset).dense()
-    qidx = query_index(q)
-    sums = (*group_sums(e, g, q, qidx), *group_sums(y, g, q, qidx))
+    ng = 1.0 - g
+    sums = (*group_sums(e, g, q, ng=ng), *group_sums(y, g, q, ng=ng))
     return _reduce_rho(sums, reduce, on_zero_utility)
 
 
@@ -478,3 +480,81 @@ def delta_eel_ranking(
     model = r.weights(opts["k"], ties, offset=opts["offset"]).dense()
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
     return reduce_queries(out, reduce, EEL_REDUCE)
+
+
+# --------------------------------------------------------------------------- retrieval runs
+
+
+def _relevant_ranks(scores, labels, qptr, k, relevant_from):
+    """Ranks (ties by position), relevance and query of every item, and the cutoff."""
+    r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
+    ranking = DeterministicRanking.of(r, q)
+    if not isinstance(relevant_from, (int, float)) or isinstance(relevant_from, bool):
+        raise ParameterError("relevant_from", "a grade (number)", relevant_from)
+    return ranking.ranks(), lab >= relevant_from, q, query_index(q), check_k(k)
+
+
+def _no_relevant(out: np.ndarray, n_rel: np.ndarray, q: np.ndarray, policy: str) -> np.ndarray:
+    """``out`` with the queries without a relevant item set by ``policy`` (NaN for
+    ``"skip"``, 0 for ``"zero"``) and empty queries NaN."""
+    out[n_rel == 0] = np.nan if policy == "skip" else 0.0
+    out[np.diff(q) == 0] = np.nan
+    return out
+
+
+def average_precision(
+    scores,
+    labels,
+    *,
+    qptr,
+    k: int | None = None,
+    relevant_from: float = 1,
+    on_no_relevant: str = "skip",
+    reduce: str | None = "mean",
+):
+    """AP@k of every query, as trec_eval's ``map_cut_k`` (MAP@10 of Bigdeli et al. 2021):
+
+        AP@k = (1 / R) sum_{r <= k, d_r relevant} P@r,     P@r = |relevant in top r| / r
+
+    with ``R`` the number of relevant items of the query (``labels >= relevant_from``) in
+    the whole list, so the list must hold every judged relevant item (e.g.
+    ``TextCollection.ranking_data(run, judged=True)``). Ties are broken by position (the
+    run's order). A query without a relevant item: ``on_no_relevant="skip"`` (NaN) or
+    ``"zero"``."""
+    check_reduce(reduce)
+    on_no_relevant = choice("on_no_relevant", on_no_relevant, ("skip", "zero"))
+    ranks, rel, q, qidx, k = _relevant_ranks(scores, labels, qptr, k, relevant_from)
+    inside = rel & (ranks <= (ranks.max(initial=0) if k is None else k))
+    order = np.lexsort((ranks, qidx))
+    hits = np.cumsum(inside[order])
+    hits_before = np.repeat(np.concatenate(([0], hits))[q[:-1]], np.diff(q))
+    n_hits = np.empty(ranks.size)
+    n_hits[order] = hits - hits_before
+    prec = np.where(inside, n_hits / np.maximum(ranks, 1), 0.0)
+    n_rel = segment_sum(rel.astype(np.float64), q, qidx)
+    out = segment_sum(prec, q, qidx) / np.where(n_rel > 0, n_rel, 1.0)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
+
+
+def reciprocal_rank(
+    scores,
+    labels,
+    *,
+    qptr,
+    k: int | None = None,
+    relevant_from: float = 1,
+    on_no_relevant: str = "skip",
+    reduce: str | None = "mean",
+):
+    """RR@k of every query (MRR@10 when averaged): ``1 / r`` of the first relevant item
+    (``labels >= relevant_from``) at rank ``r <= k``, 0 when none is in the top k; ties by
+    position. A query without a relevant item: ``"skip"`` (NaN) or ``"zero"``."""
+    check_reduce(reduce)
+    on_no_relevant = choice("on_no_relevant", on_no_relevant, ("skip", "zero"))
+    ranks, rel, q, qidx, k = _relevant_ranks(scores, labels, qptr, k, relevant_from)
+    cut = ranks.max(initial=0) if k is None else k
+    inv = np.where(rel & (ranks <= cut), 1.0 / np.maximum(ranks, 1), 0.0)
+    out = np.zeros(q.size - 1)
+    np.maximum.at(out, qidx, inv)
+    n_rel = segment_sum(rel.astype(np.float64), q, qidx)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)

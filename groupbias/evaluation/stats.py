@@ -21,6 +21,7 @@ __all__ = [
     "per_query_values",
     "significance_marker",
     "t_two_sided_p",
+    "label_agreement",
 ]
 
 TESTS = ("ttest", "wilcoxon")
@@ -208,3 +209,43 @@ def adjust_p_values(p_values, *, method: str = "holm") -> np.ndarray:
     steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
     out[order] = np.maximum.accumulate(steps)
     return out
+
+
+def label_agreement(truth, predicted, classes) -> dict:
+    """Agreement of predicted labels with reference labels (seed 002, Tables 3–6): over the
+    items where both are one of ``classes``, ``n``, ``accuracy``, ``per_class`` (the share
+    of each class's reference items predicted right), ``confusion`` (rows: reference,
+    columns: predicted, in ``classes`` order) and Cohen's ``kappa`` ((p_o − p_e) / (1 −
+    p_e), p_e from the two marginals; NaN when p_e = 1). Items outside ``classes`` are
+    counted: ``no_reference`` (e.g. an unknown human label) and ``no_prediction`` (an
+    unparsed or failed answer)."""
+    t = np.asarray(truth, dtype=object)
+    p = np.asarray(predicted, dtype=object)
+    if t.shape != p.shape or t.ndim != 1:
+        raise ParameterError("predicted", f"one label per item ({t.shape})", p.shape)
+    cls = list(classes)
+    if len(cls) < 2 or len(set(cls)) != len(cls):
+        raise ParameterError("classes", "two or more distinct labels", classes)
+    t_ok = np.isin(t, cls)
+    p_ok = np.isin(p, cls)
+    both = t_ok & p_ok
+    ti = np.array([cls.index(x) for x in t[both]], dtype=np.int64)
+    pi = np.array([cls.index(x) for x in p[both]], dtype=np.int64)
+    k = len(cls)
+    confusion = np.bincount(ti * k + pi, minlength=k * k).reshape(k, k)
+    n = int(confusion.sum())
+    diag = np.trace(confusion)
+    row, col = confusion.sum(axis=1), confusion.sum(axis=0)
+    po = diag / n if n else float("nan")
+    pe = float(row @ col) / n**2 if n else float("nan")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_class = np.diag(confusion) / row
+    return {
+        "n": n,
+        "accuracy": float(po),
+        "kappa": float((po - pe) / (1 - pe)) if n and pe < 1 else float("nan"),
+        "per_class": {c: float(v) for c, v in zip(cls, per_class)},
+        "confusion": confusion.tolist(),
+        "no_reference": int(np.sum(~t_ok)),
+        "no_prediction": int(np.sum(t_ok & ~p_ok)),
+    }

@@ -329,6 +329,28 @@ def _check_simulation_inputs(relevance, groups, qptr, logging_scores, beta_query
     return rel, g, q, s
 
 
+def _full_columns(n_sessions: int, k: int) -> dict[str, np.ndarray]:
+    """The log's columns for ``k`` rows a session, written chunk by chunk in place (no
+    concatenation); the positions 1..k of every session are known beforehand."""
+    rows = n_sessions * k
+    cols = {c: np.empty(rows, dtype=np.int64) for c in ("session", "query", "item")}
+    cols["position"] = np.tile(np.arange(1, k + 1, dtype=np.int64), n_sessions)
+    cols["click"] = np.empty(rows, dtype=np.int8)
+    cols["time"] = np.empty(rows, dtype=np.float64)
+    return cols
+
+
+def _fill_rows(cols: dict, start: int, queries, times, items, clicked) -> None:
+    """Write the rows of a chunk of sessions (``k`` each, in session order) from ``start``."""
+    m, k = items.shape
+    end = start + m * k
+    cols["session"][start:end].reshape(m, k)[:] = (np.arange(m) + start // k)[:, None]
+    cols["query"][start:end].reshape(m, k)[:] = queries[:, None]
+    cols["item"][start:end] = items.ravel()
+    cols["click"][start:end] = clicked.ravel().view(np.int8)
+    cols["time"][start:end].reshape(m, k)[:] = times[:, None]
+
+
 # long: one vectorized pass per chunk of sessions; the steps follow the module docstring
 def simulate_click_log(
     relevance,
@@ -375,6 +397,7 @@ def simulate_click_log(
     pad_items, pad_scores = _padded(s, q) if tau > 0 else (None, None)
     n_q = q.size - 1
     parts: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, "time")}
+    full = _full_columns(n, k) if int(list_sizes(q).min()) >= k else None
     beta_s, sched = np.empty(n), np.empty(n)
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
@@ -393,6 +416,9 @@ def simulate_click_log(
         att = rel[it] * (gi * b[:, None] + 1.0 - gi)
         p = np.where(filled, user.noise + (1.0 - user.noise) * att, 0.0)
         clicked = _clicks(p, user, theta, rng)
+        if full is not None:  # every list as long as the positions: k rows a session
+            _fill_rows(full, lo * k, queries, times, shown - q[queries][:, None], clicked)
+            continue
         rows, cols = np.nonzero(filled)
         flat = shown[rows, cols]
         parts["session"].append(rows + lo)
@@ -401,12 +427,12 @@ def simulate_click_log(
         parts["position"].append(cols + 1)
         parts["click"].append(clicked[rows, cols].astype(np.int8))
         parts["time"].append(times[rows])
-    cols_out = {c: np.concatenate(v) for c, v in parts.items()}
-    log = ClickLog(
-        session=cols_out["session"].astype(np.int64),
-        query=cols_out["query"].astype(np.int64),
-        item=cols_out["item"].astype(np.int64),
-        position=cols_out["position"].astype(np.int64),
+    cols_out = full if full is not None else {c: np.concatenate(v) for c, v in parts.items()}
+    log = ClickLog(  # (the columns are int64 already: no copies)
+        session=cols_out["session"].astype(np.int64, copy=False),
+        query=cols_out["query"].astype(np.int64, copy=False),
+        item=cols_out["item"].astype(np.int64, copy=False),
+        position=cols_out["position"].astype(np.int64, copy=False),
         click=cols_out["click"],
         time=cols_out["time"],
         source="<simulated>",

@@ -1,0 +1,222 @@
+"""A client for OpenAI-compatible chat endpoints (vLLM, Ollama, llama.cpp's server, OpenAI):
+many prompts at once, with a bound on the requests in flight, retries with back-off, a
+progress bar and an answer cache on disk.
+
+- :class:`ChatEndpoint`: ``base_url`` (``.../v1``), ``model``, ``api_key`` (else
+  ``$GROUPBIAS_LLM_API_KEY``, else ``$OPENAI_API_KEY``, else none), ``temperature``,
+  ``max_tokens``, ``timeout`` (seconds per request), ``retries`` and ``backoff`` (seconds
+  before the first retry, doubled each time; a ``Retry-After`` header is honoured, at most
+  ``max_backoff``), ``concurrency`` (requests in flight) and ``cache_dir``.
+- :meth:`ChatClient.complete_many`: one user message per prompt to ``POST
+  {base_url}/chat/completions``; answers come back in prompt order. Timeouts, connection
+  errors, HTTP 429 and 5xx and bodies that are not a chat completion are retried; other
+  HTTP errors are not. What still fails is reported in :class:`ChatResults` (``failed``:
+  index -> reason), never replaced by a guess.
+- The cache: one JSON file per answer under ``cache_dir``, named by the SHA-256 of the
+  model, the sampling settings and the full prompt (instructions with the document's text
+  in it), written atomically as each answer arrives, so a killed run re-run asks only for
+  what it had not received, and a corpus is never labelled twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import ParameterError
+from ..core.io import read_json, write_json_atomic
+from ..core.validation import integer, real
+
+__all__ = ["ChatEndpoint", "ChatClient", "ChatResults", "RETRIED_STATUS"]
+
+#: HTTP statuses that are retried (rate limits and server errors)
+RETRIED_STATUS = (408, 429, 500, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class ChatEndpoint:
+    """Where and how to ask (module docstring)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    concurrency: int = 8
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("base_url", "model"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ParameterError(name, "a non-empty string", value)
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ParameterError(
+                "base_url", "an http(s) URL such as http://127.0.0.1:8000/v1", self.base_url
+            )
+        real("temperature", self.temperature, low=0.0, high=2.0)
+        integer("max_tokens", self.max_tokens, low=1)
+        real("timeout", self.timeout, low=0.0, low_open=True)
+        integer("retries", self.retries, low=0)
+        real("backoff", self.backoff, low=0.0)
+        real("max_backoff", self.max_backoff, low=0.0)
+        integer("concurrency", self.concurrency, low=1)
+        if self.cache_dir is not None and not isinstance(self.cache_dir, str):
+            raise ParameterError("cache_dir", "a folder (string) or null", self.cache_dir)
+
+    @property
+    def key(self) -> str | None:
+        if self.api_key:
+            return self.api_key
+        return os.environ.get("GROUPBIAS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+
+
+@dataclass
+class ChatResults:
+    """Answers in prompt order (None where the request failed), the failures (index ->
+    reason), and how many answers came from the cache and from requests."""
+
+    answers: list[str | None]
+    failed: dict[int, str] = field(default_factory=dict)
+    from_cache: int = 0
+    requested: int = 0
+
+
+class _Retry(Exception):
+    """A failure worth another try."""
+
+
+class ChatClient:
+    """Asks an :class:`ChatEndpoint` (module docstring)."""
+
+    def __init__(self, endpoint: ChatEndpoint) -> None:
+        if not isinstance(endpoint, ChatEndpoint):
+            raise ParameterError("endpoint", "a ChatEndpoint", type(endpoint).__name__)
+        self.endpoint = endpoint
+        self.url = endpoint.base_url.rstrip("/") + "/chat/completions"
+
+    def cache_key(self, prompt: str) -> str:
+        e = self.endpoint
+        blob = json.dumps([e.model, e.temperature, e.max_tokens, prompt], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _cache_path(self, key: str) -> Path | None:
+        d = self.endpoint.cache_dir
+        return None if d is None else Path(d) / key[:2] / f"{key}.json"
+
+    def _cached(self, key: str) -> str | None:
+        path = self._cache_path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            entry = read_json(path)
+        except (OSError, ValueError):
+            return None  # a damaged entry is asked again and rewritten
+        answer = entry.get("answer") if isinstance(entry, dict) else None
+        return answer if isinstance(answer, str) else None
+
+    def _request(self, prompt: str) -> str:
+        e = self.endpoint
+        body = {
+            "model": e.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": e.temperature,
+            "max_tokens": e.max_tokens,
+        }
+        headers = {"Content-Type": "application/json"}
+        if e.key:
+            headers["Authorization"] = f"Bearer {e.key}"
+        req = urllib.request.Request(
+            self.url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=e.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code in RETRIED_STATUS:
+                raise _Retry(f"HTTP {exc.code}", _retry_after(exc)) from None
+            raise RuntimeError(f"HTTP {exc.code}: {exc.reason}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            raise _Retry(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", None) from None
+        try:
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retry("the body is not a chat completion", None) from None
+        if not isinstance(content, str):
+            raise _Retry("the answer is not text", None)
+        return content
+
+    def _ask(self, prompt: str) -> str:
+        e = self.endpoint
+        delay = e.backoff
+        for attempt in range(e.retries + 1):
+            try:
+                return self._request(prompt)
+            except _Retry as exc:
+                reason, after = exc.args
+                if attempt == e.retries:
+                    raise RuntimeError(f"{reason} (after {e.retries + 1} attempts)") from None
+                time.sleep(min(e.max_backoff, after if after is not None else delay))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def complete_many(
+        self, prompts: Sequence[str], *, progress: bool = False, desc: str = "LLM"
+    ) -> ChatResults:
+        """The answer to every prompt (module docstring): cached answers first, the rest
+        with at most ``concurrency`` requests in flight, each stored as it arrives."""
+        from tqdm.auto import tqdm
+
+        answers: list[str | None] = [None] * len(prompts)
+        out = ChatResults(answers)
+        todo: dict[str, list[int]] = {}
+        for i, p in enumerate(prompts):
+            key = self.cache_key(p)
+            hit = self._cached(key)
+            if hit is not None:
+                answers[i] = hit
+                out.from_cache += 1
+            else:
+                todo.setdefault(key, []).append(i)
+        if not todo:
+            return out
+        bar = tqdm(total=len(todo), desc=desc, disable=not progress, leave=False)
+        with ThreadPoolExecutor(max_workers=self.endpoint.concurrency) as pool:
+            futures = {pool.submit(self._ask, prompts[ix[0]]): (k, ix) for k, ix in todo.items()}
+            for fut in as_completed(futures):
+                key, ix = futures[fut]
+                try:
+                    answer = fut.result()
+                except RuntimeError as exc:
+                    for i in ix:
+                        out.failed[i] = str(exc)
+                else:
+                    path = self._cache_path(key)
+                    if path is not None:
+                        write_json_atomic(path, {"model": self.endpoint.model, "answer": answer})
+                    for i in ix:
+                        answers[i] = answer
+                out.requested += 1
+                bar.update(1)
+        bar.close()
+        return out
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    value = exc.headers.get("Retry-After") if exc.headers else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
