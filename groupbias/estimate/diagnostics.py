@@ -136,10 +136,16 @@ class AssumptionCheck:
     def message(self, where: str) -> str:
         """The warning: what the null check found, the cause it measured for the estimator
         that ran, and a remedy that estimator does not already apply."""
+        scaled = (
+            f", its affected attractiveness scaled to the known β {LABELED_CHECK_BETA:g} and "
+            f"β̂ rescaled by 1 / {LABELED_CHECK_BETA:g}"
+            if self.labeled_queries is not None
+            else ""
+        )
         head = (
             f"{where}: the {self.estimator} estimator's assumption fails: on data simulated "
             f"without bias (β = 1, mean β_q {self.null_beta_true:.3f} after clipping the "
-            f"noise) it estimates β̂ = {self.null_beta_hat:.3f} (off by "
+            f"noise{scaled}) it estimates β̂ = {self.null_beta_hat:.3f} (off by "
             f"{self.null_error:.3f} > {self.tolerance:g}). "
         )
         return head + self.cause() + "; β̂ and the corrected metrics of this run are not reliable."
