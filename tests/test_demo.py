@@ -115,7 +115,9 @@ def test_demo_tables_and_figure_show_the_same_numbers(demo_run):
             assert cell["n"] == 2 and np.isfinite(cell["sd"])
             checked += 1
     assert checked >= 12
-    assert "mean ± s.d. over 2 repetitions" in " ".join(res.stdout.split())
+    assert "mean over 2 repetitions (or seeds); ± s.d. in the saved tables" in " ".join(
+        res.stdout.split()
+    )
     assert "null β̂ the same estimator on data simulated without bias" in " ".join(
         res.stdout.split()
     )

@@ -187,6 +187,9 @@ def test_the_legend_explains_every_column():
         "! when it is off by more than the tolerance",
         "B biased; C corrected",
         "* better than biased, paired t-test p < 0.001 in every repetition",
-        "mean ± s.d. over 2 repetitions",
+        "mean over 2 repetitions (or seeds); ± s.d. in the saved tables",
     ):
         assert part in text, part
+    assert "0.920!" in text and "±" not in text.split("β̂ the estimated")[0]
+    full = " ".join(table_to_text(t, width=100, spread=True).split())
+    assert "0.920 ± 0.014!" in full and "mean ± s.d. over 2 repetitions" in full

@@ -265,10 +265,12 @@ def paper_table(
     return table
 
 
-def legend(table: pd.DataFrame, alpha: float | None = None) -> str:
+def legend(table: pd.DataFrame, alpha: float | None = None, *, spread: bool = True) -> str:
     """What every column of a :func:`paper_table` means, in one paragraph: β̂, null β̂ and
     its ``!``, the condition codes, the ``*`` marker (with ``alpha``; default the level the
-    table was built with) and, where cells average replicates, ``mean ± s.d.``."""
+    table was built with) and, where cells average replicates, ``mean ± s.d.`` (``spread``:
+    whether the cells show the s.d.; else they show the mean and the s.d. is in the saved
+    tables)."""
     alpha = table.attrs.get("alpha") if alpha is None else alpha
     labels = {str(c[1]) for c in table.columns} if table.columns.nlevels > 1 else set()
     codes = {str(c[-1]) for c in table.columns} if len(table.columns) else set()
@@ -287,8 +289,10 @@ def legend(table: pd.DataFrame, alpha: float | None = None) -> str:
     if alpha is not None:
         every = " in every repetition" if n > 1 else ""
         words.append(f"* better than biased, paired t-test p < {alpha:g}{every}")
-    if n > 1:
+    if n > 1 and spread:
         words.append(f"cells: mean ± s.d. over {n} repetitions (or seeds)")
+    elif n > 1:
+        words.append(f"cells: mean over {n} repetitions (or seeds); ± s.d. in the saved tables")
     return "; ".join(words)
 
 

@@ -28,6 +28,8 @@ from .tables import legend
 GAPS = (4, 3, 2)
 #: outer blocks repeated beside every wrapped part (the reference the others are read against)
 PINNED = ("full information",)
+#: the ``± s.d.`` of a cell that averages replicates
+SPREAD = r" ± [0-9.]+"
 NUMBER = re.compile(r"^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(.*)$")
 
 
@@ -202,14 +204,18 @@ def table_to_text(
     alpha: float | None = None,
     note: str | None = None,
     pinned: Sequence[str] = PINNED,
+    spread: bool = False,
 ) -> str:
     """The table as aligned plain text no wider than ``width`` where possible (see module
     docstring); ``title`` above, the :func:`legend` (with ``alpha``: the marker) and ``note``
-    below, wrapped to ``width``."""
+    below, wrapped to ``width``. Cells that average replicates show their mean (and marker);
+    ``spread=True`` keeps their ``± s.d.`` too (the saved tables always have it)."""
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
     if width < 20:
         raise ParameterError("width", "at least 20 columns", width)
+    if not spread:
+        table = table.replace(SPREAD, "", regex=True)
     paths = [tuple(str(p) for p in (c if isinstance(c, tuple) else (c,))) for c in table.columns]
     levels = max((len(p) for p in paths), default=1)
     cols = [_Column(p + ("",) * (levels - len(p)), table.iloc[:, j]) for j, p in enumerate(paths)]
@@ -220,5 +226,6 @@ def table_to_text(
         if k:
             out.append("")
         out += _render(index, name, _fresh(part), levels)
-    out += textwrap.wrap(legend(table, alpha), width) + textwrap.wrap(note or "", width)
+    out += textwrap.wrap(legend(table, alpha, spread=spread), width)
+    out += textwrap.wrap(note or "", width)
     return "\n".join(out) + "\n"
