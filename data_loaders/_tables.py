@@ -7,6 +7,8 @@
   error is reported, so the fast path never counts lines).
 - :func:`numeric_column`: a column converted to float, failing at the first bad value with
   file, line and field.
+- :func:`id_column`: an id column as integers or strings, never floats
+  (:func:`groupbias.core.validation.identifiers`), failing with file, line and field.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.validation import identifiers
 
 from ._lazy import pandas as pd
 
@@ -158,6 +161,63 @@ def numeric_column(
         what = "empty value" if pd.isna(shown) else f"non-numeric value {str(shown)!r}"
         raise DataFormatError(path, line, f"{what}; expected a number", field=field or str(column))
     return values
+
+
+#: the largest integer a float64 holds exactly (ids written as floats beyond it merge)
+_EXACT_FLOAT = 2**53
+
+
+def id_column(
+    df: pd.DataFrame,
+    column,
+    path: Path,
+    *,
+    big: str = "error",
+    allow_missing: bool = False,
+    header: bool = True,
+    sep: str = ",",
+    encoding: str = "utf-8",
+    field: str | None = None,
+) -> np.ndarray:
+    """``df[column]`` as integer ids, read exactly, never through a float (``2**53`` and
+    ``2**53 + 1`` stay two ids): int64, or, with ``big="text"``, the ids as strings when
+    one of them is beyond int64 (sessions ``10**30 + s`` stay distinct). A value that is
+    not a decimal integer (or, with ``big="error"``, one beyond int64) raises
+    :class:`DataFormatError` naming its line. ``allow_missing``: empty values become -1."""
+    raw = df[column]
+    field = field or str(column)
+
+    def fail(i: int, what: str):
+        line = record_line(path, i, header=header, sep=sep, encoding=encoding)
+        raise DataFormatError(path, line, what, field=field)
+
+    missing = raw.isna().to_numpy()
+    if missing.any() and not allow_missing:
+        fail(int(np.flatnonzero(missing)[0]), "empty value; expected an id")
+    present = raw[~missing]
+    rows = np.flatnonzero(~missing)
+    if present.dtype.kind == "f":  # pandas read numbers with a decimal point or an exponent
+        v = present.to_numpy(dtype=np.float64)
+        bad = (v != np.round(v)) | (np.abs(v) > _EXACT_FLOAT)
+        if bad.any():
+            i = int(rows[np.flatnonzero(bad)[0]])
+            fail(i, f"value {raw.iloc[i]!r}; expected an integer id (written without a point)")
+        ids = v.astype(np.int64)
+    else:
+        text = present.to_numpy(dtype=str) if present.dtype.kind == "O" else present.to_numpy()
+        ids = identifiers(field, text)
+        if ids.dtype.kind != "i":
+            for j, t in enumerate(text):
+                decimal = str(t).strip().lstrip("+-").isdigit()
+                if not decimal or (big == "error" and identifiers(field, [t]).dtype.kind != "i"):
+                    i = int(rows[j])
+                    limit = "" if big == "text" else " below 2**63"
+                    fail(i, f"value {raw.iloc[i]!r}; expected an integer id{limit}")
+    if not missing.any():
+        return ids
+    out = np.full(missing.size, -1 if ids.dtype.kind == "i" else "", dtype=ids.dtype)
+    out[~missing] = ids
+    return out
 
 
 def offsets_from_sorted(keys: np.ndarray) -> np.ndarray:

@@ -68,6 +68,23 @@ def _header(path: Path) -> list[str]:
     return [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")]
 
 
+def iitjee_file(path: str | os.PathLike | None = None) -> Path:
+    """The CSV ``load_iitjee(path)`` reads: ``path`` (a file, or a folder holding
+    ``iitjee2009.csv``), else ``$GROUPBIAS_IITJEE``; :class:`MissingFilesError` when absent."""
+    p = resolve_path(path, env=ENV_VAR, expected=[DEFAULT_FILE], what="IIT-JEE CSV")
+    if p.is_dir():
+        require_files(
+            p,
+            [DEFAULT_FILE],
+            hint="export the published IIT-JEE 2009 table as "
+            "CSV under this name, or pass the file path",
+        )
+        return p / DEFAULT_FILE
+    if not p.is_file():
+        require_files(p.parent, [p.name])
+    return p
+
+
 def load_iitjee(
     path: str | os.PathLike | None = None, *, bad_rows: str = "raise", name: str = "iitjee2009"
 ) -> RankingData:
@@ -88,18 +105,7 @@ def load_iitjee(
     """
     if bad_rows not in ("raise", "drop"):
         raise ParameterError("bad_rows", "'raise' or 'drop'", bad_rows)
-    p = resolve_path(path, env=ENV_VAR, expected=[DEFAULT_FILE], what="IIT-JEE CSV")
-    if p.is_dir():
-        require_files(
-            p,
-            [DEFAULT_FILE],
-            hint="export the published IIT-JEE 2009 table as "
-            "CSV under this name, or pass the file path",
-        )
-        p = p / DEFAULT_FILE
-    elif not p.is_file():
-        require_files(p.parent, [p.name])
-
+    p = iitjee_file(path)
     header = _header(p)
     lookup = {h.lower(): h for h in header}
     missing = [c for c in USED_COLUMNS if c.lower() not in lookup]

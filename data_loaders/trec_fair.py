@@ -59,7 +59,15 @@ from groupbias.core.validation import is_integer
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import first_bad, numeric_column, read_table, record_line, require_files, resolve_path
+from ._tables import (
+    first_bad,
+    id_column,
+    numeric_column,
+    read_table,
+    record_line,
+    require_files,
+    resolve_path,
+)
 
 ENV_VAR = "GROUPBIAS_TREC_FAIR"
 YEARS = (2019, 2020)
@@ -92,6 +100,21 @@ def files_for(year: int) -> list[str]:
     return names
 
 
+def track_files(root: str | os.PathLike | None, year: int) -> dict[str, Path]:
+    """The files ``load_trec_fair_track(root, year)`` reads (:func:`files_for`), by name, in
+    the year folder under ``root`` (else ``$GROUPBIAS_TREC_FAIR``); raises
+    :class:`MissingFilesError` listing the absent ones."""
+    y = _check_year(year)
+    base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
+    ydir = _year_dir(base, y)
+    require_files(
+        ydir,
+        files_for(y),
+        hint="the TREC Fair Ranking training sample and corpus subset of that year",
+    )
+    return {name: ydir / name for name in files_for(y)}
+
+
 def _year_dir(root: Path, year: int) -> Path:
     if (root / str(year)).is_dir():
         return root / str(year)
@@ -104,6 +127,22 @@ def _year_dir(root: Path, year: int) -> Path:
 # preprocessed (ppg) files
 # ---------------------------------------------------------------------------------------
 _FEATURE_RE = re.compile(r"^feature_(\d+)$")
+
+
+def ppg_file(root: str | os.PathLike | None, year: int, split: str) -> Path:
+    """The preprocessed file ``load_trec_fair_ppg(root, year, split)`` reads:
+    ``ppg/{year}/{split}.csv`` under ``root`` (else ``$GROUPBIAS_TREC_FAIR``), or
+    ``{year}/{split}.csv``, or ``{split}.csv``; :class:`MissingFilesError` when absent."""
+    y = _check_year(year)
+    if split not in ("train", "test"):
+        raise ParameterError("split", "'train' or 'test'", split)
+    rel = f"ppg/{y}/{split}.csv"
+    base = resolve_path(root, env=ENV_VAR, expected=[rel], what="TREC Fair data")
+    for cand in (base / "ppg" / str(y), base / str(y), base):
+        if (cand / f"{split}.csv").is_file():
+            return cand / f"{split}.csv"
+    require_files(base, [rel], hint=f"set {ENV_VAR} to the folder holding ppg/")
+    raise AssertionError("unreachable")  # require_files raised
 
 
 def load_trec_fair_ppg(
@@ -122,16 +161,7 @@ def load_trec_fair_ppg(
     635; 2020 train 4,694 / 200 (191 with both groups), test 4,677 / 200.
     """
     y = _check_year(year)
-    if split not in ("train", "test"):
-        raise ParameterError("split", "'train' or 'test'", split)
-    base = resolve_path(root, env=ENV_VAR, expected=[f"ppg/{y}/{split}.csv"], what="TREC Fair data")
-    rel = f"ppg/{y}/{split}.csv"
-    for cand in (base / "ppg" / str(y), base / str(y), base):
-        if (cand / f"{split}.csv").is_file():
-            path = cand / f"{split}.csv"
-            break
-    else:
-        require_files(base, [rel], hint=f"set {ENV_VAR} to the folder holding ppg/")
+    path = ppg_file(root, y, split)
     header = read_table(path, nrows=0).columns
     cols = [str(c).strip() for c in header]
     missing = [c for c in ("sensitive_attribute", "session", "score") if c not in cols]
@@ -160,16 +190,8 @@ def load_trec_fair_ppg(
             field="sensitive_attribute",
         )
     groups = (attr == "L").to_numpy(dtype=np.float64)
-    session = numeric_column(df, "session", path)
-    bad = first_bad(session != np.round(session))
-    if bad is not None:
-        raise DataFormatError(
-            path,
-            record_line(path, bad),
-            f"value {df['session'].iloc[bad]!r}; expected an integer session id",
-            field="session",
-        )
-    session = session.astype(np.int64)
+    # integer ids read exactly (sessions 10**30 + s stay distinct: as text beyond int64)
+    session = id_column(df, "session", path, big="text")
     labels = numeric_column(df, "score", path)
     bad = first_bad(labels < 0)
     if bad is not None:
@@ -294,7 +316,7 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         for col in ("corpus_author_id", "h_class"):
             if col not in a.columns:
                 raise DataFormatError(path, 1, "missing column", field=col)
-        ids = numeric_column(a, "corpus_author_id", path).astype(np.int64)
+        ids = id_column(a, "corpus_author_id", path)
         cls = a["h_class"].fillna("").str.strip().str.upper()
         bad = first_bad(~cls.isin(["H", "L", ""]).to_numpy())
         if bad is not None:
@@ -312,7 +334,7 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         for col in ("author_id", "gid"):
             if col not in g.columns:
                 raise DataFormatError(path, 1, "missing column", field=col)
-        ids = numeric_column(g, "author_id", path).astype(np.int64)
+        ids = id_column(g, "author_id", path)
         gid = numeric_column(g, "gid", path)
         s = pd.Series(gid >= high_level, index=ids)
     return s[~s.index.duplicated(keep="first")]
@@ -354,13 +376,7 @@ def load_trec_fair_track(
         raise ParameterError("author_rule", " | ".join(AUTHOR_RULES), author_rule)
     if unknown not in UNKNOWN_POLICIES:
         raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
-    base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
-    ydir = _year_dir(base, y)
-    require_files(
-        ydir,
-        files_for(y),
-        hint="the TREC Fair Ranking training sample and corpus subset of that year",
-    )
+    ydir = track_files(root, y)[SAMPLE_FILE[y]].parent
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])
 
@@ -385,10 +401,10 @@ def load_trec_fair_track(
     for col in ("paper_sha", "corpus_author_id", "position"):
         if col not in pa.columns:
             raise DataFormatError(apath, 1, "missing column", field=col)
-    aid = numeric_column(pa, "corpus_author_id", apath, allow_missing=True)
+    aid = id_column(pa, "corpus_author_id", apath, allow_missing=True)
     pos = numeric_column(pa, "position", apath)
     high = _author_high(ydir, y, high_level)
-    aid_known = np.isfinite(aid)
+    aid_known = pa["corpus_author_id"].notna().to_numpy()
     status = np.full(aid.size, np.nan)  # 1 = low, 0 = high, nan = unknown
     hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
     found = hit.notna().to_numpy() & aid_known
