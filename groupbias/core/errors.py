@@ -102,6 +102,7 @@ class MissingFilesError(DataError, FileNotFoundError):
     ) -> None:
         self.directory = str(directory)
         self.expected = list(expected)
+        self.hint = hint
         msg = f"missing data file(s) in {self.directory!r}: expected " + ", ".join(
             repr(e) for e in self.expected
         )
