@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import choice
+from ..core.validation import choice, vector
 from ..data.ranking_data import RankingData
 from ..simulate.group_bias import relevance_from_labels
-from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds
-from .inputs import check_reduce, reduce_queries
+from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
+from .inputs import check_both_groups, check_reduce, reduce_queries
 
 __all__ = ["evaluate"]
 
@@ -55,13 +55,25 @@ def evaluate(
         )
     if relevance is None:
         relevance = relevance_from_labels(data.labels, label_max=data.label_max)
+    relevance = vector(
+        "relevance",
+        relevance,
+        data.n_items,
+        low=0.0,
+        high=1.0,
+        what="probabilities of relevance P(R) in [0, 1]",
+        fix="divide graded labels by their maximum (the default does so)",
+    )
     spec = EvalSpec(
         labels=data.labels,
-        relevance=np.asarray(relevance, dtype=np.float64),
+        relevance=relevance,
         groups=data.groups,
         qptr=data.qptr,
         thresholds=eel_thresholds(data.labels, data.label_max),
         metrics=tuple(metrics),
     )
+    fairness = any(parse_metric(m).name != "ndcg" for m in spec.metrics)
+    if fairness and reduce is not None:  # one-group (or one-item) lists would read as fair
+        check_both_groups(data.groups, data.qptr)
     per_query = compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
