@@ -4,7 +4,8 @@ atomically; resume.
 Layout of one run directory::
 
     config.yaml     the resolved configuration (YAML, written first)
-    meta.json       seed, package version and git commit, config fingerprint, the data
+    meta.json       seed, package version and git commit, the command-line overrides,
+                    config fingerprint, the data
                     fingerprints (``inputs``), start/end time, status
     steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid),
                     each with the data fingerprints it was computed on
@@ -31,6 +32,7 @@ import functools
 import gc
 import hashlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -73,10 +75,18 @@ def _now() -> str:
 class RunDir:
     """One run's directory (see module docstring)."""
 
-    def __init__(self, path: str | os.PathLike, cfg: Mapping, *, seed: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        cfg: Mapping,
+        *,
+        seed: int | None = None,
+        overrides: list[str] | None = None,
+    ):
         self.path = Path(path)
         self.cfg = dict(cfg)
         self.seed = seed
+        self.overrides = list(overrides or [])
         # the package version is part of the identity: a new release recomputes
         self.fingerprint = config_fingerprint({**self.cfg, "_groupbias": __version__})
         #: the data read so far (input key -> record, in load order; see module docstring)
@@ -146,6 +156,7 @@ class RunDir:
                 "seed": self.seed,
                 "groupbias_version": __version__,
                 "git_commit": git_commit(),
+                "overrides": self.overrides,
                 "inputs": list(self.inputs.values()),
                 "python": platform.python_version(),
                 "host": platform.node(),
@@ -199,18 +210,31 @@ class RunDir:
         return read_json(self.metrics_path)
 
 
+class Interrupted(BaseException):
+    """A termination signal (SIGTERM, SIGHUP) received during a run: it unwinds the run as
+    Ctrl-C does, so that ``meta.json`` says ``interrupted`` and finished steps are kept."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
 def run_once(
     path: str | os.PathLike,
     cfg: Mapping,
     fn: Callable[[RunDir], Mapping],
     *,
     seed: int | None = None,
+    overrides: list[str] | None = None,
 ) -> tuple[dict, bool]:
-    """Run ``fn(run_dir)`` unless the run is already complete.
+    """Run ``fn(run_dir)`` unless the run is already complete (``overrides``: the command
+    line's, recorded in ``meta.json``).
 
     Returns ``(metrics, skipped)``.
     """
-    rd = RunDir(path, cfg, seed=seed)
+    rd = RunDir(path, cfg, seed=seed, overrides=overrides)
     if rd.is_complete():
         return rd.load_metrics(), True
     rd.start()
@@ -220,8 +244,19 @@ def run_once(
         if not metrics.get("records"):
             skipped = "; ".join(metrics.get("skipped") or []) or "no records"
             raise NothingComputedError(f"nothing was computed, so nothing is stored ({skipped})")
+        if all_undefined(metrics["records"]):
+            raise NothingComputedError(
+                "every result is undefined (NaN), so nothing is stored; the data cannot "
+                "support these metrics (check its labels and groups)"
+            )
     except BaseException as exc:  # record why, keep finished steps for the next attempt
-        rd._meta("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        stopped = isinstance(exc, (KeyboardInterrupt, Interrupted))
+        try:
+            rd._meta(
+                "interrupted" if stopped else "failed", error=f"{type(exc).__name__}: {exc}"[:2000]
+            )
+        except OSError:  # a full disk, say: the error itself is what the user must see
+            pass
         raise
     return rd.finish(metrics), False
 
@@ -246,6 +281,14 @@ def git_commit() -> str | None:
     return sha if out.returncode == 0 and len(sha) == 40 else None
 
 
+def all_undefined(records) -> bool:
+    """True when every record that has a ``value`` holds None or NaN (and one does)."""
+    values = [r["value"] for r in records if isinstance(r, Mapping) and "value" in r]
+    return bool(values) and all(
+        v is None or (isinstance(v, float) and math.isnan(v)) for v in values
+    )
+
+
 def remove_leftovers(directory: Path) -> list[Path]:
     """Delete the temporary files (``.<name>.<random>.tmp``) that killed atomic writes left
     below ``directory``; returns them."""
@@ -256,19 +299,26 @@ def remove_leftovers(directory: Path) -> list[Path]:
 
 
 def read_meta(path: Path) -> dict:
-    """A run's ``meta.json``; a truncated or unreadable one is a :class:`DataFormatError`
-    naming the file."""
+    """A run's ``meta.json`` or ``metrics.json``: a JSON object. A truncated, binary,
+    list-valued or unreadable file (a directory of that name) is a :class:`DataFormatError`
+    naming it."""
+    fix = "delete the run folder to recompute it"
     try:
         meta = read_json(path)
     except json.JSONDecodeError as exc:
         raise DataFormatError(
             path,
             exc.lineno,
-            f"not valid JSON ({exc.msg}); the file is "
-            "truncated or damaged: delete the run folder to recompute it",
+            f"not valid JSON ({exc.msg}); the file is truncated or damaged: {fix}",
         ) from None
+    except UnicodeDecodeError:
+        raise DataFormatError(path, None, f"not UTF-8 text (a binary file?): {fix}") from None
+    except IsADirectoryError:
+        raise DataFormatError(path, None, f"a directory, not a file: {fix}") from None
+    except OSError as exc:
+        raise DataFormatError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(meta, dict):
-        raise DataFormatError(path, None, "expected a JSON object")
+        raise DataFormatError(path, None, f"expected a JSON object, got {type(meta).__name__}")
     return meta
 
 
@@ -281,7 +331,10 @@ def collect_records(root: str | os.PathLike) -> list[dict]:
         meta = mp.parent / "meta.json"
         if not meta.exists() or read_meta(meta).get("status") != "complete":
             continue
-        for rec in read_json(mp).get("records", []):
+        records = read_meta(mp).get("records", [])
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise DataFormatError(mp, None, "records: expected a list of JSON objects")
+        for rec in records:
             out.append({**rec, "run": str(mp.parent.relative_to(root))})
     return out
 

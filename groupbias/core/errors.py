@@ -52,6 +52,7 @@ class ConfigError(GroupBiasError):
 
     def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
         self.key = key
+        self.message = message
         self.hint = hint
         super().__init__(f"{key}: {message}" + (f". {hint}" if hint else ""))
 

@@ -33,7 +33,18 @@ def _umask() -> int:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module docstring). An OS error (a full
+    disk, a file size limit) names ``path``; the temporary file is removed."""
     path = Path(path)
+    try:
+        return _write_atomic(path, data)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
