@@ -104,14 +104,24 @@ def choice(name: str, value, allowed: Sequence[str]) -> str:
     return value
 
 
-def sequence(name: str, values, item, *, what: str, allow_empty: bool = False) -> tuple:
+def sequence(
+    name: str, values, item, *, what: str, allow_empty: bool = False, distinct: bool = False
+) -> tuple:
     """A list or tuple (not a string) whose every entry passes ``item(name, entry)``; returns
-    the checked entries as a tuple. ``what``: the expected list, for the message."""
+    the checked entries as a tuple. ``what``: the expected list, for the message;
+    ``distinct``: a value listed twice is refused (it would be computed and stored twice)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise ParameterError(name, what, values)
     if not values and not allow_empty:
         raise ParameterError(name, what, list(values))
-    return tuple(item(name, v) for v in values)
+    out = tuple(item(name, v) for v in values)
+    if distinct:
+        twice = next((v for i, v in enumerate(out) if v in out[:i]), None)
+        if twice is not None:
+            raise ParameterError(
+                name, f"{what}, each value once", list(values), fix=f"{twice!r} is listed twice"
+            )
+    return out
 
 
 def vector(
