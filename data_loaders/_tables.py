@@ -76,6 +76,39 @@ def _skipped(kwargs) -> int:
     return skip if isinstance(skip, int) else 0
 
 
+#: byte-order marks of the text encodings a loader cannot read (UTF-8's is skipped)
+_WIDE_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
+
+
+def check_text(path: Path) -> None:
+    """Refuse a file written in UTF-16 or UTF-32 (by its byte-order mark), naming the
+    encoding: every loader reads UTF-8 (or Latin-1) text."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    for bom, name in _WIDE_BOMS.items():
+        if head.startswith(bom):
+            raise DataFormatError(path, 1, f"{name} text; save the file as UTF-8")
+
+
+def _check_header(path: Path, sep: str, encoding: str) -> None:
+    """A column named twice in the header line is an error (pandas would rename the second
+    one ``name.1`` and a loader would silently drop it)."""
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        try:
+            header = next(csv.reader(fh, delimiter=sep if len(sep) == 1 else ","), [])
+        except csv.Error:
+            return  # pandas reports the line
+    names = [h.strip().lstrip("\ufeff") for h in header]
+    twice = next((n for i, n in enumerate(names) if n and n in names[:i]), None)
+    if twice is not None:
+        raise DataFormatError(path, 1, f"column {twice!r} appears twice in the header", field=twice)
+
+
 def read_table(path: Path, **kwargs) -> pd.DataFrame:
     """``pd.read_csv(path, **kwargs)``; tokenizer errors become :class:`DataFormatError`
     naming the file line. A first data row with one field more than the header (or
@@ -83,6 +116,9 @@ def read_table(path: Path, **kwargs) -> pd.DataFrame:
     is an error too."""
     sep = kwargs.get("sep", ",")
     encoding = kwargs.get("encoding", "utf-8")
+    check_text(path)
+    if kwargs.get("header", "infer") == "infer" and "names" not in kwargs:
+        _check_header(path, sep, encoding)
     try:
         df = pd.read_csv(path, **kwargs)
     except pd.errors.EmptyDataError:

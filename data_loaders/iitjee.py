@@ -47,7 +47,7 @@ from groupbias.core.errors import DataError, DataFormatError, ParameterError
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import read_table, record_line, require_files, resolve_path
+from ._tables import check_text, read_table, record_line, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_IITJEE"
 DEFAULT_FILE = "iitjee2009.csv"
@@ -59,7 +59,8 @@ MALE_CODES = frozenset({"M", "MALE", "MAN"})
 
 
 def _header(path: Path) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    check_text(path)
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:  # -sig: skip a BOM
         first = fh.readline()
     if not first.strip():
         raise DataFormatError(
@@ -127,7 +128,7 @@ def load_iitjee(
         dtype=text_cols,
         keep_default_na=False,
         na_values=[""],
-        encoding="utf-8",
+        encoding="utf-8-sig",
         encoding_errors="replace",
     )
     df.columns = [next(k for k, v in actual.items() if v == col) for col in df.columns]

@@ -62,7 +62,15 @@ from groupbias.core.errors import DataError, DataFormatError, MissingFilesError,
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import first_bad, id_column, numeric_column, read_table, record_line, resolve_path
+from ._tables import (
+    check_text,
+    first_bad,
+    id_column,
+    numeric_column,
+    read_table,
+    record_line,
+    resolve_path,
+)
 
 ENV_VAR = "GROUPBIAS_MOVIELENS"
 META_ENV_VAR = "GROUPBIAS_MOVIELENS_META"
@@ -80,6 +88,7 @@ _YEAR_RE = r"\((\d{4})\)\s*$"
 # ratings
 # ---------------------------------------------------------------------------------------
 def _detect_format(path: Path) -> str:
+    check_text(path)
     n = path.name.lower()
     if n.endswith(".dat"):
         return "dat"
@@ -104,7 +113,7 @@ def _detect_format(path: Path) -> str:
     )
 
 
-_NAME_RE = r"[A-Za-z_][A-Za-z_ ]*"
+_NAME_RE = r"[A-Za-z_][A-Za-z_ -]*"  # user_id, user id, user-id
 
 
 def _tab_header(path: Path) -> bool:

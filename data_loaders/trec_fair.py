@@ -60,6 +60,7 @@ from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
 from ._tables import (
+    check_text,
     first_bad,
     id_column,
     numeric_column,
@@ -239,14 +240,24 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
     query ids in file order."""
     qids, docs, rels, qorder = [], [], [], []
     seen: dict = {}  # normalized qid -> line
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    check_text(path)
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
                 obj = json.loads(line)
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path, lineno, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise DataFormatError(path, lineno, f"invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DataFormatError(
+                    path, lineno, "JSON nested too deeply to read (expected one flat object)"
+                ) from None
             if not isinstance(obj, dict):
                 raise DataFormatError(path, lineno, "expected a JSON object per line")
             for key in ("qid", "documents"):
@@ -265,6 +276,7 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
             if not isinstance(documents, list):
                 raise DataFormatError(path, lineno, "expected a list", field="documents")
             qorder.append(qid)
+            listed: dict = {}  # doc id -> its index in the list
             for j, d in enumerate(documents):
                 if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
                     raise DataFormatError(
@@ -278,8 +290,18 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                         f"document {j}: relevance {r!r}, expected 0 or 1",
                         field="relevance",
                     )
+                doc = str(d["doc_id"])
+                if doc in listed:  # a document twice in one list would count twice
+                    raise DataFormatError(
+                        path,
+                        lineno,
+                        f"document {doc!r} is listed twice for qid {obj['qid']!r} (documents "
+                        f"{listed[doc]} and {j})",
+                        field="documents",
+                    )
+                listed[doc] = j
                 qids.append(qid)
-                docs.append(str(d["doc_id"]))
+                docs.append(doc)
                 rels.append(float(r))
     if not qorder:
         raise DataFormatError(path, None, "no queries in file")

@@ -45,6 +45,7 @@ __all__ = [
     "Grouping",
     "BuiltinGrouping",
     "check_two_groups",
+    "check_labels",
     "MIN_TWO_GROUP_QUERIES",
     "load_dataset",
     "recording_inputs",
@@ -144,6 +145,25 @@ def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: st
             )
 
 
+def check_labels(splits: Mapping[str, RankingData], *, who: str) -> None:
+    """Refuse a split in which no query has two different labels (all-zero labels, say):
+    every ranking of such data is as good as any other, so NDCG, ρ(DTR) and Δ(EEL) measure
+    nothing and β cannot be estimated."""
+    for name, d in splits.items():
+        if d.n_items == 0:
+            continue
+        hi = np.maximum.reduceat(d.labels, d.qptr[:-1][d.list_sizes > 0])
+        lo = np.minimum.reduceat(d.labels, d.qptr[:-1][d.list_sizes > 0])
+        if not np.any(hi > lo):
+            values = np.unique(d.labels)
+            shown = ", ".join(f"{v:g}" for v in values[:5]) + (", ..." if values.size > 5 else "")
+            raise DataError(
+                f"{who}/{name}: no query has two different labels (labels: {shown}); every "
+                "ranking is then as good as any other and nothing can be measured. Check "
+                "the label column of the data"
+            )
+
+
 @dataclass(frozen=True)
 class BuiltinGrouping:
     """The sensitive attribute that comes with the dataset (TREC h-index, IIT-JEE gender,
@@ -169,6 +189,7 @@ class BuiltinGrouping:
         if missing:
             raise GroupingError(f"splits {missing} of {info.name!r} came without groups")
         check_two_groups(splits, self.min_two_group_queries, who=info.name)
+        check_labels(splits, who=info.name)
         return dict(splits)
 
 
@@ -240,7 +261,7 @@ class DatasetSpec:
         for ours, theirs in splits.items():
             if only is not None and ours not in only:
                 continue
-            with self._missing_hint():
+            with self._loader_errors():
                 files = _source_files(options, self.root, theirs)
                 digests = None if files is None else _digests(files)
                 out[ours] = options.load(self.root, theirs)
@@ -256,9 +277,11 @@ class DatasetSpec:
         return dict(self.splits if self.splits is not None else self.info.splits)
 
     @contextlib.contextmanager
-    def _missing_hint(self) -> Iterator[None]:
+    def _loader_errors(self) -> Iterator[None]:
         """Missing files of a dataset with an environment variable: where to point it (or,
-        when the loader's hint names the config key of the missing file, that hint)."""
+        when the loader's hint names the config key of the missing file, that hint); any
+        other OS error while reading (an I/O error of the disk) as a :class:`DataError`
+        naming the file."""
         info = self.info
         try:
             yield
@@ -271,6 +294,14 @@ class DatasetSpec:
                 hint=f"point {info.env_var} at your copy of {info.title}, or choose it with "
                 f"dataset={info.name} dataset.root=<folder>; see docs/datasets.md",
             ) from exc
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else info.title
+            raise DataError(
+                f"{where}: cannot read the data ({exc.strerror or exc}); check the disk or "
+                "the file's permissions"
+            ) from None
 
     def identity(self) -> dict:
         """What selects the data (not the title): name, root, params, splits (JSON-ready)."""
@@ -303,7 +334,7 @@ class DatasetSpec:
         sources are hashed; a loader without them loads the split)."""
         theirs = self._split_names()[split]
         options = self.info.make_options(self.params)
-        with self._missing_hint():
+        with self._loader_errors():
             files = _source_files(options, self.root, theirs)
         if files is None:
             return self._record(
