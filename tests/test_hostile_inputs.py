@@ -281,6 +281,62 @@ def test_6_a_float_id_names_its_line(tmp_path):
     assert (info.value.line, info.value.field) == (2, "UserID")
 
 
+# ---- 9: the learned policy in bounded memory ---------------------------------------------
+
+
+def test_9_small_data_trains_in_one_piece_and_large_data_in_chunks_within_the_budget():
+    from groupbias.evaluation import fair_exposure as F
+
+    q = np.arange(0, 20 * 200 + 1, 20)
+    layouts = F._layouts(np.ones(q[-1]), q)
+    assert F._chunks(layouts, 32) == [layouts]  # 4,000 items: as before, one piece
+    q = np.arange(0, 20 * 5000 + 1, 20)
+    layouts = F._layouts(np.ones(q[-1]), q)
+    chunks = F._chunks(layouts, 32)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        ((starts, sizes),) = chunk
+        assert 32 * starts.size * int(sizes.max()) <= F.TRAIN_VALUES
+    rows = np.concatenate([c[0][0] for c in chunks])
+    np.testing.assert_array_equal(rows, layouts[0][0])  # every query once, in order
+
+
+def test_9_chunked_training_learns_the_policy_of_one_piece(monkeypatch):
+    from groupbias.evaluation import fair_exposure as F
+
+    rng = np.random.default_rng(3)
+    q = np.arange(0, 10 * 60 + 1, 10)
+    u = rng.random(q[-1])
+    grades = np.round(4 * u)
+    learner = F.FairExposureLearner(epochs=150, samples=16)
+    whole = learner.fit(u, grades, qptr=q).weights(None, "average").dense()
+    monkeypatch.setattr(F, "TRAIN_VALUES", 16 * 10 * 7)  # pieces of 7 queries
+    assert len(F._chunks(F._layouts(u, q), 16)) == 9
+    pieces = learner.fit(u, grades, qptr=q).weights(None, "average").dense()
+    target = F.target_exposure(grades, qptr=q)
+    err_whole = np.abs(whole - target).mean()
+    assert np.abs(pieces - target).mean() == pytest.approx(err_whole, rel=0.25, abs=0.01)
+    assert np.abs(pieces - whole).max() < 0.15
+
+
+@pytest.mark.slow
+def test_9_the_learned_policy_of_a_million_items_stays_under_1_gb(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "policy_memory.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--items", "1000000", "--ours-only", "--epochs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    peak = float(out.stdout.strip().splitlines()[-1].split()[1])
+    assert peak < 1024, out.stdout
+
+
 # ---- 10: tiny hostile files that would ask for unbounded memory ----------------------------
 
 

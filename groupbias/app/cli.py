@@ -31,8 +31,9 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
+from ..core.memory import release_free_memory
 from .config import build_setup, plain
-from .runs import Interrupted, release_free_memory, run_once, shown_path
+from .runs import Interrupted, run_once, shown_path
 
 log = logging.getLogger("groupbias")
 

@@ -26,10 +26,8 @@ half-written.
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
 import functools
-import gc
 import hashlib
 import json
 import math
@@ -337,18 +335,3 @@ def collect_records(root: str | os.PathLike) -> list[dict]:
         for rec in records:
             out.append({**rec, "run": str(mp.parent.relative_to(root))})
     return out
-
-
-def release_free_memory() -> bool:
-    """Hand the memory a finished run freed back to the operating system, so that building
-    its report (pandas, matplotlib) starts from what is still in use. glibc keeps freed
-    blocks below its mmap threshold (up to 32 MB: a float64 array of 4M items) in its heap;
-    ``malloc_trim(0)`` returns their pages. Returns False where the C library has no
-    ``malloc_trim`` (nothing is done there)."""
-    gc.collect()
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return False
-    trim(0)
-    return True

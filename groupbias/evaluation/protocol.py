@@ -244,6 +244,7 @@ class EvaluationProtocol:
                 pol = self.policy(scores, spec, objective if split else self.objective)
                 sub = replace(spec, metrics=tuple(entries))
                 out.update(compute_metrics(pol, sub, regime="ltr"))
+                del pol  # its exposures are not needed while the next policy trains
         return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
 
     def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
