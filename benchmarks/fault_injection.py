@@ -3,25 +3,29 @@
     python benchmarks/fault_injection.py --attempts 12 [--seed 0]
 
 The run: ``experiment=ablation_cluster_size`` on LightGBM files written here (``--queries``
-lists of 20 items, 60 features: the parsed-split cache writes tens of MB), grouped by
-feature 1, 4 repetitions, 4 cluster sizes, β ∈ {0.8, 0.6}: one load through the cache and 8
-steps. Every attempt starts from an empty runs folder and an empty cache and interrupts the
-run one to three times, each time in one of these ways (drawn at random):
+lists of 20 items, default 4000, 60 features: the parsed-split cache writes about 20 MB),
+grouped by feature 1, 6 repetitions, 4 cluster sizes, β ∈ {0.8, 0.6}: one load through the
+cache and 12 steps. Every attempt starts from an empty runs folder and an empty cache and
+interrupts the run one to three times, each time in one of these ways (drawn at random):
 
 - ``kill@t``: SIGKILL, SIGINT or SIGTERM at a time drawn uniformly over the whole clean run;
 - ``kill@step``: the same signals the moment the k-th step file appears (k drawn), so that
   interruptions fall across the steps, not mostly in the start-up;
 - ``kill@cache``: SIGKILL the moment the cache's temporary folder appears (a killed cache
   write);
-- ``ulimit``: a file size limit (``RLIMIT_FSIZE``, as ``ulimit -f``) drawn below the largest
-  file the run writes, so that some write fails part-way (exit 2, "File too large");
-- ``full-disk`` (root only): the runs folder and the cache on a tmpfs of a size drawn below
-  what the run needs (exit 2, "No space left on device"), grown afterwards.
+- ``ulimit``: a file size limit (``RLIMIT_FSIZE``, as ``ulimit -f``) drawn log-uniformly
+  from 32 KiB to the largest file the run writes (below 64 KiB it is refused before the
+  run), so that some write fails part-way (a run file: exit 2, "File too large"; a cache
+  entry: a warning, the run goes on without the cache);
+- ``full-disk`` (root only): the runs folder and the cache on a tmpfs whose free space is
+  drawn log-uniformly below what the run needs ("No space left on device"; less than 1 MiB
+  is refused before the run), grown afterwards.
 
 Then the same command runs to the end. It must exit 0, its ``metrics.json`` must equal the
 clean run's byte for byte, and no temporary file (``.*.tmp`` of a run folder, ``.tmp-*`` of the
-cache) may remain. Prints one line per attempt and the share of interruptions that fell after
-the start-up (the first step file); the last line is ``survived: <attempts> / <attempts>``.
+cache) may remain. Prints one line per attempt and where the interruptions struck (start-up,
+cache write, steps, a write of the run folder, refused up front); the last line is
+``survived: <attempts> / <attempts>``.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def command(n_queries: int) -> list[str]:
         "dataset=lightgbm",
         "grouping=feature",
         "grouping.feature_id=1",
-        "experiment.repetitions=4",
+        "experiment.repetitions=6",
         "experiment.cluster_sizes=[1,5,20,100]",
         "progress=false",
     ]
@@ -154,48 +158,68 @@ def _disk_usage(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def interruption(mode, rnd, args, runs, cache, data, clean, disk) -> tuple[str, bool, int]:
-    """One interruption: ``(description, fell after the start-up, exit code)``."""
+def _log_uniform(rnd: random.Random, low: float, high: float) -> float:
+    """A size drawn log-uniformly in [low, high): small limits (hitting the step files) as
+    often as large ones (hitting the cache)."""
+    return float(np.exp(rnd.uniform(np.log(low), np.log(high))))
+
+
+def _limit_phase(err: str, code: int) -> str:
+    """Where a size limit or a full disk struck: refused before the run, in a write of the
+    run folder (exit 2), in a cache write (a warning, the run goes on), or nowhere."""
+    if "files are limited to" in err or "KiB free" in err:
+        return "refused up front"
+    if "could not write cache entry" in err:
+        return "cache write"
+    if code == 2 and ("File too large" in err or "No space left" in err):
+        return "run-folder write"
+    return "no write hit"
+
+
+def interruption(mode, rnd, args, runs, cache, data, clean, disk) -> tuple[str, str, int]:
+    """One interruption: ``(description, where it struck, exit code)``."""
     if mode == "ulimit":
-        fsize = rnd.randint(1, clean["largest"])
+        fsize = int(_log_uniform(rnd, 32 << 10, clean["largest"]))
         code, err = Run(args, runs, cache, data, fsize=fsize).finish()
-        tag = "File too large" in err
-        return (
-            f"ulimit -f {fsize // 1024} KiB ({'failed a write' if tag else 'no write hit'})",
-            tag,
-            code,
-        )
+        phase = _limit_phase(err, code)
+        return f"ulimit -f {fsize // 1024} KiB ({phase})", phase, code
     if mode == "full-disk":
-        size = rnd.randint(8, max(9, clean["disk_kb"] - 1))
-        _mount(disk, size, remount=True)
+        used = _disk_usage(disk) // 1024
+        room = int(_log_uniform(rnd, 512, clean["disk_kb"]))  # free space left to the run
+        shrunk = _mount(disk, used + room, remount=True)
         code, err = Run(args, runs, cache, data).finish()
         _mount(disk, 4 * clean["disk_kb"] + 65536, remount=True)
-        tag = "No space left" in err
-        return f"disk of {size} KiB ({'full' if tag else 'enough'})", tag, code
+        phase = _limit_phase(err, code) if shrunk else "disk not shrunk"
+        return f"disk with {room} KiB free ({phase})", phase, code
+    had = len(list(runs.rglob("steps/*.json")))  # finished by earlier interruptions
     run = Run(args, runs, cache, data)
     name, sig = rnd.choice(list(SIGNALS.items()))
     if mode == "kill@cache":
         name, sig = "KILL", signal.SIGKILL
         hit = run.wait_until(run.cache_writing)
-        where = "in a cache write" if hit else "cache already written"
-    elif mode == "kill@step":
-        k = rnd.randint(1, clean["steps"] - 1)
+    elif mode == "kill@step" and had < clean["steps"] - 1:
+        k = rnd.randint(had + 1, clean["steps"] - 1)
         hit = run.wait_until(lambda: run.steps() >= k)
-        where = f"at step {k}" if hit else "after the end"
     else:
         t = rnd.uniform(0.0, clean["span"])
         hit = run.wait_until(lambda: time.perf_counter() - run.start >= t)
-        where = f"at {t:.1f} s"
-    after = run.steps() > 0 or run.cache_writing()
+    if run.cache_writing():
+        phase = "cache write"
+    elif run.steps() > had:
+        phase = f"steps ({run.steps()} of {clean['steps']} done)"
+    else:
+        phase = "start-up"
     at = run.interrupt(sig) if hit else float("nan")
     code, _ = run.finish()
-    return f"SIG{name} {where} ({at:.1f} s)", after, code
+    if not hit:
+        phase = "after the end"
+    return f"SIG{name} at {at:.1f} s, {phase}", phase.split(" (")[0], code
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--attempts", type=int, default=12)
-    ap.add_argument("--queries", type=int, default=3000)
+    ap.add_argument("--queries", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     rnd = random.Random(a.seed)
@@ -227,7 +251,8 @@ def main(argv=None) -> None:
             f"clean run {span:.1f} s (first step after {startup:.1f} s), {clean['steps']} steps, "
             f"largest file {clean['largest'] / 2**20:.1f} MiB, {clean['disk_kb'] / 1024:.1f} MiB"
         )
-        survived = after_startup = interruptions = 0
+        survived = 0
+        phases: dict[str, int] = {}
         for i in range(a.attempts):
             disk = tmp / f"disk{i}"
             mounted = False
@@ -237,11 +262,17 @@ def main(argv=None) -> None:
             runs, cache = base / "runs", base / "cache"
             done = []
             for _ in range(rnd.randint(1, 3)):
-                mode = rnd.choice(modes if mounted else [m for m in modes if m != "full-disk"])
-                what, after, code = interruption(mode, rnd, args, runs, cache, data, clean, disk)
+                cached = (cache / "ranking").is_dir()  # a cache write only with an empty cache
+                mode = rnd.choice(
+                    [
+                        m
+                        for m in modes
+                        if (mounted or m != "full-disk") and not (cached and m == "kill@cache")
+                    ]
+                )
+                what, phase, code = interruption(mode, rnd, args, runs, cache, data, clean, disk)
                 done.append(f"{what} -> exit {code}")
-                interruptions += 1
-                after_startup += after
+                phases[phase] = phases.get(phase, 0) + 1
             code, err = Run(args, runs, cache, data).finish()
             same = code == 0 and _metrics(runs) == reference
             left = _leftovers(runs, cache)
@@ -253,7 +284,11 @@ def main(argv=None) -> None:
                 print(err[-2000:])
             if mounted:
                 subprocess.run(["umount", str(disk)], check=False)
-        print(f"interruptions after the start-up: {after_startup} / {interruptions}")
+        total = sum(phases.values())
+        print(
+            f"{total} interruptions, where they struck: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]))
+        )
         print(f"survived: {survived} / {a.attempts}")
 
 

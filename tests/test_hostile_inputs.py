@@ -849,7 +849,7 @@ def test_13_a_file_as_runs_folder_and_a_file_size_limit_are_named(tmp_path):
     assert code == 2 and f"{f} is a file, not a folder" in err and "Traceback" not in err
 
     def limit():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (70_000, 70_000))
 
     code, _, err = _finish(_command(FAST, tmp_path, preexec_fn=limit))
     assert code == 2 and "Traceback" not in err, err
@@ -859,6 +859,12 @@ def test_13_a_file_as_runs_folder_and_a_file_size_limit_are_named(tmp_path):
     assert not list((tmp_path / "runs").rglob("*.tmp"))
     code, _, err = _finish(_command(FAST, tmp_path))  # the limit gone, the same command resumes
     assert code == 0, err
+
+    def tiny():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+    code, _, err = _finish(_command([*FAST, "seed=1"], tmp_path, preexec_fn=tiny))
+    assert code == 2 and err.startswith("groupbias: error: ulimit -f: files are limited to 1000")
     assert list((tmp_path / "runs").rglob("metrics.json"))
 
 

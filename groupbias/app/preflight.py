@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import os
 import re
+import resource
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +38,10 @@ MAX_DIRNAME = 120
 _SAFE = re.compile(r"[^A-Za-z0-9._=+~-]")
 #: the flags of Hydra that take no value and leave the overrides to us
 _OUR_FLAGS = ("-m", "--multirun")
+#: free space (bytes) a run folder's disk needs before anything is written
+MIN_FREE = 1 << 20
+#: smallest file size limit (bytes, ``ulimit -f``) the command starts under
+MIN_FILE_SIZE = 64 << 10
 #: a plain folder name for ``experiment.name``
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -251,6 +256,23 @@ def check_writable(folder: Path, *, key: str = "paths.runs") -> None:
             key,
             f"cannot write in {probe} (read-only or not ours)",
             hint=f"choose a writable folder: {key}=<folder> (or GROUPBIAS_RUNS=<folder>)",
+        )
+    # what Hydra writes before the run starts (its config files, the log) needs this much;
+    # later failures of a full disk or a size limit are reported by the command itself
+    st = os.statvfs(probe)
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE:
+        raise ConfigError(
+            key,
+            f"the disk holding {probe} has {free // 1024} KiB free",
+            hint=f"free space there, or choose another folder: {key}=<folder>",
+        )
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and soft < MIN_FILE_SIZE:
+        raise ConfigError(
+            "ulimit -f",
+            f"files are limited to {soft} bytes; a run writes files of several KiB and more",
+            hint="raise the limit (ulimit -f unlimited), then run the same command",
         )
 
 
