@@ -258,6 +258,8 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                 raise DataFormatError(
                     path, lineno, "JSON nested too deeply to read (expected one flat object)"
                 ) from None
+            except ValueError as exc:  # a number of over 4300 digits
+                raise DataFormatError(path, lineno, f"unreadable JSON value ({exc})") from None
             if not isinstance(obj, dict):
                 raise DataFormatError(path, lineno, "expected a JSON object per line")
             for key in ("qid", "documents"):
@@ -305,7 +307,8 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                 rels.append(float(r))
     if not qorder:
         raise DataFormatError(path, None, "no queries in file")
-    if not all(isinstance(q, int) for q in qorder):  # some qids are not numbers: all strings
+    # some qids are not numbers, or not int64 ones (2**70): all strings
+    if not all(isinstance(q, int) and -(2**63) <= q < 2**63 for q in qorder):
         qids, qorder = [str(q) for q in qids], [str(q) for q in qorder]
     return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
 
@@ -319,8 +322,8 @@ def _normalize_qid(qid, path: Path, lineno: int) -> int | str:
     an int); other strings are kept as they are."""
     if is_integer(qid):
         return int(qid)
-    if isinstance(qid, str):
-        return int(qid) if _INT_QID.fullmatch(qid) else qid
+    if isinstance(qid, str):  # at most 19 digits before int(): longer ones stay strings
+        return int(qid) if _INT_QID.fullmatch(qid) and len(qid.strip()) <= 20 else qid
     raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string", field="qid")
 
 

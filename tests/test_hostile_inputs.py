@@ -18,7 +18,7 @@ from data_loaders.movielens import load_movielens
 from data_loaders.svmlight import load_svmlight
 from data_loaders.trec_fair import load_trec_fair_ppg
 from groupbias.core.errors import DataError, DataFormatError, ParameterError
-from groupbias.core.validation import check_qptr, identifiers, offsets_from_sizes
+from groupbias.core.validation import check_qptr
 
 WRAP = 4611686018427387904  # 2**62: four of them wrap int64 around to exactly 0
 
@@ -44,6 +44,8 @@ def test_2_group_sizes_that_wrap_int64_are_a_format_error_of_the_query_file(tmp_
 
 
 def test_2_wrapped_offsets_are_refused_by_every_check():
+    from groupbias.core.validation import offsets_from_sizes
+
     wrapped = np.cumsum([0, WRAP, WRAP, WRAP, WRAP])  # [0, 2**62, -2**63, -2**62, 0]
     assert wrapped[-1] == 0 and np.all(np.diff(wrapped) >= 0)  # np.diff wraps back
     with pytest.raises(ParameterError, match="qptr"):
@@ -239,6 +241,8 @@ def test_5_one_eel_level_is_refused_by_the_metric():
 
 
 def test_6_ids_never_pass_through_floats():
+    from groupbias.core.validation import identifiers
+
     big = np.array([2**53, 2**53 + 1])
     assert identifiers("id", big).tolist() == [2**53, 2**53 + 1]
     assert identifiers("id", ["7", " 8 ", "+9"]).tolist() == [7, 8, 9]
@@ -503,6 +507,25 @@ def test_15_trec_track_json_faults_name_the_line(sample, line, words, tmp_path):
     with pytest.raises(DataFormatError) as info:
         load_trec_fair_track(tmp_path, 2020)
     assert info.value.path == str(path) and info.value.line == line and words in str(info.value)
+
+
+def test_15_trec_track_qids_beyond_int64_load_as_strings(tmp_path):
+    from data_loaders.trec_fair import load_trec_fair_track
+
+    docs = '[{"doc_id": "p1", "relevance": 1}]'
+    lines = [
+        f'{{"qid": {2**70}, "documents": {docs}}}',
+        f'{{"qid": "{"9" * 5000}", "documents": {docs}}}',
+    ]
+    _track(tmp_path, ("\n".join(lines) + "\n").encode())
+    data = load_trec_fair_track(tmp_path, 2020, unknown="affected")
+    assert list(data.query_ids) == [str(2**70), "9" * 5000]
+    (tmp_path / "2020" / "TREC-Fair-Ranking-training-sample.json").write_text(
+        f'{{"qid": {"9" * 5000}, "documents": {docs}}}\n'
+    )
+    with pytest.raises(DataFormatError) as info:
+        load_trec_fair_track(tmp_path, 2020)
+    assert info.value.line == 1
 
 
 def test_15_a_byte_order_mark_in_the_iitjee_header_is_read(tmp_path):
