@@ -69,27 +69,16 @@ def _compose(overrides):
         return compose(config_name="config", overrides=overrides)
 
 
-def test_3_all_zero_labels_fail_the_run_and_store_nothing(tmp_path, monkeypatch):
-    from groupbias.app.cli import run
+def test_3_all_zero_lightgbm_labels_are_refused_when_grouped(tmp_path):
+    from data_loaders.grouping import FeatureGrouping
 
     lines = [f"0 0:{i / 10:.1f} 1:{i % 2}" for i in range(60)]
     _lightgbm(tmp_path, [5] * 12, lines=lines)
-    monkeypatch.setenv("GROUPBIAS_LIGHTGBM", str(tmp_path))
-    cfg = _compose(
-        [
-            "experiment=table1",
-            f"paths.runs={tmp_path / 'runs'}",
-            "dataset=lightgbm",
-            "+dataset.params.cache=false",
-            "grouping=feature",
-            "grouping.feature_id=1",
-            "grouping.min_two_group_queries=3",
-            "bias.betas=[0.8]",
-        ]
-    )
+    grouping = FeatureGrouping(feature_id=1, min_two_group_queries=3)
     with pytest.raises(DataError, match="no query has two different labels .*labels: 0\\)"):
-        run(cfg, data_overridden=True)
-    assert not list((tmp_path / "runs").rglob("metrics.json"))
+        gb.load_dataset(
+            "lightgbm", root=str(tmp_path), split="train", grouping=grouping, cache=False
+        )
 
 
 def test_3_all_zero_trec_labels_are_refused(tmp_path):
@@ -443,21 +432,27 @@ def _cached_entry(tmp_path):
     return path, first, d
 
 
-def test_15_a_cache_manifest_that_is_not_an_object_is_rebuilt(tmp_path):
-    path, first, d = _cached_entry(tmp_path)
+def _not_an_object(d):
     (d / "manifest.json").write_text("[1, 2]")
-    with pytest.warns(UserWarning, match="ignoring unreadable cache entry"):
-        again = load_lightgbm(path, cache_dir=tmp_path / "cache")
-    assert again.meta["cache"] == "stored"
-    np.testing.assert_array_equal(again.labels, first.labels)
 
 
-def test_15_a_tampered_cache_entry_of_the_right_shape_is_not_served(tmp_path):
-    path, first, d = _cached_entry(tmp_path)
+def _other_values(d):
     labels = np.load(d / "labels.npy")
     with open(d / "labels.npy", "wb") as fh:  # same dtype and shape, other values
         np.save(fh, 1.0 - labels, allow_pickle=False)
-    with pytest.warns(UserWarning, match="differs from the digest"):
+
+
+@pytest.mark.parametrize(
+    "damage, warning",
+    [
+        (_not_an_object, "ignoring unreadable cache entry"),
+        (_other_values, "differs from the digest"),
+    ],
+)
+def test_15_a_damaged_or_tampered_cache_entry_is_rebuilt_not_served(damage, warning, tmp_path):
+    path, first, d = _cached_entry(tmp_path)
+    damage(d)
+    with pytest.warns(UserWarning, match=warning):
         again = load_lightgbm(path, cache_dir=tmp_path / "cache")
     assert again.meta["cache"] == "stored"
     np.testing.assert_array_equal(again.labels, first.labels)
