@@ -897,17 +897,41 @@ def _mount_tmpfs(where, size, *, read_only=False):
     return ok.returncode == 0
 
 
+def _fill(disk):
+    """Write a file until the disk is full."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"x" * (1 << 16)):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.slow
 def test_13_a_full_disk_and_a_read_only_folder_are_named(tmp_path):
     import subprocess
+    import time
 
     disk = tmp_path / "disk"
     if os.geteuid() != 0 or not _mount_tmpfs(disk, "150k"):
         pytest.skip("mounting a small tmpfs needs root")
-    try:
-        code, _, err = _finish(_command(FAST, tmp_path, env={"GROUPBIAS_RUNS": str(disk)}))
+    env = {"GROUPBIAS_RUNS": str(disk)}
+    try:  # too little room to start: refused up front
+        code, _, err = _finish(_command(FAST, tmp_path, env=env))
+        assert code == 2 and f"the disk holding {disk} has" in err and "KiB free" in err, err
+        subprocess.run(["mount", "-o", "remount,size=40m", str(disk)], check=True)
+        proc = _command(LONG, tmp_path, env=env)  # the disk fills while the run goes on
+        while not list(disk.rglob("steps/*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        _fill(disk)
+        code, _, err = _finish(proc)
         assert code == 2 and "No space left on device" in err and "free space" in err, err
         assert "Traceback" not in err and not list(disk.rglob("*.tmp"))
+        (disk / "filler").unlink()
+        code, _, err = _finish(_command(LONG, tmp_path, env=env))  # the same command resumes
+        assert code == 0, err
     finally:
         subprocess.run(["umount", str(disk)], check=False)
     ro = tmp_path / "ro"
