@@ -47,12 +47,22 @@ class Entry:
         return {"dataset": repr(self.dataset), "grouping": repr(self.grouping)}
 
 
-def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
+def parse_entries(items, key: str = "datasets", *, required: bool = False) -> tuple[Entry, ...]:
     """``experiment.datasets``: registered names, or mappings ``{dataset: <name>, title:
-    <table name>, grouping: <a grouping config with _target_>, params: <loader options>}``."""
+    <table name>, grouping: <a grouping config with _target_>, params: <loader options>}``.
+    Each table row once (a dataset listed twice would store its records twice);
+    ``required``: an empty list is refused (rather than quietly replaced by the composed
+    ``dataset``)."""
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
         raise ParameterError(
             key, "a list of dataset names or {dataset, title, grouping} mappings", items
+        )
+    if required and not items:
+        raise ParameterError(
+            key,
+            "a non-empty list of datasets",
+            [],
+            fix="to run one dataset, choose it on the command line: dataset=<name>",
         )
     out = []
     for i, item in enumerate(items):
@@ -80,7 +90,16 @@ def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
             ) from None
         g = item.get("grouping")
         grouping = BuiltinGrouping() if g is None else build(g, f"{where}.grouping")
-        out.append(Entry(spec, grouping, f"experiment.{where}"))
+        entry = Entry(spec, grouping, f"experiment.{where}")
+        twice = next((e for e in out if e.title == entry.title), None)
+        if twice is not None:
+            raise ParameterError(
+                where,
+                f"each table row once ({entry.title!r} is also {twice.key.split('.', 1)[1]})",
+                item.get("dataset"),
+                fix="give the second one another grouping or a title",
+            )
+        out.append(entry)
     return tuple(out)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from groupbias.app.runs import shown_path
 from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
 from groupbias.core.validation import real, sequence
 from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
@@ -49,6 +50,7 @@ def _betas(name: str, values) -> tuple[float, ...]:
         values,
         lambda n, v: real(n, v, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]"),
         what="a non-empty list of betas in (0, 1], e.g. [1.0, 0.8, 0.6]",
+        distinct=True,
     )
 
 
@@ -89,6 +91,21 @@ class Demo:
         check_common(self)
         self.ltr_betas = list(_betas("ltr_betas", self.ltr_betas))
         self.table_betas = list(_betas("table_betas", self.table_betas))
+
+    def check(self, setup: Setup) -> None:
+        """The tables show both regimes at ``table_betas``: each regime must compute at least
+        one of them (else presenting fails, after the run was stored)."""
+        for key, have in (
+            ("bias.betas", setup.bias.betas),
+            ("experiment.ltr_betas", self.ltr_betas),
+        ):
+            if not any(_same(b, x) for b in self.table_betas for x in have):
+                raise ParameterError(
+                    "table_betas",
+                    f"betas the run computes ({key} = {list(have)})",
+                    list(self.table_betas),
+                    fix=f"choose table_betas among {key}",
+                )
 
     def _tabular(self, setup: Setup, split, title: str, beta: float | None) -> dict:
         """Every repetition at ``beta``; ``None``: full information (the true relevance,

@@ -52,7 +52,7 @@ class Table1:
     def __post_init__(self) -> None:
         check_common(self)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []

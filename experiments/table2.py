@@ -98,7 +98,7 @@ class Table2:
         check_common(self)
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = ltr_records(self, setup, rd, tag="table2")

@@ -139,7 +139,7 @@ def test_sweep_through_submitit_local_launcher_resumes_and_reports(tmp_path):
     root = tmp_path / "ablation_cluster_size"
     jobs = sorted(p.name for p in root.iterdir() if (p / "metrics.json").exists())
     assert len(jobs) == 2
-    assert [j.split("estimator.cluster_size=")[1].split(",")[0] for j in jobs] == ["1", "20"]
+    assert [j.split("estimator.cluster_size=")[1].split("__")[0] for j in jobs] == ["1", "20"]
     assert (root / ".submitit").is_dir()  # the jobs really went through submitit
     stamp = {j: (root / j / "metrics.json").stat().st_mtime_ns for j in jobs}
     second = _groupbias(args)

@@ -81,7 +81,7 @@ def test_release_free_memory_returns_freed_heap_pages(tmp_path):
     while a later block pins the heap's top; release_free_memory hands them back."""
     code = (
         "import numpy as np\n"
-        "from groupbias.app.runs import release_free_memory\n"
+        "from groupbias.core.memory import release_free_memory\n"
         "def rss():\n"
         "    with open('/proc/self/statm') as f:\n"
         "        return int(f.read().split()[1]) * 4096 / 2**20\n"

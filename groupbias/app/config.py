@@ -281,6 +281,23 @@ def _recipe(cfg: Mapping):
     )
 
 
+def _unused_policy_keys(node: Mapping, protocol) -> None:
+    """Refuse policy settings (``evaluation.learn=true``, ...) given to the deterministic
+    protocol, which never reads them."""
+    from ..evaluation.protocol import POLICY_KEYS
+
+    if getattr(protocol, "mode", None) != "deterministic":
+        return
+    for key in POLICY_KEYS:
+        if node.get(key) is not None:
+            raise ConfigError(
+                f"evaluation.{key}",
+                "unused: evaluation=deterministic judges the scores themselves; this key "
+                "sets the Plackett–Luce policy of evaluation=policy",
+                hint="choose evaluation=policy (or paper_code), or drop the key",
+            )
+
+
 def _unused_ranker_keys(experiment, overridden) -> None:
     """Refuse command-line keys of the ranker groups for an experiment that trains none."""
     for key in overridden:
@@ -317,6 +334,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
         for key in ("dataset", "grouping", "bias", "estimator", "diagnostics")
     }
     groups["evaluation"] = build(c.get("evaluation") or _DETERMINISTIC, "evaluation")
+    _unused_policy_keys(c.get("evaluation") or {}, groups["evaluation"])
     experiment = build(c.get("experiment"), "experiment")
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:

@@ -82,6 +82,10 @@ _NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
 _FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
 
 
+#: the most grade levels graded labels may have (:func:`eel_thresholds`)
+MAX_GRADES = 1000
+
+
 def eel_thresholds(
     labels: np.ndarray, label_max: float | None, *, bin_width: float = 0.25
 ) -> tuple[float, ...]:
@@ -97,6 +101,14 @@ def eel_thresholds(
     integral = lab.size > 0 and all_integral(lab)
     top = float(label_max) if label_max else (float(lab.max()) if lab.size else 1.0)
     if integral and top >= 2 and top == round(top):
+        if top > MAX_GRADES:  # one threshold per grade: 1e30 grades would never fit
+            raise ParameterError(
+                "labels",
+                f"graded labels 0..L with L <= {MAX_GRADES} (Δ(EEL) has one grade level "
+                "per label value)",
+                f"labels up to {top:g}",
+                fix="rescale the labels (or give the dataset's label_max)",
+            )
         L = int(top)
         return tuple((j - 0.5) / L for j in range(1, L + 1))
     if not 0 < bin_width <= 1:
@@ -269,6 +281,11 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
         raise ParameterError(
             f"metrics ({req.key})", "options the metric accepts", sorted(req.options), fix=str(exc)
         ) from None
+    except ParameterError as exc:
+        if exc.name not in req.options:
+            raise
+        # an option of this metric entry: named with the metric (cwex.alpha, not alpha)
+        raise ParameterError(f"{req.key}.{exc.name}", exc.expected, exc.given, exc.fix) from None
     values = np.asarray(values, dtype=np.float64)
     n = len(spec.qptr) - 1
     if values.shape != (n,):

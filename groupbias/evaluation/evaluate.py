@@ -16,12 +16,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import choice
+from ..core.validation import choice, vector
 from ..data.ranking_data import RankingData
 from ..data.trec import read_groups, read_qrels, read_run
 from ..simulate.group_bias import relevance_from_labels
-from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds
-from .inputs import check_reduce, reduce_queries
+from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
+from .inputs import check_both_groups, check_reduce, reduce_queries
 from .protocol import EvaluationProtocol
 
 __all__ = ["evaluate", "evaluate_run", "run_data"]
@@ -70,16 +70,34 @@ def evaluate(
         )
     if relevance is None:
         relevance = relevance_from_labels(data.labels, label_max=data.label_max)
+    relevance = vector(
+        "relevance",
+        relevance,
+        data.n_items,
+        low=0.0,
+        high=1.0,
+        what="probabilities of relevance P(R) in [0, 1]",
+        fix="divide graded labels by their maximum (the default does so)",
+    )
     spec = EvalSpec(
         labels=data.labels,
-        relevance=np.asarray(relevance, dtype=np.float64),
+        relevance=relevance,
         groups=data.groups,
         qptr=data.qptr,
         thresholds=eel_thresholds(data.labels, data.label_max),
         metrics=tuple(metrics),
     )
+    _refuse_one_group_means(data, spec.metrics, reduce)
     per_query = compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
+
+
+def _refuse_one_group_means(data: RankingData, metrics, reduce) -> None:
+    """A mean of a fairness metric over lists that each hold one group (or one item) would
+    read as perfectly fair: refused (the per-query values keep their conventions)."""
+    fairness = any(parse_metric(m).name != "ndcg" for m in metrics)
+    if fairness and reduce is not None:
+        check_both_groups(data.groups, data.qptr)
 
 
 def _load(given, reader, **options):
@@ -151,6 +169,7 @@ def evaluate_run(
     """
     check_reduce(reduce)
     data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
+    _refuse_one_group_means(data, metrics, reduce)
     if protocol is None:
         per_query = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
     else:

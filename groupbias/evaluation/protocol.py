@@ -39,7 +39,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import query_index, segment_sum
-from ..core.validation import check_k, check_threads, choice, integer, real
+from ..core.validation import check_threads, choice, integer, real
 from ..rank.plackett_luce import EXACT_MAX, PlackettLuce
 from ..rank.ranking import TIES, DeterministicRanking
 from ..rank.sampler import DEVICES
@@ -48,9 +48,27 @@ from .exposure import check_offset, query_minmax_grades
 from .fair_exposure import OBJECTIVES, FairExposureLearner
 from .metrics import BINS, EEL_DISTANCES, ON_NO_RELEVANT, ON_ZERO_NDCG, ON_ZERO_UTILITY
 
-__all__ = ["EvaluationProtocol", "MODES", "DETERMINISTIC"]
+__all__ = ["EvaluationProtocol", "MODES", "POLICY_KEYS", "DETERMINISTIC"]
 
 MODES = ("deterministic", "policy")
+#: settings of the Plackett–Luce policy: unused (and refused) with ``mode="deterministic"``
+POLICY_KEYS = (
+    "learn",
+    "temperature",
+    "samples",
+    "exact_max",
+    "seed",
+    "exposure_device",
+    "exposure_threads",
+    "tradeoff",
+    "epochs",
+    "lr",
+    "train_samples",
+    "level",
+    "init_temperature",
+    "objective",
+    "train_levels",
+)
 SINGLE_GROUP = ("keep", "drop")
 #: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list
 CUT_TIES = ("first", "last")
@@ -105,12 +123,16 @@ class EvaluationProtocol:
         self.offset = check_offset(self.offset)
         self.on_zero_utility = choice("on_zero_utility", self.on_zero_utility, ON_ZERO_UTILITY)
         self.eel_bins = choice("eel_bins", self.eel_bins, BINS)
+        # one level puts every item in one grade: Δ(EEL) would be 0 whatever the scores
         if self.eel_levels is not None:
-            self.eel_levels = integer("eel_levels", self.eel_levels, low=1)
+            self.eel_levels = integer("eel_levels", self.eel_levels, low=2)
         if self.train_levels is not None:
-            self.train_levels = integer("train_levels", self.train_levels, low=1)
+            self.train_levels = integer("train_levels", self.train_levels, low=2)
         self.eel_distance = choice("eel_distance", self.eel_distance, EEL_DISTANCES)
-        self.top_n = check_k(self.top_n, "top_n")
+        if self.top_n is not None:  # one candidate per query: NDCG 1, ρ 1, Δ 0 for any scores
+            self.top_n = integer(
+                "top_n", self.top_n, low=2, what="an integer >= 2 (null: all candidates)"
+            )
         self.top_n_ties = choice("top_n_ties", self.top_n_ties, CUT_TIES)
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
         self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
@@ -243,6 +265,7 @@ class EvaluationProtocol:
                 pol = self.policy(scores, spec, objective if split else self.objective)
                 sub = replace(spec, metrics=tuple(entries))
                 out.update(compute_metrics(pol, sub, regime="ltr"))
+                del pol  # its exposures are not needed while the next policy trains
         return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
 
     def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
@@ -258,7 +281,12 @@ class EvaluationProtocol:
             "threads": self.exposure_threads,
         }
         if not self.learn:
-            return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
+            try:
+                return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
+            except ParameterError as exc:  # logits too spread: the temperature made them so
+                raise ParameterError(
+                    "evaluation.temperature", exc.expected, self.temperature, exc.fix
+                ) from None
         objective = self.objective if objective in (None, "per_metric") else objective
         learner = self.learner if objective == "eel" else self.dtr_learner
         return learner.fit(
