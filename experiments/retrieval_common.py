@@ -14,6 +14,7 @@ import numpy as np
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError, ParameterError
 from groupbias.core.validation import choice, integer, real
+from groupbias.data.datasets import record_input_file
 from groupbias.data.labels import LexiconLabeller, load_gender_wordlist
 from groupbias.data.llm import ChatEndpoint
 from groupbias.data.membership import TermMembership
@@ -77,6 +78,7 @@ def wordlist(path) -> dict[str, tuple[str, ...]]:
             hint=f"set {WORDLIST_ENV} or experiment.wordlist to "
             "rekabsaz-gender/wordlist_genderspecific.txt",
         )
+    record_input_file(value, "gender_wordlist")  # part of the run's identity
     return load_gender_wordlist(value)
 
 

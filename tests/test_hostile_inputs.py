@@ -118,7 +118,7 @@ def test_4_exp2_gain_beyond_float64_is_refused_not_dropped_from_the_mean():
     # labels x 1000 through the one-call API: refused, not NDCG over 5 of 36 queries
     data = _grouped(36, labels_scale=1000.5)
     with pytest.raises(ParameterError, match="exp2"):
-        gb.evaluate(np.arange(data.n_items, dtype=float), data, metrics=["ndcg@10"])
+        gb.evaluate(np.arange(data.n_items, dtype=float), data, regime="ltr", metrics=["ndcg@10"])
 
 
 def _grouped(n_queries, size=6, labels_scale=1.0, seed=0):
@@ -199,7 +199,7 @@ def test_5_one_group_data_and_one_item_lists_are_refused_by_evaluate():
         groups=np.ones(6),
     )
     with pytest.raises(ParameterError, match="every query holds one group"):
-        gb.evaluate(np.arange(6.0), one_group)
+        gb.evaluate(np.arange(6.0), one_group, regime="ltr")
     one_item = gb.RankingData(
         np.zeros((6, 1)),
         np.array([1.0, 0, 1, 0, 1, 0]),
@@ -208,7 +208,7 @@ def test_5_one_group_data_and_one_item_lists_are_refused_by_evaluate():
         groups=np.array([1.0, 0, 1, 0, 1, 0]),
     )
     with pytest.raises(ParameterError, match="lists of one item"):
-        gb.evaluate(np.arange(6.0), one_item, metrics=["rho_dtr"])
+        gb.evaluate(np.arange(6.0), one_item, regime="ltr", metrics=["rho_dtr"])
     for metric in (gb.metrics.rho_dtr_tabular, gb.metrics.delta_eel_tabular):
         with pytest.raises(ParameterError, match="groups"):
             metric(np.arange(6.0) / 6, one_group.labels, qptr=one_group.qptr, groups=np.ones(6))
@@ -351,7 +351,9 @@ def test_10_labels_up_to_1e30_are_refused_before_building_eel_levels():
         groups=np.array([1.0, 0.0] * 4),
     )
     with pytest.raises(ParameterError, match="L <= 1000"):
-        gb.evaluate(np.arange(8.0), data, relevance=data.labels / 1e30, metrics=["delta_eel"])
+        gb.evaluate(
+            np.arange(8.0), data, regime="ltr", relevance=data.labels / 1e30, metrics=["delta_eel"]
+        )
 
 
 def test_10_a_fifo_is_refused_instead_of_blocking(tmp_path):
@@ -599,7 +601,7 @@ def test_16_ranking_data_refuses_nan(what):
 def test_16_evaluate_refuses_relevance_above_one():
     data = _grouped(4)
     with pytest.raises(ParameterError, match="relevance: expected probabilities"):
-        gb.evaluate(np.arange(data.n_items, dtype=float), data, relevance=data.labels)
+        gb.evaluate(np.arange(data.n_items, dtype=float), data, regime="ltr", relevance=data.labels)
 
 
 def test_16_a_tensor_that_requires_grad_is_a_parameter_error():
@@ -640,7 +642,7 @@ def _check(args, tmp_path):
         (["+seed=1"], "seed", "already set"),
         (["estimator=amortised"], "estimator", "did you mean amortized"),
         (["experiment=bogus"], "experiment", "the options are ablation_cluster_size"),
-        (["dataset=nonexistent"], "dataset", "the options are iitjee"),
+        (["dataset=nonexistent"], "dataset", "iitjee, lightgbm"),
         (["-m", "estimator.cluster_size=1,2,"], "estimator.cluster_size=1,2,", "cannot read"),
         (["estimator.cluster_size=1,2"], "estimator.cluster_size", "needs -m"),
         (
@@ -999,7 +1001,10 @@ def test_16_a_metric_option_is_named_with_its_metric():
     data = _grouped(4)
     with pytest.raises(ParameterError) as info:
         gb.evaluate(
-            np.arange(data.n_items, dtype=float), data, metrics=[{"name": "cwex", "alpha": -1}]
+            np.arange(data.n_items, dtype=float),
+            data,
+            regime="ltr",
+            metrics=[{"name": "cwex", "alpha": -1}],
         )
     assert info.value.name == "cwex.alpha"
 

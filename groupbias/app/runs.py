@@ -320,18 +320,16 @@ def read_meta(path: Path) -> dict:
     return meta
 
 
-def collect_records(root: str | os.PathLike) -> list[dict]:
-    """All result records of complete runs under ``root`` (recursively), each tagged with
-    ``run`` = its directory relative to ``root``."""
-    root = Path(root)
-    out: list[dict] = []
-    for mp in sorted(root.rglob("metrics.json")):
-        meta = mp.parent / "meta.json"
-        if not meta.exists() or read_meta(meta).get("status") != "complete":
-            continue
-        records = read_meta(mp).get("records", [])
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise DataFormatError(mp, None, "records: expected a list of JSON objects")
-        for rec in records:
-            out.append({**rec, "run": str(mp.parent.relative_to(root))})
-    return out
+def complete_records(folder: str | os.PathLike) -> list[dict] | None:
+    """The result records of the run in ``folder`` when it is complete (``metrics.json``
+    beside a ``meta.json`` with status complete), else None (a half-finished run). A
+    damaged ``meta.json`` or ``metrics.json`` is a :class:`DataFormatError` naming it."""
+    folder = Path(folder)
+    meta = folder / "meta.json"
+    if not meta.exists() or read_meta(meta).get("status") != "complete":
+        return None
+    mp = folder / "metrics.json"
+    records = read_meta(mp).get("records", [])
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DataFormatError(mp, None, "records: expected a list of JSON objects")
+    return records

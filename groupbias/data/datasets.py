@@ -364,10 +364,32 @@ def recording_inputs(callback: Callable[[dict], None]) -> Iterator[None]:
         _INPUT_LOG.reset(token)
 
 
+def record_input_file(path: str | os.PathLike, role: str) -> None:
+    """Report a file a run reads outside a dataset (a word list, a lexicon) to the callback
+    of :func:`recording_inputs`, so the run's identity holds its digest too."""
+    log = _INPUT_LOG.get()
+    if log is None:
+        return
+    files = {str(role): os.path.abspath(os.fspath(path))}
+    blob = json.dumps({"file": files}, sort_keys=True)
+    log(
+        {
+            "key": hashlib.sha256(blob.encode()).hexdigest()[:16],
+            "dataset": None,
+            "split": None,
+            "paths": files,
+            "fingerprint": _digests(files),
+        }
+    )
+
+
 def current_input(record: Mapping) -> dict:
     """``record`` (of :func:`recording_inputs`) as it would be recorded now: the files its
     dataset resolves to today (its environment variable may point elsewhere) and their
-    digests. A dataset that is gone (files missing, not registered) gives ``{}``."""
+    digests; a file recorded by :func:`record_input_file`, its digest now. A dataset that
+    is gone (files missing, not registered) gives ``{}``."""
+    if record.get("dataset") is None and record.get("paths"):
+        return {**record, "fingerprint": _digests(dict(record["paths"]))}
     try:
         spec = DatasetSpec(**dict(record["dataset"]))
         return spec.input_record(str(record["split"]))

@@ -29,6 +29,7 @@ to_trec` / :meth:`Run.from_trec` a run's), and :func:`read_item_groups` (an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -403,6 +404,20 @@ class TextCollection:
         object.__setattr__(self, "queries", tuple(self.queries))
         object.__setattr__(self, "qrels", q)
         object.__setattr__(self, "doc_labels", labels)
+
+    def content_digest(self) -> str:
+        """SHA-256 (hex) of the documents, queries, judgements and labels: the fingerprint
+        of a collection whose loader declares no source files."""
+        h = hashlib.sha256()
+        for part in (self.doc_ids.tolist(), list(self.texts), self.query_ids.tolist()):
+            h.update(json.dumps(part, ensure_ascii=False).encode())
+        h.update(json.dumps(list(self.queries), ensure_ascii=False).encode())
+        for a in (self.qrels.indptr, self.qrels.indices, self.qrels.data):
+            h.update(np.ascontiguousarray(a).tobytes())
+        for name in sorted(self.doc_labels):
+            h.update(name.encode())
+            h.update(json.dumps(self.doc_labels[name].tolist(), ensure_ascii=False).encode())
+        return h.hexdigest()
 
     @property
     def n_docs(self) -> int:

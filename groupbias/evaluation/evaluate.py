@@ -52,14 +52,7 @@ def evaluate(
         test = gb.load_dataset("trec2020", split="test")
         gb.evaluate(test.labels, test, regime="ltr", metrics=["ndcg@10", "rho_dtr", "delta_eel"])
     """
-    if regime is None:
-        raise ParameterError(
-            "regime",
-            "'ltr' (the ranking by the scores) or 'tabular' (the scores are utility estimates)",
-            None,
-            fix="say which: the same scores give different ρ(DTR) and Δ(EEL) in the two regimes",
-        )
-    choice("regime", regime, ("ltr", "tabular"))
+    regime = _check_regime(regime)
     check_reduce(reduce)
     if data.groups is None:
         raise ParameterError(
@@ -92,11 +85,23 @@ def evaluate(
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
 
 
+def _check_regime(regime) -> str:
+    """The regime, which the caller must say (no default)."""
+    if regime is None:
+        raise ParameterError(
+            "regime",
+            "'ltr' (the ranking by the scores) or 'tabular' (the scores are utility estimates)",
+            None,
+            fix="say which: the same scores give different ρ(DTR) and Δ(EEL) in the two regimes",
+        )
+    return choice("regime", regime, ("ltr", "tabular"))
+
+
 def _refuse_one_group_means(data: RankingData, metrics, reduce) -> None:
     """A mean of a fairness metric over lists that each hold one group (or one item) would
     read as perfectly fair: refused (the per-query values keep their conventions)."""
     fairness = any(parse_metric(m).name != "ndcg" for m in metrics)
-    if fairness and reduce is not None:
+    if fairness and reduce is not None and data.groups is not None:
         check_both_groups(data.groups, data.qptr)
 
 

@@ -98,8 +98,8 @@ class FairExposureLearner:
         """The learned policy of every query: ``utility`` (float [n_items], the gains of
         the NDCG term and the initial logits), ``grades`` (the EEL grades of the target),
         ``groups`` (needed for ``level="group"``); ``progress(done, total)``: called after
-        every Adam step, counting the steps of every chunk (e.g. to print how far it is); ``policy_options`` go to
-        :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
+        every Adam step, counting the steps of every chunk (e.g. to print how far it is);
+        ``policy_options`` go to :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
         import torch
 
         u = vector("utility", utility)

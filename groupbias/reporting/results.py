@@ -34,8 +34,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ..app.runs import NON_RESULT_KEYS, read_meta
-from ..core.io import read_json
+from ..app.runs import NON_RESULT_KEYS, complete_records
 
 __all__ = [
     "REPLICATES",
@@ -119,8 +118,8 @@ def read_runs(roots: Iterable[str | os.PathLike]) -> list[RunFolder]:
     for root in roots:
         root = Path(root)
         for mp in sorted(root.rglob("metrics.json")):
-            meta = mp.parent / "meta.json"
-            if not meta.exists() or read_meta(meta).get("status") != "complete":
+            records = complete_records(mp.parent)
+            if records is None:  # half-finished
                 continue
             cfg_path = mp.parent / "config.yaml"
             cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
@@ -129,7 +128,7 @@ def read_runs(roots: Iterable[str | os.PathLike]) -> list[RunFolder]:
                 RunFolder(
                     mp.parent,
                     root,
-                    list(read_json(mp).get("records", [])),
+                    list(records),
                     _flatten(cfg),
                     _overrides(mp.parent),
                 )
