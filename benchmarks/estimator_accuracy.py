@@ -25,7 +25,7 @@ BETAS = (1.0, 0.8, 0.6)
 ESTIMATORS = {
     "ks": gb.KSEstimator(),
     "wasserstein": gb.KSEstimator(distance="wasserstein"),
-    "calibrated (5 %)": gb.CalibratedKSEstimator(labeled_fraction=0.05),
+    "calibrated (5 %)": gb.CalibratedKSEstimator(labeled_fraction=0.05, bootstrap=0),
 }
 
 

@@ -7,6 +7,8 @@
   error is reported, so the fast path never counts lines).
 - :func:`numeric_column`: a column converted to float, failing at the first bad value with
   file, line and field.
+- :func:`id_column`: an id column as integers or strings, never floats
+  (:func:`groupbias.core.validation.identifiers`), failing with file, line and field.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.validation import identifiers
 
 from ._lazy import pandas as pd
 
@@ -73,6 +76,39 @@ def _skipped(kwargs) -> int:
     return skip if isinstance(skip, int) else 0
 
 
+#: byte-order marks of the text encodings a loader cannot read (UTF-8's is skipped)
+_WIDE_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
+
+
+def check_text(path: Path) -> None:
+    """Refuse a file written in UTF-16 or UTF-32 (by its byte-order mark), naming the
+    encoding: every loader reads UTF-8 (or Latin-1) text."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    for bom, name in _WIDE_BOMS.items():
+        if head.startswith(bom):
+            raise DataFormatError(path, 1, f"{name} text; save the file as UTF-8")
+
+
+def _check_header(path: Path, sep: str, encoding: str) -> None:
+    """A column named twice in the header line is an error (pandas would rename the second
+    one ``name.1`` and a loader would silently drop it)."""
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        try:
+            header = next(csv.reader(fh, delimiter=sep if len(sep) == 1 else ","), [])
+        except csv.Error:
+            return  # pandas reports the line
+    names = [h.strip().lstrip("\ufeff") for h in header]
+    twice = next((n for i, n in enumerate(names) if n and n in names[:i]), None)
+    if twice is not None:
+        raise DataFormatError(path, 1, f"column {twice!r} appears twice in the header", field=twice)
+
+
 def read_table(path: Path, **kwargs) -> pd.DataFrame:
     """``pd.read_csv(path, **kwargs)``; tokenizer errors become :class:`DataFormatError`
     naming the file line. A first data row with one field more than the header (or
@@ -80,6 +116,9 @@ def read_table(path: Path, **kwargs) -> pd.DataFrame:
     is an error too."""
     sep = kwargs.get("sep", ",")
     encoding = kwargs.get("encoding", "utf-8")
+    check_text(path)
+    if kwargs.get("header", "infer") == "infer" and "names" not in kwargs:
+        _check_header(path, sep, encoding)
     try:
         df = pd.read_csv(path, **kwargs)
     except pd.errors.EmptyDataError:
@@ -158,6 +197,63 @@ def numeric_column(
         what = "empty value" if pd.isna(shown) else f"non-numeric value {str(shown)!r}"
         raise DataFormatError(path, line, f"{what}; expected a number", field=field or str(column))
     return values
+
+
+#: the largest integer a float64 holds exactly (ids written as floats beyond it merge)
+_EXACT_FLOAT = 2**53
+
+
+def id_column(
+    df: pd.DataFrame,
+    column,
+    path: Path,
+    *,
+    big: str = "error",
+    allow_missing: bool = False,
+    header: bool = True,
+    sep: str = ",",
+    encoding: str = "utf-8",
+    field: str | None = None,
+) -> np.ndarray:
+    """``df[column]`` as integer ids, read exactly, never through a float (``2**53`` and
+    ``2**53 + 1`` stay two ids): int64, or, with ``big="text"``, the ids as strings when
+    one of them is beyond int64 (sessions ``10**30 + s`` stay distinct). A value that is
+    not a decimal integer (or, with ``big="error"``, one beyond int64) raises
+    :class:`DataFormatError` naming its line. ``allow_missing``: empty values become -1."""
+    raw = df[column]
+    field = field or str(column)
+
+    def fail(i: int, what: str):
+        line = record_line(path, i, header=header, sep=sep, encoding=encoding)
+        raise DataFormatError(path, line, what, field=field)
+
+    missing = raw.isna().to_numpy()
+    if missing.any() and not allow_missing:
+        fail(int(np.flatnonzero(missing)[0]), "empty value; expected an id")
+    present = raw[~missing]
+    rows = np.flatnonzero(~missing)
+    if present.dtype.kind == "f":  # pandas read numbers with a decimal point or an exponent
+        v = present.to_numpy(dtype=np.float64)
+        bad = (v != np.round(v)) | (np.abs(v) > _EXACT_FLOAT)
+        if bad.any():
+            i = int(rows[np.flatnonzero(bad)[0]])
+            fail(i, f"value {raw.iloc[i]!r}; expected an integer id (written without a point)")
+        ids = v.astype(np.int64)
+    else:
+        text = present.to_numpy(dtype=str) if present.dtype.kind == "O" else present.to_numpy()
+        ids = identifiers(field, text)
+        if ids.dtype.kind != "i":
+            for j, t in enumerate(text):
+                decimal = str(t).strip().lstrip("+-").isdigit()
+                if not decimal or (big == "error" and identifiers(field, [t]).dtype.kind != "i"):
+                    i = int(rows[j])
+                    limit = "" if big == "text" else " below 2**63"
+                    fail(i, f"value {raw.iloc[i]!r}; expected an integer id{limit}")
+    if not missing.any():
+        return ids
+    out = np.full(missing.size, -1 if ids.dtype.kind == "i" else "", dtype=ids.dtype)
+    out[~missing] = ids
+    return out
 
 
 def offsets_from_sorted(keys: np.ndarray) -> np.ndarray:

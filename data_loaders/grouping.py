@@ -36,6 +36,7 @@ from groupbias.core.validation import choice, integer, is_real
 from groupbias.data.datasets import (
     MIN_TWO_GROUP_QUERIES,
     DatasetInfo,
+    check_labels,
     check_two_groups,
 )
 from groupbias.data.ranking_data import RankingData
@@ -187,6 +188,7 @@ class FeatureGrouping:
         }
         who = f"{info.name if info else ref.name} {self.label()}"
         check_two_groups(out, self.min_two_group_queries, who=who)
+        check_labels(out, who=who)
         return out
 
 

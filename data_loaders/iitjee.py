@@ -47,7 +47,7 @@ from groupbias.core.errors import DataError, DataFormatError, ParameterError
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import read_table, record_line, require_files, resolve_path
+from ._tables import check_text, read_table, record_line, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_IITJEE"
 DEFAULT_FILE = "iitjee2009.csv"
@@ -59,13 +59,31 @@ MALE_CODES = frozenset({"M", "MALE", "MAN"})
 
 
 def _header(path: Path) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    check_text(path)
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:  # -sig: skip a BOM
         first = fh.readline()
     if not first.strip():
         raise DataFormatError(
             path, 1, "missing header row; expected the columns " + ", ".join(USED_COLUMNS)
         )
     return [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")]
+
+
+def iitjee_file(path: str | os.PathLike | None = None) -> Path:
+    """The CSV ``load_iitjee(path)`` reads: ``path`` (a file, or a folder holding
+    ``iitjee2009.csv``), else ``$GROUPBIAS_IITJEE``; :class:`MissingFilesError` when absent."""
+    p = resolve_path(path, env=ENV_VAR, expected=[DEFAULT_FILE], what="IIT-JEE CSV")
+    if p.is_dir():
+        require_files(
+            p,
+            [DEFAULT_FILE],
+            hint="export the published IIT-JEE 2009 table as "
+            "CSV under this name, or pass the file path",
+        )
+        return p / DEFAULT_FILE
+    if not p.is_file():
+        require_files(p.parent, [p.name])
+    return p
 
 
 def load_iitjee(
@@ -88,18 +106,7 @@ def load_iitjee(
     """
     if bad_rows not in ("raise", "drop"):
         raise ParameterError("bad_rows", "'raise' or 'drop'", bad_rows)
-    p = resolve_path(path, env=ENV_VAR, expected=[DEFAULT_FILE], what="IIT-JEE CSV")
-    if p.is_dir():
-        require_files(
-            p,
-            [DEFAULT_FILE],
-            hint="export the published IIT-JEE 2009 table as "
-            "CSV under this name, or pass the file path",
-        )
-        p = p / DEFAULT_FILE
-    elif not p.is_file():
-        require_files(p.parent, [p.name])
-
+    p = iitjee_file(path)
     header = _header(p)
     lookup = {h.lower(): h for h in header}
     missing = [c for c in USED_COLUMNS if c.lower() not in lookup]
@@ -121,7 +128,7 @@ def load_iitjee(
         dtype=text_cols,
         keep_default_na=False,
         na_values=[""],
-        encoding="utf-8",
+        encoding="utf-8-sig",
         encoding_errors="replace",
     )
     df.columns = [next(k for k, v in actual.items() if v == col) for col in df.columns]

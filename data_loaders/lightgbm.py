@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.validation import offsets_from_sizes
 from groupbias.data.ranking_data import RankingData
 
 from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
@@ -38,7 +39,8 @@ def read_query_file(path: str | os.PathLike) -> np.ndarray:
             tok = raw.strip()
             if not tok:
                 continue
-            if not UINT_RE.fullmatch(tok) or not 0 < int(tok) < 2**63:
+            # at most 19 digits before int(): a 5000-digit size passes Python's str-to-int limit
+            if not UINT_RE.fullmatch(tok) or len(tok) > 19 or not 0 < int(tok) < 2**63:
                 raise DataFormatError(
                     path,
                     i,
@@ -99,15 +101,15 @@ def load_lightgbm(
         )
         sizes = read_query_file(query_path)
         n = rows.labels.size
-        if int(sizes.sum()) != n:
+        total = sum(int(s) for s in sizes)  # exact: an int64 sum wraps around
+        if total != n:
             raise DataFormatError(
                 query_path,
                 None,
-                f"group sizes add up to {int(sizes.sum())} items, but the "
+                f"group sizes add up to {total} items, but the "
                 f"data file {str(data_path)!r} has {n} data lines",
             )
-        qptr = np.zeros(sizes.size + 1, dtype=np.int64)
-        np.cumsum(sizes, out=qptr[1:])
+        qptr = offsets_from_sizes(sizes)
         return RankingData(
             features=rows.features,
             labels=rows.labels,

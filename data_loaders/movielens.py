@@ -62,7 +62,15 @@ from groupbias.core.errors import DataError, DataFormatError, MissingFilesError,
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import first_bad, numeric_column, read_table, record_line, resolve_path
+from ._tables import (
+    check_text,
+    first_bad,
+    id_column,
+    numeric_column,
+    read_table,
+    record_line,
+    resolve_path,
+)
 
 ENV_VAR = "GROUPBIAS_MOVIELENS"
 META_ENV_VAR = "GROUPBIAS_MOVIELENS_META"
@@ -80,6 +88,7 @@ _YEAR_RE = r"\((\d{4})\)\s*$"
 # ratings
 # ---------------------------------------------------------------------------------------
 def _detect_format(path: Path) -> str:
+    check_text(path)
     n = path.name.lower()
     if n.endswith(".dat"):
         return "dat"
@@ -104,7 +113,7 @@ def _detect_format(path: Path) -> str:
     )
 
 
-_NAME_RE = r"[A-Za-z_][A-Za-z_ ]*"
+_NAME_RE = r"[A-Za-z_][A-Za-z_ -]*"  # user_id, user id, user-id
 
 
 def _tab_header(path: Path) -> bool:
@@ -181,15 +190,18 @@ def _read_ratings(path: Path, fmt: str):
         raise DataFormatError(path, None, "no ratings in file")
     out = []
     for c, f in zip(cols, fields):
-        v = numeric_column(df, c, path, header=header, sep=sep, encoding=enc, field=f)
-        if f != fields[2]:
+        where = {"header": header, "sep": sep, "encoding": enc, "field": f}
+        if c in cols[:2]:  # user and movie ids: integers read exactly, never via a float
+            out.append(id_column(df, c, path, **where))
+            continue
+        v = numeric_column(df, c, path, **where)
+        if f == fields[3]:
             bad = first_bad(v != np.round(v))
             if bad is not None:
-                what = "timestamp" if c == cols[3] else "id"
                 raise DataFormatError(
                     path,
                     line(bad),
-                    f"value {df[c].iloc[bad]!r}; expected an integer {what}",
+                    f"value {df[c].iloc[bad]!r}; expected an integer timestamp",
                     field=f,
                 )
             v = v.astype(np.int64)
@@ -281,12 +293,7 @@ def _plain_metadata(path: Path, header: list[str]) -> pd.DataFrame:
     lower = {h.lower(): h for h in header}
     df = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
     df.columns = [str(c).strip() for c in df.columns]
-    ids = numeric_column(df, lower["movie_id"], path, field="movie_id")
-    bad = first_bad(ids != np.round(ids))
-    if bad is not None:
-        raise DataFormatError(
-            path, record_line(path, bad), "expected an integer id", field="movie_id"
-        )
+    ids = id_column(df, lower["movie_id"], path, field="movie_id")
     country = (
         df[lower["country"]].fillna("").str.split(r"[|;,]", n=1, regex=True).str[0].str.strip()
     )
@@ -298,7 +305,7 @@ def _plain_metadata(path: Path, header: list[str]) -> pd.DataFrame:
         raise DataFormatError(path, record_line(path, bad), "negative gross", field="gross")
     out = pd.DataFrame(
         {"country": country.replace("", np.nan).to_numpy(), "gross": gross},
-        index=ids.astype(np.int64),
+        index=ids,
     )
     _check_conflicts(path, out.index, out, np.arange(len(out)), "movie_id")
     return out[~out.index.duplicated(keep="first")]
@@ -338,7 +345,7 @@ def _tmd_metadata(path: Path, links_path: Path) -> tuple[pd.DataFrame, int]:
             raise DataFormatError(
                 links_path, 1, "missing column; expected header movieId,imdbId,tmdbId", field=col
             )
-    ml = numeric_column(links, "movieId", links_path).astype(np.int64)
+    ml = id_column(links, "movieId", links_path)
     l_imdb = numeric_column(links, "imdbId", links_path, allow_missing=True)
     l_tmdb = numeric_column(links, "tmdbId", links_path, allow_missing=True)
 
@@ -396,9 +403,39 @@ def _find_links(links: Path | None, metadata: Path, ratings_dir: Path) -> Path:
     return found
 
 
-def _load_metadata(
-    metadata: Path, links: Path | None, ratings_dir: Path
-) -> tuple[pd.DataFrame, dict]:
+def _ratings_file(path: str | os.PathLike | None) -> Path:
+    """The ratings file: ``path`` (a file, or a folder holding one of
+    :data:`RATING_FILES`), else ``$GROUPBIAS_MOVIELENS``."""
+    p = resolve_path(path, env=ENV_VAR, expected=list(RATING_FILES), what="MovieLens ratings")
+    if p.is_dir():
+        found = next((p / f for f in RATING_FILES if (p / f).is_file()), None)
+        if found is None:
+            raise MissingFilesError(
+                p, list(RATING_FILES), hint="any one of these MovieLens rating files"
+            )
+        return found
+    if not p.is_file():
+        raise MissingFilesError(p.parent, [p.name])
+    return p
+
+
+def _metadata_header(metadata: Path) -> set[str]:
+    return {str(h).strip().lower() for h in read_table(metadata, nrows=0).columns}
+
+
+def _metadata_files(metadata, links, ratings_dir: Path, grouping: str) -> tuple[Path, Path | None]:
+    """The metadata file (``metadata``, a folder holding ``movies_metadata.csv``, else
+    ``$GROUPBIAS_MOVIELENS_META``) and, for The Movies Dataset, its ``links.csv``."""
+    if metadata is None:
+        env = os.environ.get(META_ENV_VAR)
+        if not env:
+            raise MissingFilesError(
+                ".",
+                ["movie_id,country,gross CSV or movies_metadata.csv"],
+                hint=f"grouping={grouping!r} needs movie metadata. {_META_HINT}",
+            )
+        metadata = env
+    metadata = Path(metadata).expanduser()
     if metadata.is_dir():
         cand = metadata / "movies_metadata.csv"
         if not cand.is_file():
@@ -413,17 +450,44 @@ def _load_metadata(
         raise MissingFilesError(
             metadata.parent, [metadata.name], hint="no such metadata file. " + _META_HINT
         )
-    header = list(read_table(metadata, nrows=0).columns)
-    header = [str(h).strip() for h in header]
+    header = _metadata_header(metadata)
+    if {"movie_id", "country", "gross"} <= header or "production_countries" not in header:
+        return metadata, None  # plain (or unknown: _load_metadata says so)
+    links = None if links is None else Path(links).expanduser()
+    return metadata, _find_links(links, metadata, ratings_dir)
+
+
+def movielens_files(
+    path=None, *, metadata=None, links=None, grouping: str | None = "country"
+) -> dict[str, Path]:
+    """The files ``load_movielens`` reads with these arguments, by role: ``ratings``, the
+    ``movies`` file of release years beside it (when present), and, with a grouping,
+    ``metadata`` and (The Movies Dataset) ``links``."""
+    p = _ratings_file(path)
+    out = {"ratings": p}
+    movies = p.parent / MOVIE_FILES[_detect_format(p)]
+    if movies.is_file():
+        out["movies"] = movies
+    if grouping is not None:
+        meta, found = _metadata_files(metadata, links, p.parent, grouping)
+        out["metadata"] = meta
+        if found is not None:
+            out["links"] = found
+    return out
+
+
+def _load_metadata(
+    metadata: Path, links: Path | None, ratings_dir: Path
+) -> tuple[pd.DataFrame, dict]:
+    header = [str(h).strip() for h in read_table(metadata, nrows=0).columns]
     lower = {h.lower() for h in header}
     if {"movie_id", "country", "gross"} <= lower:
         return _plain_metadata(metadata, header), {"metadata_format": "plain"}
-    if "production_countries" in lower:
-        found = _find_links(links, metadata, ratings_dir)
-        df, skipped = _tmd_metadata(metadata, found)
+    if links is not None:
+        df, skipped = _tmd_metadata(metadata, links)
         return df, {
             "metadata_format": "the-movies-dataset",
-            "links": str(found),
+            "links": str(links),
             "metadata_rows_skipped": skipped,
         }
     raise DataFormatError(
@@ -474,16 +538,7 @@ def load_movielens(
         raise ParameterError(
             "box_office_threshold", "a positive amount in US dollars", box_office_threshold
         )
-    p = resolve_path(path, env=ENV_VAR, expected=list(RATING_FILES), what="MovieLens ratings")
-    if p.is_dir():
-        found = next((p / f for f in RATING_FILES if (p / f).is_file()), None)
-        if found is None:
-            raise MissingFilesError(
-                p, list(RATING_FILES), hint="any one of these MovieLens rating files"
-            )
-        p = found
-    elif not p.is_file():
-        raise MissingFilesError(p.parent, [p.name])
+    p = _ratings_file(path)
     fmt = _detect_format(p)
     user, movie, rating, _ = _read_ratings(p, fmt)
     n_ratings = user.size
@@ -510,19 +565,8 @@ def load_movielens(
     groups = None
     keep = np.ones(n_ratings, dtype=bool)
     if grouping is not None:
-        if metadata is None:
-            env = os.environ.get(META_ENV_VAR)
-            if not env:
-                raise MissingFilesError(
-                    ".",
-                    ["movie_id,country,gross CSV or movies_metadata.csv"],
-                    hint=f"grouping={grouping!r} needs movie metadata. {_META_HINT}",
-                )
-            metadata = env
         info, mmeta = _load_metadata(
-            Path(metadata).expanduser(),
-            None if links is None else Path(links).expanduser(),
-            p.parent,
+            *_metadata_files(metadata, links, p.parent, grouping), p.parent
         )
         meta.update(mmeta)
         info = info.reindex(movie_uni)

@@ -19,7 +19,7 @@ from groupbias.data.ranking_data import RankingData
 from ._tables import resolve_path
 from .svmlight import load_svmlight
 
-__all__ = ["load_mslr", "mslr_root", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
+__all__ = ["load_mslr", "mslr_root", "mslr_file", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
 
 ENV_VAR = "GROUPBIAS_MSLR"
 SPLITS = ("train", "vali", "test")
@@ -35,6 +35,24 @@ def mslr_root(root: str | os.PathLike | None = None) -> Path:
         expected=[f"Fold1/{s}.txt" for s in SPLITS],
         what="MSLR-WEB30K/10K folder (holding Fold1..Fold5)",
     )
+
+
+def mslr_file(root: str | os.PathLike | None, fold: int, split: str) -> Path:
+    """The file ``load_mslr(root, fold=fold, split=split)`` reads; :class:`MissingFilesError`
+    when absent."""
+    from groupbias.core.errors import ParameterError
+
+    if split not in SPLITS:
+        fix = "MSLR names the validation split 'vali'" if split == "valid" else None
+        raise ParameterError("split", f"one of {SPLITS}", split, fix)
+    if not is_integer(fold) or not 1 <= fold <= 5:
+        raise ParameterError("fold", "an integer in 1..5", fold)
+    d = mslr_root(root)
+    rel = f"Fold{fold}/{split}.txt"
+    path = d / rel
+    if not path.is_file():
+        raise MissingFilesError(d, [rel], hint="MSLR folds hold train.txt, vali.txt and test.txt")
+    return path
 
 
 def load_mslr(
@@ -54,18 +72,7 @@ def load_mslr(
     :class:`MissingFilesError` for a missing file, :class:`DataFormatError` for a
     malformed line or a grade outside 0..4.
     """
-    from groupbias.core.errors import ParameterError
-
-    if split not in SPLITS:
-        fix = "MSLR names the validation split 'vali'" if split == "valid" else None
-        raise ParameterError("split", f"one of {SPLITS}", split, fix)
-    if not is_integer(fold) or not 1 <= fold <= 5:
-        raise ParameterError("fold", "an integer in 1..5", fold)
-    d = mslr_root(root)
-    rel = f"Fold{fold}/{split}.txt"
-    path = d / rel
-    if not path.is_file():
-        raise MissingFilesError(d, [rel], hint="MSLR folds hold train.txt, vali.txt and test.txt")
+    path = mslr_file(root, fold, split)
     return load_svmlight(
         path,
         n_features=N_FEATURES,

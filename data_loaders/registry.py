@@ -63,6 +63,9 @@ class SyntheticOptions:
             integer("n_informative", self.n_informative, low=1, high=self.n_features - 1)
         integer("seed", self.seed, low=0)
 
+    def sources(self, root, split: str) -> dict:
+        return {}  # generated from these options alone
+
     def load(self, root, split: str) -> RankingData:
         return synthetic.make_synthetic_splits(
             n_queries=self.n_queries,
@@ -85,6 +88,9 @@ class TrecPpgOptions:
     def __post_init__(self) -> None:
         choice("year", str(self.year), ("2019", "2020"))
 
+    def sources(self, root, split: str) -> dict:
+        return {"csv": trec_fair.ppg_file(root, self.year, split)}
+
     def load(self, root, split: str) -> RankingData:
         return trec_fair.load_trec_fair_ppg(root, year=self.year, split=split)
 
@@ -103,6 +109,9 @@ class TrecTrackOptions:
         choice("author_rule", self.author_rule, trec_fair.AUTHOR_RULES)
         choice("unknown", self.unknown, trec_fair.UNKNOWN_POLICIES)
         integer("high_level", self.high_level, low=0)
+
+    def sources(self, root, split: str) -> dict:
+        return trec_fair.track_files(root, self.year)
 
     def load(self, root, split: str) -> RankingData:
         return trec_fair.load_trec_fair_track(
@@ -123,6 +132,9 @@ class YahooOptions:
     def __post_init__(self) -> None:
         _flag("cache", self.cache)
 
+    def sources(self, root, split: str) -> dict:
+        return {"data": yahoo.yahoo_file(root, split)}
+
     def load(self, root, split: str) -> RankingData:
         return yahoo.load_yahoo(root, split=split, cache=self.cache)
 
@@ -137,6 +149,9 @@ class MslrOptions:
     def __post_init__(self) -> None:
         integer("fold", self.fold, low=1, high=5)
         _flag("cache", self.cache)
+
+    def sources(self, root, split: str) -> dict:
+        return {"data": mslr.mslr_file(root, self.fold, split)}
 
     def load(self, root, split: str) -> RankingData:
         return mslr.load_mslr(root, fold=self.fold, split=split, cache=self.cache)
@@ -165,10 +180,17 @@ class LightgbmOptions:
             real("label_max", self.label_max, low=0.0, low_open=True)
         _flag("cache", self.cache)
 
-    def load(self, root, split: str) -> RankingData:
+    def _file(self, root, split: str) -> str:
         root = root if root is not None else os.environ.get(lightgbm.ENV_VAR, "")
+        return os.path.join(root, getattr(self, split))
+
+    def sources(self, root, split: str) -> dict:
+        data = self._file(root, split)
+        return {"data": data, "query": data + ".query"}
+
+    def load(self, root, split: str) -> RankingData:
         return lightgbm.load_lightgbm(
-            os.path.join(root, getattr(self, split)),
+            self._file(root, split),
             n_features=self.n_features,
             feature_id_base=self.feature_id_base,
             label_max=self.label_max,
@@ -184,6 +206,9 @@ class IitjeeOptions:
 
     def __post_init__(self) -> None:
         choice("bad_rows", self.bad_rows, ("raise", "drop"))
+
+    def sources(self, root, split: str) -> dict:
+        return {"csv": iitjee.iitjee_file(root)}
 
     def load(self, root, split: str) -> RankingData:
         return iitjee.load_iitjee(root, bad_rows=self.bad_rows)
@@ -205,6 +230,11 @@ class MovielensOptions:
         _path("links", self.links)
         choice("missing", self.missing, movielens.MISSING_POLICIES)
         real("box_office_threshold", self.box_office_threshold, low=0.0)
+
+    def sources(self, root, split: str) -> dict:
+        return movielens.movielens_files(
+            root, metadata=self.metadata, links=self.links, grouping=self.grouping
+        )
 
     def load(self, root, split: str) -> RankingData:
         return movielens.load_movielens(

@@ -33,7 +33,9 @@ Conventions: column ``j`` of ``features`` holds feature id ``feature_ids[j]``, w
 ``feature_ids = feature_id_base + arange(n_features)``, so ids stay stable (Yahoo! ids
 1..700 are 700 columns even if some id never occurs); absent features are 0. Without
 ``n_features``, ids above :data:`MAX_FEATURE_ID` are an error (one stray huge id would make
-every dense row that wide). Labels are float64; ``item_ids`` holds each item's 1-based line
+every dense row that wide), and so is a dense matrix over 256 MiB that the file fills to
+less than 1 % (:func:`_check_fill`: a 40 KB file with one id of 100,000 would ask for
+2 GiB). Labels are float64; ``item_ids`` holds each item's 1-based line
 number in the source file. Feature values and labels that round to infinity in float32
 (e.g. ``1e39``) and query ids above ``2**63 - 1`` are errors.
 """
@@ -792,9 +794,14 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
                     f"query id must be a non-negative integer, got {qs.decode('latin-1')!r}",
                     field="qid",
                 )
+            if len(qs) > 19 or int(qs) > MAX_QID:  # length first: int() of 5000 digits raises
+                shown = (
+                    qs.decode("latin-1")
+                    if len(qs) <= 40
+                    else f"{qs[:20].decode()}... ({len(qs)} digits)"
+                )
+                raise _BadLine(lineno, f"query id {shown} is above 2**63 - 1", field="qid")
             qid, k = int(qs), 2
-            if qid > MAX_QID:
-                raise _BadLine(lineno, f"query id {qid} is above 2**63 - 1", field="qid")
         elif mode == "required":
             raise _BadLine(lineno, "missing 'qid:<query id>' as the second token", field="qid")
         row = len(labels)
@@ -818,12 +825,18 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
                     f"feature id must be a non-negative integer, got {fs.decode('latin-1')!r}",
                     field=field,
                 )
-            fid = int(fs)
-            if fid < base or fid >= (base + nf if nf is not None else MAX_FEATURE_ID + 1):
+            # length before int(): 5000 digits pass Python's str-to-int limit
+            fid = int(fs) if len(fs) <= 19 else None
+            if (
+                fid is None
+                or fid < base
+                or fid >= (base + nf if nf is not None else MAX_FEATURE_ID + 1)
+            ):
                 hi = base + nf - 1 if nf is not None else MAX_FEATURE_ID
                 fix = "" if nf is not None else " (pass n_features to accept larger ids)"
+                shown = fs.decode("latin-1") if len(fs) <= 40 else f"of {len(fs)} digits"
                 raise _BadLine(
-                    lineno, f"feature id {fid} out of range {base}..{hi}{fix}", field=field
+                    lineno, f"feature id {shown} out of range {base}..{hi}{fix}", field=field
                 )
             if fid in seen:
                 raise _BadLine(lineno, f"duplicate feature id {fid}", field=field)
@@ -970,6 +983,29 @@ def _process(ba, cend, mode, base, nf, loop=None):
     return ch, lin, ch.vals.astype(np.float32), w
 
 
+#: a dense feature matrix above this size must hold at least :data:`MIN_FILL` of its cells
+#: as values of the file (real LTR data fills 30-100 %)
+SPARSE_BYTES = 256 << 20
+MIN_FILL = 0.01
+
+
+def _check_fill(path, rows: int, width: int, pairs: int, base: int) -> None:
+    """Refuse a dense matrix of ``rows x width`` float32 cells over :data:`SPARSE_BYTES`
+    that the file fills with fewer than :data:`MIN_FILL` of them (``pairs`` values): one
+    stray large feature id in a small file would otherwise ask for gigabytes."""
+    cells = rows * width
+    if cells * 4 > SPARSE_BYTES and pairs < MIN_FILL * cells:
+        raise DataFormatError(
+            path,
+            None,
+            f"feature ids up to {base + width - 1} over {rows} lines make a "
+            f"{cells * 4 / 2**30:.1f} GiB dense matrix that the file fills with "
+            f"{pairs} values ({100 * pairs / cells:.2g} % of it); number the features "
+            "densely (feature ids 1..k)",
+            field="feature id",
+        )
+
+
 class _Dense:
     """Growable dense float32 output of a fixed width, filled chunk by chunk. Memory starts
     as zeros and every row is written once, so absent features are already 0."""
@@ -1092,7 +1128,7 @@ def read_svmlight(
     loop = parse_loop(size)
     dense = _Dense(nf) if nf is not None else None
     blocks, labels, qids, lines = [], [], [], []
-    state = {"line0": 1, "bytes": 0}
+    state = {"line0": 1, "bytes": 0, "pairs": 0}
     if progress is None:
         import sys
 
@@ -1111,6 +1147,8 @@ def read_svmlight(
         except _BadLine as e:
             raise DataFormatError(path, line0 + e.line - 1, e.message, field=e.field) from None
         R = ch.labels.size
+        state["pairs"] += vals.size
+        _check_fill(path, R, nf if nf is not None else w, vals.size, base)  # this chunk
         state["bytes"] += nbytes
         if bar is not None:
             bar.update(nbytes)
@@ -1159,6 +1197,7 @@ def read_svmlight(
         features, width = dense.result(), nf
     else:
         width = max([b.shape[1] for b in blocks] + [0])
+        _check_fill(path, sum(b.shape[0] for b in blocks), width, state["pairs"], base)
         features = np.zeros((sum(b.shape[0] for b in blocks), width), dtype=np.float32)
         r = 0
         for b in blocks:

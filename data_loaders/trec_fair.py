@@ -59,7 +59,16 @@ from groupbias.core.validation import is_integer
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
-from ._tables import first_bad, numeric_column, read_table, record_line, require_files, resolve_path
+from ._tables import (
+    check_text,
+    first_bad,
+    id_column,
+    numeric_column,
+    read_table,
+    record_line,
+    require_files,
+    resolve_path,
+)
 
 ENV_VAR = "GROUPBIAS_TREC_FAIR"
 YEARS = (2019, 2020)
@@ -92,6 +101,21 @@ def files_for(year: int) -> list[str]:
     return names
 
 
+def track_files(root: str | os.PathLike | None, year: int) -> dict[str, Path]:
+    """The files ``load_trec_fair_track(root, year)`` reads (:func:`files_for`), by name, in
+    the year folder under ``root`` (else ``$GROUPBIAS_TREC_FAIR``); raises
+    :class:`MissingFilesError` listing the absent ones."""
+    y = _check_year(year)
+    base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
+    ydir = _year_dir(base, y)
+    require_files(
+        ydir,
+        files_for(y),
+        hint="the TREC Fair Ranking training sample and corpus subset of that year",
+    )
+    return {name: ydir / name for name in files_for(y)}
+
+
 def _year_dir(root: Path, year: int) -> Path:
     if (root / str(year)).is_dir():
         return root / str(year)
@@ -104,6 +128,22 @@ def _year_dir(root: Path, year: int) -> Path:
 # preprocessed (ppg) files
 # ---------------------------------------------------------------------------------------
 _FEATURE_RE = re.compile(r"^feature_(\d+)$")
+
+
+def ppg_file(root: str | os.PathLike | None, year: int, split: str) -> Path:
+    """The preprocessed file ``load_trec_fair_ppg(root, year, split)`` reads:
+    ``ppg/{year}/{split}.csv`` under ``root`` (else ``$GROUPBIAS_TREC_FAIR``), or
+    ``{year}/{split}.csv``, or ``{split}.csv``; :class:`MissingFilesError` when absent."""
+    y = _check_year(year)
+    if split not in ("train", "test"):
+        raise ParameterError("split", "'train' or 'test'", split)
+    rel = f"ppg/{y}/{split}.csv"
+    base = resolve_path(root, env=ENV_VAR, expected=[rel], what="TREC Fair data")
+    for cand in (base / "ppg" / str(y), base / str(y), base):
+        if (cand / f"{split}.csv").is_file():
+            return cand / f"{split}.csv"
+    require_files(base, [rel], hint=f"set {ENV_VAR} to the folder holding ppg/")
+    raise AssertionError("unreachable")  # require_files raised
 
 
 def load_trec_fair_ppg(
@@ -122,16 +162,7 @@ def load_trec_fair_ppg(
     635; 2020 train 4,694 / 200 (191 with both groups), test 4,677 / 200.
     """
     y = _check_year(year)
-    if split not in ("train", "test"):
-        raise ParameterError("split", "'train' or 'test'", split)
-    base = resolve_path(root, env=ENV_VAR, expected=[f"ppg/{y}/{split}.csv"], what="TREC Fair data")
-    rel = f"ppg/{y}/{split}.csv"
-    for cand in (base / "ppg" / str(y), base / str(y), base):
-        if (cand / f"{split}.csv").is_file():
-            path = cand / f"{split}.csv"
-            break
-    else:
-        require_files(base, [rel], hint=f"set {ENV_VAR} to the folder holding ppg/")
+    path = ppg_file(root, y, split)
     header = read_table(path, nrows=0).columns
     cols = [str(c).strip() for c in header]
     missing = [c for c in ("sensitive_attribute", "session", "score") if c not in cols]
@@ -160,16 +191,8 @@ def load_trec_fair_ppg(
             field="sensitive_attribute",
         )
     groups = (attr == "L").to_numpy(dtype=np.float64)
-    session = numeric_column(df, "session", path)
-    bad = first_bad(session != np.round(session))
-    if bad is not None:
-        raise DataFormatError(
-            path,
-            record_line(path, bad),
-            f"value {df['session'].iloc[bad]!r}; expected an integer session id",
-            field="session",
-        )
-    session = session.astype(np.int64)
+    # integer ids read exactly (sessions 10**30 + s stay distinct: as text beyond int64)
+    session = id_column(df, "session", path, big="text")
     labels = numeric_column(df, "score", path)
     bad = first_bad(labels < 0)
     if bad is not None:
@@ -217,14 +240,26 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
     query ids in file order."""
     qids, docs, rels, qorder = [], [], [], []
     seen: dict = {}  # normalized qid -> line
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    check_text(path)
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
                 obj = json.loads(line)
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path, lineno, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise DataFormatError(path, lineno, f"invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DataFormatError(
+                    path, lineno, "JSON nested too deeply to read (expected one flat object)"
+                ) from None
+            except ValueError as exc:  # a number of over 4300 digits
+                raise DataFormatError(path, lineno, f"unreadable JSON value ({exc})") from None
             if not isinstance(obj, dict):
                 raise DataFormatError(path, lineno, "expected a JSON object per line")
             for key in ("qid", "documents"):
@@ -243,6 +278,7 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
             if not isinstance(documents, list):
                 raise DataFormatError(path, lineno, "expected a list", field="documents")
             qorder.append(qid)
+            listed: dict = {}  # doc id -> its index in the list
             for j, d in enumerate(documents):
                 if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
                     raise DataFormatError(
@@ -256,12 +292,23 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                         f"document {j}: relevance {r!r}, expected 0 or 1",
                         field="relevance",
                     )
+                doc = str(d["doc_id"])
+                if doc in listed:  # a document twice in one list would count twice
+                    raise DataFormatError(
+                        path,
+                        lineno,
+                        f"document {doc!r} is listed twice for qid {obj['qid']!r} (documents "
+                        f"{listed[doc]} and {j})",
+                        field="documents",
+                    )
+                listed[doc] = j
                 qids.append(qid)
-                docs.append(str(d["doc_id"]))
+                docs.append(doc)
                 rels.append(float(r))
     if not qorder:
         raise DataFormatError(path, None, "no queries in file")
-    if not all(isinstance(q, int) for q in qorder):  # some qids are not numbers: all strings
+    # some qids are not numbers, or not int64 ones (2**70): all strings
+    if not all(isinstance(q, int) and -(2**63) <= q < 2**63 for q in qorder):
         qids, qorder = [str(q) for q in qids], [str(q) for q in qorder]
     return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
 
@@ -294,8 +341,8 @@ def _normalize_qid(qid, path: Path, lineno: int) -> int | str:
     an int); other strings are kept as they are."""
     if is_integer(qid):
         return int(qid)
-    if isinstance(qid, str):
-        return int(qid) if _INT_QID.fullmatch(qid) else qid
+    if isinstance(qid, str):  # at most 19 digits before int(): longer ones stay strings
+        return int(qid) if _INT_QID.fullmatch(qid) and len(qid.strip()) <= 20 else qid
     raise DataFormatError(path, lineno, f"qid {qid!r} is not an integer or string", field="qid")
 
 
@@ -313,7 +360,7 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         for col in ("corpus_author_id", "h_class"):
             if col not in a.columns:
                 raise DataFormatError(path, 1, "missing column", field=col)
-        ids = numeric_column(a, "corpus_author_id", path).astype(np.int64)
+        ids = id_column(a, "corpus_author_id", path)
         cls = a["h_class"].fillna("").str.strip().str.upper()
         bad = first_bad(~cls.isin(["H", "L", ""]).to_numpy())
         if bad is not None:
@@ -331,7 +378,7 @@ def _author_high(ydir: Path, year: int, high_level: int) -> pd.Series:
         for col in ("author_id", "gid"):
             if col not in g.columns:
                 raise DataFormatError(path, 1, "missing column", field=col)
-        ids = numeric_column(g, "author_id", path).astype(np.int64)
+        ids = id_column(g, "author_id", path)
         gid = numeric_column(g, "gid", path)
         s = pd.Series(gid >= high_level, index=ids)
     return s[~s.index.duplicated(keep="first")]
@@ -350,10 +397,10 @@ def paper_groups(
     for col in ("paper_sha", "corpus_author_id", "position"):
         if col not in pa.columns:
             raise DataFormatError(apath, 1, "missing column", field=col)
-    aid = numeric_column(pa, "corpus_author_id", apath, allow_missing=True)
+    aid = id_column(pa, "corpus_author_id", apath, allow_missing=True)
     pos = numeric_column(pa, "position", apath)
     high = _author_high(ydir, y, high_level)
-    aid_known = np.isfinite(aid)
+    aid_known = pa["corpus_author_id"].notna().to_numpy()
     status = np.full(aid.size, np.nan)  # 1 = low, 0 = high, nan = unknown
     hit = pd.Series(high).reindex(np.where(aid_known, aid, -1).astype(np.int64))
     found = hit.notna().to_numpy() & aid_known
@@ -410,13 +457,7 @@ def load_trec_fair_track(
         raise ParameterError("author_rule", " | ".join(AUTHOR_RULES), author_rule)
     if unknown not in UNKNOWN_POLICIES:
         raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
-    base = resolve_path(root, env=ENV_VAR, expected=files_for(y), what="TREC Fair data")
-    ydir = _year_dir(base, y)
-    require_files(
-        ydir,
-        files_for(y),
-        hint="the TREC Fair Ranking training sample and corpus subset of that year",
-    )
+    ydir = track_files(root, y)[SAMPLE_FILE[y]].parent
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])
 

@@ -18,7 +18,15 @@ from groupbias.data.ranking_data import RankingData
 from ._tables import resolve_path
 from .svmlight import load_svmlight
 
-__all__ = ["load_yahoo", "yahoo_root", "SPLIT_FILES", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
+__all__ = [
+    "load_yahoo",
+    "yahoo_root",
+    "yahoo_file",
+    "SPLIT_FILES",
+    "N_FEATURES",
+    "LABEL_MAX",
+    "ENV_VAR",
+]
 
 ENV_VAR = "GROUPBIAS_YAHOO"
 SPLIT_FILES = {"train": "set1.train.txt", "valid": "set1.valid.txt", "test": "set1.test.txt"}
@@ -31,6 +39,24 @@ def yahoo_root(root: str | os.PathLike | None = None) -> Path:
     return resolve_path(
         root, env=ENV_VAR, expected=list(SPLIT_FILES.values()), what="Yahoo! LTR Set 1 folder"
     )
+
+
+def yahoo_file(root: str | os.PathLike | None, split: str) -> Path:
+    """The file ``load_yahoo(root, split=split)`` reads; :class:`MissingFilesError` when
+    absent."""
+    if split not in SPLIT_FILES:
+        from groupbias.core.errors import ParameterError
+
+        raise ParameterError("split", f"one of {sorted(SPLIT_FILES)}", split)
+    d = yahoo_root(root)
+    path = d / SPLIT_FILES[split]
+    if not path.is_file():
+        raise MissingFilesError(
+            d,
+            [SPLIT_FILES[split]],
+            hint="Yahoo! LTR Challenge Set 1 files are named " + ", ".join(SPLIT_FILES.values()),
+        )
+    return path
 
 
 def load_yahoo(
@@ -48,18 +74,7 @@ def load_yahoo(
     always parses). Raises :class:`MissingFilesError` for a missing file,
     :class:`DataFormatError` for a malformed line or a grade outside 0..4.
     """
-    if split not in SPLIT_FILES:
-        from groupbias.core.errors import ParameterError
-
-        raise ParameterError("split", f"one of {sorted(SPLIT_FILES)}", split)
-    d = yahoo_root(root)
-    path = d / SPLIT_FILES[split]
-    if not path.is_file():
-        raise MissingFilesError(
-            d,
-            [SPLIT_FILES[split]],
-            hint="Yahoo! LTR Challenge Set 1 files are named " + ", ".join(SPLIT_FILES.values()),
-        )
+    path = yahoo_file(root, split)
     return load_svmlight(
         path,
         n_features=N_FEATURES,

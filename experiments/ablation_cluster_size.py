@@ -63,6 +63,28 @@ def _sweep_step(setup: Setup, bias: GroupBias, entry: Entry, data, sizes, tag, *
     return {"records": out}
 
 
+#: the columns of the cluster-size table: NDCG@10 overall and per group
+CLUSTER_TABLE_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected")
+
+
+def print_cluster_table(records: list[dict], stem: Path, *, title: str) -> None:
+    """Print and save (``stem.{csv,md,tex}``) the cluster-size table: one row per cluster
+    size, per β its β̂ and the biased and corrected NDCG@10 overall and per group, each the
+    mean ± s.d. over the repetitions (the numbers of the figures)."""
+    from groupbias.reporting import paper_table, save_table, table_to_text
+
+    rows = [
+        {**r, "dataset": f"k = {r['cluster_size']}"}
+        for r in records
+        if r["metric"] in ("beta_hat", *CLUSTER_TABLE_METRICS)
+    ]
+    order = [f"k = {k}" for k in sorted({r["cluster_size"] for r in records})]
+    table = paper_table(rows, metrics=CLUSTER_TABLE_METRICS, dataset_order=order)
+    table.index.name = "cluster size"
+    save_table(table, stem, caption=f"Cluster size: {title}")
+    print(table_to_text(table, title=f"Cluster size of the amortized estimate: {title}"))
+
+
 def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[dict]:
     """Records of every (β, repetition, cluster size) for the first dataset entry."""
     entry: Entry = entries(getattr(exp, "entries", ()), setup)[0]
@@ -102,6 +124,7 @@ class AblationClusterSize:
         from groupbias.reporting.plots import plot_cluster_size
 
         recs = metrics["records"]
+        print_cluster_table(recs, Path(run_dir) / "cluster_size", title=recs[0]["dataset"])
         for beta in sorted({r["beta"] for r in recs}, reverse=True):
             sub = [r for r in recs if r["beta"] == beta]
             out = plot_cluster_size(

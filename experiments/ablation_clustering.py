@@ -11,7 +11,13 @@ from pathlib import Path
 from groupbias.app.setup import Setup
 from groupbias.core.validation import real, sequence
 
-from .ablation_cluster_size import DEFAULT_SIZES, check_estimator, check_sizes, cluster_sweep
+from .ablation_cluster_size import (
+    DEFAULT_SIZES,
+    check_estimator,
+    check_sizes,
+    cluster_sweep,
+    print_cluster_table,
+)
 from .common import check_common
 
 
@@ -75,6 +81,11 @@ class AblationClustering:
                 f"two modes {list(self.modes)}"
                 if variant == "two_mode"
                 else f"σβ = {std:g}, β = {beta:g}"
+            )
+            print_cluster_table(
+                sub,
+                Path(run_dir) / f"clustering_{variant}_std{std:g}_b{beta:g}",
+                title=f"{sub[0]['dataset']}, {label}",
             )
             out = plot_cluster_size(
                 sub,

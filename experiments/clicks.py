@@ -163,7 +163,7 @@ class Clicks(ClickLogKeys):
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.settings = self.click_settings()
         self.metrics, _ = check_metrics(self.metrics, [])
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     # ------------------------------------------------------------------ one step each
 

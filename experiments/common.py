@@ -17,6 +17,7 @@ from groupbias.core.errors import ConfigError, GroupBiasError, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
+from groupbias.estimate.diagnostics import estimator_name
 from groupbias.evaluation.catalog import metric_keys
 from groupbias.pipelines.tabular import run_tabular
 
@@ -46,12 +47,22 @@ class Entry:
         return {"dataset": repr(self.dataset), "grouping": repr(self.grouping)}
 
 
-def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
+def parse_entries(items, key: str = "datasets", *, required: bool = False) -> tuple[Entry, ...]:
     """``experiment.datasets``: registered names, or mappings ``{dataset: <name>, title:
-    <table name>, grouping: <a grouping config with _target_>, params: <loader options>}``."""
+    <table name>, grouping: <a grouping config with _target_>, params: <loader options>}``.
+    Each table row once (a dataset listed twice would store its records twice);
+    ``required``: an empty list is refused (rather than quietly replaced by the composed
+    ``dataset``)."""
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
         raise ParameterError(
             key, "a list of dataset names or {dataset, title, grouping} mappings", items
+        )
+    if required and not items:
+        raise ParameterError(
+            key,
+            "a non-empty list of datasets",
+            [],
+            fix="to run one dataset, choose it on the command line: dataset=<name>",
         )
     out = []
     for i, item in enumerate(items):
@@ -79,7 +90,16 @@ def parse_entries(items, key: str = "datasets") -> tuple[Entry, ...]:
             ) from None
         g = item.get("grouping")
         grouping = BuiltinGrouping() if g is None else build(g, f"{where}.grouping")
-        out.append(Entry(spec, grouping, f"experiment.{where}"))
+        entry = Entry(spec, grouping, f"experiment.{where}")
+        twice = next((e for e in out if e.title == entry.title), None)
+        if twice is not None:
+            raise ParameterError(
+                where,
+                f"each table row once ({entry.title!r} is also {twice.key.split('.', 1)[1]})",
+                item.get("dataset"),
+                fix="give the second one another grouping or a title",
+            )
+        out.append(entry)
     return tuple(out)
 
 
@@ -250,8 +270,9 @@ def table_records(records, cols, *, extras=TABLE_EXTRAS) -> list:
     return [r for r in records if r["metric"] in keep]
 
 
-def assumption_note(records) -> str | None:
-    """A footnote when a row's null check failed (the table marks it with ``!``)."""
+def assumption_note(records, estimator=None) -> str | None:
+    """A footnote when a row's null check failed (the table marks it with ``!``), with a
+    remedy ``estimator`` (the one that ran) does not already apply."""
     bad = sorted(
         {
             str(r["dataset"])
@@ -261,11 +282,15 @@ def assumption_note(records) -> str | None:
     )
     if not bad:
         return None
+    name = "ks" if estimator is None else estimator_name(estimator)
+    if name == "calibrated":
+        cause, remedy = "its labeled sample misrepresents the others", "a larger labeled_fraction"
+    else:
+        cause, remedy = "the groups' utilities differ", "try estimator=calibrated"
     return (
-        "! null β̂ (the estimator on unbiased data) is off: the groups' utilities differ, so "
-        "β̂ and corrected values are unreliable for "
-        + ", ".join(bad)
-        + " (try estimator=calibrated)"
+        f"! null β̂ (the {name} estimator on unbiased data) is off: {cause}, so β̂ and "
+        "corrected values are unreliable for " + ", ".join(bad) + f" ({remedy}; the warning "
+        "names the cause measured)"
     )
 
 

@@ -10,10 +10,11 @@ dataset in well under a minute on two CPU cores.
    split;
 4. every simulation and ranker is repeated ``experiment.repetitions`` times (other simulation
    draws and initializations);
-5. print both tables (Table 1 / Table 2 layout, first repetition, β in
-   ``experiment.table_betas``) and write the figure ``demo.png``/``demo.pdf``: NDCG@10, ρ(DTR)
-   and Δ(EEL) against β for full information, biased and corrected, mean ± s.d. over the
-   repetitions — degradation with β and recovery by correction.
+5. print both tables (Table 1 / Table 2 layout, β in ``experiment.table_betas``) and write
+   the figure ``demo.png``/``demo.pdf``: NDCG@10, ρ(DTR) and Δ(EEL) against β for full
+   information, biased and corrected — degradation with β and recovery by correction. Tables
+   and figure show the same numbers: the mean ± s.d. (sample) over the repetitions; the
+   tables' legend names every column.
 
 At β = 1 the per-query noise σ_β is 0, so the biased labels are the true ones (and the
 biased LTR ranker is the full-information ranker of the same repetition, not trained again).
@@ -30,6 +31,7 @@ import numpy as np
 
 from groupbias.app.runs import shown_path
 from groupbias.app.setup import Setup
+from groupbias.core.errors import ParameterError
 from groupbias.core.validation import real, sequence
 from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
@@ -48,6 +50,7 @@ def _betas(name: str, values) -> tuple[float, ...]:
         values,
         lambda n, v: real(n, v, low=0.0, high=1.0, low_open=True, what="betas in (0, 1]"),
         what="a non-empty list of betas in (0, 1], e.g. [1.0, 0.8, 0.6]",
+        distinct=True,
     )
 
 
@@ -88,6 +91,21 @@ class Demo:
         check_common(self)
         self.ltr_betas = list(_betas("ltr_betas", self.ltr_betas))
         self.table_betas = list(_betas("table_betas", self.table_betas))
+
+    def check(self, setup: Setup) -> None:
+        """The tables show both regimes at ``table_betas``: each regime must compute at least
+        one of them (else presenting fails, after the run was stored)."""
+        for key, have in (
+            ("bias.betas", setup.bias.betas),
+            ("experiment.ltr_betas", self.ltr_betas),
+        ):
+            if not any(_same(b, x) for b in self.table_betas for x in have):
+                raise ParameterError(
+                    "table_betas",
+                    f"betas the run computes ({key} = {list(have)})",
+                    list(self.table_betas),
+                    fix=f"choose table_betas among {key}",
+                )
 
     def _tabular(self, setup: Setup, split, title: str, beta: float | None) -> dict:
         """Every repetition at ``beta``; ``None``: full information (the true relevance,
@@ -207,17 +225,17 @@ class Demo:
         return {"records": records, "summaries": summaries}
 
     def tables(self, records: list[dict]):
-        """The Table 1 and Table 2 layouts of the first repetition at ``table_betas``."""
+        """The Table 1 and Table 2 layouts at ``table_betas``: every cell the mean ± s.d.
+        over the repetitions (the figure's numbers)."""
         from groupbias.reporting import paper_table
 
-        first = [
+        shown = [
             r
             for r in records
-            if r.get("repetition", 0) == 0
-            and (r["condition"] == "full" or any(_same(r["beta"], b) for b in self.table_betas))
+            if r["condition"] == "full" or any(_same(r["beta"], b) for b in self.table_betas)
         ]
-        tab = [r for r in first if r["regime"] == "tabular" and r["condition"] != "full"]
-        ltr = [r for r in first if r["regime"] == "ltr" and r["metric"] != "beta_hat"]
+        tab = [r for r in shown if r["regime"] == "tabular" and r["condition"] != "full"]
+        ltr = [r for r in shown if r["regime"] == "ltr" and r["metric"] != "beta_hat"]
         return (
             paper_table(tab, alpha=self.alpha),
             paper_table(ltr, include_full=True, alpha=self.alpha),

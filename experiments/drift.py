@@ -94,7 +94,7 @@ class DriftExperiment(ClickLogKeys):
         real("tolerance", self.tolerance, low=0.0, low_open=True)
         choice("level", self.level, LEVELS)
         self.settings = self.click_settings()
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     def _one(self, data, setup: Setup, *, title: str, kind: str, scale: float) -> dict:
         rng = rng_for(setup.seed, "drift", title, kind)

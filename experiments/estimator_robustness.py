@@ -96,7 +96,7 @@ class EstimatorRobustness:
         self.built = _estimators(self.estimators, "estimators")
         fig9 = self.fig9_estimators
         self.fig9_built = _estimators(fig9, "fig9_estimators") if fig9 else {}
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     # ------------------------------------------------------------------ part 1
     def _merit_step(self, setup, entry, data, ratio, beta, rep):

@@ -14,10 +14,12 @@ import numpy as np
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError, ParameterError
 from groupbias.core.validation import choice, integer, real
+from groupbias.data.datasets import record_input_file
 from groupbias.data.labels import LexiconLabeller, load_gender_wordlist
 from groupbias.data.llm import ChatEndpoint
 from groupbias.data.membership import TermMembership
-from groupbias.data.text import Run, TextCollection, write_trec_run
+from groupbias.data.text import Run, TextCollection
+from groupbias.data.trec import read_run
 from groupbias.rank.retrieval import Analyzer, BM25Index
 
 #: the text datasets (configs/dataset/<name>.yaml)
@@ -76,6 +78,7 @@ def wordlist(path) -> dict[str, tuple[str, ...]]:
             hint=f"set {WORDLIST_ENV} or experiment.wordlist to "
             "rekabsaz-gender/wordlist_genderspecific.txt",
         )
+    record_input_file(value, "gender_wordlist")  # part of the run's identity
     return load_gender_wordlist(value)
 
 
@@ -187,17 +190,11 @@ def run_file_name(system: str) -> str:
 def save_runs(run_dir: Path, collection: TextCollection, runs: Mapping[str, Run]) -> list[str]:
     """Write every run as a TREC run file ``runs/<system>.txt`` and read it back (the file is
     what was evaluated); the paths written."""
-    from groupbias.data.text import read_trec_run
-
+    ids = {"query_ids": collection.query_ids, "doc_ids": collection.doc_ids}
     out = []
     for system, run in runs.items():
-        path = write_trec_run(
-            Path(run_dir) / "runs" / f"{run_file_name(system)}.txt",
-            run,
-            query_ids=collection.query_ids,
-            doc_ids=collection.doc_ids,
-        )
-        back = read_trec_run(path, query_ids=collection.query_ids, doc_ids=collection.doc_ids)
+        path = run.to_trec(**ids).write(Path(run_dir) / "runs" / f"{run_file_name(system)}.txt")
+        back = read_run_file(path, collection)
         if not (np.array_equal(back.docs, run.docs) and np.array_equal(back.qptr, run.qptr)):
             raise RuntimeError(f"{path}: the run read back differs from the run written")
         out.append(str(path))
@@ -345,3 +342,10 @@ class SystemsExperiment:
                 skipped.append(f"{spec.label}: skipped, data not found ({exc})")
                 continue
             yield spec, c
+
+
+def read_run_file(path, collection: TextCollection) -> Run:
+    """A TREC run file in ``collection`` (its query and document ids)."""
+    return Run.from_trec(
+        read_run(path), query_ids=collection.query_ids, doc_ids=collection.doc_ids, path=path
+    )

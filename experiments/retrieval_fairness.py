@@ -24,7 +24,6 @@ from groupbias.core.errors import ConfigError
 from groupbias.core.validation import integer, real
 from groupbias.data.datasets import DatasetSpec
 from groupbias.data.labels import GENDER_CLASSES, LexiconLabeller, LLMLabeller, lexicon_bias
-from groupbias.data.text import read_trec_run
 from groupbias.pipelines.retrieval import RunJudge, run_records
 from groupbias.rank.expansion import RM3, debiased_feedback
 from groupbias.rank.fair_qr import LogOddsRefiner, target_distribution
@@ -36,6 +35,7 @@ from .retrieval_common import (
     check_wordlist,
     groups_of,
     metric_table,
+    read_run_file,
     save_runs,
     show,
     wordlist,
@@ -130,10 +130,7 @@ class RetrievalFairness(SystemsExperiment):
         folder = Path(rd.path) / spec.name
         paths = save_runs(folder, c, runs)
         # what is evaluated is what the files say
-        runs = {
-            s: read_trec_run(p, query_ids=c.query_ids, doc_ids=c.doc_ids)
-            for s, p in zip(runs, paths)
-        }
+        runs = {s: read_run_file(p, c) for s, p in zip(runs, paths)}
         judge = RunJudge(c, label, classes, neutral, terms.counts, terms.lengths, k=10)
         per_query = {s: judge.per_query(r, METRICS) for s, r in runs.items()}
         for source, labels in self._labellings(c, lex, label, setup, rd).items():

@@ -52,7 +52,7 @@ class Table1:
     def __post_init__(self) -> None:
         check_common(self)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
@@ -97,7 +97,7 @@ class Table1:
                 title="Table 1. Amortized group bias correction, tabular regime"
                 + evaluation_title(setup),
                 alpha=self.alpha,
-                note=assumption_note(recs),
+                note=assumption_note(recs, setup.estimator),
             )
         )
         print(f"[groupbias] table written to {paths['md'].parent}/table1.{{csv,md,tex}}")

@@ -53,13 +53,9 @@ def _ltr_step(
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
         out_dir=rd.path / "models" / title / sub,
     )
-    return {
-        "records": [
-            r
-            for r in res.records
-            if r["condition"] in conditions or (r["condition"] == "estimate" and not full)
-        ]
-    }
+    # β̂ and the assumption check (null β̂, the `!` flag) belong to the β steps
+    beside = () if full else ("estimate", "diagnostic")
+    return {"records": [r for r in res.records if r["condition"] in conditions + beside]}
 
 
 def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
@@ -102,7 +98,7 @@ class Table2:
         check_common(self)
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
-        self.entries = parse_entries(self.datasets)
+        self.entries = parse_entries(self.datasets, required=True)
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = ltr_records(self, setup, rd, tag="table2")
@@ -128,6 +124,6 @@ class Table2:
                 title="Table 2. Amortized group bias correction, general LTR regime"
                 + evaluation_title(setup),
                 alpha=self.alpha,
-                note=assumption_note(recs),
+                note=assumption_note(recs, setup.estimator),
             )
         )

@@ -11,13 +11,15 @@ report. The whole method is available flat::
     fixed = gb.ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
                            beta_hat_per_query=est.beta_hat_per_query)
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
+    gb.evaluate_run("bm25.run", "test.qrels", "test.groups", metrics=["nDCG@10", "rho_dtr"])
 
 Subpackages, one per stage, each importing only the ones listed before it:
 :mod:`~groupbias.core`, :mod:`~groupbias.data`, :mod:`~groupbias.simulate`,
 :mod:`~groupbias.estimate`, :mod:`~groupbias.rank`, :mod:`~groupbias.evaluation`,
 :mod:`groupbias.ltr` (the attention ranker; imports torch, so it is imported on demand),
 :mod:`~groupbias.pipelines` (the two regimes), :mod:`~groupbias.app` (the command) and
-:mod:`~groupbias.reporting` (tables and figures). docs/architecture.md is the map.
+:mod:`~groupbias.reporting` (tables, figures, run comparisons). docs/architecture.md is the
+map; docs/interop.md the TREC files (runs, qrels, groups) the framework reads and writes.
 """
 
 from .core import registry
@@ -32,6 +34,18 @@ from .core.errors import (
 )
 from .data.datasets import BuiltinGrouping, DatasetInfo, DatasetSpec, load_dataset, register_dataset
 from .data.ranking_data import QueryView, RankingData
+from .data.trec import (
+    GroupFile,
+    Qrels,
+    TrecRun,
+    item_ids_of,
+    read_groups,
+    read_qrels,
+    read_run,
+    write_groups,
+    write_qrels,
+    write_run,
+)
 from .estimate.correction import correct_with_estimate, ips_correct
 from .estimate.estimators import (
     CalibratedKSEstimator,
@@ -42,7 +56,7 @@ from .estimate.estimators import (
 )
 from .estimate.ks import BetaEstimate, estimate_beta, ks_curves
 from .evaluation import fairness, metrics, theory
-from .evaluation.evaluate import evaluate
+from .evaluation.evaluate import evaluate, evaluate_run
 from .simulate.clicks import attractiveness_from_clicks, simulate_clicks
 from .simulate.group_bias import (
     GroupBias,
@@ -67,25 +81,33 @@ __all__ = [
     "Estimator",
     "GroupBias",
     "GroupBiasError",
+    "GroupFile",
     "GroupingError",
     "KSEstimator",
     "MissingFilesError",
     "ParameterError",
+    "Qrels",
     "QueryView",
     "RankingData",
     "ShrinkageEstimator",
     "Simulation",
+    "TrecRun",
     "attractiveness_from_clicks",
     "bootstrap_interval",
     "correct_with_estimate",
     "draw_query_beta",
     "estimate_beta",
     "evaluate",
+    "evaluate_run",
     "fairness",
     "ips_correct",
+    "item_ids_of",
     "ks_curves",
     "load_dataset",
     "metrics",
+    "read_groups",
+    "read_qrels",
+    "read_run",
     "register_dataset",
     "registry",
     "relevance_from_labels",
@@ -93,4 +115,7 @@ __all__ = [
     "simulate_clicks",
     "simulate_group_bias",
     "theory",
+    "write_groups",
+    "write_qrels",
+    "write_run",
 ]

@@ -139,7 +139,7 @@ def test_sweep_through_submitit_local_launcher_resumes_and_reports(tmp_path):
     root = tmp_path / "ablation_cluster_size"
     jobs = sorted(p.name for p in root.iterdir() if (p / "metrics.json").exists())
     assert len(jobs) == 2
-    assert [j.split("estimator.cluster_size=")[1].split(",")[0] for j in jobs] == ["1", "20"]
+    assert [j.split("estimator.cluster_size=")[1].split("__")[0] for j in jobs] == ["1", "20"]
     assert (root / ".submitit").is_dir()  # the jobs really went through submitit
     stamp = {j: (root / j / "metrics.json").stat().st_mtime_ns for j in jobs}
     second = _groupbias(args)
@@ -285,6 +285,7 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
         assert full["delta_eel"] == 0.0
         assert (rd / "impact_tabular.png").exists() and (rd / "impact_ltr.png").exists()
     if experiment == "ablation_cluster_size":  # sizes above #queries collapse into one
+        assert (rd / "cluster_size.md").is_file() and (rd / "cluster_size.csv").is_file()
         n_train = cfg.dataset.params.n_queries * 0.6
         assert sorted({r["cluster_size"] for r in recs if r["condition"] == "corrected"}) == [
             1,
@@ -293,6 +294,13 @@ def test_every_experiment_runs_at_tiny_scale(experiment, tmp_path, capsys):
         ]
     if experiment == "ablation_clustering":
         assert {r["variant"] for r in recs} == {"normal", "two_mode"}
+        assert len(list(rd.glob("clustering_*.md"))) == 2  # σβ = 0.3 and two modes
+    if experiment.startswith("ablation_"):  # the cluster-size tables are printed too
+        out = capsys.readouterr().out
+        assert "Cluster size of the amortized estimate" in out
+        rows = [line.split()[:3] for line in out.splitlines() if line.startswith("k = ")]
+        sizes = {int(r[2]) for r in rows}
+        assert sizes == {r["cluster_size"] for r in recs if r["metric"] == "beta_hat"}
 
 
 def test_every_experiment_has_a_smoke_run():
@@ -433,7 +441,11 @@ def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     (md,) = list((tmp_path / "table1").rglob("table1.md"))
-    rows = [line.split("|")[1].strip() for line in md.read_text().splitlines()[2:]]
+    rows = [
+        line.split("|")[1].strip()
+        for line in md.read_text().splitlines()[2:]
+        if line.startswith("|")  # the legend follows the table
+    ]
     assert rows == ["synthetic"]
 
 
@@ -451,3 +463,27 @@ def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "GROUPBIAS_MSLR" in res.stderr and "Fold1/train.txt" in res.stderr
+
+
+def test_table2_shows_the_null_check_and_its_flag(tmp_path, capsys):
+    """Table 2 carries the null β̂ column and flags a failed check with ``!`` (README: Tables
+    1 and 2 are flagged), here on synthetic groups of unequal merit (utility ratio 0.3)."""
+    unequal = "{dataset: synthetic, params: {n_queries: 60, list_size: [4,20], utility_ratio: 0.3}}"
+    cfg = _compose(
+        [
+            "experiment=table2",
+            f"paths.runs={tmp_path}",
+            f"experiment.datasets=[{unequal}]",
+            "bias.betas=[0.7]",
+            "diagnostics.null_tolerance=0.02",
+            *TINY_TRAIN,
+        ]
+    )
+    metrics = run(cfg)
+    diag = {r["metric"]: r["value"] for r in metrics["records"] if r["condition"] == "diagnostic"}
+    assert diag["assumption_violated"] == 1.0
+    md = (tmp_path / "table2" / "table2.md").read_text()
+    assert "β = 0.7 / null β̂" in md
+    row = next(line for line in md.splitlines() if line.startswith("| synthetic"))
+    assert f"{diag['null_beta_hat']:.3f}!" in row
+    assert "null β̂ (the ks estimator on unbiased data) is off" in capsys.readouterr().out

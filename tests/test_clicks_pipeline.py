@@ -126,11 +126,26 @@ def _run(overrides, tmp_path):
     run(cfg)
 
 
-@pytest.mark.slow
-def test_clicks_experiment_end_to_end(tmp_path, capsys):
-    _run(
+def _run_quietly(tmp_path_factory, name: str, overrides) -> tuple:
+    """runs/<name> made with ``overrides`` in a fresh folder: the run folder and what the
+    experiment printed."""
+    import contextlib
+    import io
+
+    tmp_path = tmp_path_factory.mktemp(name)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _run([f"experiment={name}", *overrides], tmp_path)
+    return tmp_path / name, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def clicks_run(tmp_path_factory):
+    """runs/clicks at a tiny scale."""
+    return _run_quietly(
+        tmp_path_factory,
+        "clicks",
         [
-            "experiment=clicks",
             "experiment.sessions=[2000,8000]",
             "experiment.datasets=[{dataset: synthetic,"
             " params: {n_queries: 60, list_size: [10, 20]}}]",
@@ -139,11 +154,29 @@ def test_clicks_experiment_end_to_end(tmp_path, capsys):
             "model.transformer.d_ff=8",
             "model.transformer.h=1",
         ],
-        tmp_path,
     )
-    out = capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def drift_run(tmp_path_factory):
+    """runs/drift at a tiny scale."""
+    return _run_quietly(
+        tmp_path_factory,
+        "drift",
+        [
+            "experiment.sessions=40000",
+            "experiment.window=4000",
+            "experiment.half_life=2000",
+            "experiment.bins=20",
+            "experiment.tolerance=0.1",
+        ],
+    )
+
+
+@pytest.mark.slow
+def test_clicks_experiment_end_to_end(clicks_run):
+    run_dir, out = clicks_run
     assert "synthetic, β = 0.7" in out
-    run_dir = tmp_path / "clicks"
     import json
 
     recs = json.loads((run_dir / "metrics.json").read_text())["records"]
@@ -162,21 +195,31 @@ def test_clicks_experiment_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_drift_experiment_end_to_end(tmp_path, capsys):
-    _run(
-        [
-            "experiment=drift",
-            "experiment.sessions=40000",
-            "experiment.window=4000",
-            "experiment.half_life=2000",
-            "experiment.bins=20",
-            "experiment.tolerance=0.1",
-        ],
-        tmp_path,
-    )
+def test_report_aggregates_the_clicks_folder(clicks_run, tmp_path):
+    """`groupbias-report runs/clicks` (once a KeyError: 'regime'): tidy records and a
+    summary keyed by sessions and condition, every number as recorded."""
     import json
 
-    run_dir = tmp_path / "drift"
+    from groupbias.reporting.aggregate import main as report_main
+
+    run_dir, _ = clicks_run
+    assert report_main([str(run_dir), "--out", str(tmp_path)]) == 0
+    recs = json.loads((run_dir / "metrics.json").read_text())["records"]
+    summary = pd.read_parquet(tmp_path / "summary.parquet")
+    assert len(pd.read_parquet(tmp_path / "records.parquet")) == len(recs) == len(summary)
+    got = summary.set_index(["n_sessions", "metric", "condition"])
+    for r in recs:
+        row = got.loc[(r["n_sessions"], r["metric"], r["condition"])]
+        assert row["n"] == 1 and row["mean"] == pytest.approx(r["value"], nan_ok=True)
+    md = (tmp_path / "summary.md").read_text()
+    assert "| condition | n_sessions |" in md and "theta_error" in md
+
+
+@pytest.mark.slow
+def test_drift_experiment_end_to_end(drift_run):
+    import json
+
+    run_dir, out = drift_run
     recs = json.loads((run_dir / "metrics.json").read_text())["records"]
     step = {r["metric"]: r for r in recs if r["drift"] == "step"}
     assert abs(step["change_session"]["value"] - 20000) <= 2000
@@ -184,7 +227,27 @@ def test_drift_experiment_end_to_end(tmp_path, capsys):
     assert step["settle_sliding"]["value"] is not None
     assert abs(step["beta_after"]["value"] - 0.6) < 0.05
     assert (run_dir / "drift_synthetic.png").is_file()
-    assert "settle_sliding" in capsys.readouterr().out
+    assert "settle_sliding" in out
+
+
+@pytest.mark.slow
+def test_report_aggregates_the_drift_folder(drift_run, tmp_path):
+    """`groupbias-report runs/drift` (once a KeyError: 'regime'): one summary row per
+    schedule and metric."""
+    import json
+
+    from groupbias.reporting.aggregate import main as report_main
+
+    run_dir, _ = drift_run
+    assert report_main([str(run_dir), "--out", str(tmp_path)]) == 0
+    recs = json.loads((run_dir / "metrics.json").read_text())["records"]
+    summary = pd.read_csv(tmp_path / "summary.csv").set_index(["drift", "metric"])
+    assert len(summary) == len(recs)
+    for r in recs:
+        assert summary.loc[(r["drift"], r["metric"]), "mean"] == pytest.approx(
+            r["value"], nan_ok=True
+        )
+    assert "| drift |" in (tmp_path / "summary.md").read_text()
 
 
 def test_ranker_logging_policy_fits_a_labeled_fraction():

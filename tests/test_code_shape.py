@@ -24,7 +24,7 @@ def _modules(*packages):
 
 
 #: the flat API of ``import groupbias as gb`` (``evaluate_per_query`` became
-#: ``gb.evaluate(..., reduce=None)``; every other name is kept)
+#: ``gb.evaluate(..., reduce=None)``; every other name is kept, TREC interop added)
 PUBLIC_NAMES = {
     "BetaEstimate", "BuiltinGrouping", "CalibratedKSEstimator", "ConfigError", "DataError",
     "DataFormatError", "DatasetInfo", "DatasetSpec", "Estimator", "GroupBias", "GroupBiasError",
@@ -34,6 +34,9 @@ PUBLIC_NAMES = {
     "evaluate", "fairness", "ips_correct", "ks_curves", "load_dataset", "metrics",
     "register_dataset", "registry", "relevance_from_labels", "simulate_attractiveness",
     "simulate_clicks", "simulate_group_bias", "theory",
+    # TREC files and external runs (docs/interop.md)
+    "GroupFile", "Qrels", "TrecRun", "item_ids_of", "read_groups", "read_qrels", "read_run",
+    "write_groups", "write_qrels", "write_run", "evaluate_run",
 }  # fmt: skip
 #: the stages, in pipeline order (pyproject's import-linter contract checks the layering)
 STAGES = (

@@ -76,7 +76,13 @@ CASES = [(g, o) for g in OPTION_GROUPS for o in _options(g)]
 
 
 @pytest.mark.parametrize(("group", "option"), CASES, ids=[f"{g}={o}" for g, o in CASES])
-def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, option):
+def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, option, monkeypatch):
+    if group == "trainer" and option in ("gpu", "ddp"):
+        import torch
+
+        # these files ask for a GPU, refused where none is present (tests/test_hostile_inputs.py);
+        # here the keys are judged as if one were
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     cfg = _compose([f"{group}={option}"])
     load_data = group == "dataset"
     _build_and_load(cfg, load_data)  # the file as shipped builds
@@ -159,6 +165,50 @@ def test_trainer_threads_bogus_value_is_refused_by_name(value):
     with pytest.raises(ConfigError) as info:
         build_setup(bad)
     assert info.value.key == "trainer.threads"
+
+
+def test_progress_key_reaches_policy_evaluation_and_lightning(capsys):
+    """`progress` (top level) is read: policy evaluation reports how far each learned
+    policy is, and Lightning's bars follow it; progress=false silences both."""
+    import numpy as np
+
+    from groupbias.evaluation.catalog import EvalSpec
+
+    policy = ["experiment=table2", "evaluation=policy", "evaluation.epochs=8"]
+    on, _ = build_setup(_compose(policy))
+    off, _ = build_setup(_compose([*policy, "progress=false"]))
+    assert on.evaluation.progress and on.recipe.trainer.enable_progress_bar
+    assert not off.evaluation.progress and not off.recipe.trainer.enable_progress_bar
+    lab = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    spec = EvalSpec(lab, lab, np.array([1.0, 0, 0, 1, 1, 0]), np.array([0, 3, 6]))
+    spec = EvalSpec(**{**spec.__dict__, "metrics": ("ndcg@10", "delta_eel")})
+    on.evaluation.evaluate(lab, spec, regime="tabular")
+    lines = [s for s in capsys.readouterr().out.splitlines() if "policy (eel, 2 queries)" in s]
+    assert [s.split(": ", 1)[1].split(",")[0] for s in lines] == [
+        "epoch 2/8",
+        "epoch 4/8",
+        "epoch 6/8",
+        "epoch 8/8",
+    ]
+    off.evaluation.evaluate(lab, spec, regime="tabular")
+    assert "policy (" not in capsys.readouterr().out
+
+
+def test_lightning_bars_only_on_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    from groupbias.ltr.train import TrainerSpec
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # a log file, a pipe
+    assert TrainerSpec().trainer_kwargs()["enable_progress_bar"] is False
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert TrainerSpec().trainer_kwargs()["enable_progress_bar"] is True
+    assert TrainerSpec(enable_progress_bar=False).trainer_kwargs()["enable_progress_bar"] is False
 
 
 def _targets(node):

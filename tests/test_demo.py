@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from experiments.demo import FIGURE, FIGURE_TITLE, Demo
@@ -33,7 +34,11 @@ TINY = [
 THIRD_PARTY = re.compile(r"lightning|GPU available|TPU available|💡|litlogger|Warning:", re.I)
 
 
-def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(tmp_path):
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """The shrunk demo through the real command, with a plugin that warns once: the
+    completed process and the folder it wrote (runs/demo, as plain `groupbias` does)."""
+    tmp_path = tmp_path_factory.mktemp("demo")
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "warns_once.py").write_text(
@@ -57,6 +62,11 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(tmp_path):
         timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
+    return res, tmp_path / "runs" / "demo"
+
+
+def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(demo_run):
+    res, demo_dir = demo_run
     out = res.stdout.splitlines()
     assert max(len(s) for s in out) <= 100, max(out, key=len)
     assert not [s for s in out if THIRD_PARTY.search(s)]
@@ -71,13 +81,79 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(tmp_path):
     assert "groupbias: warning: an estimator assumption does not hold" in err
     assert all(s.startswith("groupbias: warning") for s in err), err
 
-    (metrics,) = (tmp_path / "runs" / "demo").rglob("metrics.json")
+    (metrics,) = demo_dir.rglob("metrics.json")
     run_dir = metrics.parent
     for name in (f"{FIGURE}.png", f"{FIGURE}.pdf", "tabular.md", "ltr.csv", "ltr.tex"):
         assert (run_dir / name).is_file(), name
     assert "β = 0.6 / NDCG@10 ↑ / B" in (run_dir / "tabular.md").read_text()
     assert Image.open(run_dir / f"{FIGURE}.png").info["Title"].startswith(FIGURE_TITLE)
     _check_figure(json.loads(metrics.read_text())["records"])
+
+
+def test_demo_tables_and_figure_show_the_same_numbers(demo_run):
+    """Every table cell is the mean over the repetitions that the figure draws at that β,
+    its ± the figure's band; the printed legend names every column."""
+    res, demo_dir = demo_run
+    (metrics,) = demo_dir.rglob("metrics.json")
+    records = json.loads(metrics.read_text())["records"]
+    demo = Demo(repetitions=2, ltr_betas=[1.0, 0.6])
+    fig = demo.figure(records)
+    panels = {(ax.get_title().split(":")[0], ax.get_title().split(": ")[1]): ax for ax in fig.axes}
+    checked = 0
+    for regime, table in zip(("tabular regime", "LTR regime"), demo.tables(records)):
+        numbers = table.attrs["numbers"]
+        for _, cell in numbers[
+            numbers["metric"].isin(["ndcg@10", "rho_dtr", "delta_eel"])
+        ].iterrows():
+            label = {"ndcg@10": "NDCG@10 ↑", "rho_dtr": "ρ(DTR) ↑", "delta_eel": "Δ(EEL) ↓"}
+            ax = panels[(regime, label[cell["metric"]])]
+            line = {ln.get_label(): ln for ln in ax.get_lines()}
+            name = {"full": "full information"}.get(cell["condition"], cell["condition"])
+            xs, ys = list(line[name].get_xdata()), line[name].get_ydata()
+            x = 0.6 if cell["beta"] is None or np.isnan(cell["beta"]) else cell["beta"]
+            assert ys[xs.index(x)] == pytest.approx(cell["value"], abs=1e-12)
+            assert cell["n"] == 2 and np.isfinite(cell["sd"])
+            checked += 1
+    assert checked >= 12
+    assert "mean over 2 repetitions (or seeds); ± s.d. in the saved tables" in " ".join(
+        res.stdout.split()
+    )
+    assert "null β̂ the same estimator on data simulated without bias" in " ".join(
+        res.stdout.split()
+    )
+
+
+def test_report_aggregates_the_demo_folder(demo_run, tmp_path):
+    """`groupbias-report runs/demo`: the repetitions become mean ± s.d. with n (the demo's
+    own numbers), numbers in records.parquet and summary.parquet, tables as views."""
+    import pandas as pd
+
+    from groupbias.reporting.aggregate import main as report_main
+
+    _, demo_dir = demo_run
+    assert report_main([str(demo_dir), "--out", str(tmp_path)]) == 0
+    records = pd.read_parquet(tmp_path / "records.parquet")
+    summary = pd.read_parquet(tmp_path / "summary.parquet")
+    raw = json.loads(next(demo_dir.rglob("metrics.json")).read_text())["records"]
+    assert len(records) == len(raw) and set(records["repetition"]) == {0, 1}
+    want = [
+        r["value"]
+        for r in raw
+        if (r["regime"], r["metric"], r["condition"], r["beta"])
+        == ("ltr", "rho_dtr", "corrected", 0.6)
+    ]
+    got = summary[
+        (summary["regime"] == "ltr")
+        & (summary["metric"] == "rho_dtr")
+        & (summary["condition"] == "corrected")
+        & (summary["beta"] == 0.6)
+    ]
+    assert len(got) == 1 and got["n"].iloc[0] == 2
+    assert got["mean"].iloc[0] == pytest.approx(np.mean(want), abs=1e-12)
+    assert got["sd"].iloc[0] == pytest.approx(np.std(want, ddof=1), abs=1e-12)
+    md = (tmp_path / "table_ltr.md").read_text()
+    assert f"{np.mean(want):.3f} ± {np.std(want, ddof=1):.3f}" in md
+    assert (tmp_path / "table_tabular.tex").is_file() and (tmp_path / "summary.md").is_file()
 
 
 def _check_figure(records):

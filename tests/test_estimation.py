@@ -335,9 +335,21 @@ def test_random_clusters_are_a_seeded_partition():
     c1 = random_clusters(10, cluster_size=4, rng=np.random.default_rng(0))
     c2 = random_clusters(10, cluster_size=4, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(c1, c2)
-    assert sorted(np.bincount(c1)) == [2, 4, 4]
+    assert sorted(np.bincount(c1)) == [3, 3, 4]
     with pytest.raises(ParameterError, match="cluster_size"):
         random_clusters(10, cluster_size=0, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "sizes"),
+    [(201, 100, [67, 67, 67]), (201, 10, [9] * 9 + [10] * 12), (7, 1, [1] * 7), (5, 9, [5])],
+)
+def test_random_cluster_sizes_differ_by_at_most_one(n, k, sizes):
+    """No remainder cluster: 201 queries in clusters of at most 100 are 67/67/67 (a 100/100/1
+    cut made one query weigh as much as 100 in the mean β̂)."""
+    c = random_clusters(n, cluster_size=k, rng=np.random.default_rng(3))
+    assert sorted(np.bincount(c)) == sizes
+    assert c.max() + 1 == -(-n // k)
 
 
 def test_failed_cluster_gives_nan_and_is_counted(rng):

@@ -20,11 +20,13 @@ def _groupbias(tmp_path, *overrides: str, timeout: int = 600):
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow
-def test_robustness_experiment_runs_and_shows_the_calibrated_gain(tmp_path):
+@pytest.fixture(scope="module")
+def robustness_run(tmp_path_factory):
+    """runs/estimator_robustness at a tiny scale through the command: (process, run folder)."""
+    tmp_path = tmp_path_factory.mktemp("robustness")
     out = _groupbias(
         tmp_path,
-        "experiment.repetitions=1",
+        "experiment.repetitions=2",
         "experiment.ratios=[1.0,0.6]",
         "experiment.betas=[1.0]",
         "experiment.fig9_stds=[0.3]",
@@ -34,16 +36,48 @@ def test_robustness_experiment_runs_and_shows_the_calibrated_gain(tmp_path):
         "progress=false",
     )
     assert out.returncode == 0, out.stderr[-2000:]
+    return out, next(tmp_path.glob("estimator_robustness/*"))
+
+
+@pytest.mark.slow
+def test_robustness_experiment_runs_and_shows_the_calibrated_gain(robustness_run):
+    out, run = robustness_run
     assert "per-query mean |β̂_q − β_q|" in out.stdout
-    run = next(tmp_path.glob("estimator_robustness/*"))
     for stem in ("estimator_robustness_synthetic", "estimator_fig9"):
         assert (run / f"{stem}.png").stat().st_size > 1000
         assert (run / f"{stem}.pdf").exists()
     recs = json.loads((run / "metrics.json").read_text())["records"]
-    err = {(r["estimator"], r["ratio"]): r["value"] for r in recs if r["metric"] == "abs_error"}
+    first = [r for r in recs if r["repetition"] == 0]  # the cells of one repetition
+    err = {(r["estimator"], r["ratio"]): r["value"] for r in first if r["metric"] == "abs_error"}
     assert err[("calibrated", 0.6)] <= 0.05 < err[("ks", 0.6)]
-    fig9 = {r["estimator"]: r["value"] for r in recs if r["metric"] == "per_query_error"}
+    fig9 = {r["estimator"]: r["value"] for r in first if r["metric"] == "per_query_error"}
     assert fig9["shrinkage"] < min(fig9["per-query KS"], fig9["cluster KS"])
+
+
+@pytest.mark.slow
+def test_report_aggregates_the_estimator_robustness_folder(robustness_run, tmp_path):
+    """`groupbias-report runs/estimator_robustness`: estimator and utility ratio are keys
+    (rows of the tabular table), the repetitions mean ± s.d. with n = 2."""
+    import numpy as np
+    import pandas as pd
+
+    from groupbias.reporting.aggregate import main as report_main
+
+    _, run = robustness_run
+    assert report_main([str(run), "--out", str(tmp_path)]) == 0
+    recs = json.loads((run / "metrics.json").read_text())["records"]
+    summary = pd.read_parquet(tmp_path / "summary.parquet")
+    err = summary[summary["metric"] == "abs_error"].set_index(["estimator", "ratio"])
+    for (name, ratio), row in err.iterrows():
+        vals = [
+            r["value"]
+            for r in recs
+            if r["metric"] == "abs_error" and (r["estimator"], r["ratio"]) == (name, ratio)
+        ]
+        assert row["n"] == 2 and row["mean"] == pytest.approx(np.mean(vals), abs=1e-12)
+        assert row["sd"] == pytest.approx(np.std(vals, ddof=1), abs=1e-12)
+    md = (tmp_path / "table_tabular.md").read_text()
+    assert "| synthetic · estimator=calibrated · ratio=0.6 |" in md
 
 
 def test_a_bad_estimator_key_in_the_experiment_is_named(tmp_path):

@@ -336,3 +336,24 @@ def test_blockwise_evaluation_equals_one_pass(case, monkeypatch, block):
         assert list(got) == list(ref)
         for key in ref:
             np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12, err_msg=key)
+
+
+def test_gb_evaluate_makes_the_regime_explicit(rng):
+    """The same scores mean different things in the two regimes (utility estimates or the
+    ranking they induce): gb.evaluate refuses to guess."""
+    import groupbias as gb
+    from groupbias.data.ranking_data import RankingData
+
+    sizes = rng.integers(2, 12, size=30)
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(qptr[-1])
+    labels = rng.integers(0, 2, size=n).astype(np.float64)
+    data = RankingData(
+        np.zeros((n, 1)), labels, qptr, np.arange(30), groups=(rng.random(n) < 0.4) * 1.0
+    )
+    biased = labels * np.where(data.groups == 1, 0.6, 1.0)
+    with pytest.raises(ParameterError, match="regime"):
+        gb.evaluate(biased, data, metrics=["rho_dtr"])
+    tab = gb.evaluate(biased, data, regime="tabular", metrics=["rho_dtr"])["rho_dtr"]
+    ltr = gb.evaluate(biased, data, regime="ltr", metrics=["rho_dtr"])["rho_dtr"]
+    assert tab != ltr

@@ -542,15 +542,25 @@ def test_delta_eel_ranking_perfect_and_single_group():
     assert M.delta_eel_ranking(true, true, qptr=q, groups=g, ties="stable") == pytest.approx(
         math.sqrt(2) * abs(ea - ta)
     )
-    # one-group query: Δ = 0 counted, or skipped
+    # a one-group query beside a two-group one: Δ = 0 counted, or skipped
     one = np.ones(5)
-    assert M.delta_eel_ranking(-true, true, qptr=q, groups=one) == pytest.approx(0, abs=1e-12)
-    assert np.isnan(
-        M.delta_eel_ranking(-true, true, qptr=q, groups=one, on_single_group="skip", reduce=None)
-    ).all()
-    assert np.isnan(
-        M.delta_eel_tabular(true, true, qptr=q, groups=1 - one, on_single_group="skip", reduce=None)
-    ).all()
+    both = np.r_[true, true]
+    q2 = np.array([0, 5, 10])
+    mixed = np.r_[one, g]
+    per_query = M.delta_eel_ranking(-both, both, qptr=q2, groups=mixed, reduce=None)
+    assert per_query[0] == pytest.approx(0, abs=1e-12) and per_query[1] > 0
+    skipped = M.delta_eel_ranking(
+        -both, both, qptr=q2, groups=mixed, on_single_group="skip", reduce=None
+    )
+    assert np.isnan(skipped[0]) and skipped[1] == per_query[1]
+    skipped = M.delta_eel_tabular(
+        both, both, qptr=q2, groups=1 - mixed, on_single_group="skip", reduce=None
+    )
+    assert np.isnan(skipped[0])
+    # data where every query holds one group: refused, not "perfectly fair"
+    for metric in (M.delta_eel_ranking, M.delta_eel_tabular):
+        with pytest.raises(ParameterError, match="every query holds one group"):
+            metric(-true, true, qptr=q, groups=one)
 
 
 # ----------------------------------------------------------------------------- validation

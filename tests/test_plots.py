@@ -157,11 +157,12 @@ def test_beta_sweep_figure_one_panel_per_metric_and_regime_three_lines_each(tmp_
             if (r["regime"], r["metric"], r["condition"]) == (regime, metric, "full")
         ]
         assert np.allclose(lines["full information"].get_ydata(), statistics.mean(full))
-        # the band of the full-information line spans mean ± population s.d. of 3 repetitions
+        # the band of the full-information line spans mean ± sample s.d. of 3 repetitions
+        # (the s.d. the tables show beside the same mean)
         bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
         assert len(bands) == 3
         ys = bands[0].get_paths()[0].vertices[:, 1]
-        sd = statistics.pstdev(full)
+        sd = statistics.stdev(full)
         assert np.isclose(ys.max(), statistics.mean(full) + sd)
         assert np.isclose(ys.min(), statistics.mean(full) - sd)
         assert ax.get_xlim()[0] > ax.get_xlim()[1]  # β decreases to the right

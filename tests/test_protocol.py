@@ -246,17 +246,34 @@ def test_demo_evaluates_tables_and_rankers_as_policies(tmp_path):
     assert all(0 < v <= 1 for v in ndcg.values())
 
 
-def _paper_style(scores, labels, groups, qptr, top_n=20, levels=2):
+def _stable_descending(scores, a, b, top_n):
+    """Ranked items a..b-1 by score, ties earliest first, cut to ``top_n``."""
+    return sorted(range(a, b), key=lambda i: -scores[i])[:top_n]
+
+
+def _released_order(scores, a, b, top_n):
+    """The released code's two sorts, re-implemented: ``argsort()[::-1]`` cut to ``top_n``,
+    then ``argsort()[::-1]`` again over the cut items (in the order the cut left them).
+    ``kind="stable"`` pins the order among equals that numpy's default argsort gives on short
+    lists without SIMD sorting (later items first after the reversal); with SIMD dispatch
+    (AVX-512) numpy leaves it unspecified."""
+    s = np.asarray(scores[a:b])
+    cut = np.argsort(s, kind="stable")[::-1][:top_n]
+    again = np.argsort(s[cut], kind="stable")[::-1]
+    return [a + int(i) for i in cut[again]]
+
+
+def _paper_style(scores, labels, groups, qptr, top_n=20, levels=2, order_of=_stable_descending):
     """The released evaluation code's conventions for one deterministic ranking per query,
-    re-implemented here loop by loop: candidates cut to the top ``top_n`` by score,
-    single-group queries dropped, exposure 1/log2(2 + r), EEL target from ``levels``
-    per-query min-max bins of the labels, squared distance of the group exposures, DTR as
-    max/min of exposure-per-utility minus 1 (0 when a group has no utility), NDCG@10 with
-    1/log2(1 + r) and 0 without relevant items. Returns per-query (ndcg, rho, eel) of the
-    kept queries, rho = 1 / (1 + DTR - 1)."""
+    re-implemented here loop by loop: candidates cut to the top ``top_n`` by score and
+    ranked (``order_of``), single-group queries dropped, exposure 1/log2(2 + r), EEL target
+    from ``levels`` per-query min-max bins of the labels, squared distance of the group
+    exposures, DTR as max/min of exposure-per-utility minus 1 (0 when a group has no
+    utility), NDCG@10 with 1/log2(1 + r) and 0 without relevant items. Returns per-query
+    (ndcg, rho, eel) of the kept queries, rho = 1 / (1 + DTR - 1)."""
     out = []
     for a, b in zip(qptr[:-1], qptr[1:]):
-        order = sorted(range(a, b), key=lambda i: -scores[i])[:top_n]
+        order = order_of(scores, a, b, top_n)
         lab = [labels[i] for i in order]  # in ranked order
         grp = [groups[i] for i in order]
         if min(grp) == max(grp):
@@ -302,6 +319,32 @@ def test_paper_code_preset_matches_the_released_conventions_on_deterministic_ran
     assert kept.sum() == len(want) > 20
     for j, key in enumerate(("ndcg@10", "rho_dtr", "delta_eel")):
         np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
+
+
+def test_paper_code_preset_keeps_the_released_codes_tie_order():
+    """On scores with many ties (biased utilities of binary labels are), the preset keeps the
+    candidates the released code's ``argsort()[::-1][:20]`` keeps (the latest of the tied
+    ones) and ranks them as its second ``argsort()[::-1]`` does: NDCG@10, ρ(DTR) and Δ(EEL)
+    equal that re-implementation to 1e-12, and differ from keeping the earliest."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(15, 40, size=80)
+    q = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(q[-1])
+    labels = (rng.random(n) < 0.3).astype(float)
+    groups = (rng.random(n) < 0.4).astype(float)
+    scores = labels * np.where(groups == 1, 0.6, 1.0)  # three distinct values per query
+    spec = _spec(labels, groups, q, ["ndcg@10", "rho_dtr", "delta_eel"])
+    got = _preset("paper_code", mode="deterministic").evaluate(scores, spec, regime="ltr")
+    kept = ~np.isnan(got["ndcg@10"])
+    want = _paper_style(scores, labels, groups, q, order_of=_released_order)
+    assert kept.sum() == len(want) > 60
+    for j, key in enumerate(("ndcg@10", "rho_dtr", "delta_eel")):
+        np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
+    first = _preset("paper_code", mode="deterministic", top_n_ties="first")
+    other = first.evaluate(scores, spec, regime="ltr")
+    assert np.nanmax(np.abs(other["rho_dtr"] - got["rho_dtr"])) > 0.01
+    with pytest.raises(ParameterError, match="top_n_ties"):
+        EvaluationProtocol(top_n_ties="middle")
 
 
 def test_per_metric_objective_judges_rho_dtr_on_the_dtr_policy():

@@ -15,8 +15,8 @@ from hydra import compose, initialize_config_dir
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
+from experiments.retrieval_common import read_run_file
 from groupbias.app.cli import CONFIG_DIR, run
-from groupbias.data.text import read_trec_run
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def test_retrieval_fairness_reproduces_bm25_utility_of_seed_002(env, capsys):
     from data_loaders.text_collections import load_grep_biasir
 
     c = load_grep_biasir(os.environ["GROUPBIAS_GREP_BIASIR"])
-    r = read_trec_run(folder / "runs" / "fair_qr.txt", query_ids=c.query_ids, doc_ids=c.doc_ids)
+    r = read_run_file(folder / "runs" / "fair_qr.txt", c)
     assert r.n_queries == 117
 
 

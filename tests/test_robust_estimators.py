@@ -79,7 +79,7 @@ def test_unknown_distance_is_refused_by_name():
 def test_calibrated_reads_only_the_labeled_queries_relevance():
     data = _data()
     sim = gb.GroupBias().simulate(data, beta=0.8, rng=np.random.default_rng(1))
-    est = gb.CalibratedKSEstimator(labeled_fraction=0.1)
+    est = gb.CalibratedKSEstimator(labeled_fraction=0.1, bootstrap=0)  # the point estimate
     lab = est.labeled_queries(data.n_queries, np.random.default_rng(2))
     assert lab.size == round(0.1 * data.n_queries)
     other = ~np.isin(data.query_index(), lab)
@@ -104,7 +104,7 @@ def test_calibrated_survives_unequal_merit_where_plain_ks_fails(beta):
     sim = gb.GroupBias().simulate(data, beta=beta, rng=np.random.default_rng(1))
     truth = float(sim.beta_query.mean())
     plain = _estimate(gb.KSEstimator(), data, sim).beta_hat_mean
-    calibrated = _estimate(gb.CalibratedKSEstimator(labeled_fraction=0.05), data, sim)
+    calibrated = _estimate(gb.CalibratedKSEstimator(labeled_fraction=0.05, bootstrap=0), data, sim)
     assert abs(calibrated.beta_hat_mean - truth) <= 0.05
     assert abs(plain - truth) >= 0.06 and abs(plain - truth) > 2 * abs(
         calibrated.beta_hat_mean - truth
@@ -289,7 +289,7 @@ def test_null_check_does_not_change_the_run():
 def test_the_warning_names_the_cause_it_measured():
     base = dict(null_beta_hat=0.9, null_beta_true=0.97, tolerance=0.05)
     small = AssumptionCheck(
-        utility_ratio=0.99, ks_relevance=0.02, ks_relevance_cluster=0.21, **base
+        utility_ratio=0.99, ks_relevance=0.02, ks_relevance_cluster=0.21, n_clusters=20, **base
     )
     merit = AssumptionCheck(utility_ratio=0.6, ks_relevance=0.15, ks_relevance_cluster=0.15, **base)
     assert small.violated and merit.violated
@@ -363,3 +363,86 @@ def test_auto_cluster_size_and_bootstrap_reach_the_run_records():
     assert est["cluster_size_chosen"] in [k for k in AUTO_SIZES if k is not None]
     assert est["ci_low"] <= est["ci_high"]
     assert all(r["cluster_size"] == "auto" for r in res.records)
+
+
+def _two_kinds_of_queries(nq=40, size=10):
+    """Half the queries hold affected positives of grade 4, half of grade 1 (non-affected:
+    alternating): a labeled sample of 2 queries from one half misrepresents the other."""
+    labels = np.zeros((nq, size))
+    labels[:, [0, 1]] = np.where(np.arange(nq) < nq // 2, 4, 1)[:, None]
+    labels[:, [5, 6]] = np.where(np.arange(nq) % 2 == 0, 4, 1)[:, None]
+    return RankingData(
+        features=np.zeros((nq * size, 1)),
+        labels=labels.ravel(),
+        qptr=np.arange(0, nq * size + 1, size),
+        query_ids=np.arange(nq),
+        groups=np.tile((np.arange(size) < 5).astype(float), nq),
+        label_max=4.0,
+    )
+
+
+def test_calibrated_null_check_exercises_the_runs_labeled_sample():
+    """The calibrated estimator's error is its labeled sample's: the check runs it on the
+    run's own sample at the known β 0.5 (so an overestimate shows: at β = 1 it would stop at
+    the grid's top), reports a bootstrap interval by default and warns with the count of
+    labeled affected positives. Here the 2 labeled queries both hold grade-1 affected
+    positives: β̂ = 1.00 at β = 0.8, and the null β̂ is 2.00, flagged."""
+    from groupbias.estimate.diagnostics import LABELED_CHECK_BETA
+
+    data = _two_kinds_of_queries()
+    est = gb.CalibratedKSEstimator(labeled_fraction=0.05)
+    assert est.bootstrap == 200
+    with pytest.warns(AssumptionWarning) as caught:
+        res = run_tabular(
+            data,
+            beta=0.8,
+            bias=gb.GroupBias(beta_std=0.0),
+            estimator=est,
+            rng=np.random.default_rng(0),
+        )
+    texts = [str(w.message) for w in caught]
+    assert any("2 labeled queries" in t and "hold 4 affected items" in t for t in texts)
+    by = {r["metric"]: r for r in res.records if r["condition"] in ("estimate", "diagnostic")}
+    assert by["beta_hat"]["value"] == pytest.approx(1.0) and res.beta_hat_per_query.size == 40
+    # every bootstrap replicate draws its own labeled sample: the interval covers the true β
+    # that the point estimate of this unlucky sample misses
+    low, high = by["beta_hat"]["ci_low"], by["beta_hat"]["ci_high"]
+    assert low <= 0.8 <= high < by["beta_hat"]["value"]
+    assert by["assumption_violated"]["value"] == 1.0
+    flagged = [t for t in texts if "labeled sample (2 queries holding 4" in t]
+    assert flagged and "estimator=calibrated" not in flagged[0]
+    # the check's number by hand: KS against the affected positives of two grade-1 queries
+    # (the run's sample), affected attractiveness at β = 0.5 (σ_β = 0: no noise), rescaled
+    null = gb.GroupBias(beta_std=0.0).simulate_null(data, rng=np.random.default_rng(1))
+    aff = data.groups == 1
+    ref = null.relevance[np.isin(data.query_index(), [20, 21]) & aff]
+    hand = gb.estimate_beta(
+        np.where(aff, null.attractiveness * LABELED_CHECK_BETA, null.attractiveness),
+        data.groups,
+        qptr=data.qptr,
+        reference=ref[ref > 0],
+        grade_spacing=data.grade_spacing,
+        rng=np.random.default_rng(0),
+    )
+    assert by["null_beta_hat"]["value"] == pytest.approx(hand.beta_hat_mean / LABELED_CHECK_BETA)
+    assert by["null_beta_hat"]["value"] == pytest.approx(2.0)
+
+
+def test_the_warning_names_the_estimator_that_ran():
+    """With one global cluster and equal KS distances the check does not blame "clusters too
+    small"; the calibrated estimator is never told to use estimator=calibrated."""
+    base = dict(null_beta_hat=0.9, null_beta_true=0.97, tolerance=0.05)
+    equal = dict(utility_ratio=1.0, ks_relevance=0.031, ks_relevance_cluster=0.031)
+    one = AssumptionCheck(**equal, **base, estimator="ks", n_clusters=1)
+    assert "too small" not in one.message("x") and "sampling error" in one.message("x")
+    assert "the ks estimator" in one.message("x")
+    cal = AssumptionCheck(
+        **equal, **base, estimator="calibrated", labeled_queries=10, labeled_positives=7
+    )
+    text = cal.message("x")
+    assert "the calibrated estimator" in text and "estimator=calibrated" not in text
+    assert "10 queries holding 7 affected items" in text and "labeled_fraction" in text
+    unequal = AssumptionCheck(
+        utility_ratio=0.6, ks_relevance=0.2, ks_relevance_cluster=0.2, **base, estimator="shrinkage"
+    )
+    assert "estimator=calibrated" in unequal.message("x")

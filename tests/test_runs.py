@@ -46,7 +46,7 @@ def test_killed_run_reuses_finished_steps(tmp_path):
     except KeyboardInterrupt:
         pass
     assert not (tmp_path / "r" / "metrics.json").exists()
-    assert runs.collect_records(tmp_path) == []
+    assert runs.complete_records(tmp_path / "r") is None  # half-finished
 
     def fine(rd):
         v = rd.step("s1", lambda: (calls.append(2), {"v": 9})[1])
@@ -54,7 +54,7 @@ def test_killed_run_reuses_finished_steps(tmp_path):
 
     m, _ = runs.run_once(tmp_path / "r", cfg, fine)
     assert calls == [1] and m["records"][0]["value"] == 1
-    assert runs.collect_records(tmp_path) == [{"metric": "v", "value": 1, "run": "r"}]
+    assert runs.complete_records(tmp_path / "r") == [{"metric": "v", "value": 1}]
 
 
 def test_a_labelled_step_prints_one_line_with_its_time(tmp_path, capsys):
@@ -81,7 +81,7 @@ def test_release_free_memory_returns_freed_heap_pages(tmp_path):
     while a later block pins the heap's top; release_free_memory hands them back."""
     code = (
         "import numpy as np\n"
-        "from groupbias.app.runs import release_free_memory\n"
+        "from groupbias.core.memory import release_free_memory\n"
         "def rss():\n"
         "    with open('/proc/self/statm') as f:\n"
         "        return int(f.read().split()[1]) * 4096 / 2**20\n"

@@ -57,8 +57,34 @@ def test_save_table_formats(tmp_path):
     assert "| Yahoo | 0.825 | 0.900 | 0.990* |" in md
     tex = paths["tex"].read_text()
     assert r"\multicolumn{3}{c}{$\beta$ = 0.8}" in tex and r"0.990$^{*}$" in tex
-    csv = pd.read_csv(paths["csv"], index_col=0, dtype=str)
-    assert csv.loc["Yahoo"].tolist()[:3] == ["0.825", "0.900", "0.990*"]
+    # the CSV holds the numbers behind the cells (a view's marker is not a number)
+    csv = pd.read_csv(paths["csv"]).set_index(["beta", "metric", "condition"])
+    assert csv.loc[(0.8, "beta_hat", "estimate"), "value"] == 0.825
+    assert csv.loc[(0.8, "ndcg@10", "corrected"), "value"] == 0.99
+    assert csv.loc[(0.8, "ndcg@10", "corrected"), "p"] == 1e-5
+    assert csv.loc[(0.8, "ndcg@10", "corrected"), "n"] == 1
+    assert csv["value"].dtype == float and "*" not in paths["csv"].read_text()
+
+
+def test_repetitions_are_averaged_into_mean_and_sd():
+    """Records of several repetitions: one cell shows their mean ± sample s.d.; the star
+    needs every repetition's test below alpha; the CSV keeps mean, s.d. and n."""
+    recs = []
+    for rep, (b, c, p) in enumerate([(0.80, 0.90, 1e-5), (0.70, 0.96, 0.005), (0.75, 0.93, 1e-6)]):
+        base = dict(dataset="D", beta=0.6, metric="ndcg@10", repetition=rep)
+        recs += [
+            dict(base, condition="biased", value=b),
+            dict(base, condition="corrected", value=c, p_value=p),
+        ]
+    t = paper_table(recs, metrics=("ndcg@10",), alpha=0.001)
+    assert t.loc["D", ("β = 0.6", "NDCG@10 ↑", "B")] == "0.750 ± 0.050"
+    assert t.loc["D", ("β = 0.6", "NDCG@10 ↑", "C")] == "0.930 ± 0.030"  # 0.005 >= 0.001
+    assert paper_table(recs, metrics=("ndcg@10",), alpha=0.01).loc["D"].iloc[1].endswith("*")
+    num = t.attrs["numbers"].set_index("condition")
+    assert num.loc["biased", "value"] == pytest.approx(0.75) and num.loc["biased", "n"] == 3
+    assert num.loc["corrected", "sd"] == pytest.approx(0.03)
+    with pytest.raises(ParameterError, match="repetition"):
+        paper_table(recs + [recs[0]], metrics=("ndcg@10",))
 
 
 def test_bad_records():

@@ -37,7 +37,7 @@ def test_small_table_renders_exactly_as_drawn_by_hand():
         "────────────────────────────────\n"
         "a          0.790   0.991  0.999*\n"
         "long name    0.5    0.98      –\n"
-        "B biased; C corrected\n"
+        "β̂ the estimated β (mean over the estimate's clusters); B biased; C corrected\n"
     )
 
 
@@ -163,3 +163,33 @@ def test_bad_arguments():
         table_to_text([["0.5"]])
     with pytest.raises(ParameterError, match="width"):
         table_to_text(pd.DataFrame([["0.5"]]), width=5)
+
+
+def test_the_legend_explains_every_column():
+    """β̂, null β̂ and its flag, the conditions, the marker and the averaging are named
+    below the table (the demo's tables average their repetitions)."""
+    recs = []
+    for rep, nb in enumerate([0.93, 0.91]):
+        base = dict(dataset="D", beta=0.6, repetition=rep)
+        recs += [
+            dict(base, metric="beta_hat", condition="estimate", value=0.6),
+            dict(base, metric="null_beta_hat", condition="diagnostic", value=nb),
+            dict(base, metric="assumption_violated", condition="diagnostic", value=float(rep)),
+            dict(base, metric="ndcg@10", condition="biased", value=0.9),
+            dict(base, metric="ndcg@10", condition="corrected", value=0.95, p_value=1e-4),
+        ]
+    t = paper_table(recs, metrics=("ndcg@10",), alpha=0.001)
+    assert t.loc["D", ("β = 0.6", "null β̂", "")] == "0.920 ± 0.014!"  # one repetition failed
+    text = " ".join(table_to_text(t, width=100).split())
+    for part in (
+        "β̂ the estimated β",
+        "null β̂ the same estimator on data simulated without bias (β = 1)",
+        "! when it is off by more than the tolerance",
+        "B biased; C corrected",
+        "* better than biased, paired t-test p < 0.001 in every repetition",
+        "mean over 2 repetitions (or seeds); ± s.d. in the saved tables",
+    ):
+        assert part in text, part
+    assert "0.920!" in text and "±" not in text.split("β̂ the estimated")[0]
+    full = " ".join(table_to_text(t, width=100, spread=True).split())
+    assert "0.920 ± 0.014!" in full and "mean ± s.d. over 2 repetitions" in full

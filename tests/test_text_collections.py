@@ -16,15 +16,14 @@ import pytest
 from groupbias.core.errors import DataFormatError, ParameterError
 from groupbias.data.text import (
     Run,
+    judgements_in,
     load_text_collection,
     read_collection_jsonl,
     read_collection_tsv,
     read_item_groups,
-    read_qrels,
     read_queries,
-    read_trec_run,
-    write_trec_run,
 )
+from groupbias.data.trec import read_qrels, read_run
 from groupbias.rank.retrieval import Analyzer, BM25Index
 
 
@@ -76,17 +75,16 @@ def test_queries_from_tsv_and_trec_topics(tmp_path):
 
 def test_qrels_unknown_documents_raise_or_are_counted(tmp_path):
     p = _write(tmp_path / "qrels", "1 0 d1 2\n1 0 d9 1\n2 0 d2 0\n")
-    with pytest.raises(DataFormatError, match=r"qrels, line 2, field 'docid'.*'d9'"):
-        read_qrels(p, doc_ids=["d1", "d2"], query_ids=["1", "2"])
-    qi, di, g, report = read_qrels(
-        p, doc_ids=["d1", "d2"], query_ids=["1", "2"], unknown_docs="skip"
-    )
+    ids = {"doc_ids": ["d1", "d2"], "query_ids": ["1", "2"]}
+    with pytest.raises(DataFormatError, match=r"qrels, line 2, field 'docno'.*'d9'"):
+        judgements_in(read_qrels(p), **ids, path=p)
+    qi, di, g, report = judgements_in(read_qrels(p), **ids, unknown_docs="skip")
     assert qi.tolist() == [0, 1] and di.tolist() == [0, 1] and g.tolist() == [2.0, 0.0]
-    assert report.skipped_unknown_doc == 1
-    with pytest.raises(DataFormatError, match="line 1, field 'grade'"):
-        read_qrels(_write(tmp_path / "q2", "1 0 d1 x\n"), doc_ids=["d1"], query_ids=["1"])
-    with pytest.raises(DataFormatError, match="3 fields"):
-        read_qrels(_write(tmp_path / "q3", "1 d1 1\n"), doc_ids=["d1"], query_ids=["1"])
+    assert report.skipped_unknown_doc == 1 and report.skipped_unknown_query == 0
+    with pytest.raises(DataFormatError, match="line 1, field 'relevance'"):
+        read_qrels(_write(tmp_path / "q2", "1 0 d1 x\n"))
+    with pytest.raises(DataFormatError, match="4 fields.*got 3"):
+        read_qrels(_write(tmp_path / "q3", "1 d1 1\n"))
 
 
 def test_item_groups_file(tmp_path):
@@ -119,15 +117,16 @@ def test_load_text_collection_and_run_files_round_trip(tmp_path):
     assert c.label("gender").tolist() == ["F", "M", ""]
     assert c.membership("gender", ["M", "F"]).tolist() == [[0, 1], [1, 0], [0, 0]]
     run = BM25Index(c.texts).search(c.queries, k=10, tag="bm25")
-    path = write_trec_run(tmp_path / "run.txt", run, query_ids=c.query_ids, doc_ids=c.doc_ids)
+    ids = {"query_ids": c.query_ids, "doc_ids": c.doc_ids}
+    path = run.to_trec(**ids).write(tmp_path / "run.txt")
     first = path.read_text().splitlines()[0].split()
     assert first[:4] == ["q1", "Q0", "d3", "1"] and first[5] == "bm25"
-    back = read_trec_run(path, query_ids=c.query_ids, doc_ids=c.doc_ids)
+    back = Run.from_trec(read_run(path), **ids)
     assert np.array_equal(back.qptr, run.qptr) and np.array_equal(back.docs, run.docs)
-    np.testing.assert_allclose(back.scores, run.scores, atol=1e-6)
+    assert np.array_equal(back.scores, run.scores)  # every digit written
     _write(tmp_path / "bad.txt", "q1 Q0 d7 1 2.0 x\n")
-    with pytest.raises(DataFormatError, match="line 1, field 'docid'"):
-        read_trec_run(tmp_path / "bad.txt", query_ids=c.query_ids, doc_ids=c.doc_ids)
+    with pytest.raises(DataFormatError, match=r"bad.txt.*field 'docno'.*'d7'"):
+        Run.from_trec(read_run(tmp_path / "bad.txt"), **ids, path=tmp_path / "bad.txt")
 
 
 def test_ranking_data_of_a_run_keeps_its_order_and_completes_the_judged_view(tmp_path):

@@ -19,8 +19,10 @@ shown, as one line on stderr.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -28,9 +30,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ..core.errors import GroupBiasError, GroupBiasWarning
+from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
+from ..core.memory import release_free_memory
 from .config import build_setup, plain
-from .runs import release_free_memory, run_once, shown_path
+from .runs import Interrupted, run_once, shown_path
 
 log = logging.getLogger("groupbias")
 
@@ -97,6 +100,22 @@ def _find_config_dir() -> str:
 CONFIG_DIR = _find_config_dir()
 
 
+def _register_resolvers() -> None:
+    """``${groupbias_dirname:${hydra.overrides.task}}``: the run folder name of a job
+    (:func:`groupbias.app.preflight.run_dirname`), used by ``hydra.run.dir`` and
+    ``hydra.sweep.subdir`` in ``configs/config.yaml``."""
+    from omegaconf import OmegaConf
+
+    from .preflight import run_dirname
+
+    OmegaConf.register_new_resolver(
+        "groupbias_dirname", lambda task: run_dirname(list(task)), replace=True
+    )
+
+
+_register_resolvers()
+
+
 def resolve_run_dir(cfg: DictConfig) -> Path:
     """The run directory: Hydra's output dir inside an app, else ``paths.runs/<name>``."""
     try:
@@ -107,22 +126,33 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
         return Path(cfg.paths.runs) / str(cfg.experiment.name)
 
 
-def command_line_keys() -> list[str]:
-    """The keys the command line overrides (``trainer.max_epochs=3`` -> ``trainer.max_epochs``;
-    empty outside a Hydra app)."""
+def command_line_overrides() -> list[str]:
+    """The overrides of the command line (of this job of a sweep); empty outside a Hydra
+    app."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
-        task = HydraConfig.get().overrides.task
+        return [str(o) for o in HydraConfig.get().overrides.task]
     except ValueError:  # not inside a Hydra app
         return []
-    return [o.split("=", 1)[0].lstrip("+~") for o in task]
+
+
+def command_line_keys() -> list[str]:
+    """The keys the command line overrides (``trainer.max_epochs=3`` -> ``trainer.max_epochs``;
+    empty outside a Hydra app)."""
+    return [o.split("=", 1)[0].lstrip("+~") for o in command_line_overrides()]
+
+
+def data_chosen(keys) -> bool:
+    """True when the keys set on the command line choose a dataset or grouping
+    (``dataset=...``, ``grouping.feature_id=...``): then they replace an experiment's
+    dataset list."""
+    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
 
 
 def data_from_command_line() -> bool:
-    """True when the command line chose a dataset or grouping (``dataset=...``,
-    ``grouping.feature_id=...``): then it replaces an experiment's dataset list."""
-    return any(k.split(".")[0] in ("dataset", "grouping") for k in command_line_keys())
+    """:func:`data_chosen` of this command line's overrides."""
+    return data_chosen(command_line_keys())
 
 
 def run(
@@ -143,7 +173,11 @@ def run(
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)
     metrics, skipped = run_once(
-        out, container, lambda rd: experiment.run(setup, rd), seed=setup.seed
+        out,
+        container,
+        lambda rd: experiment.run(setup, rd),
+        seed=setup.seed,
+        overrides=command_line_overrides(),
     )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
@@ -160,6 +194,94 @@ def show_info_on_console() -> None:
             handler.setLevel(logging.INFO)
 
 
+#: the hint under an error that names a key or file
+HINT = (
+    "see docs/ (configuration, datasets) or run `groupbias --help`; every key is listed with "
+    "`groupbias --cfg job`"
+)
+#: exit codes: an expected error, and an interruption (128 + the signal)
+EXIT_ERROR = 2
+
+
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
+class QuietPipe:
+    """A stdout that turns quiet when its reader goes away (``groupbias | head``): the run
+    goes on, its remaining output is dropped instead of ending in a BrokenPipeError."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())  # also for the final flush at exit
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def os_error_hint(exc: OSError) -> str:
+    """What to do about an OS error while writing results."""
+    code = exc.errno
+    if code == errno.ENOSPC:
+        return (
+            "free space on that disk, or write elsewhere with paths.runs=<folder>; the same "
+            "command then resumes"
+        )
+    if code == errno.EFBIG:
+        return "a file size limit is set (ulimit -f): raise it, then the same command resumes"
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return "choose a writable folder with paths.runs=<folder> (or GROUPBIAS_RUNS=<folder>)"
+    if code in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        return "a file stands where a folder belongs: choose another paths.runs"
+    return "check the path, then run the same command again: finished steps are kept"
+
+
+def report_failure(exc: BaseException, cfg=None) -> int:
+    """Print the one-line form of an expected failure; returns the exit code."""
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        print("groupbias: interrupted; the same command resumes", file=sys.stderr, flush=True)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else ""
+        what = exc.strerror or str(exc)
+        print(f"groupbias: error: {where}{': ' if where else ''}{what}", file=sys.stderr)
+        print(f"groupbias: hint: {os_error_hint(exc)}", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    hint = getattr(exc, "hint", None)
+    if isinstance(exc, ConfigError) and hint:  # the error's own hint on the hint line
+        print(f"groupbias: error: {exc.key}: {exc.message}", file=sys.stderr)
+    else:
+        print(f"groupbias: error: {exc}", file=sys.stderr)
+    print(f"groupbias: hint: {hint or HINT}", file=sys.stderr, flush=True)
+    return EXIT_ERROR
+
+
+def _loud(cfg=None) -> bool:
+    verbose = cfg is not None and cfg.get("verbose") is True
+    return verbose or os.environ.get("HYDRA_FULL_ERROR") == "1" or "verbose=true" in sys.argv
+
+
 def main() -> None:  # pragma: no cover - exercised through the console script
     args = sys.argv[1:]
     if args[:1] == ["help"] or "--help" in args or "-h" in args:
@@ -167,9 +289,23 @@ def main() -> None:  # pragma: no cover - exercised through the console script
 
         print(help_text(CONFIG_DIR), end="")
         return
-    import hydra
-
+    sys.stdout = QuietPipe(sys.stdout)
+    logging.raiseExceptions = False  # a full disk under cli.log: no logging tracebacks
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
     configure_warnings()
+    # Lightning, imported by the check below, adds its own console handler when the root
+    # logger has none yet; Hydra configures the handlers (console + cli.log) later
+    logging.getLogger().addHandler(logging.NullHandler())
+    try:
+        from .preflight import check_command_line
+
+        check_command_line(args)  # every job's config and folder, before Hydra makes any
+    except (GroupBiasError, OSError, KeyboardInterrupt, Interrupted) as exc:
+        if _loud():
+            raise
+        sys.exit(report_failure(exc))
+    import hydra
 
     @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
@@ -177,18 +313,17 @@ def main() -> None:  # pragma: no cover - exercised through the console script
             show_info_on_console()
         try:
             run(cfg)
-        except GroupBiasError as exc:
-            if cfg.get("verbose") is True or os.environ.get("HYDRA_FULL_ERROR") == "1":
+        except (GroupBiasError, OSError, KeyboardInterrupt, Interrupted) as exc:
+            if _loud(cfg):
                 raise
-            print(f"groupbias: error: {exc}", file=sys.stderr)
-            print(
-                "groupbias: hint: see docs/ (configuration, datasets) or run "
-                "`groupbias --help`; every key is listed with `groupbias --cfg job`",
-                file=sys.stderr,
-            )
-            sys.exit(2)
+            sys.exit(report_failure(exc, cfg))
 
-    _app()
+    try:
+        _app()
+    except (OSError, KeyboardInterrupt, Interrupted) as exc:  # in Hydra, around the run
+        if _loud():
+            raise
+        sys.exit(report_failure(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..core.errors import ConfigError, ParameterError
@@ -280,6 +281,23 @@ def _recipe(cfg: Mapping):
     )
 
 
+def _unused_policy_keys(node: Mapping, protocol) -> None:
+    """Refuse policy settings (``evaluation.learn=true``, ...) given to the deterministic
+    protocol, which never reads them."""
+    from ..evaluation.protocol import POLICY_KEYS
+
+    if getattr(protocol, "mode", None) != "deterministic":
+        return
+    for key in POLICY_KEYS:
+        if node.get(key) is not None:
+            raise ConfigError(
+                f"evaluation.{key}",
+                "unused: evaluation=deterministic judges the scores themselves; this key "
+                "sets the Plackett–Luce policy of evaluation=policy",
+                hint="choose evaluation=policy (or paper_code), or drop the key",
+            )
+
+
 def _unused_ranker_keys(experiment, overridden) -> None:
     """Refuse command-line keys of the ranker groups for an experiment that trains none."""
     for key in overridden:
@@ -301,6 +319,8 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     ``trains_ranker`` attribute, true unless an experiment says otherwise); otherwise
     ``setup.recipe`` is None, torch is never imported, and a key of those groups given on the
     command line (``overridden``: the keys of the command-line overrides) is refused as unused.
+    ``progress`` (top level, default true): policy evaluation prints how far each learned
+    policy is, and Lightning shows its bars (on a terminal); ``progress=false`` silences both.
     """
     from .setup import Setup
 
@@ -314,14 +334,19 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
         for key in ("dataset", "grouping", "bias", "estimator", "diagnostics")
     }
     groups["evaluation"] = build(c.get("evaluation") or _DETERMINISTIC, "evaluation")
+    _unused_policy_keys(c.get("evaluation") or {}, groups["evaluation"])
     experiment = build(c.get("experiment"), "experiment")
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:
         _unused_ranker_keys(experiment, overridden)
+    groups["evaluation"].progress = progress  # how far each learned policy is
+    recipe = _recipe(c) if trains else None
+    if recipe is not None and not progress:  # progress=false: no Lightning bars either
+        recipe = replace(recipe, trainer=replace(recipe.trainer, enable_progress_bar=False))
     setup = Setup(
         seed=seed,
         progress=progress,
-        recipe=_recipe(c) if trains else None,
+        recipe=recipe,
         data_from_command_line=data_from_command_line,
         **groups,
     )

@@ -1,27 +1,39 @@
-"""Run directories: resolved config, seed, version and metrics, written atomically; resume.
+"""Run directories: resolved config, seed, version, data fingerprints and metrics, written
+atomically; resume.
 
 Layout of one run directory::
 
     config.yaml     the resolved configuration (YAML, written first)
-    meta.json       seed, package version, config fingerprint, start/end time, status
-    steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid)
+    meta.json       seed, package version and git commit, the command-line overrides,
+                    config fingerprint, the data
+                    fingerprints (``inputs``), start/end time, status
+    steps/*.json    results of completed sub-steps (e.g. one point of a cluster-size grid),
+                    each with the data fingerprints it was computed on
     metrics.json    the run's result records, written last: its presence marks completion
 
-A run is *complete* when ``metrics.json`` exists and ``meta.json`` carries the same
-fingerprint (of the result-relevant configuration and the package version). Re-running a
-sweep skips complete runs, and a run killed half-way re-uses the
-sub-steps it had finished, so nothing is computed twice and nothing is half-written.
+A run's identity is its result-relevant configuration, the package version *and the data it
+read*: every split loaded through a dataset (:meth:`groupbias.data.datasets.DatasetSpec.load`)
+is recorded with the content digests of its files. A run is *complete* when ``metrics.json``
+exists, ``meta.json`` carries the same config fingerprint, and every recorded input still
+resolves to files with the same digests (a dataset variable pointing elsewhere, an edited file
+or a changed ``dataset.root`` make it incomplete, and it is computed again). A finished step
+is reused only when its config key matches and every input recorded with it (those loaded
+before and during it) is unchanged, so a run killed half-way and resumed on other data never
+mixes records of both. Re-running a sweep skips complete runs, and a run killed half-way
+re-uses the sub-steps it had finished, so nothing is computed twice and nothing is
+half-written.
 """
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
-import gc
+import functools
 import hashlib
 import json
+import math
 import os
 import platform
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,6 +43,7 @@ import yaml
 from .. import __version__
 from ..core.errors import DataFormatError, NothingComputedError
 from ..core.io import read_json, write_json_atomic, write_text_atomic
+from ..data.datasets import current_input, recording_inputs
 
 #: Config keys that do not change results (where to write, how to launch, how verbose).
 NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "report")
@@ -60,12 +73,45 @@ def _now() -> str:
 class RunDir:
     """One run's directory (see module docstring)."""
 
-    def __init__(self, path: str | os.PathLike, cfg: Mapping, *, seed: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        cfg: Mapping,
+        *,
+        seed: int | None = None,
+        overrides: list[str] | None = None,
+    ):
         self.path = Path(path)
         self.cfg = dict(cfg)
         self.seed = seed
+        self.overrides = list(overrides or [])
         # the package version is part of the identity: a new release recomputes
         self.fingerprint = config_fingerprint({**self.cfg, "_groupbias": __version__})
+        #: the data read so far (input key -> record, in load order; see module docstring)
+        self.inputs: dict[str, dict] = {}
+        self._now: dict[str, dict] = {}  # records recomputed for a check, by key
+
+    def note_input(self, record: Mapping) -> None:
+        """Record a split this run has loaded (the callback of ``recording_inputs``)."""
+        rec = dict(record)
+        self.inputs.pop(rec["key"], None)
+        self.inputs[rec["key"]] = rec
+        self._now[rec["key"]] = rec
+
+    def _unchanged(self, saved) -> bool:
+        """Every input of ``saved`` (a list of records) still has the fingerprint recorded:
+        as loaded by this run, else as its dataset resolves now."""
+        if not isinstance(saved, list):
+            return False
+        for rec in saved:
+            if not isinstance(rec, Mapping) or "key" not in rec:
+                return False
+            now = self._now.get(rec["key"])
+            if now is None:
+                now = self._now[rec["key"]] = current_input(rec)
+            if now.get("fingerprint") != rec.get("fingerprint"):
+                return False
+        return True
 
     @property
     def metrics_path(self) -> Path:
@@ -84,7 +130,7 @@ class RunDir:
         except (OSError, json.JSONDecodeError, AttributeError):
             return False
         complete = m.get("fingerprint") == self.fingerprint and m.get("status") == "complete"
-        return complete and not skipped
+        return complete and not skipped and self._unchanged(m.get("inputs"))
 
     def load_metrics(self) -> dict:
         return read_json(self.metrics_path)
@@ -92,6 +138,8 @@ class RunDir:
     def start(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         remove_leftovers(self.path)
+        # records of an earlier run on other data are not this run's: gone until it finishes
+        self.metrics_path.unlink(missing_ok=True)
         write_text_atomic(
             self.path / "config.yaml", yaml.safe_dump(self.cfg, sort_keys=False, allow_unicode=True)
         )
@@ -105,6 +153,9 @@ class RunDir:
                 "fingerprint": self.fingerprint,
                 "seed": self.seed,
                 "groupbias_version": __version__,
+                "git_commit": git_commit(),
+                "overrides": self.overrides,
+                "inputs": list(self.inputs.values()),
                 "python": platform.python_version(),
                 "host": platform.node(),
                 "time": _now(),
@@ -131,7 +182,7 @@ class RunDir:
         if p.exists():
             try:
                 saved = read_json(p)
-                if saved.get("fingerprint") == fp:
+                if saved.get("fingerprint") == fp and self._unchanged(saved.get("inputs")):
                     where = "reused" if label else f"reused from {p}"
                     print(f"[groupbias] {label or name}: {where}", flush=True)
                     return saved["result"]
@@ -141,7 +192,9 @@ class RunDir:
             print(f"[groupbias] {name}: running", flush=True)
         start = time.perf_counter()
         result = fn()
-        write_json_atomic(p, {"fingerprint": fp, "result": result})
+        # the data read before and during the step: a resumed run reuses it only on these
+        inputs = list(self.inputs.values())
+        write_json_atomic(p, {"fingerprint": fp, "inputs": inputs, "result": result})
         took = f"{time.perf_counter() - start:.1f} s"
         print(
             f"[groupbias] {label}: {took}" if label else f"[groupbias] {name}: done in {took}",
@@ -155,30 +208,83 @@ class RunDir:
         return read_json(self.metrics_path)
 
 
+class Interrupted(BaseException):
+    """A termination signal (SIGTERM, SIGHUP) received during a run: it unwinds the run as
+    Ctrl-C does, so that ``meta.json`` says ``interrupted`` and finished steps are kept."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
 def run_once(
     path: str | os.PathLike,
     cfg: Mapping,
     fn: Callable[[RunDir], Mapping],
     *,
     seed: int | None = None,
+    overrides: list[str] | None = None,
 ) -> tuple[dict, bool]:
-    """Run ``fn(run_dir)`` unless the run is already complete.
+    """Run ``fn(run_dir)`` unless the run is already complete (``overrides``: the command
+    line's, recorded in ``meta.json``).
 
     Returns ``(metrics, skipped)``.
     """
-    rd = RunDir(path, cfg, seed=seed)
+    rd = RunDir(path, cfg, seed=seed, overrides=overrides)
     if rd.is_complete():
         return rd.load_metrics(), True
     rd.start()
     try:
-        metrics = fn(rd)
+        with recording_inputs(rd.note_input):
+            metrics = fn(rd)
         if not metrics.get("records"):
             skipped = "; ".join(metrics.get("skipped") or []) or "no records"
             raise NothingComputedError(f"nothing was computed, so nothing is stored ({skipped})")
+        if all_undefined(metrics["records"]):
+            raise NothingComputedError(
+                "every result is undefined (NaN), so nothing is stored; the data cannot "
+                "support these metrics (check its labels and groups)"
+            )
     except BaseException as exc:  # record why, keep finished steps for the next attempt
-        rd._meta("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        stopped = isinstance(exc, (KeyboardInterrupt, Interrupted))
+        try:
+            rd._meta(
+                "interrupted" if stopped else "failed", error=f"{type(exc).__name__}: {exc}"[:2000]
+            )
+        except OSError:  # a full disk, say: the error itself is what the user must see
+            pass
         raise
     return rd.finish(metrics), False
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The git commit of the groupbias source, when it runs from a git checkout (None for
+    an installed wheel or without git)."""
+    src = Path(__file__).resolve().parents[2]
+    if not (src / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def all_undefined(records) -> bool:
+    """True when every record that has a ``value`` holds None or NaN (and one does)."""
+    values = [r["value"] for r in records if isinstance(r, Mapping) and "value" in r]
+    return bool(values) and all(
+        v is None or (isinstance(v, float) and math.isnan(v)) for v in values
+    )
 
 
 def remove_leftovers(directory: Path) -> list[Path]:
@@ -191,46 +297,39 @@ def remove_leftovers(directory: Path) -> list[Path]:
 
 
 def read_meta(path: Path) -> dict:
-    """A run's ``meta.json``; a truncated or unreadable one is a :class:`DataFormatError`
-    naming the file."""
+    """A run's ``meta.json`` or ``metrics.json``: a JSON object. A truncated, binary,
+    list-valued or unreadable file (a directory of that name) is a :class:`DataFormatError`
+    naming it."""
+    fix = "delete the run folder to recompute it"
     try:
         meta = read_json(path)
     except json.JSONDecodeError as exc:
         raise DataFormatError(
             path,
             exc.lineno,
-            f"not valid JSON ({exc.msg}); the file is "
-            "truncated or damaged: delete the run folder to recompute it",
+            f"not valid JSON ({exc.msg}); the file is truncated or damaged: {fix}",
         ) from None
+    except UnicodeDecodeError:
+        raise DataFormatError(path, None, f"not UTF-8 text (a binary file?): {fix}") from None
+    except IsADirectoryError:
+        raise DataFormatError(path, None, f"a directory, not a file: {fix}") from None
+    except OSError as exc:
+        raise DataFormatError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(meta, dict):
-        raise DataFormatError(path, None, "expected a JSON object")
+        raise DataFormatError(path, None, f"expected a JSON object, got {type(meta).__name__}")
     return meta
 
 
-def collect_records(root: str | os.PathLike) -> list[dict]:
-    """All result records of complete runs under ``root`` (recursively), each tagged with
-    ``run`` = its directory relative to ``root``."""
-    root = Path(root)
-    out: list[dict] = []
-    for mp in sorted(root.rglob("metrics.json")):
-        meta = mp.parent / "meta.json"
-        if not meta.exists() or read_meta(meta).get("status") != "complete":
-            continue
-        for rec in read_json(mp).get("records", []):
-            out.append({**rec, "run": str(mp.parent.relative_to(root))})
-    return out
-
-
-def release_free_memory() -> bool:
-    """Hand the memory a finished run freed back to the operating system, so that building
-    its report (pandas, matplotlib) starts from what is still in use. glibc keeps freed
-    blocks below its mmap threshold (up to 32 MB: a float64 array of 4M items) in its heap;
-    ``malloc_trim(0)`` returns their pages. Returns False where the C library has no
-    ``malloc_trim`` (nothing is done there)."""
-    gc.collect()
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return False
-    trim(0)
-    return True
+def complete_records(folder: str | os.PathLike) -> list[dict] | None:
+    """The result records of the run in ``folder`` when it is complete (``metrics.json``
+    beside a ``meta.json`` with status complete), else None (a half-finished run). A
+    damaged ``meta.json`` or ``metrics.json`` is a :class:`DataFormatError` naming it."""
+    folder = Path(folder)
+    meta = folder / "meta.json"
+    if not meta.exists() or read_meta(meta).get("status") != "complete":
+        return None
+    mp = folder / "metrics.json"
+    records = read_meta(mp).get("records", [])
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DataFormatError(mp, None, "records: expected a list of JSON objects")
+    return records

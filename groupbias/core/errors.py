@@ -52,6 +52,7 @@ class ConfigError(GroupBiasError):
 
     def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
         self.key = key
+        self.message = message
         self.hint = hint
         super().__init__(f"{key}: {message}" + (f". {hint}" if hint else ""))
 
@@ -102,6 +103,7 @@ class MissingFilesError(DataError, FileNotFoundError):
     ) -> None:
         self.directory = str(directory)
         self.expected = list(expected)
+        self.hint = hint
         msg = f"missing data file(s) in {self.directory!r}: expected " + ", ".join(
             repr(e) for e in self.expected
         )

@@ -7,14 +7,23 @@ new one, never a truncated one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .errors import DataError, DataFormatError
+
+#: hashlib algorithm of a file's content fingerprint (:func:`file_digest`)
+CONTENT_HASH = "sha256"
+#: digests of the files hashed by this process, by their full ``stat`` identity
+_DIGESTS: dict[tuple, str] = {}
 
 
 def _umask() -> int:
@@ -24,7 +33,18 @@ def _umask() -> int:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module docstring). An OS error (a full
+    disk, a file size limit) names ``path``; the temporary file is removed."""
     path = Path(path)
+    try:
+        return _write_atomic(path, data)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -90,3 +110,45 @@ def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
     return write_bytes_atomic(path, buf.getvalue())
+
+
+def regular_file(path: str | os.PathLike) -> os.stat_result:
+    """``os.stat(path)`` of a regular file; a FIFO, socket, device or directory is a
+    :class:`DataFormatError` naming it (reading a FIFO blocks until someone writes to it)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        kind += " (a FIFO, socket or device)" if not stat.S_ISDIR(st.st_mode) else ""
+        raise DataFormatError(path, None, f"{kind}; expected a data file")
+    return st
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """The :data:`CONTENT_HASH` hex digest of the whole content of the regular file ``path``.
+
+    Remembered within the process by the file's ``stat`` identity (device, inode, size,
+    modification and change times in ns; an edit changes the change time, which no tool can
+    set back), so the run's data fingerprint and the loaders' cache key hash each file once.
+    Raises :class:`DataFormatError` for what is not a regular file and :class:`DataError`
+    naming the file when reading fails (an I/O error of the disk)."""
+    st = regular_file(path)
+    ident = (
+        os.path.abspath(path),
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+    )
+    known = _DIGESTS.get(ident)
+    if known is not None:
+        return known
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            digest = hashlib.file_digest(fh, CONTENT_HASH).hexdigest()
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    _DIGESTS[ident] = digest
+    return digest

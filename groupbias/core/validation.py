@@ -25,9 +25,13 @@ __all__ = [
     "sequence",
     "vector",
     "generator",
+    "as_array",
     "check_qptr",
+    "offsets_from_sizes",
+    "identifiers",
     "check_k",
     "all_integral",
+    "all_finite",
     "check_threads",
 ]
 
@@ -100,14 +104,24 @@ def choice(name: str, value, allowed: Sequence[str]) -> str:
     return value
 
 
-def sequence(name: str, values, item, *, what: str, allow_empty: bool = False) -> tuple:
+def sequence(
+    name: str, values, item, *, what: str, allow_empty: bool = False, distinct: bool = False
+) -> tuple:
     """A list or tuple (not a string) whose every entry passes ``item(name, entry)``; returns
-    the checked entries as a tuple. ``what``: the expected list, for the message."""
+    the checked entries as a tuple. ``what``: the expected list, for the message;
+    ``distinct``: a value listed twice is refused (it would be computed and stored twice)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise ParameterError(name, what, values)
     if not values and not allow_empty:
         raise ParameterError(name, what, list(values))
-    return tuple(item(name, v) for v in values)
+    out = tuple(item(name, v) for v in values)
+    if distinct:
+        twice = next((v for i, v in enumerate(out) if v in out[:i]), None)
+        if twice is not None:
+            raise ParameterError(
+                name, f"{what}, each value once", list(values), fix=f"{twice!r} is listed twice"
+            )
+    return out
 
 
 def vector(
@@ -123,7 +137,7 @@ def vector(
 ) -> np.ndarray:
     """A 1-D numeric array (bool allowed) as float64, optionally of length ``n``, finite and
     inside ``[low, high]``. No copy when the input is already float64."""
-    a = np.asarray(values)
+    a = as_array(name, values)
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
     if n is not None and a.size != n:
@@ -162,6 +176,21 @@ def _full_check(a: np.ndarray, name: str, finite: bool, low, high, what, fix) ->
         )
 
 
+def as_array(name: str, values) -> np.ndarray:
+    """``np.asarray(values)``, with the values a numpy array cannot take directly (a torch
+    tensor that requires grad or lives on a GPU, ragged or mixed nested lists) refused with
+    :class:`ParameterError` naming ``name`` instead of a conversion traceback."""
+    try:
+        return np.asarray(values)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        fix = None
+        if type(values).__module__.startswith("torch"):
+            fix = "pass tensor.detach().cpu().numpy()"
+        raise ParameterError(
+            name, "an array of numbers", f"{type(values).__name__} ({exc})".strip(), fix
+        ) from None
+
+
 def generator(rng, *, name: str = "rng", used_for: str | None = None) -> np.random.Generator:
     """A ``numpy.random.Generator`` (no global seeding anywhere in groupbias)."""
     if not isinstance(rng, np.random.Generator):
@@ -174,7 +203,8 @@ def generator(rng, *, name: str = "rng", used_for: str | None = None) -> np.rand
 
 def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
     """Query offsets for ``n_items`` items (``qptr[0] = 0``, non-decreasing, ``qptr[-1] =
-    n_items``) as int64."""
+    n_items``) as int64. Order is checked by comparing neighbours, never by subtracting them
+    (``np.diff`` of offsets that wrapped around int64 wraps back and looks non-decreasing)."""
     q = np.asarray(qptr)
     if q.ndim != 1 or q.size < 1 or not np.issubdtype(q.dtype, np.integer):
         raise ParameterError(
@@ -182,12 +212,99 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
             "1-D integer offsets of length n_queries + 1",
             f"array of shape {q.shape} and dtype {q.dtype}",
         )
+    if q.dtype == np.uint64 and q.size and int(q.max()) > _INT64_MAX:
+        raise ParameterError(name, "offsets below 2**63", f"maximum {int(q.max())}")
     q = q.astype(np.int64, copy=False)
-    if q[0] != 0 or q[-1] != n_items or np.any(np.diff(q) < 0):
+    if q[0] != 0 or q[-1] != n_items or bool(np.any(q[1:] < q[:-1])):
         raise ParameterError(
             name, f"non-decreasing offsets from 0 to n_items={n_items}", f"[{q[0]} .. {q[-1]}]"
         )
     return q
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def offsets_from_sizes(sizes, name: str = "sizes") -> np.ndarray:
+    """Query offsets (``qptr``, int64 [n + 1]) of the list sizes ``sizes`` (non-negative
+    integers), with the sum checked: sizes whose total passes ``2**63 - 1`` raise
+    :class:`ParameterError` instead of wrapping around (``4 x 2**62`` would wrap to 0)."""
+    s = np.asarray(sizes)
+    if s.ndim != 1 or not (s.size == 0 or np.issubdtype(s.dtype, np.integer)):
+        raise ParameterError(name, "a 1-D array of integer list sizes", f"shape {s.shape}")
+    if s.size and (int(s.min()) < 0 or int(s.max()) > _INT64_MAX):
+        raise ParameterError(name, "list sizes in [0, 2**63 - 1]", f"range [{s.min()}, {s.max()}]")
+    s = s.astype(np.int64, copy=False)
+    if s.size and int(s.max()) > _INT64_MAX // s.size:  # the sum might not fit: add exactly
+        total = sum(int(v) for v in s)
+        if total > _INT64_MAX:
+            raise ParameterError(
+                name, "list sizes whose sum fits in int64 (at most 2**63 - 1 items)", f"sum {total}"
+            )
+    qptr = np.zeros(s.size + 1, dtype=np.int64)
+    np.cumsum(s, out=qptr[1:])
+    return qptr
+
+
+def identifiers(name: str, values) -> np.ndarray:
+    """Ids (query, user, item, session, author ids) as int64 when every one is an integer
+    that fits int64 (integer arrays; strings of decimal digits), else as strings; never as
+    floats, whose 53-bit mantissa merges distinct ids (``2**53`` and ``2**53 + 1``, or
+    sessions ``10**30 + s``). A float array is refused with :class:`ParameterError` (read id
+    columns as text or integers)."""
+    a = np.asarray(values)
+    if a.dtype == bool or a.dtype.kind in "fc":
+        raise ParameterError(
+            name,
+            "integer or string ids (floats merge distinct ids above 2**53)",
+            f"an array of dtype {a.dtype}",
+            fix="read id columns as integers or text",
+        )
+    if a.dtype.kind == "i":
+        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "u":
+        if a.size and int(a.max()) > _INT64_MAX:
+            return a.astype(str)
+        return a.astype(np.int64)
+    if a.dtype.kind == "O":
+        for v in a.ravel():
+            if isinstance(v, (float, np.floating)) or isinstance(v, (bool, np.bool_)):
+                raise ParameterError(
+                    name,
+                    "integer or string ids (floats merge distinct ids above 2**53)",
+                    v,
+                    fix="read id columns as integers or text",
+                )
+        if all(is_integer(v) and -_INT64_MAX - 1 <= int(v) <= _INT64_MAX for v in a.ravel()):
+            return a.astype(np.int64)
+        a = np.asarray([str(v) for v in a.ravel()], dtype=str).reshape(a.shape)
+    if a.dtype.kind not in "US":
+        raise ParameterError(name, "integer or string ids", f"an array of dtype {a.dtype}")
+    text = a.astype(str)
+    if text.size == 0:
+        return np.zeros(a.shape, dtype=np.int64)
+    stripped = np.char.strip(text)
+    body = np.char.lstrip(stripped, "+-")
+    signs = np.char.str_len(stripped) - np.char.str_len(body)
+    digits = np.char.isdigit(body) & (signs <= 1)
+    if not bool(digits.all()):
+        return text
+    longest = int(np.char.str_len(body).max())
+    if longest > 19 or (longest == 19 and any(abs(int(v)) > _INT64_MAX for v in stripped.ravel())):
+        return text
+    return stripped.astype(np.int64)
+
+
+def all_finite(values: np.ndarray, block: int = 1 << 20) -> bool:
+    """No NaN or infinite value, checked over blocks of ``block`` values (no temporaries the
+    size of ``values``)."""
+    flat = np.asarray(values).ravel()
+    if flat.dtype.kind not in "fc":
+        return True
+    for s in range(0, flat.size, block):
+        if not np.isfinite(flat[s : s + block]).all():
+            return False
+    return True
 
 
 def all_integral(values: np.ndarray, block: int = 1 << 20) -> bool:

@@ -20,14 +20,20 @@ loader reads its environment variable when called). Groupings (``builtin`` here,
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..core.errors import GroupingError, MissingFilesError, ParameterError
+from ..core.errors import DataError, GroupingError, MissingFilesError, ParameterError
+from ..core.io import file_digest
 from ..core.registry import DATASETS
 from ..core.validation import integer
 from .ranking_data import RankingData
@@ -39,8 +45,11 @@ __all__ = [
     "Grouping",
     "BuiltinGrouping",
     "check_two_groups",
+    "check_labels",
     "MIN_TWO_GROUP_QUERIES",
     "load_dataset",
+    "recording_inputs",
+    "current_input",
 ]
 
 
@@ -136,6 +145,25 @@ def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: st
             )
 
 
+def check_labels(splits: Mapping[str, RankingData], *, who: str) -> None:
+    """Refuse a split in which no query has two different labels (all-zero labels, say):
+    every ranking of such data is as good as any other, so NDCG, ρ(DTR) and Δ(EEL) measure
+    nothing and β cannot be estimated."""
+    for name, d in splits.items():
+        if d.n_items == 0:
+            continue
+        hi = np.maximum.reduceat(d.labels, d.qptr[:-1][d.list_sizes > 0])
+        lo = np.minimum.reduceat(d.labels, d.qptr[:-1][d.list_sizes > 0])
+        if not np.any(hi > lo):
+            values = np.unique(d.labels)
+            shown = ", ".join(f"{v:g}" for v in values[:5]) + (", ..." if values.size > 5 else "")
+            raise DataError(
+                f"{who}/{name}: no query has two different labels (labels: {shown}); every "
+                "ranking is then as good as any other and nothing can be measured. Check "
+                "the label column of the data"
+            )
+
+
 @dataclass(frozen=True)
 class BuiltinGrouping:
     """The sensitive attribute that comes with the dataset (TREC h-index, IIT-JEE gender,
@@ -161,6 +189,7 @@ class BuiltinGrouping:
         if missing:
             raise GroupingError(f"splits {missing} of {info.name!r} came without groups")
         check_two_groups(splits, self.min_two_group_queries, who=info.name)
+        check_labels(splits, who=info.name)
         return dict(splits)
 
 
@@ -220,10 +249,11 @@ class DatasetSpec:
         return f"{self.info.title} {part}".strip()
 
     def load(self, *, only: tuple[str, ...] | None = None) -> dict[str, RankingData]:
-        """The splits (all, or ``only`` some), as the loader returns them."""
+        """The splits (all, or ``only`` some), as the loader returns them; each is reported
+        to the callback of :func:`recording_inputs` with its data fingerprint."""
         info = self.info
         options = info.make_options(self.params)
-        splits = dict(self.splits if self.splits is not None else info.splits)
+        splits = self._split_names()
         unknown = [s for s in (only or ()) if s not in splits]
         if unknown:
             raise ParameterError("split", f"one of {sorted(splits)} of {info.name!r}", unknown[0])
@@ -231,18 +261,156 @@ class DatasetSpec:
         for ours, theirs in splits.items():
             if only is not None and ours not in only:
                 continue
-            try:
+            with self._loader_errors():
+                files = _source_files(options, self.root, theirs)
+                digests = None if files is None else _digests(files)
                 out[ours] = options.load(self.root, theirs)
-            except MissingFilesError as exc:
-                if info.env_var is None:
-                    raise
-                raise MissingFilesError(
-                    exc.directory,
-                    exc.expected,
-                    hint=f"point {info.env_var} (or dataset.root=...) at your copy of "
-                    f"{info.title}; see docs/datasets.md",
-                ) from exc
+            if digests is None:  # no declared sources: the content of what was loaded
+                digests = {"data": out[ours].content_digest()}
+            record = self._record(ours, files, digests)
+            log = _INPUT_LOG.get()
+            if log is not None:
+                log(record)
         return out
+
+    def _split_names(self) -> dict[str, str]:
+        return dict(self.splits if self.splits is not None else self.info.splits)
+
+    @contextlib.contextmanager
+    def _loader_errors(self) -> Iterator[None]:
+        """Missing files of a dataset with an environment variable: where to point it (or,
+        when the loader's hint names the config key of the missing file, that hint); any
+        other OS error while reading (an I/O error of the disk) as a :class:`DataError`
+        naming the file."""
+        info = self.info
+        try:
+            yield
+        except MissingFilesError as exc:
+            if info.env_var is None or "dataset.params." in (exc.hint or ""):
+                raise
+            raise MissingFilesError(
+                exc.directory,
+                exc.expected,
+                hint=f"point {info.env_var} at your copy of {info.title}, or choose it with "
+                f"dataset={info.name} dataset.root=<folder>; see docs/datasets.md",
+            ) from exc
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else info.title
+            raise DataError(
+                f"{where}: cannot read the data ({exc.strerror or exc}); check the disk or "
+                "the file's permissions"
+            ) from None
+
+    def identity(self) -> dict:
+        """What selects the data (not the title): name, root, params, splits (JSON-ready)."""
+        return json.loads(
+            json.dumps(
+                {
+                    "name": self.name,
+                    "root": self.root,
+                    "params": dict(self.params),
+                    "splits": None if self.splits is None else dict(self.splits),
+                },
+                sort_keys=True,
+                default=str,
+            )
+        )
+
+    def _record(self, split: str, files, digests: dict) -> dict:
+        ident = self.identity()
+        blob = json.dumps({"dataset": ident, "split": split}, sort_keys=True)
+        return {
+            "key": hashlib.sha256(blob.encode()).hexdigest()[:16],
+            "dataset": ident,
+            "split": split,
+            "paths": None if files is None else {k: str(v) for k, v in files.items()},
+            "fingerprint": digests,
+        }
+
+    def input_record(self, split: str) -> dict:
+        """The input record of ``split`` as :meth:`load` would report it now (the declared
+        sources are hashed; a loader without them loads the split)."""
+        theirs = self._split_names()[split]
+        options = self.info.make_options(self.params)
+        with self._loader_errors():
+            files = _source_files(options, self.root, theirs)
+        if files is None:
+            return self._record(
+                split, None, {"data": options.load(self.root, theirs).content_digest()}
+            )
+        return self._record(split, files, _digests(files))
+
+
+#: the callback :meth:`DatasetSpec.load` reports every loaded split to (see
+#: :func:`recording_inputs`)
+_INPUT_LOG: ContextVar[Callable[[dict], None] | None] = ContextVar(
+    "groupbias_input_log", default=None
+)
+
+
+@contextlib.contextmanager
+def recording_inputs(callback: Callable[[dict], None]) -> Iterator[None]:
+    """Within the block, every split loaded through :meth:`DatasetSpec.load` is reported
+    as ``callback(record)``: ``key`` (the dataset's identity and split), ``dataset``
+    (:meth:`DatasetSpec.identity`), ``split``, ``paths`` (role -> the file read) and
+    ``fingerprint`` (role -> content digest, ``"absent"`` for a declared file that does not
+    exist; ``{"data": digest}`` for a loader without declared sources)."""
+    token = _INPUT_LOG.set(callback)
+    try:
+        yield
+    finally:
+        _INPUT_LOG.reset(token)
+
+
+def record_input_file(path: str | os.PathLike, role: str) -> None:
+    """Report a file a run reads outside a dataset (a word list, a lexicon) to the callback
+    of :func:`recording_inputs`, so the run's identity holds its digest too."""
+    log = _INPUT_LOG.get()
+    if log is None:
+        return
+    files = {str(role): os.path.abspath(os.fspath(path))}
+    blob = json.dumps({"file": files}, sort_keys=True)
+    log(
+        {
+            "key": hashlib.sha256(blob.encode()).hexdigest()[:16],
+            "dataset": None,
+            "split": None,
+            "paths": files,
+            "fingerprint": _digests(files),
+        }
+    )
+
+
+def current_input(record: Mapping) -> dict:
+    """``record`` (of :func:`recording_inputs`) as it would be recorded now: the files its
+    dataset resolves to today (its environment variable may point elsewhere) and their
+    digests; a file recorded by :func:`record_input_file`, its digest now. A dataset that
+    is gone (files missing, not registered) gives ``{}``."""
+    if record.get("dataset") is None and record.get("paths"):
+        return {**record, "fingerprint": _digests(dict(record["paths"]))}
+    try:
+        spec = DatasetSpec(**dict(record["dataset"]))
+        return spec.input_record(str(record["split"]))
+    except (FileNotFoundError, DataError, ParameterError, KeyError, TypeError):
+        return {}
+
+
+def _source_files(options, root, split: str) -> dict[str, str] | None:
+    """The files ``options.load(root, split)`` reads, by role (None: not declared)."""
+    sources = getattr(options, "sources", None)
+    if sources is None:
+        return None
+    return {str(k): os.path.abspath(os.fspath(v)) for k, v in sources(root, split).items()}
+
+
+def _digests(files: Mapping[str, str]) -> dict[str, str]:
+    """Content digest of each file (``"absent"`` for one that does not exist)."""
+    out = {}
+    for role, path in files.items():
+        out[role] = file_digest(path) if os.path.exists(path) else "absent"
+    return out
 
 
 def load_dataset(

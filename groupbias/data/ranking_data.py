@@ -16,13 +16,15 @@ Conventions
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 
-from ..core.errors import DataError
-from ..core.validation import all_integral
+from ..core.errors import DataError, ParameterError
+from ..core.validation import all_finite, all_integral, identifiers
 
 
 class QueryView(NamedTuple):
@@ -33,6 +35,32 @@ class QueryView(NamedTuple):
     labels: np.ndarray
     groups: np.ndarray | None
     item_ids: np.ndarray | None
+
+
+#: read-only feature matrices already found finite (by id, with a weak reference to tell a
+#: reused id apart): copies of a dataset that share its matrix are not scanned again
+_FINITE: dict[int, weakref.ref] = {}
+
+
+def _finite_features(feats: np.ndarray) -> bool:
+    """``all_finite(feats)``, remembered for read-only matrices (cached and memory-mapped
+    data: nothing can change them after the check)."""
+    known = _FINITE.get(id(feats))
+    if known is not None and known() is feats:
+        return True
+    if not all_finite(feats):
+        return False
+    if not feats.flags.writeable:
+        key = id(feats)
+
+        def forget(_ref, k: int = key) -> None:
+            _FINITE.pop(k, None)
+
+        try:
+            _FINITE[key] = weakref.ref(feats, forget)
+        except TypeError:  # not weakly referenceable: checked every time
+            pass
+    return True
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,34 +98,61 @@ class RankingData:
             raise DataError(
                 f"{who}: features must be 2-D [n_items, n_features], got shape {feats.shape}"
             )
-        object.__setattr__(self, "features", feats.astype(np.float32, copy=False))
+        feats = feats.astype(np.float32, copy=False)
+        if not _finite_features(feats):
+            raise DataError(
+                f"{who}: features hold NaN or infinite values; impute or drop them first"
+            )
+        object.__setattr__(self, "features", feats)
         n = feats.shape[0]
         labels = np.asarray(self.labels, dtype=np.float64)
         if labels.shape != (n,):
             raise DataError(
                 f"{who}: labels has shape {labels.shape}, expected ({n},) to match features"
             )
+        if not all_finite(labels):
+            bad = int(np.flatnonzero(~np.isfinite(labels))[0])
+            raise DataError(f"{who}: label {labels[bad]!r} of item {bad} is not a finite number")
         object.__setattr__(self, "labels", labels)
         self._set_offsets(who, n)
         self._set_optional(who, n, feats.shape[1])
 
     def _set_offsets(self, who: str, n: int) -> None:
-        qptr = np.asarray(self.qptr, dtype=np.int64)
+        qptr = np.asarray(self.qptr)
+        # compared, never subtracted: offsets that wrapped around int64 pass np.diff checks
         if (
             qptr.ndim != 1
             or qptr.size < 1
-            or qptr[0] != 0
-            or qptr[-1] != n
-            or np.any(np.diff(qptr) < 0)
+            or not np.issubdtype(qptr.dtype, np.integer)
+            or (qptr.dtype == np.uint64 and int(qptr.max()) >= 2**63)
         ):
+            raise DataError(f"{who}: qptr must be 1-D integer offsets (int64)")
+        qptr = qptr.astype(np.int64, copy=False)
+        if qptr[0] != 0 or qptr[-1] != n or bool(np.any(qptr[1:] < qptr[:-1])):
             raise DataError(
                 f"{who}: qptr must start at 0, be non-decreasing and end at n_items={n}"
             )
         object.__setattr__(self, "qptr", qptr)
-        qids = np.asarray(self.query_ids)
+        qids = self._ids(who, "query_ids", self.query_ids)
         if qids.shape != (qptr.size - 1,):
             raise DataError(f"{who}: query_ids has {qids.size} entries for {qptr.size - 1} queries")
         object.__setattr__(self, "query_ids", qids)
+
+    @staticmethod
+    def _ids(who: str, name: str, values) -> np.ndarray:
+        """An id column as integers or strings (:func:`~groupbias.core.validation.identifiers`:
+        never floats, which merge ids above 2**53)."""
+        a = np.asarray(values)
+        if a.size == 0:
+            return a.astype(np.int64)
+        if a.dtype.kind == "O" and not any(isinstance(v, (float, np.floating)) for v in a.flat):
+            return a  # Python ints and strings: kept as they are
+        if a.dtype.kind in "iuUS":  # already integers or text: kept as they are
+            return a
+        try:
+            return identifiers(name, a)
+        except ParameterError as exc:
+            raise DataError(f"{who}: {exc}") from None
 
     def _set_optional(self, who: str, n: int, n_features: int) -> None:
         if self.feature_ids is None:
@@ -110,7 +165,7 @@ class RankingData:
                 )
             object.__setattr__(self, "feature_ids", fids)
         if self.item_ids is not None:
-            iids = np.asarray(self.item_ids)
+            iids = self._ids(who, "item_ids", self.item_ids)
             if iids.shape != (n,):
                 raise DataError(f"{who}: item_ids has shape {iids.shape}, expected ({n},)")
             object.__setattr__(self, "item_ids", iids)
@@ -227,6 +282,33 @@ class RankingData:
         kept = counts > 0
         qptr = np.concatenate(([0], np.cumsum(counts[kept]))).astype(np.int64)
         return self._with_items(k, qptr, self.query_ids[kept])
+
+    def content_digest(self) -> str:
+        """SHA-256 (hex) of every array (features, labels, offsets, ids, groups): the
+        fingerprint of data whose loader declares no source files."""
+        h = hashlib.sha256()
+        for name in (
+            "features",
+            "labels",
+            "qptr",
+            "query_ids",
+            "feature_ids",
+            "item_ids",
+            "groups",
+        ):
+            a = getattr(self, name)
+            h.update(name.encode())
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if a.dtype.kind == "O":
+                h.update(repr(a.tolist()).encode())
+                continue
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            step = max(1, (1 << 22) // max(1, a[:1].size))  # rows per block, C order
+            for s in range(0, a.shape[0], step):
+                h.update(np.ascontiguousarray(a[s : s + step]).data)
+        return h.hexdigest()
 
     def summary(self) -> dict:
         """Sizes, label histogram and (if grouped) group statistics, as plain Python values."""

@@ -17,8 +17,10 @@ the :class:`~groupbias.data.ranking_data.RankingData` every downstream stage tak
 Readers of the formats users bring (``docs/retrieval.md`` states each):
 :func:`read_collection_tsv` (``docid<TAB>text``, MS MARCO style), :func:`read_collection_jsonl`
 (one JSON object per line), :func:`read_queries` (``queries.tsv`` or TREC topics),
-:func:`read_qrels` (TREC qrels), :func:`read_item_groups` (an ``item -> group`` file) and
-:func:`read_trec_run` / :func:`write_trec_run` (TREC run files). Every malformed line is a
+TREC qrels and run files through :mod:`groupbias.data.trec` (the one reader and writer of
+both formats; :func:`judgements_in` maps a qrels file's ids to the collection, :meth:`Run.
+to_trec` / :meth:`Run.from_trec` a run's), and :func:`read_item_groups` (an
+``item -> group`` file). Every malformed line is a
 :class:`~groupbias.core.errors.DataFormatError` naming the file, line and field.
 """
 
@@ -27,6 +29,7 @@ Readers of the formats users bring (``docs/retrieval.md`` states each):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -38,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import DataFormatError, MissingFilesError, ParameterError
-from ..core.io import write_text_atomic
 from ..core.validation import check_k, choice
 from .ranking_data import RankingData
+from .trec import Qrels, TrecRun, read_qrels
 
 __all__ = [
     "TextCollection",
@@ -48,10 +51,8 @@ __all__ = [
     "read_collection_tsv",
     "read_collection_jsonl",
     "read_queries",
-    "read_qrels",
+    "judgements_in",
     "read_item_groups",
-    "read_trec_run",
-    "write_trec_run",
     "load_text_collection",
     "UNKNOWN_DOCS",
 ]
@@ -74,18 +75,6 @@ def _lines(path: Path):
             if lineno == 1:
                 line = line.lstrip("\ufeff")
             yield lineno, line.rstrip("\r\n")
-
-
-def _fields(path: Path, n: int, layout: str):
-    """``(line number, fields)`` of the non-blank lines of a whitespace-separated file whose
-    lines have ``n`` fields (``layout`` names them, for the message)."""
-    for lineno, line in _lines(path):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != n:
-            raise DataFormatError(path, lineno, f"expected '{layout}', got {len(parts)} fields")
-        yield lineno, parts
 
 
 def _unique(path: Path, ids: list[str], lines: list[int], what: str) -> None:
@@ -222,74 +211,45 @@ def read_queries(path: str | os.PathLike, *, field: str = "title") -> tuple[list
 
 @dataclass(frozen=True)
 class QrelsReport:
-    """What :func:`read_qrels` skipped (``unknown_docs="skip"``): lines naming a document
+    """What :func:`judgements_in` skipped (``unknown_docs="skip"``): lines naming a document
     or query absent from the collection, counted."""
 
     skipped_unknown_doc: int = 0
     skipped_unknown_query: int = 0
 
 
-# long: one pass over the lines, each check naming the line it fails on
-def read_qrels(
-    path: str | os.PathLike,
+def judgements_in(
+    qrels: Qrels,
     *,
     doc_ids: Sequence[str],
     query_ids: Sequence[str],
     unknown_docs: str = "raise",
+    path: str | os.PathLike | None = None,
 ):
-    """TREC qrels (``qid iter docid grade``, whitespace-separated) against a collection:
-    ``(query index, doc index, grade)`` as flat int64 / int64 / float64 arrays and a
-    :class:`QrelsReport`.
-
-    A line with another number of fields, a non-numeric or negative grade, or a repeated
-    (qid, docid) pair is a :class:`DataFormatError`. A line naming a document or query not
-    in the collection: ``unknown_docs="raise"`` (default; the error names the line) or
+    """The judgements of a qrels file (:func:`groupbias.data.trec.read_qrels`) in a
+    collection: ``(query index, doc index, grade)`` as flat int64 / int64 / float64 arrays
+    and a :class:`QrelsReport`. A judgement naming a document or query not in the collection:
+    ``unknown_docs="raise"`` (default; the error names the file ``path`` and the line) or
     ``"skip"`` (counted in the report, never silently)."""
-    p = Path(path)
     unknown_docs = choice("unknown_docs", unknown_docs, UNKNOWN_DOCS)
-    dpos = {d: i for i, d in enumerate(doc_ids)}
-    qpos = {q: i for i, q in enumerate(query_ids)}
-    qi, di, grades = [], [], []
-    seen: dict[tuple[str, str], int] = {}
-    skip_doc = skip_query = 0
-    for lineno, parts in _fields(p, 4, "qid iter docid grade"):
-        qid, _, doc, grade = parts
-        try:
-            g = float(grade)
-        except ValueError:
-            g = float("nan")
-        if not np.isfinite(g) or g < 0:
-            raise DataFormatError(
-                p, lineno, f"grade {grade!r}: expected a number >= 0", field="grade"
-            )
-        if qid not in qpos or doc not in dpos:
-            what, name = ("query", qid) if qid not in qpos else ("document", doc)
-            if unknown_docs == "raise":
-                raise DataFormatError(
-                    p,
-                    lineno,
-                    f"{what} {name!r} is not in the collection "
-                    "(unknown_docs='skip' skips and counts such lines)",
-                    field="qid" if what == "query" else "docid",
-                )
-            skip_query += what == "query"
-            skip_doc += what == "document"
-            continue
-        pair = (qid, doc)
-        if pair in seen:
-            raise DataFormatError(
-                p, lineno, f"judgement of {pair} repeats line {seen[pair]}", field="docid"
-            )
-        seen[pair] = lineno
-        qi.append(qpos[qid])
-        di.append(dpos[doc])
-        grades.append(g)
-    return (
-        np.asarray(qi, dtype=np.int64),
-        np.asarray(di, dtype=np.int64),
-        np.asarray(grades, dtype=np.float64),
-        QrelsReport(skip_doc, skip_query),
-    )
+    qpos = {str(q): i for i, q in enumerate(query_ids)}
+    dpos = {str(d): i for i, d in enumerate(doc_ids)}
+    qi = np.array([qpos.get(str(q), -1) for q in qrels.query_ids], dtype=np.int64)
+    di = np.array([dpos.get(str(d), -1) for d in qrels.item_ids], dtype=np.int64)
+    unknown = (qi < 0) | (di < 0)
+    if unknown.any() and unknown_docs == "raise":
+        i = int(np.flatnonzero(unknown)[0])
+        what, name = ("query", qrels.query_ids[i]) if qi[i] < 0 else ("document", qrels.item_ids[i])
+        raise DataFormatError(
+            path or "qrels",
+            i + 1,
+            f"{what} {name!r} is not in the collection "
+            "(unknown_docs='skip' skips and counts such lines)",
+            field="qid" if what == "query" else "docno",
+        )
+    keep = ~unknown
+    report = QrelsReport(int((unknown & (qi >= 0)).sum()), int((qi < 0).sum()))
+    return qi[keep], di[keep], qrels.labels[keep], report
 
 
 def read_item_groups(path: str | os.PathLike) -> dict[str, str]:
@@ -366,56 +326,44 @@ class Run:
         qptr = np.concatenate(([0], np.cumsum(np.minimum(np.diff(self.qptr), k))))
         return Run(qptr, self.docs[keep], self.scores[keep], self.tag, self.meta)
 
+    def to_trec(self, *, query_ids, doc_ids) -> TrecRun:
+        """The run with the collection's ids (``query_ids`` / ``doc_ids``), as a TREC run
+        file holds it (:meth:`groupbias.data.trec.TrecRun.write` writes it)."""
+        return TrecRun(
+            np.asarray(query_ids, dtype=object),
+            self.qptr,
+            np.asarray(doc_ids, dtype=object)[self.docs],
+            self.scores,
+            self.tag,
+        )
 
-def write_trec_run(path: str | os.PathLike, run: Run, *, query_ids, doc_ids) -> Path:
-    """Write ``run`` as a TREC run file (``qid Q0 docid rank score tag``, ranks from 1),
-    atomically. ``query_ids`` / ``doc_ids``: the collection's ids."""
-    qids = np.asarray(query_ids, dtype=object)[run.query_index()]
-    dids = np.asarray(doc_ids, dtype=object)[run.docs]
-    lines = [
-        f"{q} Q0 {d} {r} {s:.6f} {run.tag}"
-        for q, d, r, s in zip(qids, dids, run.ranks(), run.scores)
-    ]
-    return write_text_atomic(path, "\n".join(lines) + ("\n" if lines else ""))
-
-
-def read_trec_run(path: str | os.PathLike, *, query_ids, doc_ids) -> Run:
-    """Read a TREC run file (``qid Q0 docid rank score tag``) against a collection: the
-    documents of every query ordered by score (descending; ties by the file's rank). A line
-    with another number of fields, a non-numeric score or rank, an unknown query or
-    document, or a document listed twice for a query is a :class:`DataFormatError`."""
-    p = Path(path)
-    qpos = {str(q): i for i, q in enumerate(query_ids)}
-    dpos = {str(d): i for i, d in enumerate(doc_ids)}
-    qi, di, rank, score, tags, seen = [], [], [], [], set(), {}
-    for lineno, parts in _fields(p, 6, "qid Q0 docid rank score tag"):
-        q, _, d, r, s, tag = parts
-        for name, table, value in (("qid", qpos, q), ("docid", dpos, d)):
-            if value not in table:
-                raise DataFormatError(p, lineno, f"{value!r} is not in the collection", field=name)
-        try:
-            rv, sv = int(r), float(s)
-        except ValueError:
+    @classmethod
+    def from_trec(
+        cls, trec: TrecRun, *, query_ids, doc_ids, path: str | os.PathLike | None = None
+    ) -> Run:
+        """A run read from a TREC run file (:func:`groupbias.data.trec.read_run`) in the
+        collection of ``query_ids`` / ``doc_ids``: every query of the collection (none
+        retrieved where the file has no line), the documents of a query by score
+        (descending; ties in the file's order). A query or document the collection lacks is
+        a :class:`DataFormatError` naming the file ``path``."""
+        qpos = {str(q): i for i, q in enumerate(query_ids)}
+        dpos = {str(d): i for i, d in enumerate(doc_ids)}
+        where = path or "run"
+        for q in trec.query_ids:
+            if str(q) not in qpos:
+                raise DataFormatError(where, None, f"{q!r} is not in the collection", field="qid")
+        docs = np.array([dpos.get(str(d), -1) for d in trec.item_ids], dtype=np.int64)
+        if (docs < 0).any():
+            i = int(np.flatnonzero(docs < 0)[0])
             raise DataFormatError(
-                p, lineno, "rank or score is not a number", field="score"
-            ) from None
-        if (q, d) in seen:
-            raise DataFormatError(
-                p, lineno, f"document {d!r} listed twice for query {q!r}", field="docid"
+                where, None, f"{trec.item_ids[i]!r} is not in the collection", field="docno"
             )
-        seen[(q, d)] = lineno
-        qi.append(qpos[q])
-        di.append(dpos[d])
-        rank.append(rv)
-        score.append(sv)
-        tags.add(tag)
-    qa = np.asarray(qi, dtype=np.int64)
-    sa = np.asarray(score, dtype=np.float64)
-    order = np.lexsort((np.asarray(rank), -sa, qa))
-    counts = np.bincount(qa, minlength=len(qpos))
-    qptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    tag = next(iter(tags)) if len(tags) == 1 else "run"
-    return Run(qptr, np.asarray(di, dtype=np.int64)[order], sa[order], tag)
+        sizes = np.diff(trec.qptr)
+        qa = np.repeat(np.array([qpos[str(q)] for q in trec.query_ids], dtype=np.int64), sizes)
+        order = np.lexsort((np.arange(qa.size), -trec.scores, qa))
+        counts = np.bincount(qa, minlength=len(qpos))
+        qptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return cls(qptr, docs[order], trec.scores[order], trec.tag)
 
 
 @dataclass(frozen=True, eq=False)
@@ -456,6 +404,20 @@ class TextCollection:
         object.__setattr__(self, "queries", tuple(self.queries))
         object.__setattr__(self, "qrels", q)
         object.__setattr__(self, "doc_labels", labels)
+
+    def content_digest(self) -> str:
+        """SHA-256 (hex) of the documents, queries, judgements and labels: the fingerprint
+        of a collection whose loader declares no source files."""
+        h = hashlib.sha256()
+        for part in (self.doc_ids.tolist(), list(self.texts), self.query_ids.tolist()):
+            h.update(json.dumps(part, ensure_ascii=False).encode())
+        h.update(json.dumps(list(self.queries), ensure_ascii=False).encode())
+        for a in (self.qrels.indptr, self.qrels.indices, self.qrels.data):
+            h.update(np.ascontiguousarray(a).tobytes())
+        for name in sorted(self.doc_labels):
+            h.update(name.encode())
+            h.update(json.dumps(self.doc_labels[name].tolist(), ensure_ascii=False).encode())
+        return h.hexdigest()
 
     @property
     def n_docs(self) -> int:
@@ -566,11 +528,12 @@ def load_text_collection(
     name: str | None = None,
 ) -> TextCollection:
     """A :class:`TextCollection` from the files users bring: ``corpus`` (``.jsonl`` /
-    ``.json``: :func:`read_collection_jsonl`, else ``docid<TAB>text``), ``queries``
-    (:func:`read_queries`), ``qrels`` (:func:`read_qrels`) and optionally ``groups`` (an
-    item -> group file, stored as the document label ``group_label``). Lines naming unknown
-    documents: ``unknown_docs`` (``"raise"`` or ``"skip"``; the skips are counted in
-    ``meta``)."""
+        ``.json``: :func:`read_collection_jsonl`, else ``docid<TAB>text``), ``queries``
+        (:func:`read_queries`), ``qrels`` (TREC qrels; grades below 0 read as 0, as trec_eval
+    counts them) and optionally ``groups`` (an
+        item -> group file, stored as the document label ``group_label``). Lines naming unknown
+        documents: ``unknown_docs`` (``"raise"`` or ``"skip"``; the skips are counted in
+        ``meta``)."""
     cpath = Path(corpus)
     if cpath.suffix in (".jsonl", ".json"):
         doc_ids, texts = read_collection_jsonl(cpath)
@@ -578,8 +541,12 @@ def load_text_collection(
         doc_ids, texts = read_collection_tsv(cpath)
     query_ids, query_texts = read_queries(queries, field=topic_field)
     _unique(Path(queries), query_ids, list(range(1, len(query_ids) + 1)), "query id")
-    qi, di, g, report = read_qrels(
-        qrels, doc_ids=doc_ids, query_ids=query_ids, unknown_docs=unknown_docs
+    qi, di, g, report = judgements_in(
+        read_qrels(qrels),
+        doc_ids=doc_ids,
+        query_ids=query_ids,
+        unknown_docs=unknown_docs,
+        path=qrels,
     )
     from scipy import sparse
 

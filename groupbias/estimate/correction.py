@@ -44,10 +44,14 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
     q = check_qptr(qptr, a.size)
     b = vector("beta_hat_per_query", beta_hat_per_query, q.size - 1, finite=False)
     known = ~np.isnan(b)
-    if np.any(known & ~((b > 0) & (b <= 1))):
-        bad = b[known & ~((b > 0) & (b <= 1))]
+    # below the smallest normal float a / β̂ overflows to inf
+    ok = (b >= np.finfo(np.float64).tiny) & (b <= 1)
+    if np.any(known & ~ok):
+        bad = b[known & ~ok]
         raise ParameterError(
-            "beta_hat_per_query", "propensities in (0, 1] or NaN", f"value {bad[0]!r}"
+            "beta_hat_per_query",
+            f"propensities in [{np.finfo(np.float64).tiny:.3g}, 1] or NaN (a / β̂ must stay finite)",
+            f"value {bad[0]!r}",
         )
     factor = item_propensity(g, np.where(known, b, 1.0), q)
     return np.divide(a, factor, out=factor)

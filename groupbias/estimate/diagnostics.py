@@ -16,8 +16,10 @@ even when there is no bias at all. Whenever true relevance is known (every simul
   hand it in: the estimate stage never simulates.
 
 A null error above ``null_tolerance`` (default 0.05) marks the run: an
-:class:`~groupbias.core.errors.AssumptionWarning` names the cause and the remedy and the records
-carry ``assumption_violated = 1``, which Tables 1 and 2 flag. Without true relevance,
+:class:`~groupbias.core.errors.AssumptionWarning` names the estimator that ran, the cause it
+measured and a remedy that estimator does not already apply, and the records carry
+``assumption_violated = 1``, which Tables 1 and 2 flag. The calibrated estimator's check
+runs on the run's own labeled sample (its error is that sample's). Without true relevance,
 :func:`estimate_summary` reports what the estimate says about itself: the curve minimum, the
 width of its flat region, the spread over clusters, and the bootstrap interval when one was
 computed.
@@ -26,12 +28,13 @@ computed.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.errors import AssumptionWarning
+from ..core.registry import ESTIMATORS
 from ..core.segments import query_index
 from ..core.validation import real
 from ..data.membership import affected_group, utility_ratio
@@ -42,7 +45,13 @@ from .ks import BetaEstimate, ks_curves
 if TYPE_CHECKING:  # the type of the null simulation the pipelines hand in
     from ..simulate.group_bias import Simulation
 
-__all__ = ["Diagnostics", "AssumptionCheck", "estimate_summary", "DIAGNOSTIC_METRICS"]
+__all__ = [
+    "Diagnostics",
+    "AssumptionCheck",
+    "estimate_summary",
+    "estimator_name",
+    "DIAGNOSTIC_METRICS",
+]
 
 #: the metric names of the diagnostic records
 DIAGNOSTIC_METRICS = (
@@ -56,9 +65,21 @@ DIAGNOSTIC_METRICS = (
 )
 
 
+def estimator_name(estimator) -> str:
+    """The name ``estimator``'s class is registered under (``ks``, ``calibrated``,
+    ``shrinkage``; :data:`~groupbias.core.registry.ESTIMATORS`), else the class name."""
+    for name in ESTIMATORS:
+        if type(estimator) is ESTIMATORS.get(name):
+            return name
+    return type(estimator).__name__
+
+
 @dataclass(frozen=True)
 class AssumptionCheck:
-    """The outcome of :meth:`Diagnostics.check` for one dataset and grouping."""
+    """The outcome of :meth:`Diagnostics.check` for one dataset and grouping: the measured
+    values, the ``estimator`` that ran (its registered name), the number of clusters its
+    estimate used and, for the calibrated estimator, its labeled sample (``labeled_queries``
+    and the affected items with positive relevance in them, ``labeled_positives``)."""
 
     utility_ratio: float
     ks_relevance: float
@@ -66,6 +87,10 @@ class AssumptionCheck:
     null_beta_hat: float
     null_beta_true: float
     tolerance: float
+    estimator: str = "ks"
+    n_clusters: int = 1
+    labeled_queries: int | None = None
+    labeled_positives: int | None = None
 
     @property
     def null_error(self) -> float:
@@ -103,29 +128,62 @@ class AssumptionCheck:
             self.ks_relevance > self.tolerance or abs(1.0 - self.utility_ratio) > self.tolerance
         )
 
+    @property
+    def small_clusters(self) -> bool:
+        """Equal merit overall but not within the estimate's clusters (several of them)."""
+        return self.n_clusters > 1 and self.ks_relevance_cluster > self.tolerance
+
     def message(self, where: str) -> str:
-        head = (
-            f"{where}: the estimator's assumption fails: on data simulated without bias "
-            f"(β = 1, mean β_q {self.null_beta_true:.3f} after clipping the noise) it "
-            f"estimates β̂ = {self.null_beta_hat:.3f} (off by {self.null_error:.3f} > "
-            f"{self.tolerance:g}). "
+        """The warning: what the null check found, the cause it measured for the estimator
+        that ran, and a remedy that estimator does not already apply."""
+        scaled = (
+            f", its affected attractiveness scaled to the known β {LABELED_CHECK_BETA:g} and "
+            f"β̂ rescaled by 1 / {LABELED_CHECK_BETA:g}"
+            if self.labeled_queries is not None
+            else ""
         )
+        head = (
+            f"{where}: the {self.estimator} estimator's assumption fails: on data simulated "
+            f"without bias (β = 1, mean β_q {self.null_beta_true:.3f} after clipping the "
+            f"noise{scaled}) it estimates β̂ = {self.null_beta_hat:.3f} (off by "
+            f"{self.null_error:.3f} > {self.tolerance:g}). "
+        )
+        return head + self.cause() + "; β̂ and the corrected metrics of this run are not reliable."
+
+    def cause(self) -> str:
+        """The cause the check measured and its remedy (see :meth:`message`)."""
+        if self.labeled_queries is not None:
+            return (
+                f"Cause: the calibrated estimator learns the affected group's utilities from "
+                f"its labeled sample ({self.labeled_queries} queries holding "
+                f"{self.labeled_positives} affected items with positive relevance; the null "
+                "check ran on the same sample), and that sample is too small or not "
+                "representative of the others. Remedy: a larger estimator.labeled_fraction"
+            )
         if self.unequal_merit:
-            cause = (
+            return (
                 f"Cause: the groups' utilities differ (affected / non-affected mean utility "
                 f"{self.utility_ratio:.3f}, KS distance {self.ks_relevance:.3f}), which the "
-                "KS estimator assumes away (Eq. 13). Remedy: estimator=calibrated (learns the "
-                "affected group's utilities from a small labeled sample) or a grouping whose "
-                "groups have equal merit"
+                f"{self.estimator} estimator assumes away (Eq. 13). Remedy: "
+                "estimator=calibrated (learns the affected group's utilities from a small "
+                "labeled sample) or a grouping whose groups have equal merit"
             )
-        else:
-            cause = (
+        if self.small_clusters:
+            other = "" if self.estimator == "shrinkage" else " or estimator=shrinkage"
+            return (
                 f"Cause: the groups have equal merit overall (KS distance "
-                f"{self.ks_relevance:.3f}) but not within the estimator's clusters (mean KS "
-                f"distance {self.ks_relevance_cluster:.3f}): the clusters are too small. "
-                "Remedy: larger clusters (estimator.cluster_size) or estimator=shrinkage"
+                f"{self.ks_relevance:.3f}) but not within the estimator's {self.n_clusters} "
+                f"clusters (mean KS distance {self.ks_relevance_cluster:.3f}): the clusters "
+                f"are too small. Remedy: larger clusters (estimator.cluster_size){other}"
             )
-        return head + cause + "; β̂ and the corrected metrics of this run are not reliable."
+        scope = "one cluster" if self.n_clusters == 1 else f"{self.n_clusters} clusters"
+        return (
+            f"Cause: not the groups' merit (KS distance {self.ks_relevance:.3f} over all "
+            f"queries, {self.ks_relevance_cluster:.3f} within the estimate's {scope}) but the "
+            f"{self.estimator} estimator's own sampling error on this data (few affected "
+            "scores: a flat KS curve). Remedy: more queries per cluster, and an interval to "
+            "judge β̂ by (estimator.bootstrap=200)"
+        )
 
 
 def _relevance_ks(relevance, affected, qptr, cluster_of_query) -> tuple[float, float]:
@@ -193,9 +251,10 @@ class Diagnostics:
         clusters = None if estimate is None else estimate.cluster_of_query
         if estimate is not None and estimate.beta_hat.size == data.n_queries:
             clusters = None
-        per_q = estimate_simulated(
-            estimator, data, null, rng=rng, clusters=clusters, point=True
-        ).beta_hat_per_query
+        runner, scale = _null_estimator(estimator, estimate)
+        handed = null if scale == 1.0 else _scaled(null, affected, scale)
+        null_est = estimate_simulated(runner, data, handed, rng=rng, clusters=clusters, point=True)
+        per_q = null_est.beta_hat_per_query / scale
         ok = np.isfinite(per_q)
         cq = np.zeros(n_q, np.int64) if estimate is None else estimate.cluster_of_query
         overall, per_cluster = _relevance_ks(null.relevance, affected, q, cq)
@@ -206,10 +265,41 @@ class Diagnostics:
             null_beta_hat=float(per_q[ok].mean()) if ok.any() else float("nan"),
             null_beta_true=float(null.beta_query[ok].mean()) if ok.any() else 1.0,
             tolerance=float(self.null_tolerance),
+            estimator=estimator_name(estimator),
+            n_clusters=1 if estimate is None else int(estimate.beta_hat.size),
+            labeled_queries=null_est.info.get("labeled_queries"),
+            labeled_positives=null_est.info.get("labeled_positives"),
         )
         if warn and check.violated:
             warnings.warn(check.message(where or data.name), AssumptionWarning, stacklevel=2)
         return check
+
+
+#: where the check of an estimator that learns from a labeled sample puts the truth: its
+#: affected attractiveness is scaled by this factor, so that β̂ / factor shows over- and
+#: underestimates alike (up to 1 / factor) instead of stopping at the grid's top, 1
+LABELED_CHECK_BETA = 0.5
+
+
+def _null_estimator(estimator, estimate: BetaEstimate | None) -> tuple:
+    """``(estimator, scale)`` of the null check: the estimator itself on the null simulation
+    (scale 1) or, for one that learns from a labeled sample (``with_labeled_sample``: the
+    calibrated estimator), the same estimator on the run's own labeled sample, at the known
+    β :data:`LABELED_CHECK_BETA` (its error is that sample's, in either direction: a sample
+    of too high utilities shrinks β̂, one of too low utilities raises it past 1)."""
+    pin = getattr(estimator, "with_labeled_sample", None)
+    if pin is None or estimate is None or "labeled" not in estimate.info:
+        return estimator, 1.0
+    return pin(estimate.info["labeled"]), LABELED_CHECK_BETA
+
+
+def _scaled(null: Simulation, affected: np.ndarray, scale: float) -> Simulation:
+    """The null simulation with the affected group's attractiveness (and β_q) times ``scale``."""
+    return replace(
+        null,
+        attractiveness=np.where(affected, null.attractiveness * scale, null.attractiveness),
+        beta_query=null.beta_query * scale,
+    )
 
 
 def estimate_summary(est: BetaEstimate, tol: float = 0.01) -> dict:

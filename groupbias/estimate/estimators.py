@@ -22,12 +22,13 @@ noise of their items). docs/method.md states each estimator's assumption and for
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import warnings
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from ..core.errors import ParameterError
+from ..core.errors import AssumptionWarning, ParameterError
 from ..core.registry import ESTIMATORS
 from ..core.segments import query_index
 from ..core.validation import choice, generator, integer, real, sequence
@@ -344,22 +345,31 @@ class KSEstimator:
             grade_spacing=grade_spacing,
             relevance=relevance,
         )
-        if not self.bootstrap:
-            return est
-        fixed = replace(self, bootstrap=0)  # replicates keep the chosen clusters
-        low, high = bootstrap_interval(
-            fixed,
-            attractiveness,
-            groups,
-            qptr=qptr,
-            cluster_of_query=est.cluster_of_query,
-            rng=generator(rng, used_for="the bootstrap"),
-            n_boot=self.bootstrap,
-            confidence=self.confidence,
-            grade_spacing=grade_spacing,
-            relevance=relevance,
-        )
-        return replace(est, ci_low=low, ci_high=high)
+        if self.bootstrap:
+            low, high = bootstrap_interval(
+                self.replicate_estimator(),
+                attractiveness,
+                groups,
+                qptr=qptr,
+                cluster_of_query=est.cluster_of_query,
+                rng=generator(rng, used_for="the bootstrap"),
+                n_boot=self.bootstrap,
+                confidence=self.confidence,
+                grade_spacing=grade_spacing,
+                relevance=relevance,
+            )
+            est = replace(est, ci_low=low, ci_high=high)
+        self.warn_if_unreliable(est, n_queries=int(np.asarray(qptr).size) - 1)
+        return est
+
+    def warn_if_unreliable(self, est: BetaEstimate, *, n_queries: int) -> None:
+        """What the estimate says about its own reliability before any check: nothing here
+        (the null check judges plain KS)."""
+
+    def replicate_estimator(self) -> KSEstimator:
+        """What each bootstrap replicate runs: this estimator without an interval of its own
+        (the replicates keep the chosen clusters)."""
+        return replace(self, bootstrap=0)
 
     def choose_cluster_size(
         self, attractiveness, groups, *, qptr, rng, grade_spacing
@@ -412,20 +422,69 @@ class CalibratedKSEstimator(KSEstimator):
     configured distance ``D``. It does not assume the two groups share a distribution, only
     that the labeled queries are a random sample (so their affected utilities are
     distributed like the others'), and that non-affected attractiveness is on the relevance
-    scale (``beta_N = 1``, Eq. 2)."""
+    scale (``beta_N = 1``, Eq. 2).
 
+    Its error is the labeled sample's: a small or unrepresentative sample moves β̂ by the
+    factor its affected utilities are off. So by default it reports a ``bootstrap`` interval
+    (200 replicates; every replicate draws its own labeled sample, so the interval shows
+    that error), warns (:class:`~groupbias.core.errors.AssumptionWarning`, naming the count)
+    when the labeled sample holds fewer than ``min_labeled_positives`` affected items with
+    positive relevance, and the null check runs it on the run's own labeled sample
+    (:meth:`with_labeled_sample`), so a sample that misses β misses at β = 1 too."""
+
+    bootstrap: int = 200
     labeled_fraction: float = 0.05
     min_labeled_queries: int = 1
+    min_labeled_positives: int = 30
+    #: the labeled queries when pinned (:meth:`with_labeled_sample`), else drawn per call
+    pinned: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
         integer("min_labeled_queries", self.min_labeled_queries, low=1)
+        integer("min_labeled_positives", self.min_labeled_positives, low=0)
 
     def labeled_queries(self, n_queries: int, rng: np.random.Generator) -> np.ndarray:
-        """The sorted indices of the labeled queries (drawn without replacement)."""
+        """The sorted indices of the labeled queries: drawn without replacement, or the
+        pinned ones (:meth:`with_labeled_sample`)."""
+        if self.pinned is not None:
+            lab = np.asarray(self.pinned, dtype=np.int64)
+            if lab.size and int(lab.max()) >= n_queries:
+                raise ParameterError(
+                    "labeled queries", f"indices below {n_queries}", int(lab.max())
+                )
+            return lab
         n = max(int(self.min_labeled_queries), int(round(self.labeled_fraction * n_queries)))
         return np.sort(rng.choice(n_queries, size=min(n, n_queries), replace=False))
+
+    def with_labeled_sample(self, queries) -> CalibratedKSEstimator:
+        """This estimator on a fixed labeled sample (sorted query indices; the null check
+        passes the run's, ``estimate.info["labeled"]``), without an interval or warning."""
+        twin = replace(self, bootstrap=0, min_labeled_positives=0)
+        lab = np.unique(np.asarray(queries, dtype=np.int64))
+        object.__setattr__(twin, "pinned", tuple(int(i) for i in lab))
+        return twin
+
+    def replicate_estimator(self) -> CalibratedKSEstimator:
+        """Each bootstrap replicate draws its own labeled sample and stays quiet."""
+        return replace(self, bootstrap=0, min_labeled_positives=0)
+
+    def warn_if_unreliable(self, est: BetaEstimate, *, n_queries: int) -> None:
+        """Warns when the labeled sample holds fewer than ``min_labeled_positives`` affected
+        items with positive relevance (naming the count)."""
+        positives = int(est.info["labeled_positives"])
+        if positives < self.min_labeled_positives:
+            warnings.warn(
+                f"calibrated estimator: its {est.info['labeled_queries']} labeled queries "
+                f"(labeled_fraction={self.labeled_fraction:g} of {n_queries}) hold {positives} "
+                f"affected items with positive relevance, fewer than "
+                f"{self.min_labeled_positives} (estimator.min_labeled_positives): β̂ rests on "
+                f"{positives} reference values and can miss β widely (see its bootstrap "
+                "interval). Raise estimator.labeled_fraction",
+                AssumptionWarning,
+                stacklevel=3,
+            )
 
     def point(
         self, attractiveness, groups, *, qptr, clusters, rng, grade_spacing, relevance
@@ -462,7 +521,13 @@ class CalibratedKSEstimator(KSEstimator):
             **self.search(grade_spacing),
         )
         return replace(
-            est, info={"labeled_queries": int(lab.size), "reference_size": int(ref.size)}
+            est,
+            info={
+                "labeled_queries": int(lab.size),
+                "reference_size": int(ref.size),
+                "labeled_positives": int(np.count_nonzero(ref > 0)),
+                "labeled": lab,
+            },
         )
 
 

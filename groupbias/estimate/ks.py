@@ -111,14 +111,23 @@ _DENSE = 0.25  # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
 _MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
 
 
+#: the most β grid points (a step of 1e-7 would run for minutes on 60 queries)
+MAX_GRID = 10_000
+
+
 def default_grid(step: float = 0.01) -> np.ndarray:
     """The grid ``step, 2*step, ..., 1`` (float64); ``step`` must divide 1 into ``k`` parts.
 
     The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
     ``0.01, 0.02, ..., 1.00``.
     """
-    if not is_real(step) or not 0 < step <= 1:
-        raise ParameterError("step", "a number in (0, 1]", step)
+    if not is_real(step) or not 1.0 / MAX_GRID <= step <= 1:
+        raise ParameterError(
+            "step",
+            f"a number in [{1.0 / MAX_GRID:g}, 1] (at most {MAX_GRID:,} grid points, each a "
+            "KS statistic per cluster)",
+            step,
+        )
     k = int(round(1.0 / step))
     if k < 1 or abs(k * step - 1.0) > 1e-9:
         raise ParameterError("step", "1 / k for an integer k (e.g. 0.01, 0.05, 0.1)", step)
@@ -688,14 +697,19 @@ def _jitter(
 
 
 def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Random clusters of ``cluster_size`` queries: a random permutation of the queries cut
-    into consecutive runs (the last cluster may be smaller). Returns int64 [n_queries]
-    cluster indices ``0..ceil(n_queries / cluster_size) - 1``."""
+    """Random clusters of at most ``cluster_size`` queries whose sizes differ by at most one:
+    ``n_c = ceil(n_queries / cluster_size)`` clusters, a random permutation of the queries
+    cut into ``n_c`` consecutive runs of ``floor`` or ``ceil(n_queries / n_c)`` queries (201
+    queries at size 100: three clusters of 67, not 100/100/1, so no remainder cluster of a
+    few queries weighs as much as a full one in the mean β̂). Returns int64 [n_queries]
+    cluster indices ``0..n_c - 1``."""
     integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
     generator(rng)
-    perm = rng.permutation(int(n_queries))
-    out = np.empty(int(n_queries), dtype=np.int64)
-    out[perm] = np.arange(int(n_queries), dtype=np.int64) // int(cluster_size)
+    n = int(n_queries)
+    n_c = -(-n // int(cluster_size))
+    perm = rng.permutation(n)
+    out = np.empty(n, dtype=np.int64)
+    out[perm] = np.arange(n, dtype=np.int64) * n_c // max(n, 1)
     return out
 
 
@@ -882,7 +896,15 @@ def _clusters_of_queries(n_q: int, clusters, cluster_size, rng) -> tuple[np.ndar
             raise ParameterError(
                 "clusters", f"one label per query (length {n_q})", f"shape {lab.shape}"
             )
-        labels, cq = np.unique(lab, return_inverse=True)
+        try:
+            labels, cq = np.unique(lab, return_inverse=True)
+        except TypeError:  # labels that cannot be ordered together (ints and strings, None)
+            kinds = sorted({type(v).__name__ for v in lab.ravel()})
+            raise ParameterError(
+                "clusters",
+                "cluster labels of one kind (all integers or all strings)",
+                f"a mix of {', '.join(kinds)}",
+            ) from None
         return cq.astype(np.int64).reshape(-1), labels
     if cluster_size is not None:
         cq = random_clusters(n_q, cluster_size=cluster_size, rng=rng)

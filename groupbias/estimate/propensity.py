@@ -95,6 +95,13 @@ def em_propensities(
     integer("max_iter", max_iter, low=1)
     real("tol", tol, low=0.0, low_open=True)
     p0 = real("init", init, low=0.0, high=1.0, low_open=True, high_open=True)
+    if not c[:, 0].sum() > 0:  # θ is relative to position 1: nothing to fit without clicks
+        raise ParameterError(
+            "clicks",
+            "clicks at position 1 (θ_k = P(examined at k) / P(examined at 1))",
+            f"{c.sum():g} clicks in all, {c[:, 0].sum():g} at position 1",
+            fix="log more sessions",
+        )
     seen = n.sum(axis=1) > 0
     n, c = n[seen], c[seen]
     nc = n - c

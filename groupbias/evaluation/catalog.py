@@ -1,7 +1,9 @@
 """Metrics by name: strings ``base[@k][:group]`` and mappings ``{name, key, **options}``
 resolved against :data:`groupbias.core.registry.METRICS`.
 
-- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...);
+- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...),
+  its case ignored as in ir-measures (``"nDCG@10"`` is ``ndcg@10``; the output key stays the
+  name as written);
 - ``@k``: the rank cutoff, an integer >= 1 (``"ndcg@10"``); without it the metric's
   ``default_k`` (``None`` = no cutoff for ``ndcg``, ``rho_dtr``, ``delta_eel`` and user
   metrics; 10 for the related-work metrics of :mod:`groupbias.evaluation.fairness`);
@@ -69,6 +71,8 @@ __all__ = [
     "BUILTIN_METRICS",
     "RELATED_WORK",
     "DIRECTIONS",
+    "direction_of",
+    "registered_name",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -76,6 +80,10 @@ DEFAULT_METRICS = ("ndcg@10", "ndcg@10:affected", "ndcg@10:non_affected", "rho_d
 REGIMES = ("tabular", "ltr")
 _NAME = re.compile(r"([^@:]+)(?:@([^:]*))?(?::(.*))?\Z", re.S)
 _FORM = "names are base[@k][:group], e.g. ndcg@10:affected"
+
+
+#: the most grade levels graded labels may have (:func:`eel_thresholds`)
+MAX_GRADES = 1000
 
 
 def eel_thresholds(
@@ -93,6 +101,14 @@ def eel_thresholds(
     integral = lab.size > 0 and all_integral(lab)
     top = float(label_max) if label_max else (float(lab.max()) if lab.size else 1.0)
     if integral and top >= 2 and top == round(top):
+        if top > MAX_GRADES:  # one threshold per grade: 1e30 grades would never fit
+            raise ParameterError(
+                "labels",
+                f"graded labels 0..L with L <= {MAX_GRADES} (Δ(EEL) has one grade level "
+                "per label value)",
+                f"labels up to {top:g}",
+                fix="rescale the labels (or give the dataset's label_max)",
+            )
         L = int(top)
         return tuple((j - 0.5) / L for j in range(1, L + 1))
     if not 0 < bin_width <= 1:
@@ -147,11 +163,21 @@ def metric_info(
     return mark
 
 
+def registered_name(base: str) -> str:
+    """The registered metric ``base`` names, its case ignored as in ir-measures
+    (``nDCG`` → ``ndcg``); ``base`` itself when no registered name matches."""
+    if base in METRICS:
+        return base
+    folded = [n for n in METRICS if n.lower() == base.lower()]
+    return folded[0] if len(folded) == 1 else base
+
+
 def direction_of(name: str) -> str:
-    """Which way the metric of output name ``name`` (``base[@k][:group]``) is better:
-    ``"higher"`` for names that are not registered."""
-    base = _NAME.match(name)
-    fn = METRICS.get(base.group(1)) if base and base.group(1) in METRICS else None
+    """Which way the metric of output name ``name`` (``base[@k][:group]``, any case) is
+    better: ``"higher"`` for names that are not registered."""
+    m = _NAME.match(name)
+    base = registered_name(m.group(1)) if m else ""
+    fn = METRICS.get(base) if base in METRICS else None
     return getattr(fn, "direction", "higher")
 
 
@@ -210,6 +236,7 @@ def parse_metric(entry) -> MetricRequest:
     if m is None:
         raise ParameterError("metrics", "a metric name", text, fix=_FORM)
     base, k_text, g_text = m.groups()
+    base = registered_name(base)
     if base not in METRICS:
         raise ParameterError(
             "metrics",
@@ -254,6 +281,11 @@ def _call(req: MetricRequest, scores, spec, regime: str) -> np.ndarray:
         raise ParameterError(
             f"metrics ({req.key})", "options the metric accepts", sorted(req.options), fix=str(exc)
         ) from None
+    except ParameterError as exc:
+        if exc.name not in req.options:
+            raise
+        # an option of this metric entry: named with the metric (cwex.alpha, not alpha)
+        raise ParameterError(f"{req.key}.{exc.name}", exc.expected, exc.given, exc.fix) from None
     values = np.asarray(values, dtype=np.float64)
     n = len(spec.qptr) - 1
     if values.shape != (n,):

@@ -1,24 +1,30 @@
-"""Evaluate scores on ranking data by metric names: the one-call entry point of the library.
+"""Evaluate scores on ranking data by metric names: the one-call entry point of the library,
+and :func:`evaluate_run` for an external TREC run with its qrels and item→group file.
 
-``regime="ltr"`` judges the *ranking* by the scores (a model's output: ρ(DTR) and Δ(EEL)
-compare the ranking's exposure with the target exposure of the true relevance);
-``regime="tabular"`` treats the scores as utility estimates (paper §3.1, Table 1).
+The regime is always said, never assumed (the same scores give very different ρ(DTR) and
+Δ(EEL) in the two): ``regime="ltr"`` judges the *ranking* by the scores (a model's output:
+ρ(DTR) and Δ(EEL) compare the ranking's exposure with the target exposure of the true
+relevance); ``regime="tabular"`` treats the scores as utility estimates (paper §3.1,
+Table 1).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import choice
+from ..core.validation import choice, vector
 from ..data.ranking_data import RankingData
+from ..data.trec import read_groups, read_qrels, read_run
 from ..simulate.group_bias import relevance_from_labels
-from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds
-from .inputs import check_reduce, reduce_queries
+from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
+from .inputs import check_both_groups, check_reduce, reduce_queries
+from .protocol import EvaluationProtocol
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "evaluate_run", "run_data"]
 
 
 def evaluate(
@@ -26,12 +32,14 @@ def evaluate(
     data: RankingData,
     *,
     metrics: Sequence = DEFAULT_METRICS,
-    regime: str = "ltr",
+    regime: str | None = None,
     relevance=None,
     reduce: str | None = "mean",
 ) -> dict:
     """``{metric key: value}`` of ``scores`` on ``data`` for every metric of ``metrics``.
 
+    ``regime`` (required): ``"ltr"`` (the ranking the scores induce: a model's output, a
+    run) or ``"tabular"`` (the scores are utility estimates, e.g. corrected attractiveness);
     ``data`` must be grouped (``data.groups``); ``relevance``: the true P(R) per item
     (default ``labels / label_max``); ``metrics``: names of
     :data:`groupbias.core.registry.METRICS` such as ``"ndcg@10"``, ``"ndcg@10:affected"``,
@@ -42,9 +50,9 @@ def evaluate(
         import groupbias as gb
 
         test = gb.load_dataset("trec2020", split="test")
-        gb.evaluate(test.labels, test, metrics=["ndcg@10", "rho_dtr", "delta_eel"])
+        gb.evaluate(test.labels, test, regime="ltr", metrics=["ndcg@10", "rho_dtr", "delta_eel"])
     """
-    choice("regime", regime, ("ltr", "tabular"))
+    regime = _check_regime(regime)
     check_reduce(reduce)
     if data.groups is None:
         raise ParameterError(
@@ -55,13 +63,128 @@ def evaluate(
         )
     if relevance is None:
         relevance = relevance_from_labels(data.labels, label_max=data.label_max)
+    relevance = vector(
+        "relevance",
+        relevance,
+        data.n_items,
+        low=0.0,
+        high=1.0,
+        what="probabilities of relevance P(R) in [0, 1]",
+        fix="divide graded labels by their maximum (the default does so)",
+    )
     spec = EvalSpec(
         labels=data.labels,
-        relevance=np.asarray(relevance, dtype=np.float64),
+        relevance=relevance,
         groups=data.groups,
         qptr=data.qptr,
         thresholds=eel_thresholds(data.labels, data.label_max),
         metrics=tuple(metrics),
     )
+    _refuse_one_group_means(data, spec.metrics, reduce)
     per_query = compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
+    return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
+
+
+def _check_regime(regime) -> str:
+    """The regime, which the caller must say (no default)."""
+    if regime is None:
+        raise ParameterError(
+            "regime",
+            "'ltr' (the ranking by the scores) or 'tabular' (the scores are utility estimates)",
+            None,
+            fix="say which: the same scores give different ρ(DTR) and Δ(EEL) in the two regimes",
+        )
+    return choice("regime", regime, ("ltr", "tabular"))
+
+
+def _refuse_one_group_means(data: RankingData, metrics, reduce) -> None:
+    """A mean of a fairness metric over lists that each hold one group (or one item) would
+    read as perfectly fair: refused (the per-query values keep their conventions)."""
+    fairness = any(parse_metric(m).name != "ndcg" for m in metrics)
+    if fairness and reduce is not None and data.groups is not None:
+        check_both_groups(data.groups, data.qptr)
+
+
+def _load(given, reader, **options):
+    """``given`` itself, or read from the path ``given``."""
+    if isinstance(given, (str, os.PathLike)):
+        return reader(given, **options)
+    return given
+
+
+def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None):
+    """The ranking data of an external run: the run's items per query (its candidates),
+    labels from ``qrels`` (0 where unjudged), memberships from ``groups`` (every ranked item
+    needs one). ``run``/``qrels``/``groups``: paths or :class:`~groupbias.data.trec.TrecRun`
+    / :class:`~groupbias.data.trec.Qrels` / :class:`~groupbias.data.trec.GroupFile`;
+    ``affected``: the affected group's label in a group file of labels; ``label_max``: the
+    top of the label scale (default the largest label in ``qrels``). Queries the qrels do
+    not judge are left out (as ``trec_eval`` does). Returns ``(data, scores)``."""
+    run = _load(run, read_run)
+    qrels = _load(qrels, read_qrels)
+    groups = _load(groups, read_groups, affected=affected)
+    judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
+    if not judged.any():
+        raise ParameterError(
+            "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
+        )
+    keep = np.repeat(judged, np.diff(run.qptr))
+    sizes = np.diff(run.qptr)[judged]
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    qids = np.repeat(run.query_ids[judged], sizes)
+    items = run.item_ids[keep]
+    labels = qrels.lookup(qids, items)
+    top = float(label_max) if label_max is not None else float(qrels.labels.max(initial=0.0))
+    data = RankingData(
+        features=np.zeros((items.size, 0), dtype=np.float32),
+        labels=labels,
+        qptr=qptr,
+        query_ids=run.query_ids[judged],
+        item_ids=items,
+        groups=groups.lookup(qids, items),
+        label_max=top or 1.0,
+        name=f"run {run.tag}",
+    )
+    return data, run.scores[keep]
+
+
+def evaluate_run(
+    run,
+    qrels,
+    groups,
+    *,
+    metrics: Sequence = DEFAULT_METRICS,
+    affected: str | None = None,
+    label_max=None,
+    protocol: EvaluationProtocol | None = None,
+    reduce: str | None = "mean",
+) -> dict:
+    """``{metric key: value}`` of an external TREC run (a ranking: the LTR regime) against
+    ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
+    rankings of the same data (:func:`run_data` builds it; true relevance
+    ``label / label_max``). ``metrics``: names of :data:`groupbias.core.registry.METRICS`,
+    ir-measures style names too (``nDCG@10``); ``protocol``: an
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic);
+    ``reduce``: as in :func:`evaluate`. Example::
+
+        import groupbias as gb
+
+        gb.evaluate_run("bm25.run", "test.qrels", "test.groups", affected="L",
+                        metrics=["nDCG@10", "rho_dtr", "delta_eel", "awrf"])
+    """
+    check_reduce(reduce)
+    data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
+    _refuse_one_group_means(data, metrics, reduce)
+    if protocol is None:
+        per_query = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
+    else:
+        spec = EvalSpec(
+            labels=data.labels,
+            relevance=relevance_from_labels(data.labels, label_max=data.label_max),
+            groups=data.groups,
+            qptr=data.qptr,
+            thresholds=eel_thresholds(data.labels, data.label_max),
+            metrics=tuple(metrics),
+        )
+        per_query = protocol.evaluate(scores, spec, regime="ltr")
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}

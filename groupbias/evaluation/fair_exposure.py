@@ -19,14 +19,21 @@ the variance-reducing baseline: the reward of ranking ``π`` is
 ``λ · 2 (ε̄ − ε*) · e(π) − (1 − λ) DCG(π)/IDCG`` with ``ε̄`` the mean sampled exposure,
 whose expectation's gradient is ``∇L``. Adam's step size decays linearly to 0 over
 ``epochs`` (the noisy gradient then settles). Logits start at ``utility / init_temperature``.
-Runs on the GPU when ``device="auto"`` finds one.
+Runs on the GPU when ``device="auto"`` finds one. Memory is bounded: data whose training
+steps would hold more than :data:`TRAIN_VALUES` values is trained in chunks of whole queries
+one after another (each with its own random stream; data within the budget trains exactly as
+one chunk), so 4M items stay under 1 GB.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.memory import release_free_memory
 from ..core.validation import check_qptr, choice, integer, real, vector
 from ..rank.plackett_luce import EXACT_MAX, PlackettLuce, all_rankings
 from ..rank.ranking import log_discount, padded_blocks
@@ -78,12 +85,21 @@ class FairExposureLearner:
         self.threads = None if threads is None else integer("threads", threads, low=1)
 
     def fit(
-        self, utility, grades, *, qptr, groups=None, offset: int = 1, **policy_options
+        self,
+        utility,
+        grades,
+        *,
+        qptr,
+        groups=None,
+        offset: int = 1,
+        progress: Callable[[int, int], None] | None = None,
+        **policy_options,
     ) -> PlackettLuce:
         """The learned policy of every query: ``utility`` (float [n_items], the gains of
         the NDCG term and the initial logits), ``grades`` (the EEL grades of the target),
-        ``groups`` (needed for ``level="group"``); ``policy_options`` go to
-        :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
+        ``groups`` (needed for ``level="group"``); ``progress(done, total)``: called after
+        every Adam step, counting the steps of every chunk (e.g. to print how far it is);
+        ``policy_options`` go to :class:`~groupbias.rank.plackett_luce.PlackettLuce`."""
         import torch
 
         u = vector("utility", utility)
@@ -96,37 +112,43 @@ class FairExposureLearner:
         g = None if groups is None else vector("groups", groups, u.size, low=0.0, high=1.0)
         target = target_exposure(gr, qptr=q, offset=offset)
         dev = self._device(torch)
-        gen = torch.Generator(device=dev).manual_seed(self.seed)
         logits = u / self.init_temperature
-        blocks = [
-            _TrainingBlock(starts, sizes, u, target, g, logits, offset, dev, torch)
-            for starts, sizes in _layouts(u, q)
-        ]
-        params = [bl.logits for bl in blocks]
+        out = logits.copy()
         before = torch.get_num_threads()
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         try:
-            self._train(blocks, params, gen, torch)
+            chunks = list(_chunks(_layouts(u, q), self.samples))
+            for i, chunk in enumerate(chunks):
+                gen = torch.Generator(device=dev).manual_seed(_chunk_seed(self.seed, i))
+                blocks = [
+                    _TrainingBlock(starts, sizes, u, target, g, logits, offset, dev, torch)
+                    for starts, sizes in chunk
+                ]
+                step = _chunk_progress(progress, i, len(chunks))
+                self._train(blocks, [bl.logits for bl in blocks], gen, torch, step)
+                for bl in blocks:
+                    bl.write(out)
+                del blocks  # the next chunk's tensors replace these
         finally:
             torch.set_num_threads(before)
-        out = logits.copy()
-        for bl in blocks:
-            bl.write(out)
+        release_free_memory()  # the training tensors' heap pages, before the policy samples
         return PlackettLuce(out, q, **policy_options)
 
-    def _train(self, blocks, params, gen, torch) -> None:
+    def _train(self, blocks, params, gen, torch, progress=None) -> None:
         """Adam on the logits of every block, the step size decaying linearly to 0."""
         if params and self.epochs:
             opt = torch.optim.Adam(params, lr=self.lr)
             n = self.epochs
             decay = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0 - t / n)
-            for _ in range(n):
+            for epoch in range(1, n + 1):
                 opt.zero_grad()
                 loss = sum(bl.surrogate(self, gen, torch) for bl in blocks)
                 loss.backward()
                 opt.step()
                 decay.step()
+                if progress is not None:
+                    progress(epoch, n)
 
     def _device(self, torch):
         if self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available()):
@@ -134,6 +156,14 @@ class FairExposureLearner:
                 raise ParameterError("device", "'auto' or 'cpu' (no GPU is present)", "cuda")
             return torch.device("cuda")
         return torch.device("cpu")
+
+
+def _chunk_progress(progress, i: int, n_chunks: int):
+    """``progress(done, total)`` over every chunk's epochs, from one chunk's
+    ``(epoch, epochs)``."""
+    if progress is None:
+        return None
+    return lambda epoch, epochs: progress(i * epochs + epoch, n_chunks * epochs)
 
 
 def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -144,6 +174,43 @@ def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
     if rows.size and int(sizes.max()) * rows.size <= 4 * u.size:
         return [(q[rows], sizes[rows])]
     return [(b.starts, b.sizes) for b in padded_blocks(q)]
+
+
+#: values one training step of a chunk holds at most (sampled or enumerated rankings x
+#: padded items): larger data is trained in chunks of whole queries, one after another
+TRAIN_VALUES = 1 << 19
+
+
+def _row_cost(width: int, samples: int) -> int:
+    """Values one query of a block of ``width`` holds in a step: its sampled rankings, or
+    every ranking for lists short enough to enumerate."""
+    rankings = math.factorial(width) if width <= EXACT_MAX else samples
+    return rankings * width
+
+
+def _chunks(layouts, samples: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """The blocks trained together: all of them when their steps hold at most
+    :data:`TRAIN_VALUES` values (so the result does not depend on the budget), else pieces
+    of whole queries within it, each trained on its own. Every query's logits depend on its
+    own loss only and Adam updates each logit from its own gradient, so the pieces converge
+    as the whole would; only the random rankings drawn differ."""
+    cost = sum(_row_cost(int(sizes.max()), samples) * starts.size for starts, sizes in layouts)
+    if cost <= TRAIN_VALUES:
+        return [list(layouts)]
+    out = []
+    for starts, sizes in layouts:
+        rows = max(1, TRAIN_VALUES // _row_cost(int(sizes.max()), samples))
+        for a in range(0, starts.size, rows):
+            out.append([(starts[a : a + rows], sizes[a : a + rows])])
+    return out
+
+
+def _chunk_seed(seed: int, chunk: int) -> int:
+    """The generator seed of chunk ``chunk`` (the first keeps ``seed``: data that fits one
+    chunk trains exactly as it always did)."""
+    if chunk == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, chunk]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 class _TrainingBlock:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import nanmean
+from ..core.segments import nanmean, segment_sum
 from ..core.validation import check_qptr, vector
 from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
 
@@ -24,6 +24,7 @@ __all__ = [
     "REDUCE",
     "item_vector",
     "check_groups",
+    "check_both_groups",
     "value_inputs",
     "ranking_inputs",
     "membership_matrix",
@@ -63,6 +64,25 @@ def check_groups(groups, n: int) -> np.ndarray:
     if groups is None:
         raise ParameterError("groups", "an array of affected-group memberships in [0, 1]", None)
     return item_vector("groups", groups, n, unit=True)
+
+
+def check_both_groups(groups: np.ndarray, qptr: np.ndarray) -> None:
+    """Refuse memberships under which no query has items of both groups (one-group data,
+    or lists of one item): a fairness metric comparing the groups' exposure within a query
+    would report such data as perfectly fair (ρ = 1, Δ = 0) whatever the scores."""
+    if groups.size == 0:
+        return
+    na = segment_sum(groups, qptr)
+    nn = segment_sum(1.0 - groups, qptr)
+    if not np.any((na > 0) & (nn > 0)):
+        one = bool(np.all(np.diff(qptr) <= 1))
+        raise ParameterError(
+            "groups",
+            "at least one query with items of both groups (the metric compares the groups' "
+            "exposure within a query)",
+            "lists of one item each" if one else "every query holds one group only",
+            fix="group the items by another attribute, or evaluate only NDCG",
+        )
 
 
 def value_inputs(

@@ -47,7 +47,14 @@ from .exposure import (
     query_minmax_grades,
     threshold_target_exposure,
 )
-from .inputs import check_groups, check_reduce, ranking_inputs, reduce_queries, value_inputs
+from .inputs import (
+    check_both_groups,
+    check_groups,
+    check_reduce,
+    ranking_inputs,
+    reduce_queries,
+    value_inputs,
+)
 
 __all__ = [
     "ndcg",
@@ -61,6 +68,8 @@ __all__ = [
 ]
 
 GAINS = ("exp2", "linear")
+#: the first label whose exp2 gain ``2^l - 1`` is infinite in float64
+_EXP2_LIMIT = 1024
 #: ties of NDCG: those of a ranking, and the worst case
 NDCG_TIES = (*TIES, "pessimistic")
 #: which items' relevance NDCG counts: all, or one group's
@@ -130,6 +139,7 @@ def ndcg(
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
+    _check_gain(gain, lab)
     gains = _gain_fn(gain, group)
     g_or_lab = lab if g is None else g
     if ties == "pessimistic":
@@ -140,6 +150,17 @@ def ndcg(
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
     return reduce_queries(out, reduce)
+
+
+def _check_gain(gain: str, lab: np.ndarray) -> None:
+    """Refuse labels whose exp2 gain is infinite (a NaN query would leave the mean)."""
+    if gain == "exp2" and lab.size and lab.max() >= _EXP2_LIMIT:
+        raise ParameterError(
+            "labels",
+            f"labels below {_EXP2_LIMIT} with gain='exp2' (2**{_EXP2_LIMIT} overflows float64)",
+            f"maximum {lab.max()!r}",
+            fix="use gain='linear', or rescale the labels",
+        )
 
 
 def _base_gain(gain: str):
@@ -279,6 +300,8 @@ def rho_dtr_tabular(
         first_nonnegative=True,
     )
     g = check_groups(groups, x.size)
+    if reduce is not None:  # a mean over one-group queries only would read as fair
+        check_both_groups(g, q)
     qidx = query_index(q)
     sums = (*group_sums(x, g, q, qidx), *group_sums(y, g, q, qidx))
     return _reduce_rho(sums, reduce, on_zero_utility)
@@ -315,6 +338,8 @@ def rho_dtr_ranking(
     on_zero_utility = choice("on_zero_utility", on_zero_utility, ON_ZERO_UTILITY)
     r, y, q = ranking_inputs(scores, "true_relevance", true_relevance, qptr)
     g = check_groups(groups, r.n_items)
+    if reduce is not None:  # a mean over one-group queries only would read as fair
+        check_both_groups(g, q)
     offset = check_offset(offset)
     k = check_k(k)
     sums = None
@@ -380,8 +405,8 @@ def _eel_grader(thresholds, levels, bins: str):
             thresholds,
         )
     n = 2 if levels is None else levels
-    if not is_integer(n) or n < 1:
-        raise ParameterError("levels", "an integer >= 1", levels)
+    if not is_integer(n) or n < 2:  # one level: every item in one grade, Δ(EEL) = 0 always
+        raise ParameterError("levels", "an integer >= 2", levels)
     return lambda v, q, qidx: query_minmax_grades(v, q, qidx, int(n))
 
 
@@ -480,6 +505,8 @@ def delta_eel_tabular(
         second_nonnegative=False,
     )
     g = check_groups(groups, x.size)
+    if reduce is not None:  # a mean over one-group queries only would read as fair
+        check_both_groups(g, q)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
     model = _graded_exposure(x, q, None, opts["grade"], opts["k"], opts["offset"])
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
@@ -519,6 +546,8 @@ def delta_eel_ranking(
         scores, "true_relevance", true_relevance, qptr, second_nonnegative=False
     )
     g = check_groups(groups, r.n_items)
+    if reduce is not None:  # a mean over one-group queries only would read as fair
+        check_both_groups(g, q)
     ties = choice("ties", ties, TIES)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
     sums = _eel_sums_by_sorts(r, y, g, q, ties, opts) if discretize_true else None

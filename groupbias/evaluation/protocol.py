@@ -21,7 +21,9 @@ The convention options (each maps to a metric option of :mod:`groupbias.evaluati
 ``eel_bins``/``eel_levels`` Δ(EEL) grades by the data's thresholds or by ``eel_levels``
 per-query min–max bins (``train_levels``: the levels of the learner's target, default
 ``eel_levels``); ``eel_distance`` ℓ2, squared ℓ2 or ℓ1; ``top_n`` keep the top-N
-candidates of each query by the evaluated scores before anything else (null: all);
+candidates of each query by the evaluated scores before anything else (null: all), and
+``top_n_ties`` which of the candidates tied at the cut it keeps: ``"first"`` (earliest in
+the list) or ``"last"`` (latest: the order of the released code's ``argsort()[::-1]``);
 ``single_group`` ``"drop"`` queries whose (kept) items are all in one group (their metrics
 are NaN, excluded from means and paired tests); ``ndcg_no_relevant`` / ``ndcg_zero``
 NDCG of queries without relevant items, and whether queries with NDCG = 0 count in the
@@ -30,13 +32,14 @@ mean; ``ties`` of deterministic rankings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import query_index, segment_sum
-from ..core.validation import check_k, check_threads, choice, integer, real
+from ..core.validation import check_threads, choice, integer, real
 from ..rank.plackett_luce import EXACT_MAX, PlackettLuce
 from ..rank.ranking import TIES, DeterministicRanking
 from ..rank.sampler import DEVICES
@@ -45,10 +48,30 @@ from .exposure import check_offset, query_minmax_grades
 from .fair_exposure import OBJECTIVES, FairExposureLearner
 from .metrics import BINS, EEL_DISTANCES, ON_NO_RELEVANT, ON_ZERO_NDCG, ON_ZERO_UTILITY
 
-__all__ = ["EvaluationProtocol", "MODES", "DETERMINISTIC"]
+__all__ = ["EvaluationProtocol", "MODES", "POLICY_KEYS", "DETERMINISTIC"]
 
 MODES = ("deterministic", "policy")
+#: settings of the Plackett–Luce policy: unused (and refused) with ``mode="deterministic"``
+POLICY_KEYS = (
+    "learn",
+    "temperature",
+    "samples",
+    "exact_max",
+    "seed",
+    "exposure_device",
+    "exposure_threads",
+    "tradeoff",
+    "epochs",
+    "lr",
+    "train_samples",
+    "level",
+    "init_temperature",
+    "objective",
+    "train_levels",
+)
 SINGLE_GROUP = ("keep", "drop")
+#: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list
+CUT_TIES = ("first", "last")
 
 
 @dataclass
@@ -72,6 +95,7 @@ class EvaluationProtocol:
     train_levels: int | None = None
     eel_distance: str = "l2"
     top_n: int | None = None
+    top_n_ties: str = "first"
     single_group: str = "keep"
     ndcg_no_relevant: str = "skip"
     ndcg_zero: str = "keep"
@@ -90,18 +114,26 @@ class EvaluationProtocol:
     level: str = "item"
     init_temperature: float = 0.1
     objective: str = "eel"
+    #: print how far each learned policy is (set from the run's ``progress`` key; not a
+    #: key of the evaluation group)
+    progress: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.mode = choice("mode", self.mode, MODES)
         self.offset = check_offset(self.offset)
         self.on_zero_utility = choice("on_zero_utility", self.on_zero_utility, ON_ZERO_UTILITY)
         self.eel_bins = choice("eel_bins", self.eel_bins, BINS)
+        # one level puts every item in one grade: Δ(EEL) would be 0 whatever the scores
         if self.eel_levels is not None:
-            self.eel_levels = integer("eel_levels", self.eel_levels, low=1)
+            self.eel_levels = integer("eel_levels", self.eel_levels, low=2)
         if self.train_levels is not None:
-            self.train_levels = integer("train_levels", self.train_levels, low=1)
+            self.train_levels = integer("train_levels", self.train_levels, low=2)
         self.eel_distance = choice("eel_distance", self.eel_distance, EEL_DISTANCES)
-        self.top_n = check_k(self.top_n, "top_n")
+        if self.top_n is not None:  # one candidate per query: NDCG 1, ρ 1, Δ 0 for any scores
+            self.top_n = integer(
+                "top_n", self.top_n, low=2, what="an integer >= 2 (null: all candidates)"
+            )
+        self.top_n_ties = choice("top_n_ties", self.top_n_ties, CUT_TIES)
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
         self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
         self.ndcg_zero = choice("ndcg_zero", self.ndcg_zero, ON_ZERO_NDCG)
@@ -191,11 +223,22 @@ class EvaluationProtocol:
         return out
 
     def truncate(self, scores: np.ndarray, spec):
-        """The top ``top_n`` items of every query by ``scores`` (ties by position), in
-        their original order, and the matching spec; unchanged without ``top_n``."""
+        """The top ``top_n`` items of every query by ``scores``, in their original order, and
+        the matching spec; unchanged without ``top_n``. Of the items tied at the cut the
+        earliest in the list are kept (``top_n_ties="first"``) or the latest (``"last"``:
+        the released code's ``argsort()[::-1][:top_n]``, which puts later items first among
+        equals; its second ``argsort()[::-1]`` over the kept items, in that reversed order,
+        ranks tied items earliest first again, which ``ties="stable"`` expresses)."""
         if self.top_n is None:
             return scores, spec
-        keep = DeterministicRanking(scores, spec.qptr).ranks() <= self.top_n
+        if self.top_n_ties == "last":  # rank every list reversed, ties by position
+            q = spec.qptr
+            qi = query_index(q)
+            mirror = q[qi] + q[qi + 1] - 1 - np.arange(scores.size)
+            ranks = DeterministicRanking(scores[mirror], q).ranks()[mirror]
+        else:
+            ranks = DeterministicRanking(scores, spec.qptr).ranks()
+        keep = ranks <= self.top_n
         sizes = np.minimum(np.diff(spec.qptr), self.top_n)
         qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         member = None if spec.membership is None else spec.membership[keep]
@@ -222,6 +265,7 @@ class EvaluationProtocol:
                 pol = self.policy(scores, spec, objective if split else self.objective)
                 sub = replace(spec, metrics=tuple(entries))
                 out.update(compute_metrics(pol, sub, regime="ltr"))
+                del pol  # its exposures are not needed while the next policy trains
         return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
 
     def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
@@ -237,7 +281,12 @@ class EvaluationProtocol:
             "threads": self.exposure_threads,
         }
         if not self.learn:
-            return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
+            try:
+                return PlackettLuce(scores / self.temperature, spec.qptr, **opts)
+            except ParameterError as exc:  # logits too spread: the temperature made them so
+                raise ParameterError(
+                    "evaluation.temperature", exc.expected, self.temperature, exc.fix
+                ) from None
         objective = self.objective if objective in (None, "per_metric") else objective
         learner = self.learner if objective == "eel" else self.dtr_learner
         return learner.fit(
@@ -246,6 +295,7 @@ class EvaluationProtocol:
             qptr=spec.qptr,
             groups=spec.groups,
             offset=self.offset,
+            progress=PolicyProgress(objective, spec.qptr.size - 1) if self.progress else None,
             **opts,
         )
 
@@ -258,6 +308,20 @@ class EvaluationProtocol:
             return query_minmax_grades(scores, q, query_index(q), levels)
         t = np.asarray(spec.thresholds, dtype=np.float64)
         return np.searchsorted(t, scores, side="right").astype(np.float64)
+
+
+class PolicyProgress:
+    """Prints how far a policy's learning is: a line at each quarter of its epochs, with
+    the time so far (``[groupbias] policy (eel, 200 queries): epoch 100/200, 21.3 s``)."""
+
+    def __init__(self, objective: str, n_queries: int) -> None:
+        self.what = f"policy ({objective}, {n_queries} queries)"
+        self.start = time.perf_counter()
+
+    def __call__(self, epoch: int, epochs: int) -> None:
+        if epoch * 4 // epochs != (epoch - 1) * 4 // epochs:
+            took = time.perf_counter() - self.start
+            print(f"[groupbias] {self.what}: epoch {epoch}/{epochs}, {took:.1f} s", flush=True)
 
 
 def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:

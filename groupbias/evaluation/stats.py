@@ -14,6 +14,8 @@ from ..core.errors import ParameterError
 from ..core.validation import choice, is_real, real
 
 __all__ = [
+    "adjust_p_values",
+    "CORRECTIONS",
     "paired_values",
     "paired_test",
     "per_query_values",
@@ -24,6 +26,8 @@ __all__ = [
 
 TESTS = ("ttest", "wilcoxon")
 ALTERNATIVES = ("two-sided", "greater", "less")
+#: multiple-testing corrections of :func:`adjust_p_values`
+CORRECTIONS = ("holm", "bonferroni", "none")
 
 
 def per_query_values(name: str, values) -> np.ndarray:
@@ -178,6 +182,33 @@ def significance_marker(p, *, alpha: float = 0.001) -> str:
     if not 0 <= p <= 1:
         raise ParameterError("p", "a p-value in [0, 1] or NaN", p)
     return "*" if p < alpha else ""
+
+
+def adjust_p_values(p_values, *, method: str = "holm") -> np.ndarray:
+    """The p-values of one family of ``m`` tests adjusted for multiple testing (float64, the
+    same order; NaN stays NaN and is not counted in ``m``): ``"bonferroni"``: ``min(1, m
+    p)``; ``"holm"`` (step-down): with ``p_(1) <= ... <= p_(m)``, ``p'_(i) = max_{j <= i}
+    min(1, (m - j + 1) p_(j))`` (Holm 1979; it rejects whatever Bonferroni rejects and
+    more, controlling the family-wise error just as well); ``"none"``: unchanged."""
+    method = choice("method", method, CORRECTIONS)
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ParameterError("p_values", "a 1-D array of p-values", f"shape {p.shape}")
+    ok = ~np.isnan(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise ParameterError("p_values", "p-values in [0, 1] or NaN", p)
+    out = p.copy()
+    m = int(ok.sum())
+    if method == "none" or m == 0:
+        return out
+    if method == "bonferroni":
+        out[ok] = np.minimum(1.0, m * p[ok])
+        return out
+    idx = np.flatnonzero(ok)
+    order = idx[np.argsort(p[idx], kind="stable")]
+    steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(steps)
+    return out
 
 
 def label_agreement(truth, predicted, classes) -> dict:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import pytorch_lightning as pl
 import torch
 
+from ..core.errors import ConfigError
 from .losses import padded_ndcg
 
 #: the optimizer when none is given: Adam, learning rate 1e-3
@@ -67,6 +68,13 @@ class RankerModule(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         scores = self._scores(batch)
         loss = self.loss(scores, batch["labels"], batch["mask"])
+        if not bool(torch.isfinite(loss)):  # diverged: every later step would train on NaN
+            raise ConfigError(
+                "optimizer.lr",
+                f"the ranker diverged: its training loss is {loss.item()} at step "
+                f"{self.global_step} (epoch {self.current_epoch})",
+                hint="lower optimizer.lr (or normalize the features: batching.normalize)",
+            )
         self.log(
             "train_loss",
             loss,

@@ -12,8 +12,10 @@ left as it was. Two CPU runs with the same seed and inputs give identical predic
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -40,6 +42,31 @@ LOGGERS = {
     "mlflow": "MLFlowLogger",
     "wandb": "WandbLogger",
 }
+
+
+#: the packages each logger needs (any one of them)
+LOGGER_PACKAGES = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "mlflow": ("mlflow",),
+    "wandb": ("wandb",),
+}
+#: ``TrainerSpec.precision`` values Lightning accepts
+PRECISIONS = (
+    "64-true",
+    "32-true",
+    "16-mixed",
+    "bf16-mixed",
+    "16-true",
+    "bf16-true",
+    "transformer-engine",
+    "transformer-engine-float16",
+    "64",
+    "32",
+    "16",
+    "bf16",
+)
+#: ``TrainerSpec.accelerator`` values
+ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu", "hpu")
 
 
 def make_loggers(names, out: Path) -> list:
@@ -173,7 +200,8 @@ class TrainerSpec:
     epochs without improvement of at least ``min_delta`` (None: no early stopping);
     ``eval_k`` / ``eval_gain``: the validation NDCG's cutoff and gain; ``accelerator``,
     ``devices``, ``strategy``, ``precision``, ``enable_progress_bar``, ``log_every_n_steps``:
-    ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU);
+    ``pytorch_lightning.Trainer`` keywords (``precision="bf16-mixed"`` on a GPU; the bars show
+    only where standard output is a terminal, and not with the run's ``progress=false``);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
     package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
     torch's intra-op threads while training (``torch.set_num_threads``; None: the cores
@@ -207,23 +235,52 @@ class TrainerSpec:
         for name in ("accelerator", "strategy", "precision"):
             if not isinstance(getattr(self, name), str):
                 raise ParameterError(name, "a string", getattr(self, name))
+        choice("precision", self.precision, PRECISIONS)
         d = self.devices
         if not (
             d == "auto"
-            or is_integer(d)
-            or (isinstance(d, (list, tuple)) and all(is_integer(x) for x in d))
+            or (isinstance(d, int) and is_integer(d) and (d >= 1 or d == -1))
+            or (isinstance(d, (list, tuple)) and d and all(is_integer(x) and x >= 0 for x in d))
         ):
             raise ParameterError(
-                "devices", "'auto', a device count (-1: all) or a list of device indices", d
+                "devices", "'auto', a device count >= 1 (-1: all) or a list of device indices", d
             )
+        self._check_accelerator()
         if not isinstance(self.enable_progress_bar, bool):
             raise ParameterError("enable_progress_bar", "true or false", self.enable_progress_bar)
         integer("log_every_n_steps", self.log_every_n_steps, low=1)
         names = [self.loggers] if isinstance(self.loggers, str) else list(self.loggers)
         for name in names:
             choice("loggers", name, tuple(LOGGERS))
+            if not any(importlib.util.find_spec(p) for p in LOGGER_PACKAGES.get(name, ("os",))):
+                raise ParameterError(
+                    "loggers",
+                    f"loggers whose package is installed ({name} needs "
+                    f"{' or '.join(LOGGER_PACKAGES[name])})",
+                    name,
+                    fix=f"pip install {LOGGER_PACKAGES[name][0]}, or drop {name}",
+                )
         object.__setattr__(self, "loggers", tuple(names))
         self._check_extra()
+
+    def _check_accelerator(self) -> None:
+        """An accelerator asked for by name must be present (else Lightning would fail, or
+        ``auto`` would fall back to the CPU, only after the data has loaded)."""
+        acc = self.accelerator
+        if acc not in ACCELERATORS:
+            raise ParameterError("accelerator", "one of " + ", ".join(ACCELERATORS), acc)
+        if acc in ("gpu", "cuda", "mps"):
+            mps = getattr(torch.backends, "mps", None)
+            present = torch.cuda.is_available() or (
+                acc != "cuda" and mps is not None and mps.is_available()
+            )
+            if not present:
+                raise ParameterError(
+                    "accelerator",
+                    f"an accelerator that is present ({acc!r} asks for a GPU and none is found)",
+                    acc,
+                    fix="use trainer=cpu (or trainer.accelerator=cpu)",
+                )
 
     def _check_extra(self) -> None:
         if not isinstance(self.extra, Mapping):
@@ -253,7 +310,8 @@ class TrainerSpec:
             "devices": self.devices if not isinstance(self.devices, tuple) else list(self.devices),
             "strategy": self.strategy,
             "precision": self.precision,
-            "enable_progress_bar": self.enable_progress_bar,
+            # Lightning's bars redraw a line: on a terminal only, never in a log file
+            "enable_progress_bar": self.enable_progress_bar and sys.stdout.isatty(),
             "log_every_n_steps": self.log_every_n_steps,
             "enable_model_summary": False,
             **dict(self.extra),

@@ -14,7 +14,10 @@ values otherwise. The validation split gets its own simulated attractiveness (us
 biased there too) and is corrected with the mean β̂ of the training clusters. Each model
 ranks the *test* split, which is evaluated against true labels: NDCG@10 overall and per
 group, ρ(DTR) and Δ(EEL) of the ranking, with paired tests of corrected and full against
-biased. Models, predictions (also as a TREC run file) and metrics go into ``out_dir``.
+biased. Models, predictions (also as a TREC run file, ``<condition>/test.run``) and metrics
+go into ``out_dir``, beside the test split's ``test.qrels`` and ``test.groups``
+(:mod:`groupbias.data.trec`), so ``groupbias-report compare <out_dir>`` compares the
+conditions query by query.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.io import write_npz_atomic, write_text_atomic
+from ..core.io import write_npz_atomic
 from ..data.ranking_data import RankingData
+from ..data.trec import with_usable_ids, write_groups, write_qrels, write_run
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator, estimate_simulated
@@ -35,35 +39,9 @@ from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 
 CONDITIONS = ("full", "biased", "corrected")
-
-
-def write_trec_run(
-    path: str | Path, scores: np.ndarray, data: RankingData, *, tag: str = "groupbias"
-) -> Path:
-    """Write ``qid Q0 docno rank score tag`` lines (TREC run format) atomically.
-
-    Item ids are the dataset's (``data.item_ids``) or ``<qid>_<index in query>``; ranks start
-    at 1 and ties keep the original order.
-    """
-    from ..core.segments import ranks_within
-
-    ranks = ranks_within(scores, data.qptr)
-    qidx = data.query_index()
-    qids = np.asarray(data.query_ids)[qidx].astype(str)
-    if data.item_ids is not None:
-        docs = np.asarray(data.item_ids).astype(str)
-    else:
-        pos = np.arange(data.n_items) - data.qptr[qidx]
-        docs = np.char.add(np.char.add(qids, "_"), pos.astype(str))
-    order = np.lexsort((ranks, qidx))
-    lines = [
-        f"{q} Q0 {d} {r} {s:.6f} {tag}"
-        for q, d, r, s in zip(qids[order], docs[order], ranks[order], np.asarray(scores)[order])
-    ]
-    return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 @dataclass
@@ -110,12 +88,17 @@ def training_labels(
     """Labels of the train and valid splits per condition, on the grade scale, the estimate
     and the diagnostic records (the assumption check on the train split when
     ``diagnostics`` is given, with ``base`` fields). The validation split gets its own
-    simulated attractiveness (users are biased there too), corrected with the mean β̂ of the
-    training clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
+    simulated attractiveness (users are biased there too), drawn from its own generator
+    (:func:`~groupbias.pipelines.steps.stage_generators`: what the estimator draws never
+    shifts it), corrected with the mean β̂ of the training clusters
+    (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
+    streams = stage_generators(rng)
     sim = bias.simulate(train, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
-    null = simulate_null(train, bias=bias, rng=rng, diagnostics=diagnostics, label_max=scale)
+    null = simulate_null(
+        train, bias=bias, rng=streams.null, diagnostics=diagnostics, label_max=scale
+    )
     est = estimate_simulated(estimator, train, sim, rng=rng)
     checks = check_assumption(
         train, est, null, estimator=estimator, diagnostics=diagnostics, base=base or {}
@@ -135,7 +118,9 @@ def training_labels(
     labels = per_condition(train, sim, est.beta_hat_per_query)
     vlabels = {c: None for c in CONDITIONS}
     if valid is not None:
-        sim_va = bias.simulate(valid, beta=beta, rng=rng, label_max=scale, beta_std=beta_std)
+        sim_va = bias.simulate(
+            valid, beta=beta, rng=streams.validation, label_max=scale, beta_std=beta_std
+        )
         vlabels = per_condition(valid, sim_va, np.full(valid.n_queries, est.beta_hat_mean))
     return labels, vlabels, est, checks
 
@@ -202,6 +187,9 @@ def run_ltr(
         base=base,
     )
     spec = evaluation_spec(test, scale=label_scale(splits), bias=bias, metrics=metrics)
+    named = with_usable_ids(test)  # what the test runs are judged against, as TREC files
+    write_qrels(out / "test.qrels", named)
+    write_groups(out / "test.groups", named)
     per_query, preds = {}, {}
     for cond in conditions:
         ranker = train_ranker(
@@ -216,7 +204,7 @@ def run_ltr(
         preds[cond] = scores = ranker.predict(test)
         per_query[cond] = protocol.evaluate(scores, spec, regime="ltr")
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
-        write_trec_run(out / cond / "test.run", scores, test, tag=f"groupbias-{cond}")
+        write_run(out / cond / "test.run", scores, named, tag=f"groupbias-{cond}")
     records = records_for(per_query, base=base)
     records += correlation_records(per_query, correlations, base=base)
     for r in records:

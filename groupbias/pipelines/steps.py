@@ -2,7 +2,14 @@
 the null simulation of the assumption check (simulate stage, beside the run's own
 simulation), then, after β̂ (:func:`groupbias.estimate.estimators.estimate_simulated`), the
 assumption check of the estimator (:mod:`groupbias.estimate.diagnostics`) on it (estimate
-stage)."""
+stage).
+
+Random streams (:func:`stage_generators`): the run's generator draws the run's own
+simulation and then β̂, nothing else; every other stage that draws (the null simulation and
+its estimate, the validation split's simulation) gets its own child generator, spawned
+before any stage draws. So no setting of one stage shifts what another draws: the biased
+condition of a run is the same whichever estimator ran (the estimator draws its labeled
+sample, jitter and bootstrap after everything the biased labels are made of)."""
 
 from __future__ import annotations
 
@@ -19,12 +26,31 @@ from ..simulate.group_bias import GroupBias, Simulation
 __all__ = [
     "DEFAULT_DIAGNOSTICS",
     "NullSimulation",
+    "StageGenerators",
+    "stage_generators",
     "simulate_null",
     "check_assumption",
 ]
 
 #: the assumption check a run makes unless told otherwise (null tolerance 0.05)
 DEFAULT_DIAGNOSTICS = Diagnostics()
+
+
+@dataclass(frozen=True, eq=False)
+class StageGenerators:
+    """The children of a run's generator (module docstring): ``null`` draws the null
+    simulation of the assumption check and its estimate, ``validation`` the validation
+    split's simulation."""
+
+    null: np.random.Generator
+    validation: np.random.Generator
+
+
+def stage_generators(rng: np.random.Generator) -> StageGenerators:
+    """The stages' own generators, spawned from ``rng`` in a fixed order (spawning leaves
+    ``rng``'s own stream unchanged)."""
+    null, validation = rng.spawn(2)
+    return StageGenerators(null=null, validation=validation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,13 +72,12 @@ def simulate_null(
     label_max: float | None = None,
 ) -> NullSimulation | None:
     """The null simulation of ``diagnostics``' check on ``data`` (None without diagnostics),
-    drawn from a child of ``rng`` (spawned: ``rng``'s own stream is unchanged, so a run draws
-    the same with and without the check). ``label_max``: the label scale (default the
+    drawn from ``rng``, the check's own generator (:attr:`StageGenerators.null`, so a run
+    draws the same with and without the check). ``label_max``: the label scale (default the
     data's)."""
     if diagnostics is None:
         return None
-    child = rng.spawn(1)[0]
-    return NullSimulation(bias.simulate_null(data, rng=child, label_max=label_max), child)
+    return NullSimulation(bias.simulate_null(data, rng=rng, label_max=label_max), rng)
 
 
 def check_assumption(

@@ -28,7 +28,7 @@ from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, Simulation
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null
+from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 
 
 @dataclass
@@ -108,8 +108,9 @@ def run_tabular(
     :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic).
     The stages in order: simulate (the run's and the check's null simulation), estimate (β̂
     and the check), correct and evaluate; the check's records come last."""
+    streams = stage_generators(rng)
     sim = bias.simulate(data, beta=beta, rng=rng, beta_std=beta_std)
-    null = simulate_null(data, bias=bias, rng=rng, diagnostics=diagnostics)
+    null = simulate_null(data, bias=bias, rng=streams.null, diagnostics=diagnostics)
     base = record_base(dataset or data.name, "tabular", beta, bias, estimator, beta_std)
     est = estimate_simulated(estimator, data, sim, rng=rng, clusters=clusters)
     checks = check_assumption(

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.segments import segment_max
 from ..core.validation import check_k, check_qptr, check_threads, choice, integer, vector
 from .ranking import TIES, Exposure, PaddedBlock, Ranking, padded_blocks, rank_weights
 from .sampler import (
@@ -102,6 +103,30 @@ def _exact(logits: np.ndarray, qptr: np.ndarray, table: np.ndarray, n: int, rows
     return p @ table[:n][slots]  # [m, n]
 
 
+#: the widest range of one query's logits: beyond it float64 cannot tell ``s + log 2`` from
+#: ``s`` at the far end, and the probabilities of tied items stop summing to 1 (at a spread of
+#: 1e13 exposures are off by several units; at 1e9 log-probabilities by at most 2e-7)
+MAX_LOGIT_SPREAD = 1e9
+
+
+def _check_spread(name: str, logits: np.ndarray, qptr: np.ndarray) -> None:
+    """Refuse logits whose range within a query passes :data:`MAX_LOGIT_SPREAD`."""
+    if logits.size == 0:
+        return
+    hi = segment_max(logits, qptr, empty=0.0)
+    lo = -segment_max(-logits, qptr, empty=0.0)
+    spread = float(np.max(hi - lo))
+    if spread > MAX_LOGIT_SPREAD:
+        raise ParameterError(
+            name,
+            f"logits that span at most {MAX_LOGIT_SPREAD:g} within a query (beyond it the "
+            "policy's probabilities lose float64 precision)",
+            f"a span of {spread:.3g}",
+            fix="the policy is deterministic at this scale: evaluate the ranking itself "
+            "(evaluation=deterministic), or raise the temperature",
+        )
+
+
 class PlackettLuce(Ranking):
     """The PL policies ``P(π) ∝ Π exp(logit)`` of every query (see the module docstring): a
     :class:`~groupbias.rank.ranking.Ranking` whose rank weights are expected exposures.
@@ -131,6 +156,7 @@ class PlackettLuce(Ranking):
     ) -> None:
         self.logits = vector(name, logits, fix="drop or impute them before computing metrics")
         self.qptr = check_qptr(qptr, self.logits.size)
+        _check_spread(name, self.logits, self.qptr)
         self.samples = integer("samples", samples, low=1)
         self.exact_max = integer("exact_max", exact_max, low=0, high=_ENUMERATE_LIMIT)
         self.seed = integer("seed", seed, low=0)

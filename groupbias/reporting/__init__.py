@@ -1,6 +1,17 @@
-"""Reporting: paper-layout tables (CSV, Markdown, LaTeX, terminal text) and plots."""
+"""Reporting: paper-layout tables (Markdown, LaTeX, terminal text, numeric CSV), plots, and
+systems compared side by side (:mod:`~groupbias.reporting.compare`)."""
 
+from .compare import Comparison, compare, compare_runs
 from .tables import paper_table, save_table, table_to_latex, table_to_markdown
 from .terminal import table_to_text
 
-__all__ = ["paper_table", "save_table", "table_to_latex", "table_to_markdown", "table_to_text"]
+__all__ = [
+    "Comparison",
+    "compare",
+    "compare_runs",
+    "paper_table",
+    "save_table",
+    "table_to_latex",
+    "table_to_markdown",
+    "table_to_text",
+]

@@ -1,17 +1,30 @@
-"""``groupbias-report``: aggregate run directories into tidy tables and figures.
+"""``groupbias-report``: aggregate any set of run folders into tidy results, tables and
+figures; compare runs; evaluate external TREC runs.
 
-    groupbias-report runs/ablation_cluster_size            # writes into runs/.../report/
+    groupbias-report runs/table1                           # writes into runs/table1/report/
     groupbias-report runs/table1 runs/table2 --out paper/  # several roots
+    groupbias-report compare a.run b.run c.run --qrels q --groups g   # (or --compare)
+    groupbias-report evaluate --run r --qrels q --groups g            # docs/interop.md
 
-Reads the result records of every complete run below the given roots (``metrics.json``
-next to a ``meta.json`` with status complete; half-finished runs are ignored), writes
-``records.csv`` (one row per number), and, depending on what the records contain:
+Reads every complete run below the roots (``metrics.json`` beside a ``meta.json`` with
+status complete; half-finished runs are left out) and writes
+(:mod:`groupbias.reporting.results`):
 
-- tabular / LTR records with biased and corrected conditions: Table 1 / Table 2 layouts
-  (CSV, Markdown, LaTeX);
+- ``records.parquet`` / ``records.csv``: the tidy results, one row per run × dataset × β ×
+  condition × metric × repetition (× whatever else keys the records), numbers as numbers,
+  with the settings that tell the runs apart (``evaluation``, ``estimator``, ``seed``, ...);
+- ``summary.parquet`` / ``summary.csv``: mean, s.d. and n over seeds and repetitions of
+  every record that differs in nothing else; ``summary.md``: a view of it, metric columns;
+
+and views of the summary, depending on what the records contain:
+
+- regime records (tabular / LTR) with biased and corrected conditions: Table 1 / Table 2
+  layouts (Markdown, LaTeX, and their numbers as CSV), one row per dataset and every other
+  setting that differs (``synthetic · evaluation=policy``), cells ``mean ± s.d.``;
 - records with several cluster sizes: cluster-size figures (Fig. 8 / 9) per dataset, β,
   variant and σ_β;
-- biased records over ≥ 3 values of β: degradation figures (Fig. 2 / 5 / 6) per regime.
+- full / biased records over ≥ 3 values of β: degradation figures (Fig. 2 / 5 / 6) per
+  regime.
 """
 
 from __future__ import annotations
@@ -22,49 +35,143 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..app.runs import collect_records
 from ..core.errors import GroupBiasError
-from ..core.io import write_text_atomic
+from ..core.io import write_bytes_atomic, write_text_atomic
+from .interop import COMMANDS
 from .plots import plot_cluster_size, plot_degradation
+from .results import key_columns, read_runs, summarize, tidy_results
 from .tables import paper_table, save_table
 
 MAIN_METRICS = ("ndcg@10", "rho_dtr", "delta_eel")
+#: the columns a paper table has its own place for (rows: dataset and the rest that varies)
+TABLE_AXES = ("dataset", "regime", "beta", "metric", "condition")
+#: what a paper table shows beside its metric columns
+TABLE_EXTRAS = ("beta_hat", "null_beta_hat", "assumption_violated")
 
 
-def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
-    """Aggregate ``roots`` into ``out``; returns the written files by kind."""
-    out = Path(out)
-    records = []
-    for root in roots:
-        records += [{**r, "root": str(root)} for r in collect_records(root)]
-    written: dict[str, list[Path]] = {"records": [], "tables": [], "figures": []}
-    if not records:
+def _write_frame(df: pd.DataFrame, stem: Path) -> list[Path]:
+    """``stem.csv`` and ``stem.parquet``, atomically."""
+    import io
+
+    buf = io.BytesIO()
+    df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(buf)
+    return [
+        write_text_atomic(stem.with_suffix(".csv"), df.to_csv(index=False)),
+        write_bytes_atomic(stem.with_suffix(".parquet"), buf.getvalue()),
+    ]
+
+
+def _varying(df: pd.DataFrame, columns) -> list[str]:
+    return [c for c in columns if c in df.columns and df[c].astype(str).nunique() > 1]
+
+
+def _within_cells(df: pd.DataFrame, columns) -> list[str]:
+    """The ``columns`` that take several values within one table cell (dataset, regime, β,
+    metric, condition): they tell rows apart (a key tied to β, as σ_β at β = 1, does not)."""
+    axes = [c for c in TABLE_AXES if c in df.columns]
+    shown = df[axes].astype(str)
+    out = []
+    for c in columns:
+        if c in df.columns and c not in axes:
+            counts = df[c].astype(str).groupby([shown[a] for a in axes]).nunique()
+            if counts.max() > 1:
+                out.append(c)
+    return out
+
+
+def row_labels(summary: pd.DataFrame) -> pd.Series:
+    """The table row of every summary row: its dataset, then ``key=value`` of every other
+    key that tells records of one cell apart (settings, cluster size, estimator, ...)."""
+    extra = _within_cells(summary, key_columns(summary))
+    label = summary["dataset"].map(_text)
+    for c in extra:
+        label = label + " · " + c + "=" + summary[c].map(_text)
+    return label
+
+
+def _regime_tables(summary: pd.DataFrame, out: Path) -> list[Path]:
+    """Table 1 / Table 2 layouts of the regime records (module docstring)."""
+    written: list[Path] = []
+    if not {"regime", "dataset", "beta"}.issubset(summary.columns):
         return written
-    df = pd.DataFrame(records)
-    written["records"].append(write_text_atomic(out / "records.csv", df.to_csv(index=False)))
-    sweep = (
-        df["cluster_size"].notna()
-        & (
-            df.groupby(["dataset", "beta", "variant", "beta_std"], dropna=False)[
-                "cluster_size"
-            ].transform("nunique")
-            > 1
-        )
-        if "cluster_size" in df
-        else pd.Series(False, df.index)
-    )
     for regime, full in (("tabular", False), ("ltr", True)):
-        sub = df[(df["regime"] == regime) & ~sweep]
-        sub = sub[sub["metric"].isin(MAIN_METRICS + ("beta_hat",))]
-        if sub["condition"].isin(["corrected"]).any():
-            t = paper_table(sub, include_full=full)
-            written["tables"] += list(save_table(t, out / f"table_{regime}").values())
-        bias_only = df[(df["regime"] == regime) & df["condition"].isin(["full", "biased"])]
+        sub = summary[summary["regime"] == regime]
+        if not sub["condition"].isin(["corrected"]).any():
+            continue
+        both = sub.groupby("metric")["condition"].agg(lambda c: {"biased", "corrected"} <= set(c))
+        metrics = [m for m in MAIN_METRICS if both.get(m, False)] + sorted(
+            m for m, ok in both.items() if ok and m not in MAIN_METRICS and ":" not in m
+        )
+        shown = sub[sub["metric"].isin([*metrics, *TABLE_EXTRAS])]
+        cells = shown.assign(dataset=row_labels(shown), value=shown["mean"])
+        table = paper_table(cells, metrics=metrics, include_full=full)
+        written += list(save_table(table, out / f"table_{regime}").values())
+    return written
+
+
+def summary_markdown(summary: pd.DataFrame) -> str:
+    """The summary as Markdown: one row per record key (the keys that vary), one column per
+    metric, cells ``mean ± s.d.`` (s.d. where several replicates), and the replicate
+    counts."""
+    keys = _varying(summary, [c for c in key_columns(summary) if c != "metric"])
+    cells = [
+        "–" if pd.isna(m) else f"{m:.4g}" + ("" if pd.isna(sd) else f" ± {sd:.2g}")
+        for m, sd in zip(summary["mean"], summary["sd"])
+    ]
+    index = [summary[c].map(_text).tolist() for c in keys] or [[""] * len(summary)]
+    wide = (
+        pd.Series(cells, index=pd.MultiIndex.from_arrays([*index, summary["metric"]]))
+        .unstack(-1)
+        .reindex(columns=list(dict.fromkeys(summary["metric"])))
+        .fillna("")
+    )
+    order = list(dict.fromkeys(zip(*index)))
+    wide = wide.reindex(
+        pd.MultiIndex.from_tuples(order) if len(index) > 1 else [o[0] for o in order]
+    )
+    head = " | ".join([*(keys or ["run"]), *map(str, wide.columns)])
+    lines = [f"| {head} |", "|" + "---|" * (max(len(keys), 1) + wide.shape[1])]
+    for idx, row in wide.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        lines.append("| " + " | ".join([*map(str, idx), *row.tolist()]) + " |")
+    counts = sorted(summary["n"].unique().tolist())
+    return (
+        "\n".join(lines)
+        + f"\n\nmean ± s.d. (sample) over seeds and repetitions; replicates per cell: {counts}\n"
+    )
+
+
+def _figures(df: pd.DataFrame, out: Path) -> list[Path]:
+    """Degradation and cluster-size figures of the regime records, one set per combination
+    of the settings that tell the runs apart."""
+    written: list[Path] = []
+    if not {"regime", "condition", "beta", "metric"}.issubset(df.columns):
+        return written
+    settings = _within_cells(df, key_columns(df))
+    settings = [c for c in settings if c not in ("cluster_size", "beta_std", "variant")]
+    groups = df.groupby(settings, dropna=False, sort=False) if settings else [((), df)]
+    for key, part in groups:
+        tag = "_".join(f"{c}-{_slug(v)}" for c, v in zip(settings, key)) if settings else ""
+        written += _group_figures(part, out, f"_{tag}" if tag else "")
+    return written
+
+
+def _group_figures(df: pd.DataFrame, out: Path, tag: str) -> list[Path]:
+    written: list[Path] = []
+    sweep = pd.Series(False, df.index)
+    if "cluster_size" in df and {"variant", "beta_std"}.issubset(df.columns):
+        cs = df["cluster_size"].astype(object).where(df["cluster_size"].notna(), None)
+        keys = df[["dataset", "beta", "variant", "beta_std"]].astype(str)
+        sweep = cs.notna() & (
+            cs.astype(str).groupby([keys[c] for c in keys]).transform("nunique") > 1
+        )
+    for regime in ("tabular", "ltr"):
+        bias_only = df[(df["regime"] == regime) & df["condition"].isin(["full", "biased"]) & ~sweep]
         if bias_only["beta"].nunique() >= 3:
-            written["figures"] += list(
+            written += list(
                 plot_degradation(
                     bias_only,
-                    out / f"degradation_{regime}",
+                    out / f"degradation_{regime}{tag}",
                     title=f"Impact of group bias ({regime} regime)",
                 ).values()
             )
@@ -73,8 +180,8 @@ def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
         for (ds, beta, variant, std), sub in sw.groupby(
             ["dataset", "beta", "variant", "beta_std"], dropna=False
         ):
-            stem = out / f"cluster_size_{_slug(ds)}_{variant}_b{beta:g}_s{std:g}"
-            written["figures"] += list(
+            stem = out / f"cluster_size_{_slug(ds)}_{variant}_b{beta:g}_s{std:g}{tag}"
+            written += list(
                 plot_cluster_size(
                     sub,
                     stem,
@@ -85,12 +192,60 @@ def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
     return written
 
 
-def _slug(s: str) -> str:
+def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
+    """Aggregate the runs below ``roots`` into ``out`` (module docstring); returns the
+    written files by kind (none when there is no complete run)."""
+    out = Path(out)
+    written: dict[str, list[Path]] = {"records": [], "tables": [], "figures": []}
+    runs = [r for r in read_runs(roots) if r.records]
+    if not runs:
+        return written
+    df = tidy_results(runs)
+    summary = summarize(df)
+    written["records"] += _write_frame(df, out / "records")
+    written["records"] += _write_frame(summary, out / "summary")
+    written["tables"].append(write_text_atomic(out / "summary.md", summary_markdown(summary)))
+    written["tables"] += _regime_tables(summary, out)
+    written["figures"] += _figures(df, out)
+    return written
+
+
+def _text(value) -> str:
+    """A key as shown: empty when missing (None or NaN), numbers as written."""
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _slug(s) -> str:
     return "".join(c if c.isalnum() else "_" for c in str(s)).strip("_")
 
 
+def _fail(exc: BaseException) -> int:
+    """An expected error: one line and a hint on stderr, exit code 2."""
+    print(f"groupbias-report: error: {exc}", file=sys.stderr)
+    print(
+        "groupbias-report: hint: `groupbias-report --help`, `groupbias-report evaluate "
+        "--help`, `groupbias-report compare --help`; file formats in docs/interop.md",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="groupbias-report", description=__doc__.split("\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:
+        try:
+            return COMMANDS[argv[0]](argv[1:])
+        except (GroupBiasError, FileNotFoundError) as exc:
+            return _fail(exc)
+    if "--compare" in argv:  # `groupbias-report --compare RUN ...` = the compare command
+        argv.remove("--compare")
+        return main(["compare", *argv])
+    p = argparse.ArgumentParser(
+        prog="groupbias-report",
+        description=__doc__.split("\n")[0],
+        epilog="subcommands: evaluate (a TREC run), compare (runs side by side), export "
+        "(a dataset's qrels and groups); `groupbias-report <subcommand> --help`",
+    )
     p.add_argument("roots", nargs="+", help="run directories (searched recursively)")
     p.add_argument("--out", default=None, help="output folder (default: <first root>/report)")
     a = p.parse_args(argv)
@@ -101,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = report(a.roots, out)
     except GroupBiasError as exc:
-        print(f"groupbias-report: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc)
     if not written["records"]:
         print(f"groupbias-report: no complete run under {', '.join(a.roots)}", file=sys.stderr)
         return 1

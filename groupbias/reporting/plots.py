@@ -238,11 +238,12 @@ REGIME_TITLES = {"tabular": "tabular regime", "ltr": "LTR regime"}
 
 
 def _mean_sd(values: pd.Series) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof 1; 0 for one value), as the tables show."""
     v = values.to_numpy(dtype=np.float64)
     v = v[np.isfinite(v)]
     if not v.size:
         return float("nan"), float("nan")
-    return float(v.mean()), float(v.std())
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
 def _sweep_panel(ax, df: pd.DataFrame, betas: list[float]) -> None:
@@ -279,7 +280,8 @@ def beta_sweep_figure(
     """The degradation-and-recovery picture (paper Figs. 2, 5-7 in one): one row per regime
     present (tabular, LTR), one panel per metric, each with three lines against β — full
     information, biased and corrected — as the mean over the records' repetitions with a ±1
-    s.d. band. β decreases to the right. Records: ``regime``, ``metric``, ``condition``,
+    s.d. band (sample s.d., as :func:`groupbias.reporting.tables.paper_table` shows). β
+    decreases to the right. Records: ``regime``, ``metric``, ``condition``,
     ``value``, ``beta`` (None for full information). Returns the matplotlib figure."""
     from .tables import METRIC_LABELS
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +28,8 @@ from ..evaluation.catalog import direction_of
 
 METRIC_LABELS = {
     "ndcg@10": "NDCG@10 ↑",
+    "ndcg@10:affected": "NDCG@10 affected ↑",
+    "ndcg@10:non_affected": "NDCG@10 non-affected ↑",
     "rho_dtr": "ρ(DTR) ↑",
     "delta_eel": "Δ(EEL) ↓",
     "beta_hat": "β̂",
@@ -39,7 +42,7 @@ METRIC_LABELS = {
 }
 
 
-def _better(metric: str, value: float, reference: float) -> bool:
+def better_than(metric: str, value: float, reference: float) -> bool:
     """Whether ``value`` improves on ``reference`` in the metric's registered direction."""
     direction = direction_of(metric)
     if direction == "lower":
@@ -50,6 +53,7 @@ def _better(metric: str, value: float, reference: float) -> bool:
 
 
 CONDITION_SHORT = {"full": "F", "biased": "B", "corrected": "C"}
+CONDITION_NAMES = {"F": "full information", "B": "biased", "C": "corrected"}
 #: the null-check column (β̂ on unbiased data) and the mark of a failed check
 NULL_LABEL = "null β̂"
 VIOLATED_MARK = "!"
@@ -61,40 +65,101 @@ def _fmt(v: float, digits: int) -> str:
     return f"{v:.{digits}f}"
 
 
+#: fields whose different values make records replicates of one cell (averaged)
+REPLICATE_FIELDS = ("repetition", "seed")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell's numbers: mean ``value`` over its ``n`` replicates, their sample
+    standard deviation ``sd`` (NaN for one) and the largest p-value ``p``."""
+
+    value: float
+    p: float = float("nan")
+    sd: float = float("nan")
+    n: int = 0
+
+    def text(self, digits: int) -> str:
+        spread = self.n > 1 and not math.isnan(self.sd)
+        return _fmt(self.value, digits) + (f" ± {self.sd:.{digits}f}" if spread else "")
+
+
+_EMPTY = Cell(float("nan"))
+
+
 class _Lookup:
-    """One record's (value, p-value) by dataset, β, metric and condition."""
+    """The :class:`Cell` of a dataset, β, metric and condition; every looked-up cell is kept
+    (``numbers``: the tidy numbers of the table)."""
 
     def __init__(self, df: pd.DataFrame) -> None:
         self.df = df
+        self.numbers: list[dict] = []
 
-    def __call__(self, ds, beta, metric, cond) -> tuple[float, float]:
+    def __call__(self, ds, beta, metric, cond) -> Cell:
         df = self.df
         m = (df["dataset"] == ds) & (df["metric"] == metric) & (df["condition"] == cond)
         if beta is not None:
             m &= df["beta"].astype(float).sub(beta).abs() < 1e-9
         sub = df[m]
         if sub.empty:
-            return float("nan"), float("nan")
+            return _EMPTY
         if len(sub) > 1:
             raise ParameterError(
                 "records",
-                f"one record per dataset, β, metric and condition; "
+                f"one record per dataset, β, metric, condition (and repetition or seed); "
                 f"{len(sub)} for ({ds!r}, β={beta}, {metric!r}, {cond!r})",
                 "duplicates",
                 fix="give runs that differ in other settings distinct dataset labels, or "
                 "report them separately",
             )
-        return float(sub["value"].iloc[0]), float(sub["p_value"].iloc[0])
+        row = sub.iloc[0]
+        cell = Cell(float(row["value"]), float(row["p_value"]), float(row["sd"]), int(row["n"]))
+        self.numbers.append(
+            {"dataset": ds, "beta": beta, "metric": metric, "condition": cond, **vars(cell)}
+        )
+        return cell
+
+
+def _float(values) -> pd.Series:
+    return pd.to_numeric(values, errors="coerce").astype(float)
 
 
 def _records_frame(records, alpha: float) -> pd.DataFrame:
+    """Records as one row per cell: replicates (records that differ in
+    :data:`REPLICATE_FIELDS` only) averaged into ``value`` (mean), ``sd``, ``n`` and
+    ``p_value`` (the largest); records that carry ``sd`` and ``n`` already are kept."""
     df = pd.DataFrame(list(records)) if not isinstance(records, pd.DataFrame) else records
     need = {"dataset", "metric", "condition", "value"}
     if not need.issubset(df.columns):
         raise ParameterError("records", f"columns {sorted(need)}", sorted(df.columns))
     if not 0 < alpha < 1:
         raise ParameterError("alpha", "a significance level in (0, 1)", alpha)
-    return df if "p_value" in df.columns else df.assign(p_value=float("nan"))
+    df = df.assign(value=_float(df["value"]))
+    df = df if "p_value" in df.columns else df.assign(p_value=float("nan"))
+    df = df.assign(p_value=_float(df["p_value"]))
+    if {"sd", "n"}.issubset(df.columns):
+        return df
+    reps = [c for c in REPLICATE_FIELDS if c in df.columns]
+    if not reps:
+        return df.assign(sd=float("nan"), n=df["value"].notna().astype(int))
+    cell = [c for c in ("dataset", "beta", "metric", "condition") if c in df.columns]
+    keys = df[cell].astype(object).where(df[cell].notna(), None)
+    dup = pd.concat([keys, df[reps]], axis=1).astype(str).duplicated()
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise ParameterError(
+            "records",
+            "one record per dataset, β, metric, condition and repetition",
+            f"duplicates for ({first['dataset']!r}, {first['metric']!r}, {first['condition']!r})",
+            fix="report runs that differ in other settings separately",
+        )
+    grouped = df.assign(**{c: keys[c] for c in cell}).groupby(cell, dropna=False, sort=False)
+    return grouped.agg(
+        value=("value", "mean"),
+        sd=("value", lambda v: v.std(ddof=1)),
+        n=("value", "count"),
+        p_value=("p_value", "max"),
+    ).reset_index()
 
 
 def _beta_block(
@@ -109,32 +174,32 @@ def _beta_block(
     with_null: bool = False,
 ):
     """Columns and per-dataset cells of one β block: β̂, the null check (β̂ on unbiased data,
-    ``!`` when it fails), then biased / corrected per metric (``*`` on a corrected value
-    better than biased with p < alpha)."""
+    ``!`` when it fails in any replicate), then biased / corrected per metric (``*`` on a
+    corrected value better than biased with p < alpha, in every replicate)."""
     block = f"β = {beta:g}"
     columns: list[tuple[str, str, str]] = []
     cells: dict[str, list[str]] = {ds: [] for ds in datasets}
     if with_estimate:
         columns.append((block, "β̂", ""))
         for ds in datasets:
-            cells[ds].append(_fmt(lookup(ds, beta, "beta_hat", "estimate")[0], digits))
+            cells[ds].append(lookup(ds, beta, "beta_hat", "estimate").text(digits))
     if with_null:
         columns.append((block, NULL_LABEL, ""))
         for ds in datasets:
-            null = lookup(ds, beta, "null_beta_hat", "diagnostic")[0]
-            bad = lookup(ds, beta, "assumption_violated", "diagnostic")[0]
-            cells[ds].append(_fmt(null, digits) + (VIOLATED_MARK if bad == 1 else ""))
+            null = lookup(ds, beta, "null_beta_hat", "diagnostic")
+            bad = lookup(ds, beta, "assumption_violated", "diagnostic").value
+            cells[ds].append(null.text(digits) + (VIOLATED_MARK if bad > 0 else ""))
     for metric in metrics:
         for cond in ("biased", "corrected"):
             columns.append((block, METRIC_LABELS.get(metric, metric), CONDITION_SHORT[cond]))
             for ds in datasets:
-                v, p = lookup(ds, beta, metric, cond)
-                cell = _fmt(v, digits)
+                c = lookup(ds, beta, metric, cond)
+                cell = c.text(digits)
                 if (
                     cond == "corrected"
-                    and not math.isnan(p)
-                    and p < alpha
-                    and _better(metric, v, lookup(ds, beta, metric, "biased")[0])
+                    and not math.isnan(c.p)
+                    and c.p < alpha
+                    and better_than(metric, c.value, lookup(ds, beta, metric, "biased").value)
                 ):
                     cell += "*"
                 cells[ds].append(cell)
@@ -154,7 +219,11 @@ def paper_table(
 
     Columns are a 3-level MultiIndex ``(block, metric, condition)`` where ``block`` is
     ``"full information"`` or ``"β = 0.8"`` etc.; rows are datasets. Missing values show as
-    ``–``.
+    ``–``. Records of several repetitions or seeds (fields ``repetition``, ``seed``) are
+    averaged: a cell shows ``mean ± s.d.`` (sample s.d.), ``*`` when every replicate's
+    test has p < alpha and the mean improves, ``!`` when any replicate's null check
+    failed. ``table.attrs["numbers"]``: the numbers behind the cells (one row per cell:
+    dataset, β, metric, condition, value, p, sd, n), what :func:`save_table` writes as CSV.
     """
     df = _records_frame(records, alpha)
     lookup = _Lookup(df)
@@ -166,7 +235,7 @@ def paper_table(
         for metric in metrics:
             columns.append(("full information", METRIC_LABELS.get(metric, metric), "F"))
             for ds in datasets:
-                rows[ds].append(_fmt(lookup(ds, None, metric, "full")[0], digits))
+                rows[ds].append(lookup(ds, None, metric, "full").text(digits))
     with_estimate = bool((df["metric"] == "beta_hat").any())
     with_null = bool((df["metric"] == "null_beta_hat").any())
     for beta in betas:
@@ -183,11 +252,48 @@ def paper_table(
         columns += cols
         for ds in datasets:
             rows[ds] += cells[ds]
-    return pd.DataFrame(
+    table = pd.DataFrame(
         [rows[ds] for ds in datasets],
         index=pd.Index(datasets, name="dataset"),
         columns=pd.MultiIndex.from_tuples(columns, names=["block", "metric", "cond"]),
     )
+    table.attrs["alpha"] = alpha
+    numbers = pd.DataFrame(lookup.numbers)
+    if not numbers.empty:
+        numbers = numbers.drop_duplicates(["dataset", "beta", "metric", "condition"])
+    table.attrs["numbers"] = numbers
+    return table
+
+
+def legend(table: pd.DataFrame, alpha: float | None = None, *, spread: bool = True) -> str:
+    """What every column of a :func:`paper_table` means, in one paragraph: β̂, null β̂ and
+    its ``!``, the condition codes, the ``*`` marker (with ``alpha``; default the level the
+    table was built with) and, where cells average replicates, ``mean ± s.d.`` (``spread``:
+    whether the cells show the s.d.; else they show the mean and the s.d. is in the saved
+    tables)."""
+    alpha = table.attrs.get("alpha") if alpha is None else alpha
+    labels = {str(c[1]) for c in table.columns} if table.columns.nlevels > 1 else set()
+    codes = {str(c[-1]) for c in table.columns} if len(table.columns) else set()
+    numbers = table.attrs.get("numbers")
+    n = int(numbers["n"].max()) if numbers is not None and len(numbers) else 1
+    words = []
+    if "β̂" in labels:
+        words.append("β̂ the estimated β (mean over the estimate's clusters)")
+    if NULL_LABEL in labels:
+        words.append(
+            f"{NULL_LABEL} the same estimator on data simulated without bias (β = 1), the "
+            f"check of its assumption; {VIOLATED_MARK} when it is off by more than the "
+            "tolerance (the run's β̂ and corrected values are then unreliable)"
+        )
+    words += [f"{k} {v}" for k, v in CONDITION_NAMES.items() if k in codes]
+    if alpha is not None:
+        every = " in every repetition" if n > 1 else ""
+        words.append(f"* better than biased, paired t-test p < {alpha:g}{every}")
+    if n > 1 and spread:
+        words.append(f"cells: mean ± s.d. over {n} repetitions (or seeds)")
+    elif n > 1:
+        words.append(f"cells: mean over {n} repetitions (or seeds); ± s.d. in the saved tables")
+    return "; ".join(words)
 
 
 def table_to_markdown(table: pd.DataFrame) -> str:
@@ -202,8 +308,16 @@ def table_to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tex(s: str) -> str:
-    repl = {
+def tex_text(s: str) -> str:
+    """``s`` as LaTeX text: Greek letters and arrows in math mode, special characters
+    escaped, a trailing significance ``*`` as a superscript."""
+    repl = {  # escapes first: the math below holds characters they would escape
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "<": r"$<$",
+        "±": r"$\pm$",
         "β̂": r"$\hat\beta_{\mathcal{A}}$",
         "β": r"$\beta$",
         "ρ": r"$\rho$",
@@ -211,10 +325,6 @@ def _tex(s: str) -> str:
         "↑": r"$\uparrow$",
         "↓": r"$\downarrow$",
         "–": "--",
-        "_": r"\_",
-        "%": r"\%",
-        "&": r"\&",
-        "#": r"\#",
     }
     for k, v in repl.items():
         s = s.replace(k, v)
@@ -229,7 +339,7 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
     spec = "l" + "c" * len(cols)
     out = [r"\begin{table*}", r"\centering"]
     if caption:
-        out.append(r"\caption{" + _tex(caption) + "}")
+        out.append(r"\caption{" + tex_text(caption) + "}")
     out += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
     # first header row: blocks spanning their columns
     cells, i = [""], 0
@@ -237,14 +347,14 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
         j = i
         while j < len(cols) and cols[j][0] == cols[i][0]:
             j += 1
-        cells.append(r"\multicolumn{" + str(j - i) + "}{c}{" + _tex(cols[i][0]) + "}")
+        cells.append(r"\multicolumn{" + str(j - i) + "}{c}{" + tex_text(cols[i][0]) + "}")
         i = j
     out.append(" & ".join(cells) + r" \\")
-    out.append(" & ".join([""] + [_tex(c[1]) for c in cols]) + r" \\")
-    out.append(" & ".join([""] + [_tex(c[2]) for c in cols]) + r" \\")
+    out.append(" & ".join([""] + [tex_text(c[1]) for c in cols]) + r" \\")
+    out.append(" & ".join([""] + [tex_text(c[2]) for c in cols]) + r" \\")
     out.append(r"\midrule")
     for idx, row in table.iterrows():
-        out.append(" & ".join([_tex(str(idx))] + [_tex(str(v)) for v in row]) + r" \\")
+        out.append(" & ".join([tex_text(str(idx))] + [tex_text(str(v)) for v in row]) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}"]
     return "\n".join(out) + "\n"
 
@@ -252,13 +362,22 @@ def table_to_latex(table: pd.DataFrame, *, caption: str | None = None) -> str:
 def save_table(
     table: pd.DataFrame, stem: str | os.PathLike, *, caption: str | None = None
 ) -> dict[str, Path]:
-    """Write ``stem.csv``, ``stem.md`` and ``stem.tex`` atomically; returns the paths."""
+    """Write ``stem.csv`` (numbers: the table's ``attrs["numbers"]``, one row per cell, as
+    :func:`paper_table` leaves them; else the cells), ``stem.md`` and ``stem.tex`` (views)
+    atomically; returns the paths."""
     stem = Path(stem)
-    flat = table.copy()
-    flat.columns = [" / ".join(p for p in col if p) for col in table.columns]
+    numbers = table.attrs.get("numbers")
+    if numbers is None:
+        flat = table.copy()
+        flat.columns = [" / ".join(p for p in col if p) for col in table.columns]
+        csv = flat.to_csv()
+    else:
+        csv = numbers.to_csv(index=False)
     return {
-        "csv": write_text_atomic(stem.parent / f"{stem.name}.csv", flat.to_csv()),
-        "md": write_text_atomic(stem.parent / f"{stem.name}.md", table_to_markdown(table)),
+        "csv": write_text_atomic(stem.parent / f"{stem.name}.csv", csv),
+        "md": write_text_atomic(
+            stem.parent / f"{stem.name}.md", table_to_markdown(table) + "\n" + legend(table) + "\n"
+        ),
         "tex": write_text_atomic(
             stem.parent / f"{stem.name}.tex", table_to_latex(table, caption=caption)
         ),

@@ -22,13 +22,15 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..core.errors import ParameterError
+from .tables import legend
 
 #: gap between two columns that differ first at level 0 (blocks), 1, 2, ...
 GAPS = (4, 3, 2)
 #: outer blocks repeated beside every wrapped part (the reference the others are read against)
 PINNED = ("full information",)
+#: the ``± s.d.`` of a cell that averages replicates
+SPREAD = r" ± [0-9.]+"
 NUMBER = re.compile(r"^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(.*)$")
-CONDITION_NAMES = {"F": "full information", "B": "biased", "C": "corrected"}
 
 
 def display_width(text: str) -> int:
@@ -194,15 +196,6 @@ def _parts(cols, index, name, levels, width, pinned) -> list[list[_Column]]:
     return [ref + p for p in parts] or [ref]
 
 
-def legend(table: pd.DataFrame, alpha: float | None = None) -> str:
-    """One line naming the condition codes the table uses and, with ``alpha``, the marker."""
-    codes = {str(c[-1]) for c in table.columns} if len(table.columns) else set()
-    words = [f"{k} {v}" for k, v in CONDITION_NAMES.items() if k in codes]
-    if alpha is not None:
-        words.append(f"* better than biased, paired t-test p < {alpha:g}")
-    return "; ".join(words)
-
-
 def table_to_text(
     table: pd.DataFrame,
     *,
@@ -211,14 +204,18 @@ def table_to_text(
     alpha: float | None = None,
     note: str | None = None,
     pinned: Sequence[str] = PINNED,
+    spread: bool = False,
 ) -> str:
     """The table as aligned plain text no wider than ``width`` where possible (see module
     docstring); ``title`` above, the :func:`legend` (with ``alpha``: the marker) and ``note``
-    below, wrapped to ``width``."""
+    below, wrapped to ``width``. Cells that average replicates show their mean (and marker);
+    ``spread=True`` keeps their ``± s.d.`` too (the saved tables always have it)."""
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
     if width < 20:
         raise ParameterError("width", "at least 20 columns", width)
+    if not spread:
+        table = table.replace(SPREAD, "", regex=True)
     paths = [tuple(str(p) for p in (c if isinstance(c, tuple) else (c,))) for c in table.columns]
     levels = max((len(p) for p in paths), default=1)
     cols = [_Column(p + ("",) * (levels - len(p)), table.iloc[:, j]) for j, p in enumerate(paths)]
@@ -229,5 +226,6 @@ def table_to_text(
         if k:
             out.append("")
         out += _render(index, name, _fresh(part), levels)
-    out += textwrap.wrap(legend(table, alpha), width) + textwrap.wrap(note or "", width)
+    out += textwrap.wrap(legend(table, alpha, spread=spread), width)
+    out += textwrap.wrap(note or "", width)
     return "\n".join(out) + "\n"

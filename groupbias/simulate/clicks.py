@@ -175,9 +175,20 @@ class ClickLog:
         """``(shown, clicks)``, float64 [n_items, positions]: how often every item was
         shown at every position, and clicked there (``positions``: the log's largest by
         default)."""
-        k = int(self.position.max(initial=0)) if positions is None else int(positions)
         flat = self.flat_items(qptr)
-        n = int(np.asarray(qptr)[-1])
+        q = np.asarray(qptr, dtype=np.int64)
+        size = np.diff(q)[self.query]
+        if np.any((self.position < 1) | (self.position > size)):  # before allocating by it
+            row = int(np.flatnonzero((self.position < 1) | (self.position > size))[0])
+            raise DataFormatError(
+                self.source,
+                None,
+                f"row {row}: position {int(self.position[row])} outside 1..{int(size[row])}, "
+                "the length of its query's list",
+                field="position",
+            )
+        k = int(self.position.max(initial=0)) if positions is None else int(positions)
+        n = int(q[-1])
         if self.position.size and self.position.max() > k:
             raise ParameterError("positions", f">= the log's largest ({self.position.max()})", k)
         cell = flat * k + (self.position - 1)

@@ -372,7 +372,11 @@ def _beta(name: str, value) -> float:
 
 def _betas(name: str, values) -> tuple[float, ...]:
     return sequence(
-        name, values, _beta, what="a non-empty list of betas in (0, 1], e.g. [0.8, 0.6]"
+        name,
+        values,
+        _beta,
+        what="a non-empty list of betas in (0, 1], e.g. [0.8, 0.6]",
+        distinct=True,
     )
 
 

@@ -1,0 +1,449 @@
+"""TREC files: run files, qrels and item→group files, read and written for any ranking data.
+
+Formats (whitespace-separated, one line per item; the TREC conventions ``trec_eval``,
+``ir_measures`` and ``ranx`` read):
+
+- **run**: ``qid Q0 docno rank score tag``. Written in rank order (scores descending, ties
+  by position in the list), ranks from 1, scores with every digit (the shortest text that
+  reads back as the same float64, so a run read back ranks and scores exactly as written);
+- **qrels**: ``qid iteration docno relevance``; integral labels are written as integers
+  (what ``trec_eval`` and ``ir_measures`` read), others as floats. Labels below 0 (e.g. -2
+  for spam) read as 0, not relevant, as ``trec_eval`` counts them;
+- **groups**: ``docno group`` (one line per item; the same docno may appear once only) or
+  ``qid docno group`` (per query, where an item's group depends on the query). ``group`` is
+  the item's membership of the affected group in [0, 1] (1 = affected), or a label such as
+  ``L``/``H`` read with ``affected="L"`` (the label of the affected group).
+
+**Item ids.** An item is named by the dataset's own ids (``RankingData.item_ids``: TREC
+Fair's paper ids, LETOR line numbers, MovieLens movie ids) or, where a dataset has none
+(synthetic data, the preprocessed TREC Fair files under ``ppg/``), ``<qid>_<position>``:
+its query id and its 0-based position in the query's list as loaded
+(:func:`item_ids_of`). Ids must be non-empty, without whitespace, and unique within a
+query.
+
+A run read back is a :class:`TrecRun` (flat arrays and query offsets ``qptr``, like
+:class:`~groupbias.data.ranking_data.RankingData`); qrels are :class:`Qrels`; a group file is
+:class:`GroupFile`. Malformed files raise :class:`~groupbias.core.errors.DataFormatError`
+naming the file and line; every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.errors import DataFormatError, ParameterError
+from ..core.io import write_text_atomic
+from ..core.validation import vector
+from .ranking_data import RankingData
+
+if TYPE_CHECKING:  # pandas is imported where used: a run that reads no TREC file never loads it
+    import pandas as pd
+
+__all__ = [
+    "TrecRun",
+    "Qrels",
+    "GroupFile",
+    "item_ids_of",
+    "with_usable_ids",
+    "run_of",
+    "write_run",
+    "read_run",
+    "qrels_of",
+    "write_qrels",
+    "read_qrels",
+    "groups_of",
+    "write_groups",
+    "read_groups",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class TrecRun:
+    """A run: ``query_ids`` [n_queries] (str), offsets ``qptr`` [n_queries + 1], per item
+    ``item_ids`` (str) and ``scores`` (float64), in each query's rank order; ``tag``."""
+
+    query_ids: np.ndarray
+    qptr: np.ndarray
+    item_ids: np.ndarray
+    scores: np.ndarray
+    tag: str = "groupbias"
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.qptr.size - 1)
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write ``qid Q0 docno rank score tag`` lines in rank order, atomically."""
+        _check_token("tag", self.tag)
+        qi = np.repeat(np.arange(self.n_queries), np.diff(self.qptr))
+        order = np.lexsort((np.arange(qi.size), -self.scores, qi))  # stable within a query
+        rank = np.empty(qi.size, dtype=np.int64)
+        rank[order] = np.arange(qi.size) - self.qptr[qi[order]] + 1
+        q = self.query_ids.astype(str)[qi]
+        lines = [
+            f"{a} Q0 {d} {r} {s!r} {self.tag}"
+            for a, d, r, s in zip(
+                q[order].tolist(),
+                self.item_ids[order].tolist(),
+                rank[order].tolist(),
+                self.scores[order].tolist(),
+            )
+        ]
+        return write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Relevance judgments: per judged item ``query_ids``, ``item_ids`` (str) and
+    ``labels`` (float64, >= 0)."""
+
+    query_ids: np.ndarray
+    item_ids: np.ndarray
+    labels: np.ndarray
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write ``qid 0 docno relevance`` lines atomically (integers where integral)."""
+        integral = bool(np.all(self.labels == np.round(self.labels)))
+        labels = self.labels.astype(np.int64).tolist() if integral else self.labels.tolist()
+        lines = [
+            f"{q} 0 {d} {v!r}"
+            for q, d, v in zip(self.query_ids.tolist(), self.item_ids.tolist(), labels)
+        ]
+        return write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
+
+    def lookup(self, query_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+        """The label of every ``(query, item)`` pair; 0 for pairs without a judgment."""
+        at = _positions((self.query_ids, self.item_ids), (query_ids, item_ids))
+        return np.where(at >= 0, self.labels[at], 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class GroupFile:
+    """Memberships of the affected group (float64 in [0, 1]) by ``item_ids`` (str), or by
+    ``(query_ids, item_ids)`` when ``query_ids`` is not None; ``path`` for messages."""
+
+    item_ids: np.ndarray
+    groups: np.ndarray
+    query_ids: np.ndarray | None = None
+    path: str | None = None
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write ``docno group`` (or ``qid docno group``) lines atomically."""
+        values = [_membership_text(g) for g in self.groups.tolist()]
+        if self.query_ids is None:
+            lines = [f"{d} {g}" for d, g in zip(self.item_ids.tolist(), values)]
+        else:
+            lines = [
+                f"{q} {d} {g}"
+                for q, d, g in zip(self.query_ids.tolist(), self.item_ids.tolist(), values)
+            ]
+        return write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
+
+    def lookup(self, query_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+        """The membership of every ``(query, item)``; an item the file lacks is a
+        :class:`DataFormatError` naming it (its group cannot be guessed)."""
+        if self.query_ids is None:
+            at = _positions((self.item_ids,), (item_ids,))
+        else:
+            at = _positions((self.query_ids, self.item_ids), (query_ids, item_ids))
+        got = np.where(at >= 0, self.groups[at], np.nan)
+        missing = np.flatnonzero(at < 0)
+        if missing.size:
+            i = int(missing[0])
+            raise DataFormatError(
+                self.path,
+                None,
+                f"no group for item {item_ids[i]!r} of query {query_ids[i]!r} "
+                f"({missing.size} items lack one): every ranked item needs its group",
+            )
+        return got
+
+
+def _membership_text(g: float) -> str:
+    return str(int(g)) if g in (0.0, 1.0) else repr(g)
+
+
+def _keys(*tables) -> list[np.ndarray]:
+    """int64 keys of the rows of ``tables`` (each a tuple of id columns, e.g. query and item
+    ids), numbered jointly: equal rows get equal keys, in every table."""
+    import pandas as pd
+
+    sizes = [len(t[0]) for t in tables]
+    key = np.zeros(sum(sizes), dtype=np.int64)
+    for column in zip(*tables):
+        joint = np.concatenate([_as_text(c) for c in column])
+        codes, uniques = pd.factorize(joint)
+        key = key * max(len(uniques), 1) + codes
+    return np.split(key, np.cumsum(sizes)[:-1])
+
+
+def _as_text(ids) -> np.ndarray:
+    """Ids as an object array of ``str`` (numbers written as in a file)."""
+    a = np.asarray(ids, dtype=object)
+    if a.size and not all(isinstance(x, str) for x in a[:: max(a.size // 64, 1)]):
+        a = a.astype(str).astype(object)
+    return a
+
+
+def _positions(table, wanted) -> np.ndarray:
+    """The row of ``table`` holding each row of ``wanted`` (tuples of id columns), -1 where
+    none does."""
+    import pandas as pd
+
+    have, want = _keys(table, wanted)
+    return pd.Index(have).get_indexer(want)
+
+
+def _first_repeat(*columns) -> int | None:
+    """The first row whose ids (``columns``) an earlier row has, or None."""
+    import pandas as pd
+
+    (key,) = _keys(columns)
+    repeated = pd.Index(key).duplicated()
+    return int(np.argmax(repeated)) if repeated.any() else None
+
+
+def _check_token(name: str, value) -> None:
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise ParameterError(name, "a non-empty word without whitespace", value)
+
+
+# --------------------------------------------------------------------------- from ranking data
+
+
+def item_ids_of(data: RankingData) -> np.ndarray:
+    """The item ids of ``data`` as strings (module docstring): the dataset's own, else
+    ``<qid>_<position in the query>``. Ids that are empty, hold whitespace or repeat within
+    a query raise :class:`ParameterError` naming the first."""
+    import pandas as pd
+
+    qidx = data.query_index()
+    qids = np.asarray(data.query_ids).astype(str)
+    if data.item_ids is None:
+        pos = (np.arange(data.n_items) - data.qptr[qidx]).astype(str)
+        return np.char.add(np.char.add(qids[qidx], "_"), pos).astype(object)
+    ids = np.asarray(data.item_ids).astype(str).astype(object)
+    bad = pd.Series(ids).str.contains(r"\s|^$", regex=True).to_numpy()
+    if bad.any():
+        raise ParameterError(
+            "data.item_ids",
+            "non-empty ids without whitespace (TREC files split on it)",
+            ids[int(np.argmax(bad))],
+        )
+    repeat = _first_repeat(qids[qidx], ids)
+    if repeat is not None:
+        raise ParameterError(
+            "data.item_ids",
+            "ids unique within each query",
+            ids[repeat],
+            fix=f"query {qids[qidx][repeat]!r} lists it twice",
+        )
+    return ids
+
+
+def with_usable_ids(data: RankingData) -> RankingData:
+    """``data`` itself when its item ids can name items in TREC files, else ``data`` without
+    them (its files then use ``<qid>_<position>``): for writers that must not fail on a
+    dataset's odd ids (empty, with whitespace, repeated within a query)."""
+    try:
+        item_ids_of(data)
+    except ParameterError:
+        return replace(data, item_ids=None)
+    return data
+
+
+def _query_ids(data: RankingData) -> np.ndarray:
+    import pandas as pd
+
+    qids = np.asarray(data.query_ids).astype(str)
+    bad = pd.Series(qids).str.contains(r"\s|^$", regex=True).to_numpy()
+    if bad.any():
+        raise ParameterError(
+            "data.query_ids", "non-empty ids without whitespace", qids[int(np.argmax(bad))]
+        )
+    return qids.astype(object)
+
+
+def run_of(scores, data: RankingData, *, tag: str = "groupbias") -> TrecRun:
+    """The run of ``scores`` (float [n_items], finite) on ``data``."""
+    s = vector("scores", scores, data.n_items, fix="a run file holds finite scores only")
+    _check_token("tag", tag)
+    return TrecRun(_query_ids(data), data.qptr, item_ids_of(data), s, tag)
+
+
+def write_run(
+    path: str | os.PathLike, scores, data: RankingData, *, tag: str = "groupbias"
+) -> Path:
+    """Write the run of ``scores`` on ``data`` (:func:`run_of`) to ``path``, atomically."""
+    return run_of(scores, data, tag=tag).write(path)
+
+
+def qrels_of(data: RankingData, labels=None) -> Qrels:
+    """The qrels of ``data``: every item with its label (``labels``: others, e.g. graded
+    relevance; default ``data.labels``), zeros included."""
+    lab = data.labels if labels is None else vector("labels", labels, data.n_items, low=0.0)
+    qids = _query_ids(data)[data.query_index()]
+    return Qrels(qids, item_ids_of(data), np.asarray(lab, dtype=np.float64))
+
+
+def write_qrels(path: str | os.PathLike, data: RankingData, labels=None) -> Path:
+    """Write the qrels of ``data`` (:func:`qrels_of`) to ``path``, atomically."""
+    return qrels_of(data, labels).write(path)
+
+
+def groups_of(data: RankingData) -> GroupFile:
+    """The item→group file of grouped ``data``: per item (``docno group``) when every id has
+    one membership, else per query and item."""
+    import pandas as pd
+
+    if data.groups is None:
+        raise ParameterError("data.groups", "a grouped dataset", None, fix="apply a grouping")
+    ids = item_ids_of(data)
+    qids = _query_ids(data)[data.query_index()]
+    per_item = pd.DataFrame({"item": ids, "group": data.groups}).drop_duplicates()
+    if not per_item["item"].duplicated().any():
+        return GroupFile(
+            per_item["item"].to_numpy(dtype=object), per_item["group"].to_numpy(np.float64)
+        )
+    return GroupFile(ids, np.asarray(data.groups, dtype=np.float64), qids)
+
+
+def write_groups(path: str | os.PathLike, data: RankingData) -> Path:
+    """Write the item→group file of ``data`` (:func:`groups_of`) to ``path``, atomically."""
+    return groups_of(data).write(path)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_columns(
+    path: str | os.PathLike, layouts: tuple[tuple[str, ...], ...], what: str
+) -> pd.DataFrame:
+    """The whitespace-separated columns of ``path`` as strings, named by the layout of that
+    many fields; a line with another number of fields, or an empty file, is a
+    :class:`DataFormatError` naming it."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    shown = " or ".join(f"{len(x)} fields ({' '.join(x)})" for x in layouts)
+    try:
+        df = pd.read_csv(
+            path, sep=r"\s+", header=None, dtype=object, keep_default_na=False, engine="c"
+        )
+    except pd.errors.EmptyDataError:
+        raise DataFormatError(path, None, f"empty: no {what} lines") from None
+    except pd.errors.ParserError as exc:
+        m = re.search(r"line (\d+), saw (\d+)", str(exc))
+        line, saw = (int(m.group(1)), m.group(2)) if m else (None, "more")
+        raise DataFormatError(path, line, f"expected {shown}, got {saw}") from None
+    names = next((x for x in layouts if len(x) == df.shape[1]), None)
+    if names is None:
+        raise DataFormatError(path, 1, f"expected {shown}, got {df.shape[1]}")
+    last = df.iloc[:, -1].to_numpy()  # a line with fewer fields leaves the last one empty
+    short = pd.isna(last) | (last == "")
+    if short.any():
+        i = int(np.flatnonzero(short)[0])
+        raise DataFormatError(path, i + 1, f"expected {shown}, got fewer")
+    df.columns = list(names)
+    return df
+
+
+def _numbers(path, df: pd.DataFrame, column: str) -> np.ndarray:
+    import pandas as pd
+
+    try:  # numpy parses the text of a column in one pass; a bad entry is located below
+        values = df[column].to_numpy().astype(np.float64)
+    except ValueError:
+        values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        i = int(bad[0])
+        raise DataFormatError(
+            path, i + 1, f"not a finite number: {df[column].iloc[i]!r}", field=column
+        )
+    return values
+
+
+def _duplicates(path, df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    """A :class:`DataFormatError` naming the first line whose ``columns`` repeat a line's."""
+    i = _first_repeat(*(df[c].to_numpy() for c in columns))
+    if i is not None:
+        ids = " ".join(str(df[c].iloc[i]) for c in columns)
+        raise DataFormatError(path, i + 1, f"{what} {ids!r} appears twice")
+
+
+def read_run(path: str | os.PathLike) -> TrecRun:
+    """A run file (``qid Q0 docno rank score tag``), queries in the order they first appear,
+    items of a query in the file's order; the first line's tag."""
+    import pandas as pd
+
+    df = _read_columns(path, (("qid", "Q0", "docno", "rank", "score", "tag"),), "run")
+    scores = _numbers(path, df, "score")
+    _duplicates(path, df, ("qid", "docno"), "query and document")
+    codes, uniques = pd.factorize(df["qid"], sort=False)
+    order = np.argsort(codes, kind="stable")
+    qptr = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
+    return TrecRun(
+        np.asarray(uniques, dtype=object),
+        qptr.astype(np.int64),
+        df["docno"].to_numpy(dtype=object)[order],
+        scores[order],
+        str(df["tag"].iloc[0]),
+    )
+
+
+def read_qrels(path: str | os.PathLike) -> Qrels:
+    """A qrels file (``qid iteration docno relevance``); relevance below 0 reads as 0."""
+    df = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
+    labels = _numbers(path, df, "relevance")
+    _duplicates(path, df, ("qid", "docno"), "query and document")
+    return Qrels(
+        df["qid"].to_numpy(dtype=object),
+        df["docno"].to_numpy(dtype=object),
+        np.maximum(labels, 0.0),
+    )
+
+
+def read_groups(path: str | os.PathLike, *, affected: str | None = None) -> GroupFile:
+    """An item→group file (``docno group`` or ``qid docno group``). ``affected``: the label
+    of the affected group when the file holds labels (``"L"``: low h-index); without it the
+    groups must be memberships in [0, 1]."""
+    import pandas as pd
+
+    path = Path(path)
+    df = _read_columns(path, (("docno", "group"), ("qid", "docno", "group")), "groups")
+    if affected is not None:
+        groups = (df["group"] == str(affected)).to_numpy(dtype=np.float64)
+        if not groups.any():
+            raise DataFormatError(
+                path, None, f"no item has the affected label {affected!r}", field="group"
+            )
+    else:
+        groups = pd.to_numeric(df["group"], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~((groups >= 0) & (groups <= 1)))
+        if bad.size:
+            i = int(bad[0])
+            raise DataFormatError(
+                path,
+                i + 1,
+                f"{df['group'].iloc[i]!r} is not a membership in [0, 1]; for labels such as "
+                "L/H name the affected one (affected='L', --affected L)",
+                field="group",
+            )
+    per_query = "qid" in df.columns
+    _duplicates(path, df, ("qid", "docno") if per_query else ("docno",), "item")
+    return GroupFile(
+        df["docno"].to_numpy(dtype=object),
+        groups,
+        df["qid"].to_numpy(dtype=object) if per_query else None,
+        str(path),
+    )

@@ -1,0 +1,265 @@
+"""Systems side by side, the way ranx users compare runs (``ranx.compare``).
+
+Every system (a TREC run, or a condition's run that an LTR experiment wrote) is evaluated
+per query on the same qrels and item→group file; for every metric, every pair of systems is
+compared by a paired test over the queries both have (Student's t by default, as
+``scipy.stats.ttest_rel``; or Wilcoxon), and the p-values of that metric's family of
+``k (k − 1) / 2`` pairs are adjusted for multiple testing (Holm by default, or Bonferroni;
+:func:`groupbias.evaluation.stats.adjust_p_values`). The table shows each system's mean and,
+as superscript letters, the systems it is *significantly better than* (adjusted p < alpha,
+in the direction the metric is registered with: higher, lower or closer to 0); the best
+value of each column is bold. The numbers behind it are tidy tables (:class:`Comparison`
+``values`` and ``tests``), written as CSV beside the Markdown and LaTeX views.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import ParameterError
+from ..core.io import write_text_atomic
+from ..core.validation import choice, real
+from ..evaluation.catalog import direction_of
+from ..evaluation.evaluate import evaluate, run_data
+from ..evaluation.stats import CORRECTIONS, TESTS, adjust_p_values, paired_test
+from .tables import METRIC_LABELS, better_than, tex_text
+
+__all__ = ["Comparison", "compare", "compare_runs", "system_letters"]
+
+
+def system_letters(n: int) -> list[str]:
+    """``a, b, ..., z, aa, ab, ...``: the letters naming ``n`` systems."""
+    letters = list(string.ascii_lowercase)
+    out = []
+    for i in range(n):
+        name, i = "", i + 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            name = letters[r] + name
+        out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare`: ``values`` (one row per system × metric: ``system``,
+    ``letter``, ``metric``, ``mean``, ``n_queries``) and ``tests`` (one row per metric and
+    ordered pair: ``metric``, ``system``, ``other``, ``statistic``, ``p_value``,
+    ``p_adjusted``, ``n_pairs``, ``better``: the system beats the other significantly), and
+    the settings."""
+
+    values: pd.DataFrame
+    tests: pd.DataFrame
+    systems: tuple[str, ...]
+    metrics: tuple[str, ...]
+    test: str
+    correction: str
+    alpha: float
+
+    def beats(self, system: str, metric: str) -> list[str]:
+        """The letters of the systems ``system`` is significantly better than."""
+        t = self.tests
+        rows = t[(t["metric"] == metric) & (t["system"] == system) & t["better"]]
+        letters = dict(zip(self.systems, system_letters(len(self.systems))))
+        return sorted(letters[o] for o in rows["other"])
+
+    def _cells(self, mark) -> pd.DataFrame:
+        """The table of formatted cells (``mark(value, letters, best)`` formats one)."""
+        letters = system_letters(len(self.systems))
+        v = self.values.set_index(["system", "metric"])["mean"]
+        rows = {}
+        for metric in self.metrics:
+            col = [float(v[(s, metric)]) for s in self.systems]
+            best = _best(col, direction_of(metric))
+            rows[METRIC_LABELS.get(metric, metric)] = [
+                mark(x, "".join(self.beats(s, metric)), x == best and np.isfinite(x))
+                for s, x in zip(self.systems, col)
+            ]
+        index = pd.Index([f"{a} {s}" for a, s in zip(letters, self.systems)], name="system")
+        return pd.DataFrame(rows, index=index)
+
+    def legend(self) -> str:
+        test = "paired t-test" if self.test == "ttest" else "Wilcoxon signed-rank test"
+        fix = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[self.correction]
+        pairs = len(self.systems) * (len(self.systems) - 1) // 2
+        return (
+            f"Superscripts: the systems a value is significantly better than ({test} over "
+            f"the queries both rank, {fix} correction over the {pairs} pairs of each "
+            f"metric, p < {self.alpha:g}); bold: the best value of a column."
+        )
+
+    def to_markdown(self) -> str:
+        def mark(x, sup, best):
+            text = "–" if not np.isfinite(x) else f"{x:.3f}"
+            text = f"**{text}**" if best else text
+            return text + (f"<sup>{sup}</sup>" if sup else "")
+
+        t = self._cells(mark)
+        lines = ["| " + " | ".join(["system", *t.columns]) + " |", "|" + "---|" * (t.shape[1] + 1)]
+        for idx, row in t.iterrows():
+            lines.append("| " + " | ".join([str(idx), *row.tolist()]) + " |")
+        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+
+    def to_latex(self, caption: str | None = None) -> str:
+        def mark(x, sup, best):
+            text = "--" if not np.isfinite(x) else f"{x:.3f}"
+            text = r"\textbf{" + text + "}" if best else text
+            return text + (r"$^{" + sup + "}$" if sup else "")
+
+        t = self._cells(mark)
+        out = [r"\begin{table}", r"\centering"]
+        if caption:
+            out.append(r"\caption{" + tex_text(caption) + "}")
+        out += [r"\begin{tabular}{l" + "c" * t.shape[1] + "}", r"\toprule"]
+        out.append(" & ".join(["system", *[tex_text(c) for c in t.columns]]) + r" \\")
+        out.append(r"\midrule")
+        for idx, row in t.iterrows():
+            out.append(" & ".join([tex_text(str(idx)), *row.tolist()]) + r" \\")
+        out += [r"\bottomrule", r"\end{tabular}", "", tex_text(self.legend()), r"\end{table}"]
+        return "\n".join(out) + "\n"
+
+    def save(self, stem: str | os.PathLike) -> dict[str, Path]:
+        """``stem.md``, ``stem.tex`` (views) and ``stem_values.csv``, ``stem_tests.csv`` (the
+        numbers), atomically."""
+        stem = Path(stem)
+        return {
+            "md": write_text_atomic(stem.parent / f"{stem.name}.md", self.to_markdown()),
+            "tex": write_text_atomic(stem.parent / f"{stem.name}.tex", self.to_latex()),
+            "values": write_text_atomic(
+                stem.parent / f"{stem.name}_values.csv", self.values.to_csv(index=False)
+            ),
+            "tests": write_text_atomic(
+                stem.parent / f"{stem.name}_tests.csv", self.tests.to_csv(index=False)
+            ),
+        }
+
+
+def _best(col: list[float], direction: str) -> float:
+    finite = [x for x in col if np.isfinite(x)]
+    if not finite:
+        return float("nan")
+    key = {"lower": lambda x: x, "zero": abs}.get(direction, lambda x: -x)
+    return min(finite, key=key)
+
+
+def compare(
+    per_query: Mapping[str, Mapping[str, pd.Series]],
+    *,
+    metrics: Sequence[str] | None = None,
+    test: str = "ttest",
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare systems on per-query values: ``per_query[system][metric]`` a Series indexed
+    by query id (NaN: the metric is undefined there). Pairs are tested on the queries both
+    systems have; ``metrics``: the metrics to compare (default: the first system's); three
+    or more systems make the letters worth reading, two or more are needed."""
+    test = choice("test", test, TESTS)
+    correction = choice("correction", correction, CORRECTIONS)
+    real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    systems = tuple(per_query)
+    if len(systems) < 2:
+        raise ParameterError("systems", "at least two systems to compare", list(systems))
+    metrics = tuple(metrics or next(iter(per_query.values())))
+    values, tests = [], []
+    for metric in metrics:
+        series = {}
+        for s in systems:
+            if metric not in per_query[s]:
+                raise ParameterError("metrics", f"metrics every system has ({s!r})", metric)
+            series[s] = per_query[s][metric]
+        frame = pd.DataFrame(series)  # queries × systems, aligned by query id
+        for s, letter in zip(systems, system_letters(len(systems))):
+            col = frame[s].to_numpy(dtype=np.float64)
+            n = int(np.sum(~np.isnan(col)))
+            mean = float(np.nanmean(col)) if n else float("nan")
+            values.append(
+                {"system": s, "letter": letter, "metric": metric, "mean": mean, "n_queries": n}
+            )
+        tests += _pair_tests(frame, systems, metric, test)
+    tests_df = pd.DataFrame(tests)
+    for metric in metrics:  # one family per metric: each unordered pair once
+        at = tests_df["metric"] == metric
+        first = at & tests_df["first"]
+        adj = pd.Series(adjust_p_values(tests_df.loc[first, "p_value"], method=correction))
+        adj.index = tests_df.index[first]
+        key = tests_df.loc[at, "pair"]
+        tests_df.loc[at, "p_adjusted"] = key.map(dict(zip(tests_df.loc[first, "pair"], adj)))
+    tests_df["better"] = [
+        bool(p < alpha and better_than(m, a, b))
+        for p, m, a, b in zip(
+            tests_df["p_adjusted"], tests_df["metric"], tests_df["mean"], tests_df["other_mean"]
+        )
+    ]
+    tests_df = tests_df.drop(columns=["first", "pair", "mean", "other_mean"])
+    return Comparison(
+        pd.DataFrame(values), tests_df, systems, metrics, test, correction, float(alpha)
+    )
+
+
+def _pair_tests(frame: pd.DataFrame, systems, metric: str, test: str) -> list[dict]:
+    """Both orders of every pair of systems on one metric (the p-value is symmetric)."""
+    out = []
+    for i, s in enumerate(systems):
+        for j, o in enumerate(systems):
+            if i == j:
+                continue
+            a, b = frame[s].to_numpy(np.float64), frame[o].to_numpy(np.float64)
+            both = ~(np.isnan(a) | np.isnan(b))
+            try:
+                stat, p, n = paired_test(a, b, test=test)
+            except ParameterError:  # fewer than two queries both have
+                stat, p, n = float("nan"), float("nan"), int(both.sum())
+            out.append(
+                {
+                    "metric": metric,
+                    "system": s,
+                    "other": o,
+                    "statistic": stat,
+                    "p_value": p,
+                    "n_pairs": n,
+                    "first": i < j,
+                    "pair": (min(i, j), max(i, j)),
+                    "mean": float(np.mean(a[both])) if both.any() else float("nan"),
+                    "other_mean": float(np.mean(b[both])) if both.any() else float("nan"),
+                }
+            )
+    return out
+
+
+def compare_runs(
+    runs: Mapping[str, object],
+    qrels,
+    groups,
+    *,
+    metrics: Sequence = ("ndcg@10", "rho_dtr", "delta_eel"),
+    affected: str | None = None,
+    label_max=None,
+    test: str = "ttest",
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> Comparison:
+    """:func:`compare` of TREC runs (``{name: path or TrecRun}``) evaluated per query on
+    ``qrels`` and ``groups`` as :func:`groupbias.evaluation.evaluate.evaluate_run` does
+    (the LTR regime: each run's ranking of its candidates)."""
+    from ..data.trec import read_groups, read_qrels
+
+    if isinstance(qrels, (str, os.PathLike)):
+        qrels = read_qrels(qrels)
+    if isinstance(groups, (str, os.PathLike)):
+        groups = read_groups(groups, affected=affected)
+    per_query = {}
+    for name, run in runs.items():
+        data, scores = run_data(run, qrels, groups, label_max=label_max)
+        vals = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
+        qids = pd.Index(np.asarray(data.query_ids).astype(str), name="query")
+        per_query[name] = {k: pd.Series(v, index=qids) for k, v in vals.items()}
+    keys = list(next(iter(per_query.values())))
+    return compare(per_query, metrics=keys, test=test, correction=correction, alpha=alpha)

@@ -1,0 +1,176 @@
+"""The TREC subcommands of ``groupbias-report``: evaluate a run, compare runs, export qrels.
+
+    groupbias-report evaluate --run bm25.run --qrels test.qrels --groups test.groups \\
+        --affected L --metrics nDCG@10,rho_dtr,delta_eel,awrf
+    groupbias-report compare a.run b.run c.run --qrels test.qrels --groups test.groups
+    groupbias-report compare runs/table2/models/synthetic      # the conditions' test runs
+    groupbias-report export trec2020 --split test --out trec/  # trec2020_test.{qrels,groups}
+
+``evaluate`` prints each metric's mean over the judged queries (the LTR regime: the run
+ranks its candidates; :func:`groupbias.evaluation.evaluate.evaluate_run`); ``compare``
+writes the ranx-style table (:mod:`groupbias.reporting.compare`); ``export`` writes the
+qrels and item→group file of a registered dataset's split (:mod:`groupbias.data.trec`: the
+dataset's item ids, or ``<qid>_<position>`` where it has none), the files a run of that
+split is evaluated against.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import ParameterError
+from ..core.io import write_text_atomic
+
+#: what a directory given to ``compare`` holds: one run per condition, and the files its
+#: runs are judged against (the LTR pipelines write them beside the conditions' folders)
+RUN_NAME, QRELS_NAME, GROUPS_NAME = "test.run", "test.qrels", "test.groups"
+
+
+def _metric_list(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ParameterError("--metrics", "comma-separated metric names", text)
+    return names
+
+
+def _common(p: argparse.ArgumentParser, *, files_required: bool) -> None:
+    p.add_argument("--qrels", required=files_required, help="qrels (qid iteration docno rel)")
+    p.add_argument("--groups", required=files_required, help="item→group file (docno group)")
+    p.add_argument("--affected", default=None, help="the affected group's label (e.g. L)")
+    p.add_argument(
+        "--metrics",
+        default="ndcg@10,rho_dtr,delta_eel",
+        help="comma-separated names (any case: nDCG@10, rho_dtr, delta_eel, awrf, ...)",
+    )
+
+
+def evaluate_command(argv: list[str]) -> int:
+    """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
+    from ..evaluation.evaluate import evaluate, run_data
+
+    p = argparse.ArgumentParser(
+        prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness"
+    )
+    p.add_argument("--run", required=True, help="run file (qid Q0 docno rank score tag)")
+    _common(p, files_required=True)
+    p.add_argument("--out", default=None, help="write STEM.csv and STEM_per_query.csv")
+    a = p.parse_args(argv)
+    data, scores = run_data(a.run, a.qrels, a.groups, affected=a.affected)
+    per_query = evaluate(scores, data, regime="ltr", metrics=_metric_list(a.metrics), reduce=None)
+    rows = [
+        {"metric": k, "value": float(np.nanmean(v)), "n_queries": int(np.sum(~np.isnan(v)))}
+        for k, v in per_query.items()
+    ]
+    width = max(len(r["metric"]) for r in rows)
+    print(f"{'metric':<{width}}  {'value':>8}  queries   ({a.run})")
+    for r in rows:
+        print(f"{r['metric']:<{width}}  {r['value']:>8.4f}  {r['n_queries']:>7}")
+    if a.out:
+        stem = Path(a.out)
+        write_text_atomic(stem.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
+        table = pd.DataFrame(per_query, index=pd.Index(data.query_ids, name="query"))
+        write_text_atomic(
+            stem.parent / f"{stem.name}_per_query.csv", table.to_csv(float_format="%.17g")
+        )
+        print(f"written: {stem.with_suffix('.csv')}, {stem.name}_per_query.csv")
+    return 0
+
+
+def expand_runs(paths: list[str]) -> tuple[dict[str, Path], Path | None, Path | None]:
+    """``{name: run file}`` of the ``compare`` arguments: a file is one run (named by its
+    path); a directory gives every ``test.run`` below it (named by its folder relative to
+    the directory) and the first ``test.qrels``/``test.groups`` below it."""
+    runs: dict[str, Path] = {}
+    qrels = groups = None
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(path.rglob(RUN_NAME))
+            if not found:
+                raise ParameterError("runs", f"a directory holding {RUN_NAME} files", given)
+            for f in found:
+                runs[str(f.parent.relative_to(path))] = f
+            qrels = qrels or next(iter(sorted(path.rglob(QRELS_NAME))), None)
+            groups = groups or next(iter(sorted(path.rglob(GROUPS_NAME))), None)
+        elif path.is_file():
+            runs[str(path)] = path
+        else:
+            raise FileNotFoundError(f"run file not found: {given}")
+    return runs, qrels, groups
+
+
+def compare_command(argv: list[str]) -> int:
+    """``groupbias-report compare``: the ranx-style table of several runs."""
+    from ..evaluation.stats import CORRECTIONS, TESTS
+    from .compare import compare_runs
+
+    p = argparse.ArgumentParser(
+        prog="groupbias-report compare",
+        description="Compare runs: paired tests, multiple-testing correction, letters",
+    )
+    p.add_argument("runs", nargs="+", help="run files, or folders holding test.run files")
+    _common(p, files_required=False)
+    p.add_argument("--names", default=None, help="comma-separated system names (run order)")
+    p.add_argument("--test", default="ttest", choices=TESTS)
+    p.add_argument("--correction", default="holm", choices=CORRECTIONS)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--out", default="comparison", help="output stem (.md, .tex, .csv)")
+    a = p.parse_args(argv)
+    runs, qrels, groups = expand_runs(a.runs)
+    qrels, groups = a.qrels or qrels, a.groups or groups
+    if qrels is None or groups is None:
+        raise ParameterError(
+            "--qrels/--groups", "the files the runs are judged against", None,
+            fix="give --qrels and --groups (a folder of an LTR run holds test.qrels and "
+            "test.groups)",
+        )  # fmt: skip
+    if a.names:
+        names = [n.strip() for n in a.names.split(",")]
+        if len(names) != len(runs):
+            raise ParameterError("--names", f"{len(runs)} names, one per run", a.names)
+        runs = dict(zip(names, runs.values()))
+    result = compare_runs(
+        runs,
+        qrels,
+        groups,
+        metrics=_metric_list(a.metrics),
+        affected=a.affected,
+        test=a.test,
+        correction=a.correction,
+        alpha=a.alpha,
+    )
+    print(result.to_markdown(), end="")
+    for kind, path in result.save(a.out).items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def export_command(argv: list[str]) -> int:
+    """``groupbias-report export``: the qrels and item→group file of a dataset's split."""
+    from ..data.datasets import load_dataset
+    from ..data.trec import write_groups, write_qrels
+
+    p = argparse.ArgumentParser(
+        prog="groupbias-report export",
+        description="Write the qrels and item→group file of a registered dataset's split",
+    )
+    p.add_argument("dataset", help="a registered dataset name (trec2020, synthetic, ...)")
+    p.add_argument("--split", default="test")
+    p.add_argument("--root", default=None, help="the dataset's folder (else its variable)")
+    p.add_argument("--out", default=".", help="output folder")
+    a = p.parse_args(argv)
+    data = load_dataset(a.dataset, root=a.root, split=a.split)
+    stem = Path(a.out) / f"{a.dataset}_{a.split}"
+    for path in (
+        write_qrels(stem.with_name(stem.name + ".qrels"), data),
+        write_groups(stem.with_name(stem.name + ".groups"), data),
+    ):
+        print(f"written: {path}")
+    return 0
+
+
+COMMANDS = {"evaluate": evaluate_command, "compare": compare_command, "export": export_command}

@@ -1,0 +1,147 @@
+"""Runs compared side by side (ranx style): paired tests against scipy, the Holm and
+Bonferroni corrections by hand, the letters each system earns, Markdown and LaTeX views,
+and the command on the run folder an LTR experiment writes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+import groupbias as gb
+from groupbias.core.errors import ParameterError
+from groupbias.evaluation.stats import adjust_p_values
+from groupbias.reporting.aggregate import main as report_main
+from groupbias.reporting.compare import compare, compare_runs, system_letters
+
+
+def _hand_holm(p):
+    """Holm's step-down adjustment written out: sort, multiply the i-th smallest (0-based)
+    by m - i, carry the running maximum, cap at 1."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_holm_and_bonferroni_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005, 0.2]
+    np.testing.assert_allclose(adjust_p_values(p), _hand_holm(p), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(adjust_p_values(p), [0.04, 0.09, 0.09, 0.025, 0.2])
+    np.testing.assert_allclose(adjust_p_values(p, method="bonferroni"), [0.05, 0.2, 0.15, 0.025, 1])
+    got = adjust_p_values([0.01, np.nan, 0.02])  # NaN: no test, not counted
+    assert np.isnan(got[1]) and got[0] == pytest.approx(0.02) and got[2] == pytest.approx(0.02)
+    with pytest.raises(ParameterError, match="method"):
+        adjust_p_values(p, method="sidak")
+
+
+@pytest.fixture
+def four_systems():
+    """Per-query NDCG and Δ(EEL) of four systems on 60 queries: b better than a by 0.05,
+    c by 0.15, d like a; a few queries undefined for some systems."""
+    rng = np.random.default_rng(8)
+    q = pd.Index([f"q{i}" for i in range(60)], name="query")
+    base = rng.random(60) * 0.5
+    shift = {"a": 0.0, "b": 0.05, "c": 0.15, "d": 0.005}
+    per_query = {}
+    for name, s in shift.items():
+        ndcg = base + s + rng.normal(0, 0.05, 60)
+        eel = 0.5 - ndcg / 2 + rng.normal(0, 0.02, 60)  # lower is better
+        ndcg[rng.integers(0, 60, 3)] = np.nan
+        per_query[name] = {"ndcg@10": pd.Series(ndcg, q), "delta_eel": pd.Series(eel, q)}
+    return per_query
+
+
+def test_p_values_equal_scipy_ttest_rel_with_a_hand_holm_correction(four_systems):
+    res = compare(four_systems, alpha=0.01)
+    names = list(four_systems)
+    for metric in ("ndcg@10", "delta_eel"):
+        pairs = list(itertools.combinations(names, 2))
+        raw = []
+        for x, y in pairs:
+            a = four_systems[x][metric].to_numpy()
+            b = four_systems[y][metric].to_numpy()
+            ok = ~(np.isnan(a) | np.isnan(b))
+            raw.append(scipy.stats.ttest_rel(a[ok], b[ok]).pvalue)
+        holm = _hand_holm(raw)
+        t = res.tests[res.tests["metric"] == metric].set_index(["system", "other"])
+        for (x, y), p, h in zip(pairs, raw, holm):
+            for s, o in ((x, y), (y, x)):
+                assert t.loc[(s, o), "p_value"] == pytest.approx(p, rel=1e-9, abs=1e-300)
+                assert t.loc[(s, o), "p_adjusted"] == pytest.approx(h, rel=1e-9, abs=1e-300)
+    # c beats a, b, d on both metrics (Δ(EEL): lower); b beats a and d on NDCG; nobody beats c
+    assert res.beats("c", "ndcg@10") == ["a", "b", "d"] == res.beats("c", "delta_eel")
+    assert res.beats("b", "ndcg@10") == ["a", "d"] and res.beats("a", "ndcg@10") == []
+    md = res.to_markdown()
+    assert "| c c | **" in md and "<sup>abd</sup>" in md and "Holm correction" in md
+    tex = res.to_latex(caption="Runs")
+    assert r"$^{abd}$" in tex and r"\textbf{" in tex and r"\toprule" in tex
+    assert "Holm correction over the 6 pairs" in tex
+
+
+def test_bonferroni_is_never_less_strict_than_holm(four_systems):
+    holm = compare(four_systems, alpha=0.01)
+    bonf = compare(four_systems, alpha=0.01, correction="bonferroni")
+    assert (bonf.tests["p_adjusted"] >= holm.tests["p_adjusted"] - 1e-15).all()
+    assert bonf.tests["better"].sum() <= holm.tests["better"].sum()
+
+
+def test_letters_beyond_z_and_too_few_systems(four_systems):
+    assert system_letters(28)[-3:] == ["z", "aa", "ab"]
+    with pytest.raises(ParameterError, match="two systems"):
+        compare({"a": four_systems["a"]})
+
+
+def test_compare_runs_from_trec_files(tmp_path):
+    d = gb.load_dataset("synthetic", n_queries=200, list_size=[6, 30], split="test")
+    rng = np.random.default_rng(5)
+    noise = {"weak": 2.0, "good": 0.5, "best": 0.1}
+    runs = {
+        name: gb.write_run(tmp_path / f"{name}.run", d.labels + rng.normal(0, s, d.n_items), d)
+        for name, s in noise.items()
+    }
+    gb.write_qrels(tmp_path / "t.qrels", d)
+    gb.write_groups(tmp_path / "t.groups", d)
+    res = compare_runs(runs, tmp_path / "t.qrels", tmp_path / "t.groups", metrics=["nDCG@10"])
+    assert res.beats("best", "nDCG@10") == ["a", "b"] and res.beats("weak", "nDCG@10") == []
+    means = res.values.set_index("system")["mean"]
+    for name, path in runs.items():
+        direct = gb.evaluate_run(path, tmp_path / "t.qrels", tmp_path / "t.groups")["ndcg@10"]
+        assert means[name] == pytest.approx(direct, abs=1e-12)
+
+
+def test_compare_command_on_the_conditions_an_ltr_run_wrote(tmp_path, capsys):
+    """run_ltr writes each condition's test run and the split's qrels and groups: the
+    command compares the three conditions (names: their folders) from the folder alone."""
+    import dataclasses
+
+    from groupbias.estimate.estimators import KSEstimator
+    from groupbias.pipelines.ltr import run_ltr
+    from tests.test_pipelines import tiny_recipe
+
+    s = gb.load_dataset("synthetic", n_queries=80, list_size=[4, 20])
+    recipe = tiny_recipe()
+    recipe = dataclasses.replace(recipe, trainer=dataclasses.replace(recipe.trainer, max_epochs=1))
+    out = tmp_path / "model"
+    res = run_ltr(
+        s, beta=0.6, bias=gb.GroupBias(), estimator=KSEstimator(), recipe=recipe,
+        rng=np.random.default_rng(0), out_dir=out, diagnostics=None,
+    )  # fmt: skip
+    assert {p.name for p in out.iterdir()} >= {"test.qrels", "test.groups", "full", "biased"}
+    stem = tmp_path / "cmp"
+    assert report_main(["compare", str(out), "--out", str(stem), "--alpha", "0.05"]) == 0
+    md = (tmp_path / "cmp.md").read_text()
+    for row, cond in zip(("a biased", "b corrected", "c full"), ("biased", "corrected", "full")):
+        assert f"| {row} |" in md
+        mean = pd.read_csv(tmp_path / "cmp_values.csv").set_index(["system", "metric"])
+        want = [
+            r["value"] for r in res.records if r["condition"] == cond and r["metric"] == "ndcg@10"
+        ]
+        assert mean.loc[(cond, "ndcg@10"), "mean"] == pytest.approx(want[0], abs=1e-12)
+    assert (tmp_path / "cmp.tex").exists() and "md:" in capsys.readouterr().out
+    assert report_main(["--compare", str(out), "--out", str(stem)]) == 0  # the flag form

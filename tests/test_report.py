@@ -1,0 +1,134 @@
+"""`groupbias-report` on the folders the command writes: runs that differ in a setting are
+rows of their own (the setting a column), seeds become mean ± s.d. with n, tidy numbers
+(Parquet and CSV) are the source of every table. The demo, clicks, drift and
+estimator-robustness folders are aggregated in the tests that make them (test_demo.py,
+test_clicks_pipeline.py, test_estimator_robustness.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from groupbias.reporting.aggregate import main as report_main
+from groupbias.reporting.results import read_runs, run_settings
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
+SYNTHETIC = "experiment.datasets=[synthetic]"
+
+
+def _groupbias(cwd: Path, *args: str):
+    exe = Path(sys.executable).with_name("groupbias")
+    res = subprocess.run(
+        [str(exe), *args], cwd=cwd, env=dict(os.environ), capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
+
+
+def _records(folder: Path) -> list[dict]:
+    return json.loads((folder / "metrics.json").read_text())["records"]
+
+
+@pytest.mark.slow
+def test_table1_default_and_policy_runs_are_rows_of_one_report(tmp_path):
+    """The sequence docs/table1_trec.md recommends: `groupbias experiment=table1`, then the
+    same with evaluation=policy into runs/table1/evaluation=policy (inside the first); once
+    refused ("expected one record per dataset, β, metric and condition")."""
+    _groupbias(tmp_path, "experiment=table1", SYNTHETIC, *TINY, "hydra.run.dir=runs/table1")
+    _groupbias(
+        tmp_path, "experiment=table1", SYNTHETIC, *TINY, "evaluation=policy",
+        "evaluation.epochs=20", "evaluation.samples=20",
+        "hydra.run.dir='runs/table1/evaluation=policy'",
+    )  # fmt: skip
+    root = tmp_path / "runs" / "table1"
+    settings = run_settings(read_runs([root]))
+    assert sorted(settings["evaluation"]) == ["deterministic", "policy"]
+    assert report_main([str(root)]) == 0
+    out = root / "report"
+    records = pd.read_parquet(out / "records.parquet")
+    assert set(records["run"]) == {".", "evaluation=policy"}
+    summary = pd.read_csv(out / "summary.csv")
+    for folder, mode in ((root, "deterministic"), (root / "evaluation=policy", "policy")):
+        for r in _records(folder):
+            row = summary[
+                (summary["evaluation"] == mode)
+                & (summary["metric"] == r["metric"])
+                & (summary["condition"] == r["condition"])
+                & np.isclose(summary["beta"], r["beta"])
+            ]
+            assert len(row) == 1 and row["n"].iloc[0] == 1
+            assert row["mean"].iloc[0] == pytest.approx(r["value"], abs=1e-12)
+    md = (out / "table_tabular.md").read_text()
+    rows = [line.split("|")[1].strip() for line in md.splitlines() if line.startswith("| synth")]
+    assert sorted(rows)[0].startswith("synthetic · evaluation=deterministic")
+    assert sorted(rows)[1].startswith("synthetic · evaluation=policy")
+    # the table's CSV holds numbers, not "1.000*"
+    table_csv = pd.read_csv(out / "table_tabular.csv")
+    assert table_csv["value"].dtype == float and "*" not in (out / "table_tabular.csv").read_text()
+
+
+@pytest.mark.slow
+def test_a_three_seed_sweep_becomes_mean_sd_and_n(tmp_path):
+    """`groupbias -m experiment=table1 seed=0,1,2 ...`: every cell mean ± s.d. (sample)
+    with n = 3, equal to the three runs' numbers computed by hand."""
+    _groupbias(
+        tmp_path, "-m", "experiment=table1", "seed=0,1,2", SYNTHETIC, *TINY, "paths.runs=runs"
+    )
+    root = tmp_path / "runs" / "table1"
+    folders = sorted(p.parent for p in root.rglob("metrics.json"))
+    assert len(folders) == 3
+    assert report_main([str(root), "--out", str(tmp_path / "report")]) == 0
+    records = pd.read_parquet(tmp_path / "report" / "records.parquet")
+    assert sorted(records["seed"].unique()) == [0, 1, 2]
+    summary = pd.read_parquet(tmp_path / "report" / "summary.parquet")
+    assert "seed" not in summary.columns and set(summary["n"]) == {3}
+    per_run = [
+        {(r["metric"], r["condition"], r["beta"]): r["value"] for r in _records(f)} for f in folders
+    ]
+    for key in per_run[0]:
+        values = [run[key] for run in per_run]
+        row = summary[
+            (summary["metric"] == key[0])
+            & (summary["condition"] == key[1])
+            & np.isclose(summary["beta"], key[2])
+        ]
+        assert len(row) == 1
+        assert row["mean"].iloc[0] == pytest.approx(np.mean(values), abs=1e-12)
+        assert row["sd"].iloc[0] == pytest.approx(np.std(values, ddof=1), abs=1e-12)
+    want = [run[("rho_dtr", "corrected", 0.6)] for run in per_run]
+    md = (tmp_path / "report" / "table_tabular.md").read_text()
+    assert f"{np.mean(want):.3f} ± {np.std(want, ddof=1):.3f}" in md
+    assert "mean ± s.d. over 3 repetitions (or seeds)" in md
+
+
+def test_runs_made_through_the_library_differ_by_their_resolved_keys(tmp_path):
+    """Without the command's overrides file, the resolved configuration keys that differ
+    become the columns (one per key; one per group where several of its keys differ)."""
+    import yaml
+
+    for name, cfg in (
+        ("a", {"seed": 0, "estimator": {"cluster_size": None, "tie": "largest"}}),
+        ("b", {"seed": 1, "estimator": {"cluster_size": 10, "tie": "middle"}}),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text(yaml.safe_dump({**cfg, "paths": {"runs": name}}))
+        (folder / "meta.json").write_text(json.dumps({"status": "complete"}))
+        (folder / "metrics.json").write_text(
+            json.dumps({"records": [{"metric": "m", "value": 1.0}]})
+        )
+    settings = run_settings(read_runs([tmp_path]))
+    assert sorted(settings.columns) == ["estimator", "seed"]  # paths do not change results
+    assert settings["estimator"].tolist() == [
+        "cluster_size=null,tie=largest",
+        "cluster_size=10,tie=middle",
+    ]
