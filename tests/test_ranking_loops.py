@@ -103,9 +103,13 @@ def _everything(s, lab, rel, g, q):
         for single in ("count", "skip"):
             opts = {"k": k, "on_single_group": single, **kw}
             out.append(M.delta_eel_ranking(s, rel, thresholds=[0.3, 0.6], **opts, reduce=None))
-            out.append(M.delta_eel_ranking(s, rel, levels=3, bins="query_minmax", **opts))
+            out.append(
+                M.delta_eel_ranking(s, rel, levels=3, bins="query_minmax", **opts, reduce=None)
+            )
             out.append(M.delta_eel_ranking(s, rel, discretize_true=False, **opts, reduce=None))
-            out.append(M.delta_eel_tabular(rel, lab / 10, thresholds=[0.2, 0.5], **opts))
+            out.append(
+                M.delta_eel_tabular(rel, lab / 10, thresholds=[0.2, 0.5], **opts, reduce=None)
+            )
     out.append(M.rho_dtr_tabular(rel, lab, **kw, reduce=None))
     m = np.stack([g, 1 - g], axis=1)
     for fn in (F.awrf, F.texfair, F.nfairr, F.arab):
