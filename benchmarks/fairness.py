@@ -11,14 +11,20 @@ sums; Δ(EEL)'s target exposure from per-row grade counts (every item of a grade
 mean discount of the ranks its grade occupies). Timings interleaved (``--rounds``), medians;
 the peer must agree with ours (the largest difference is printed); the 1-minute load
 average is printed beside each ratio, and the last line is
-``ratio: <the smaller of the two ratios>``.
+``ratio: <the smaller of the two ratios>``. Ours runs with the compiled loops of
+``groupbias.rank.ranking_loops`` where numba is installed (loaded once before the timing).
+
+Reference lines (Python loops per query, timed once on ``--reference-queries`` queries and
+scaled): the conventions of the paper's released evaluation code (top 20, exposure
+``1/log2(2 + r)``, single-group queries dropped, ρ(DTR) from exposure per utility, Δ(EEL)
+squared over per-query min-max bins) against ours with those settings (the ``paper_code``
+preset, deterministic), and FairRankTune's ``EXPU`` (min/max ratio of exposure per utility,
+which is ρ(DTR)) against ``rho_dtr_ranking``; both must agree with ours (1e-9).
 
 Related-work metrics (second part, the earlier baseline): 6,000 queries, ~750k items (list
 sizes uniform in 1..249), random scores, binary relevance, two groups: term-count-like
 magnitudes (0-3 per group, ~30 % of the items without any group term) and their row shares
-as membership; ``groupbias.evaluation.fairness`` vs a per-query numpy loop (1e-9). The
-authors' released code and FairRankTune are not installed here: no reference line for
-them.
+as membership; ``groupbias.evaluation.fairness`` vs a per-query numpy loop (1e-9).
 
     .venv/bin/python benchmarks/fairness.py [--queries 30000] [--width 120] [--rounds 5]
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +44,9 @@ from _timing import interleaved, load, median_time, random_qptr  # noqa: E402
 
 from groupbias import fairness as F  # noqa: E402
 from groupbias import metrics as M  # noqa: E402
+from groupbias.core.validation import check_threads  # noqa: E402
 from groupbias.evaluation.catalog import eel_thresholds  # noqa: E402
+from groupbias.rank.ranking import load_ranking_loops  # noqa: E402
 
 LABEL_P = [0.52, 0.32, 0.13, 0.02, 0.01]
 
@@ -201,6 +210,116 @@ def numpy_delta_eel(s, rel, g, width, thresholds):
     return np.hypot((diff * g).sum(1), (diff * (1 - g)).sum(1))
 
 
+# ------------------------------------------------------------------ reference lines
+
+
+def released_code_loop(s, lab, g, qptr, top_n=20, levels=2):
+    """The conventions of the paper's released evaluation code, one query at a time (as
+    ``evaluation=paper_code`` follows them for a deterministic ranking): the top ``top_n``
+    by score, single-group queries dropped (NaN), exposure ``1/log2(2 + r)``; ρ(DTR) =
+    min/max of the groups' exposure per utility (1 when a group has none); Δ(EEL) the
+    squared distance to the target of ``levels`` min-max bins of the labels."""
+    rho = np.full(qptr.size - 1, np.nan)
+    eel = np.full(qptr.size - 1, np.nan)
+    for q in range(qptr.size - 1):
+        a, b = qptr[q], qptr[q + 1]
+        order = a + np.argsort(-s[a:b], kind="stable")[:top_n]
+        gq, lq = g[order], lab[order]
+        if gq.min() == gq.max():
+            continue
+        e = 1.0 / np.log2(2.0 + np.arange(1, order.size + 1))
+        lo, hi = lq.min() - 1e-10, lq.max() + 1e-10
+        grade = np.floor((lq - lo) / ((hi - lo) / levels))
+        ranked = np.sort(grade)[::-1]
+        target = np.array([e[ranked == x].mean() for x in grade])
+        ratios = []
+        eel[q] = 0.0
+        for member in (gq, 1.0 - gq):
+            eel[q] += (e @ member - target @ member) ** 2
+            u = lq @ member
+            ratios.append(0.0 if u == 0 else (e @ member) / u)
+        both = ratios[0] * ratios[1] != 0
+        rho[q] = min(ratios) / max(ratios) if both else 1.0
+    return rho, eel
+
+
+def fairranktune_rho(s, rel, g, qptr):
+    """FairRankTune's exposure-per-utility fairness (``EXPU``, Singh and Joachims' DTR,
+    min/max of the groups' mean exposure per mean utility) of every query's ranking."""
+    import pandas as pd
+    from FairRankTune import Metrics
+
+    out = np.full(qptr.size - 1, np.nan)
+    for q in range(qptr.size - 1):
+        a, b = qptr[q], qptr[q + 1]
+        order = np.argsort(-s[a:b], kind="stable")
+        ranking = pd.DataFrame({"r": order})
+        relevance = pd.DataFrame({"r": rel[a:b][order]})
+        groups = dict(enumerate(g[a:b].astype(int).tolist()))
+        if len(set(groups.values())) == 2:
+            out[q] = Metrics.EXPU(ranking, groups, relevance, "MinMaxRatio")[0]
+    return out
+
+
+def reference_lines(s, rel, g, q, th, args) -> None:
+    """The released code's conventions and FairRankTune, timed once on the first
+    ``--reference-queries`` queries and scaled to the input (a Python loop per query),
+    each against ours on the same queries."""
+    from groupbias.evaluation.catalog import EvalSpec
+    from groupbias.evaluation.protocol import EvaluationProtocol
+
+    n = min(args.reference_queries, q.size - 1)
+    qs, m = q[: n + 1], int(q[n])
+    sub = (s[:m], rel[:m], g[:m])
+    scale = (q.size - 1) / n
+    paper_code = EvaluationProtocol(
+        mode="deterministic", offset=2, on_zero_utility="one", eel_bins="query_minmax",
+        eel_levels=2, eel_distance="sq_l2", top_n=20, single_group="drop", ties="stable",
+    )  # fmt: skip
+    spec = EvalSpec(
+        labels=sub[1], relevance=sub[1], groups=sub[2], qptr=qs, metrics=("rho_dtr", "delta_eel")
+    )
+    t0 = time.perf_counter()
+    mine = paper_code.evaluate(sub[0], spec, regime="ltr")
+    t_ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rho, eel = released_code_loop(*sub, qs)
+    t_loop = time.perf_counter() - t0
+    diff = max(_max_diff(mine["rho_dtr"], rho), _max_diff(mine["delta_eel"], eel))
+    print(
+        f"reference: the released code's conventions (rho_dtr + delta_eel, paper_code), "
+        f"{n} queries scaled to {q.size - 1}: loop {t_loop * scale * 1000:.1f} ms, ours "
+        f"{t_ours * scale * 1000:.1f} ms, ratio {t_loop / t_ours:.1f}, max |diff| {diff:.1e}"
+    )
+    try:
+        import FairRankTune  # noqa: F401
+    except ImportError:
+        print("reference: FairRankTune is not installed (pip install fairranktune)")
+        return
+    t0 = time.perf_counter()
+    frt = fairranktune_rho(*sub, qs)
+    t_frt = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mine = M.rho_dtr_ranking(sub[0], sub[1], qptr=qs, groups=sub[2], reduce=None)
+    t_ours = time.perf_counter() - t0
+    diff = _max_diff(mine, frt)
+    print(
+        f"reference: FairRankTune EXPU (rho_dtr), {n} queries scaled to {q.size - 1}: "
+        f"{t_frt * scale:.1f} s, ours {t_ours * scale * 1000:.1f} ms, "
+        f"ratio {t_frt / t_ours:.0f}, max |diff| {diff:.1e}"
+    )
+
+
+def _max_diff(ours, theirs) -> float:
+    ok = ~np.isnan(ours)
+    if not np.array_equal(ok, ~np.isnan(theirs)):
+        raise SystemExit("a reference skips other queries than ours")
+    diff = float(np.max(np.abs(ours[ok] - theirs[ok]), initial=0.0))
+    if not diff <= 1e-9:
+        raise SystemExit(f"a reference differs from ours ({diff:.3g})")
+    return diff
+
+
 def paper_metrics(args) -> list[float]:
     s, rel, g, q = paper_input(args.queries, args.width)
     th = eel_thresholds(rel * 4, 4)
@@ -216,6 +335,13 @@ def paper_metrics(args) -> list[float]:
         ),
     }
     print(f"paper's metrics: {args.queries} queries x {args.width} items, {args.rounds} rounds")
+    t0 = time.perf_counter()
+    loaded = load_ranking_loops()
+    print(
+        f"ours: {'numpy + compiled loops (numba)' if loaded else 'numpy (numba not installed)'}, "
+        f"{check_threads(None)} thread(s); one-time setup (loading the loops), not timed: "
+        f"{time.perf_counter() - t0:.2f} s"
+    )
     ratios = []
     for name, (ours, peer) in pairs.items():
         out = interleaved({"ours": ours, "padded numpy": peer}, args.rounds)
@@ -231,6 +357,8 @@ def paper_metrics(args) -> list[float]:
             f"{name:<10} ours {t_ours * 1000:8.1f} ms   padded numpy {t_peer * 1000:8.1f} ms"
             f"   max |diff| {diff:.1e}   ratio {t_peer / t_ours:.2f}  load: {load()}"
         )
+    if args.reference_queries:
+        reference_lines(s, rel, g, q, th, args)
     return ratios
 
 
@@ -246,6 +374,7 @@ def main(argv=None) -> None:
     ap.add_argument("--max-len", type=int, default=249)
     ap.add_argument("--k", type=int, default=10, help="cutoff (0 = no cutoff)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--reference-queries", type=int, default=2000, help="0: no reference lines")
     args = ap.parse_args(argv)
     k = args.k or None
     paper = paper_metrics(args)

@@ -1,18 +1,29 @@
-"""SVMlight parsing: scikit-learn's ``load_svmlight_file(path, query_id=True)`` against
-``data_loaders.svmlight.parse_svmlight`` (fresh parse, no cache; one untimed warm-up, then
-the median of ``--repeats`` runs, each listed) on generated files shaped
-like MSLR-WEB30K (dense, 136 features, ~100 lines per query) and Yahoo! Set 1 (sparse,
-100-200 of 700 features per line). Also reports the cache reload time and the time of a
-half-size file (linear time: ~0.5).
+"""SVMlight parsing: ``data_loaders.svmlight.parse_svmlight`` against the faster of polars and
+pyarrow on a dense file, with scikit-learn's ``load_svmlight_file`` as a reference line.
 
-scikit-learn runs once per file (about 10 s each at the default size). The result of a run
-is released before the next one starts, so that every run allocates its output in the same
-state of the process: holding the previous result (~0.5 GiB for the Yahoo!-shaped file) makes
-the next run take memory the process never touched, and on a virtual machine whose host maps
-guest memory lazily that first touch alone can cost more than the parse.
+Input: generated files shaped like MSLR-WEB30K (dense: every line lists features 1..136 in
+order, ~100 lines per query) and like Yahoo! Set 1 (sparse, 100-200 of 700 features per
+line), ``--lines`` lines each.
 
-Usage: ``python benchmarks/svmlight_parse.py [--lines N] [--repeats R]``. The last line is
-``ratio: <sum of sklearn times / sum of our median times>``.
+Dense file, timed interleaved (``--rounds`` rounds, medians, the load printed):
+
+* ours: ``parse_svmlight(path, n_features=136, workers=<the cores this process may use>)``
+  (fresh parse, no cache; the compiled loop of ``data_loaders.svmlight_loops`` where numba is
+  installed, loaded before the timing) and the same with ``workers=1``;
+* polars: ``read_csv`` with a space separator and every column as text, then each feature
+  column sliced past its ``<id>:`` prefix and cast to float64 then float32 (the rounding of
+  ``float(token)`` then float32, as ours), the label to float64 and ``qid:`` to int64
+  (polars's threads: all cores);
+* pyarrow: ``pyarrow.csv.read_csv`` the same way (``utf8_slice_codeunits`` and casts);
+* floor: reading the file's bytes (page cache).
+
+Both peers must give ours's features, labels and query ids exactly (the largest difference
+is printed). scikit-learn runs once per file (about 10 s each at the default size): a
+reference line, as are the sparse file's figures, the half-size file (linear time: ~0.5)
+and the cache reload. The last line is ``ratio: <faster peer's median / our median>``
+(dense file, ours on all cores).
+
+Usage: ``python benchmarks/svmlight_parse.py [--lines N] [--rounds R]``.
 """
 
 from __future__ import annotations
@@ -28,8 +39,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from data_loaders.svmlight import load_svmlight, parse_svmlight  # noqa: E402
+from _timing import interleaved, load  # noqa: E402
+
+from data_loaders.svmlight import (  # noqa: E402
+    LOOP_MIN_BYTES,
+    load_svmlight,
+    parse_loop,
+    parse_svmlight,
+)
 
 
 def _mslr_kind(j: int) -> str:
@@ -112,40 +131,112 @@ def _time(fn, repeats: int, log: list | None = None) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+def polars_dense(path: Path, nf: int):
+    """(features float32 [rows, nf], labels, qids) of a dense file by polars."""
+    import polars as pl
+
+    df = pl.read_csv(path, separator=" ", has_header=False, infer_schema=False)
+    cols = df.columns
+    feats = [
+        pl.col(c).str.slice(len(f"{j}:")).cast(pl.Float64).cast(pl.Float32)
+        for j, c in enumerate(cols[2 : 2 + nf], 1)
+    ]
+    X = df.select(feats).to_numpy()
+    y = df[cols[0]].cast(pl.Float64).to_numpy()
+    q = df[cols[1]].str.slice(4).cast(pl.Int64).to_numpy()
+    return X, y, q
+
+
+def pyarrow_dense(path: Path, nf: int):
+    """The same by pyarrow's CSV reader and compute functions."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv
+
+    names = [f"c{i}" for i in range(nf + 2)]
+    table = csv.read_csv(
+        path,
+        read_options=csv.ReadOptions(column_names=names),
+        parse_options=csv.ParseOptions(delimiter=" "),
+        convert_options=csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+    )
+    cols = [
+        pc.cast(pc.cast(pc.utf8_slice_codeunits(table[f"c{j + 1}"], len(f"{j}:")), pa.float64()),
+                pa.float32())
+        for j in range(1, nf + 1)
+    ]  # fmt: skip
+    X = np.column_stack([c.to_numpy() for c in cols])
+    y = pc.cast(table["c0"], pa.float64()).to_numpy()
+    q = pc.cast(pc.utf8_slice_codeunits(table["c1"], 4), pa.int64()).to_numpy()
+    return X, y, q
+
+
+def dense_peers(path: Path, nf: int, rounds: int, size_mb: float) -> float:
+    """Ours, polars, pyarrow and the raw read, interleaved: prints them, returns the ratio."""
+    from groupbias.core.validation import check_threads
+
+    cores = check_threads(None)
+    loop = parse_loop(LOOP_MIN_BYTES)
+    print(f"  ours: {'compiled loop (numba)' if loop else 'numpy passes'}, workers={cores}")
+    cases = {
+        "ours": lambda: parse_svmlight(path, n_features=nf, workers=cores),
+        "ours, workers=1": lambda: parse_svmlight(path, n_features=nf),
+        "polars": lambda: polars_dense(path, nf),
+        "pyarrow": lambda: pyarrow_dense(path, nf),
+        "floor: read the bytes": lambda: path.read_bytes(),
+    }
+    for fn in cases.values():  # untimed warm-up (imports, the loop, first allocations)
+        fn()
+    out = interleaved(cases, rounds)
+    mine = out["ours"][1]
+    for name, (t, res) in out.items():
+        note = ""
+        if name in ("polars", "pyarrow"):
+            X, y, q = res
+            diff = float(np.max(np.abs(X.astype(np.float64) - mine.features), initial=0.0))
+            rows_q = np.repeat(mine.query_ids, np.diff(mine.qptr))
+            same = np.array_equal(y, mine.labels) and np.array_equal(q, rows_q)
+            if diff != 0.0 or not same:
+                raise SystemExit(f"{name}: values differ from ours ({diff:.3g})")
+            note = f"   max |diff| {diff:.1e}"
+        print(f"  {name:<24}{t:8.3f} s  {size_mb / t:7.0f} MiB/s{note}")
+    best = min(("polars", "pyarrow"), key=lambda k: out[k][0])
+    ratio = out[best][0] / out["ours"][0]
+    print(f"ratio against {best} (dense file): {ratio:.2f}  load: {load()}")
+    return ratio
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lines", type=int, default=200_000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3, help="reference lines: our repeats")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
 
     from sklearn.datasets import load_svmlight_file
 
     rng = np.random.default_rng(0)
-    sk_total = ours_total = 0.0
+    ratio = None
+    print(f"load before: {load()}")
     with tempfile.TemporaryDirectory(prefix="svmlight-bench-") as tmp:
         tmp = Path(tmp)
         for name, make, nf in (("mslr", make_mslr, 136), ("yahoo", make_yahoo, 700)):
             path = make(tmp / f"{name}.txt", args.lines, rng)
             size_mb = path.stat().st_size / 2**20
+            print(f"{name}: {args.lines} lines, {size_mb:.0f} MiB")
+            if name == "mslr":
+                ratio = dense_peers(path, nf, args.rounds, size_mb)
             t_sk, (X, y, q) = _time(
                 lambda: load_svmlight_file(
                     str(path), query_id=True, n_features=nf, zero_based=False
                 ),
                 1,
             )
-            parse_svmlight(path, n_features=nf)  # warm-up (memory of the process)
-            runs: list = []
-            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats, runs)
-            t_two, _ = _time(
-                lambda: parse_svmlight(path, n_features=nf, workers=2), max(1, args.repeats // 2)
-            )
-            # same values as scikit-learn
-            k = min(5000, data.n_items)
+            t_ours, data = _time(lambda: parse_svmlight(path, n_features=nf), args.repeats)
+            k = min(5000, data.n_items)  # same values as scikit-learn
             assert np.array_equal(X[:k].toarray().astype(np.float32), data.features[:k])
             assert np.array_equal(y, data.labels)
-            assert np.array_equal(np.unique(q), np.unique(data.query_ids))
             del X, y, q
-            # linear time: the first half of the lines
             half = tmp / f"{name}-half.txt"
             with open(path, "rb") as src, open(half, "wb") as dst:
                 for i, line in enumerate(src):
@@ -153,40 +244,22 @@ def main() -> None:
                         break
                     dst.write(line)
             t_half, _ = _time(lambda: parse_svmlight(half, n_features=nf), args.repeats)
-            # cache: first call parses and stores, later calls map the stored arrays
             cdir = tmp / "cache"
             t_store, _ = _time(lambda: load_svmlight(path, n_features=nf, cache_dir=cdir), 1)
             t_reload, hit = _time(
                 lambda: load_svmlight(path, n_features=nf, cache_dir=cdir), args.repeats
             )
             assert hit.meta["cache"] == "hit"
-            t_touch, _ = _time(lambda: float(np.asarray(hit.features).sum()), 1)
             print(
-                f"{name}: {args.lines} lines, {size_mb:.0f} MiB, "
-                f"{data.n_queries} queries, features {data.features.shape}"
-            )
-            print(f"  sklearn load_svmlight_file     {t_sk:8.3f} s   (1 run)")
-            print(
-                f"  parse_svmlight                 {t_ours:8.3f} s   "
-                f"x{t_sk / t_ours:.1f}  ({size_mb / t_ours:.0f} MiB/s; median of runs "
-                + ", ".join(f"{t:.3f}" for t in runs)
-                + f"; x{t_sk / max(runs):.1f} "
-                "for the slowest)"
-            )
-            print(f"  parse_svmlight (workers=2)     {t_two:8.3f} s   x{t_sk / t_two:.1f}")
-            print(
-                f"  half-size file                 {t_half:8.3f} s   "
-                f"half/full = {t_half / t_ours:.2f} (linear: 0.50)"
+                f"  reference: sklearn load_svmlight_file {t_sk:.3f} s (1 run), ours "
+                f"(workers=1) {t_ours:.3f} s ({size_mb / t_ours:.0f} MiB/s): x{t_sk / t_ours:.1f}"
             )
             print(
-                f"  cache: parse+store {t_store:.3f} s, reload {t_reload * 1e3:.1f} ms, "
-                f"first full read of the mapped features {t_touch:.3f} s"
+                f"  half-size file {t_half:.3f} s (half/full = {t_half / t_ours:.2f}, linear: "
+                f"0.50); cache: parse+store {t_store:.3f} s, reload {t_reload * 1e3:.1f} ms"
             )
-            sk_total += t_sk
-            ours_total += t_ours
             os.remove(half)
-    print(f"overall: sklearn {sk_total:.3f} s, ours {ours_total:.3f} s")
-    print(f"ratio: {sk_total / ours_total:.2f}")
+    print(f"ratio: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -917,10 +917,55 @@ class _BadLine(Exception):
 _local = threading.local()
 
 
-def _process(ba, cend, mode, base, nf):
+#: file size from which a parse loads the compiled loop (importing numba and the loop,
+#: about half a second once per process, costs what it saves on about 32 MiB); once loaded,
+#: it serves every size
+LOOP_MIN_BYTES = 32 << 20
+_LOOP_MODULE = "data_loaders.svmlight_loops"
+
+
+def parse_loop(size: int):
+    """:mod:`data_loaders.svmlight_loops` when numba is installed and a file of ``size``
+    bytes is large enough to pay for loading it (or it is loaded), else None."""
+    import sys
+
+    if size < LOOP_MIN_BYTES and _LOOP_MODULE not in sys.modules:
+        return None
+    try:
+        from data_loaders import svmlight_loops
+    except ImportError:  # numba is not installed: the numpy passes
+        return None
+    return svmlight_loops
+
+
+def _loop_chunk(loop, ba, cend, mode, nf, base) -> _Chunk | None:
+    """The chunk parsed by the compiled loop straight into dense rows, or None where the
+    loop declines (then the numpy path parses it, as without the loop)."""
+    n_lines = ba.count(b"\n", _PAD, cend)
+    if ba[cend - 1] != 10:
+        return None
+    arr = np.frombuffer(ba, dtype=np.uint8)
+    labels, qids = np.empty(n_lines), np.empty(n_lines, dtype=np.int64)
+    line_idx = np.empty(n_lines, dtype=np.int64)
+    block = np.zeros((n_lines, nf), dtype=np.float32)
+    args = (arr, _PAD, cend, mode == "required", base, labels, qids, line_idx, block)
+    ok, rows = loop.parse_dense_chunk(*args)
+    del arr
+    if not ok:
+        return None
+    e = np.empty(0, np.int64)
+    vals = block[:rows].reshape(-1)
+    return _Chunk(n_lines, line_idx[:rows], labels[:rows], qids[:rows], None, e, vals, True)
+
+
+def _process(ba, cend, mode, base, nf, loop=None):
     """Parse one chunk (runs in a worker): ``(chunk, lin, vals, width)`` with ``lin`` the
     flat positions of the values in a dense ``[rows, width]`` block (None when the values
-    fill it in order)."""
+    fill it in order); ``loop``: :func:`parse_loop`'s module, tried first."""
+    if loop is not None and nf is not None:
+        ch = _loop_chunk(loop, ba, cend, mode, nf, base)
+        if ch is not None:
+            return ch, None, ch.vals, nf
     dec = getattr(_local, "decoder", None)
     if dec is None:
         dec = _local.decoder = _Decoder()
@@ -1080,6 +1125,7 @@ def read_svmlight(
         workers = 1
     _prime_allocator()
     size = path.stat().st_size
+    loop = parse_loop(size)
     dense = _Dense(nf) if nf is not None else None
     blocks, labels, qids, lines = [], [], [], []
     state = {"line0": 1, "bytes": 0, "pairs": 0}
@@ -1125,7 +1171,8 @@ def read_svmlight(
         if workers == 1:
             while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
                 ba, cend = got
-                collect(lambda ba=ba, cend=cend: _process(ba, cend, qid, base, nf), ba, cend - _PAD)
+                args = (ba, cend, qid, base, nf, loop)
+                collect(lambda args=args: _process(*args), ba, cend - _PAD)
         else:
             pending: deque = deque()
             with ThreadPoolExecutor(workers) as ex:
@@ -1133,7 +1180,7 @@ def read_svmlight(
                     while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
                         ba, cend = got
                         pending.append(
-                            (ex.submit(_process, ba, cend, qid, base, nf), ba, cend - _PAD)
+                            (ex.submit(_process, ba, cend, qid, base, nf, loop), ba, cend - _PAD)
                         )
                         while len(pending) > workers:
                             fut, b, nbytes = pending.popleft()

@@ -168,7 +168,9 @@ def _count_sorts(monkeypatch):
 
         return call
 
+    # the packed sort by numpy passes, or with its keys built by the compiled loops
     monkeypatch.setattr(R, "_packed_sort", counted("packed", packed_sort))
+    monkeypatch.setattr(R, "_loop_packed_sort", counted("packed", R._loop_packed_sort))
     monkeypatch.setattr(R, "_sort_rows", counted("sort", sort_rows))
     monkeypatch.setattr(R, "_partition_rows", counted("partition", partition_rows))
     return calls
@@ -210,6 +212,7 @@ def _exact_only(mp):
     implementation before the packed sorts)."""
     mp.setattr(R, "_packed_sort", lambda block, scores: None)
     mp.setattr(R, "_small_integers", lambda values: None)
+    mp.setattr(R, "_loops_mode", ["never"])
 
 
 def _metric_values(s, lab, rel, g, q):

@@ -165,10 +165,10 @@ def test_chunk_boundaries_and_workers_agree(tmp_path, rng, monkeypatch):
     np.testing.assert_array_equal(a.line_numbers, b.line_numbers)
 
 
-def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
-    # many spellings through the vectorized path: lengths 1..16, signs, points anywhere
+def decimal_tokens(rng, n: int) -> list[str]:
+    """``n`` plain decimals: 1..14 digits, a point anywhere (or none), a sign on some."""
     toks = []
-    for _ in range(4000):
+    for _ in range(n):
         digits = "".join(rng.choice(list("0123456789"), size=rng.integers(1, 15)))
         cut = rng.integers(0, len(digits) + 1)
         t = digits[:cut] + ("." if rng.random() < 0.7 else "") + digits[cut:]
@@ -177,6 +177,12 @@ def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
         if t.strip("+-") == ".":
             t = t.replace(".", "0.")
         toks.append(t)
+    return toks
+
+
+def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
+    # many spellings through the vectorized path: lengths 1..16, signs, points anywhere
+    toks = decimal_tokens(rng, 4000)
     text = "".join(f"0 qid:1 1:{t}\n" for t in toks)
     monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
     rows = read_svmlight(write(tmp_path, text), n_features=1)
@@ -326,14 +332,20 @@ def valid_files(draw, fast_only=False):
     return text, nf, base
 
 
+@pytest.mark.parametrize("loop", [False, True])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_files(), st.sampled_from([1024, 1 << 20]), st.sampled_from([1, 2]))
-def test_fuzz_valid_files_round_trip(tmp_path_factory, case, chunk, workers):
+def test_fuzz_valid_files_round_trip(tmp_path_factory, loop, case, chunk, workers):
+    # loop: the compiled loop first (numba), the numpy path where it declines
     text, nf, base = case
     if not any(line.split("#")[0].strip() for line in text.split("\n")):
         return
     p = write(tmp_path_factory.mktemp("v"), text)
-    check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
+    with pytest.MonkeyPatch.context() as mp:
+        if loop:
+            pytest.importorskip("data_loaders.svmlight_loops")
+            mp.setattr(svm, "LOOP_MIN_BYTES", 0)
+        check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
     data = parse_svmlight(p, n_features=nf, feature_id_base=base)
     assert data.n_items == len(reference(text, nf, base)[1])
 
@@ -703,3 +715,58 @@ def test_cache_detects_edit_in_the_middle_with_same_size_and_mtime(tmp_path):
     assert b.meta["cache"] == "stored"
     assert b.features[5000, 0] == np.float32(0.75) and b.features[4999, 0] == np.float32(0.25)
     assert load_svmlight(p, n_features=2, cache_dir=cdir).meta["cache"] == "hit"
+
+
+# ---- the compiled loop (numba, the fast extra) ------------------------------------------------
+@pytest.fixture
+def loop_on(monkeypatch):
+    """Every parse tries the compiled loop first; ``calls`` counts the chunks it took."""
+    loops = pytest.importorskip("data_loaders.svmlight_loops")
+    monkeypatch.setattr(svm, "LOOP_MIN_BYTES", 0)
+    calls = {"taken": 0, "declined": 0}
+    parse = loops.parse_dense_chunk
+
+    def counted(*args):
+        ok, rows = parse(*args)
+        calls["taken" if ok else "declined"] += 1
+        return ok, rows
+
+    monkeypatch.setattr(loops, "parse_dense_chunk", counted)
+    return calls
+
+
+def test_compiled_loop_takes_plain_files_and_matches_numpy(tmp_path, rng, loop_on):
+    # plain decimals with signs, points anywhere, comments, blank lines, CRLF, ids skipped
+    toks = decimal_tokens(rng, 3000)
+    lines = [f"{t} qid:{i // 7} 1:{t} 3:{toks[-i]}" for i, t in enumerate(toks)]
+    lines[5] = "# a comment line"
+    lines[9] = ""
+    lines[11] += " # trailing 4:5"
+    text = "\r\n".join(lines) + "\n"
+    p = write(tmp_path, text)
+    rows = check_same(p, text, 3, chunk_bytes=4096)
+    assert loop_on["taken"] > 0 and loop_on["declined"] == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(svm, "parse_loop", lambda size: None)  # numpy only
+        plain = read_svmlight(p, n_features=3, chunk_bytes=4096)
+    for field in ("features", "labels", "qids", "line_numbers"):
+        np.testing.assert_array_equal(getattr(rows, field), getattr(plain, field))
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["1 qid:2 1:1e3", "1 qid:2 2:1 1:3", "1 qid:2 1:12345678901234567890", "1e1 qid:2 1:1"],
+)
+def test_compiled_loop_declines_other_spellings(tmp_path, loop_on, line):
+    # exponents, unordered ids and long mantissas go through the numpy path, same values
+    text = GOOD + line + "\n"
+    check_same(write(tmp_path, text), text, 2)
+    assert loop_on["declined"] == 1
+
+
+@pytest.mark.parametrize("bad_line, field", [("1 qid:2 1:abc", "feature 1"), ("1 1:2", "qid")])
+def test_compiled_loop_leaves_errors_to_the_numpy_path(tmp_path, loop_on, bad_line, field):
+    p = write(tmp_path, GOOD + bad_line + "\n")
+    with pytest.raises(DataFormatError) as ei:
+        parse_svmlight(p, n_features=2)
+    assert ei.value.line == 3 and ei.value.field == field

@@ -147,16 +147,33 @@ def vector(
             f"length {a.size}",
         )
     a = a.astype(np.float64, copy=False)
-    if finite and a.size and not np.all(np.isfinite(a)):
+    if a.size and not _quick_check(a, finite, low, high):
+        _full_check(a, name, finite, low, high, what, fix)
+    return a
+
+
+def _quick_check(a: np.ndarray, finite: bool, low, high) -> bool:
+    """True when ``a`` (float64, non-empty) surely passes :func:`vector`'s checks, from one
+    or two reductions: NaN carries through the minimum and the maximum, and a finite sum
+    has only finite terms. False means: check element by element."""
+    if low is not None or high is not None:
+        lo, hi = a.min(), a.max()
+        inside = (low is None or lo >= low) and (high is None or hi <= high)
+        return bool(inside and (not finite or (np.isfinite(lo) and np.isfinite(hi))))
+    return not finite or bool(np.isfinite(np.add.reduce(a)))
+
+
+def _full_check(a: np.ndarray, name: str, finite: bool, low, high, what, fix) -> None:
+    """:func:`vector`'s checks element by element: the error of the first that fails."""
+    if finite and not np.all(np.isfinite(a)):
         raise ParameterError(name, "finite values", "NaN or infinite entries", fix)
-    if a.size and ((low is not None and a.min() < low) or (high is not None and a.max() > high)):
+    if (low is not None and a.min() < low) or (high is not None and a.max() > high):
         raise ParameterError(
             name,
             what or f"values in {_interval(low, high, False, False)}",
             f"range [{a.min()!r}, {a.max()!r}]",
             fix,
         )
-    return a
 
 
 def as_array(name: str, values) -> np.ndarray:

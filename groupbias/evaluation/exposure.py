@@ -15,7 +15,13 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_max, segment_sum
 from ..core.validation import check_k, check_qptr, is_integer
-from ..rank.ranking import DeterministicRanking, as_ranking, log_discount
+from ..rank.ranking import (
+    DeterministicRanking,
+    as_ranking,
+    log_discount,
+    loop_rows,
+    ranking_loops,
+)
 from .inputs import check_groups, item_vector
 
 __all__ = [
@@ -24,6 +30,9 @@ __all__ = [
     "check_offset",
     "target_exposure",
     "group_sums",
+    "group_sums_pair",
+    "eel_grading",
+    "threshold_target_exposure",
     "group_exposure",
     "discretize",
     "grade_thresholds",
@@ -87,6 +96,11 @@ def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> n
     return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
 
 
+def _flat64(*arrays: np.ndarray) -> bool:
+    """Every array is float64 and contiguous (what the compiled loops are compiled for)."""
+    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
+
+
 def group_sums(
     values: np.ndarray,
     g: np.ndarray,
@@ -96,11 +110,78 @@ def group_sums(
 ):
     """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
     non-affected group (float64 [n_queries] each); ``ng``: ``1 - g`` when the caller has it
-    (``qidx`` is accepted and not needed)."""
+    (``qidx`` is accepted and not needed). The compiled loops
+    (:func:`groupbias.rank.ranking_loops.group_sums2`), where they serve, give the same bits
+    in one pass."""
+    loops = ranking_loops(values.size)
+    if loops is not None and _flat64(values, g):
+        out = _loop_group_sums(loops, values, values, g, qptr)
+        return np.ascontiguousarray(out[:, 0]), np.ascontiguousarray(out[:, 1])
     x = values * g
     ea = segment_sum(x, qptr)
     np.multiply(values, 1.0 - g if ng is None else ng, out=x)
     return ea, segment_sum(x, qptr)
+
+
+def _loop_group_sums(loops, a, b, g, qptr) -> np.ndarray:
+    """``groupbias.rank.ranking_loops.group_sums2`` over the queries, split between threads."""
+    out = np.empty((qptr.size - 1, 4))
+
+    starts, sizes = qptr[:-1], np.diff(qptr)
+
+    def task(q0: int, q1: int) -> None:
+        loops.group_sums2(a, b, g, starts[q0:q1], sizes[q0:q1], out[q0:q1])
+
+    loop_rows(qptr.size - 1, a.size, task)
+    return out
+
+
+def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarray):
+    """:func:`group_sums` of ``a`` and of ``b``: ``(A_A, A_N, B_A, B_N)``, in one pass
+    with the compiled loops."""
+    loops = ranking_loops(a.size)
+    if loops is not None and _flat64(a, b, g):
+        out = _loop_group_sums(loops, a, b, g, qptr)
+        return tuple(np.ascontiguousarray(out[:, j]) for j in range(4))
+    ng = 1.0 - g
+    return (*group_sums(a, g, qptr, ng=ng), *group_sums(b, g, qptr, ng=ng))
+
+
+def eel_grading(thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int):
+    """``(thresholds, prefix)`` of the EEL target exposure of thresholded grades for
+    :meth:`~groupbias.rank.ranking.DeterministicRanking.exposure_group_sums` (``prefix``: 0
+    and the cumulative position exposures), or None where :func:`tie_average_exposure`
+    would not count the grades (its count table would be too large)."""
+    n, n_queries = int(qptr[-1]), qptr.size - 1
+    if n_queries * (np.asarray(thresholds).size + 1) > 4 * n + 1024:
+        return None
+    prefix = np.concatenate([[0.0], np.cumsum(log_discount(max_list_size(qptr), k, offset))])
+    return np.ascontiguousarray(thresholds, dtype=np.float64), prefix
+
+
+def threshold_target_exposure(
+    values: np.ndarray, thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int
+) -> np.ndarray | None:
+    """The EEL target exposure (average ties) of the grades ``#{t in thresholds : t <=
+    value}``, by the compiled loops in one pass (the bits of :func:`item_exposure` on the
+    grades); None where the loops do not serve (then grade and call :func:`item_exposure`)."""
+    loops = ranking_loops(values.size)
+    if loops is None or not _flat64(values):
+        return None
+    table = log_discount(max_list_size(qptr), k, offset)
+    prefix = np.concatenate([[0.0], np.cumsum(table)])
+    out = np.empty(values.size)
+    t = np.ascontiguousarray(thresholds)
+
+    def task(q0: int, q1: int) -> tuple[int, int]:
+        return loops.eel_target(values, t, qptr[q0 : q1 + 1], prefix, out)
+
+    ranges = loop_rows(qptr.size - 1, values.size, task)
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    # tie_average_exposure counts grades only while the count table stays small
+    if values.size and (qptr.size - 1) * (hi - lo + 1) > 4 * values.size + 1024:
+        return None
+    return out
 
 
 def group_exposure(exposure, groups, *, qptr) -> np.ndarray:

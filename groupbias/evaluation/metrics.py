@@ -39,10 +39,13 @@ from ..core.validation import check_k, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount
 from .exposure import (
     check_offset,
+    eel_grading,
     grade_thresholds,
     group_sums,
+    group_sums_pair,
     item_exposure,
     query_minmax_grades,
+    threshold_target_exposure,
 )
 from .inputs import (
     check_both_groups,
@@ -338,10 +341,14 @@ def rho_dtr_ranking(
     if reduce is not None:  # a mean over one-group queries only would read as fair
         check_both_groups(g, q)
     offset = check_offset(offset)
-    e = r.weights(check_k(k), ties, offset=offset).dense()
-    ng = 1.0 - g
-    sums = (*group_sums(e, g, q, ng=ng), *group_sums(y, g, q, ng=ng))
-    return _reduce_rho(sums, reduce, on_zero_utility)
+    k = check_k(k)
+    sums = None
+    if isinstance(r, DeterministicRanking):  # from the sorts, no dense weights (compiled loops)
+        sums = r.exposure_group_sums(y, g, k=k, ties=choice("ties", ties, TIES), offset=offset)
+    if sums is None:
+        e = r.weights(k, ties, offset=offset).dense()
+        return _reduce_rho(group_sums_pair(e, y, g, q), reduce, on_zero_utility)
+    return _reduce_rho(tuple(sums.T), reduce, on_zero_utility)
 
 
 # --------------------------------------------------------------------------- EEL
@@ -366,12 +373,31 @@ def _grades(values: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
+class _ThresholdGrades:
+    """``(values, qptr, qidx) -> grades`` ``#{t in thresholds : t <= value}``."""
+
+    def __init__(self, thresholds: np.ndarray) -> None:
+        self.thresholds = thresholds
+
+    def __call__(self, values, qptr, qidx) -> np.ndarray:
+        return _grades(values, self.thresholds)
+
+
+def _graded_exposure(values, q, qidx, grade, k, offset) -> np.ndarray:
+    """The EEL target exposure of the grades of ``values`` (``qidx``: None until needed)."""
+    if isinstance(grade, _ThresholdGrades):
+        out = threshold_target_exposure(values, grade.thresholds, q, k, offset)
+        if out is not None:
+            return out
+    qidx = query_index(q) if qidx is None else qidx
+    return item_exposure(grade(values, q, qidx), q, qidx, k, "average", offset)
+
+
 def _eel_grader(thresholds, levels, bins: str):
     """``(values, qptr, qidx) -> grades`` of the Δ(EEL) discretization ``bins``."""
     bins = choice("bins", bins, BINS)
     if bins == "thresholds":
-        t = grade_thresholds(thresholds, levels)
-        return lambda v, q, qidx: _grades(v, t)
+        return _ThresholdGrades(grade_thresholds(thresholds, levels))
     if thresholds is not None:
         raise ParameterError(
             "thresholds",
@@ -389,15 +415,34 @@ def _delta_eel(
 ):
     """Δ(EEL) per query of the item exposures ``model_exposure`` against the EEL target
     exposure of the true relevance ``y``."""
-    qidx = query_index(q)
-    tgt_grades = grade(y, q, qidx) if discretize_true else y
-    tgt = item_exposure(tgt_grades, q, qidx, k, "average", offset)
-    ea, en = group_sums(model_exposure, g, q, qidx)
-    ta, tn = group_sums(tgt, g, q, qidx)
+    if discretize_true:
+        tgt = _graded_exposure(y, q, None, grade, k, offset)
+    else:
+        tgt = item_exposure(y, q, query_index(q), k, "average", offset)
+    ea, en, ta, tn = group_sums_pair(model_exposure, tgt, g, q)
+    return _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group)
+
+
+def _eel_sums_by_sorts(r: Ranking, y, g, q, ties: str, opts: dict) -> np.ndarray | None:
+    """The group sums of a deterministic ranking's exposure and of the EEL target of
+    thresholded grades, by :meth:`DeterministicRanking.exposure_group_sums`; None where it
+    does not serve (a policy, min-max bins, numba absent)."""
+    grade = opts["grade"]
+    if not (isinstance(r, DeterministicRanking) and isinstance(grade, _ThresholdGrades)):
+        return None
+    grading = eel_grading(grade.thresholds, q, opts["k"], opts["offset"])
+    if grading is None:
+        return None
+    kw = {"k": opts["k"], "ties": ties, "offset": opts["offset"], "grading": grading}
+    return r.exposure_group_sums(y, g, **kw)
+
+
+def _eel_distances(ea, en, ta, tn, q, g, distance, on_single_group) -> np.ndarray:
+    """Δ(EEL) per query from the group sums of the model's exposure and of the target."""
     out = _distance(ea - ta, en - tn, distance)
     out[np.diff(q) == 0] = np.nan
     if on_single_group == "skip":
-        na, nn = group_sums(np.ones(g.size), g, q, qidx)
+        na, nn = group_sums(np.ones(g.size), g, q)
         out[(na == 0) | (nn == 0)] = np.nan
     return out
 
@@ -463,8 +508,7 @@ def delta_eel_tabular(
     if reduce is not None:  # a mean over one-group queries only would read as fair
         check_both_groups(g, q)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
-    qidx = query_index(q)
-    model = item_exposure(opts["grade"](x, q, qidx), q, qidx, opts["k"], "average", opts["offset"])
+    model = _graded_exposure(x, q, None, opts["grade"], opts["k"], opts["offset"])
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
     return reduce_queries(out, reduce, EEL_REDUCE)
 
@@ -506,6 +550,11 @@ def delta_eel_ranking(
         check_both_groups(g, q)
     ties = choice("ties", ties, TIES)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
+    sums = _eel_sums_by_sorts(r, y, g, q, ties, opts) if discretize_true else None
+    if sums is not None:  # from the sorts in one pass (compiled loops)
+        ea, en, ta, tn = sums.T
+        out = _eel_distances(ea, en, ta, tn, q, g, opts["distance"], opts["on_single_group"])
+        return reduce_queries(out, reduce, EEL_REDUCE)
     model = r.weights(opts["k"], ties, offset=opts["offset"]).dense()
     out = _delta_eel(model, y, q, g, discretize_true=discretize_true, **opts)
     return reduce_queries(out, reduce, EEL_REDUCE)

@@ -23,17 +23,18 @@ related-work metrics of one score vector share them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.errors import ParameterError
 from ..core.segments import segment_sum
-from ..core.validation import check_k, check_qptr, choice, vector
+from ..core.validation import check_k, check_qptr, check_threads, choice, vector
 
 __all__ = [
     "Ranking",
@@ -45,6 +46,10 @@ __all__ = [
     "log_discount",
     "padded_blocks",
     "rank_weights",
+    "load_ranking_loops",
+    "loop_rows",
+    "ranking_loops",
+    "use_ranking_loops",
 ]
 
 TIES = ("average", "stable")
@@ -53,6 +58,73 @@ _WIDTH_RATIO = 1.25
 #: partition (instead of a full sort) for a cutoff k when every list of a block has at
 #: least this many times k items
 _PARTITION_FACTOR = 2
+
+
+#: items from which a ranking loads the compiled loops (importing numba and the loops,
+#: about half a second once per process, costs what they save on about 10^6 items); once
+#: loaded, they serve every size
+LOOPS_MIN_ITEMS = 1 << 20
+_LOOPS_MODULE = "groupbias.rank.ranking_loops"
+#: "auto" (the loops when numba is installed and they pay, see :data:`LOOPS_MIN_ITEMS`),
+#: "never" (numpy passes only) or "always"
+_loops_mode = ["auto"]
+
+
+def use_ranking_loops(mode: str) -> str:
+    """Whether rankings and the metrics over them use the compiled loops of
+    :mod:`groupbias.rank.ranking_loops`: ``"auto"`` (default: when numba is installed and
+    a call has at least :data:`LOOPS_MIN_ITEMS` items, or the loops are already loaded),
+    ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
+    Returns the previous mode."""
+    previous = _loops_mode[0]
+    _loops_mode[0] = choice("mode", mode, ("auto", "never", "always"))
+    return previous
+
+
+def load_ranking_loops() -> bool:
+    """Load the compiled loops of :mod:`groupbias.rank.ranking_loops` now (importing numba
+    and the loops, about half a second once per process; compiled on first use, then
+    cached on disk), so that they serve every later call whatever its size. False when
+    numba is not installed (the numpy passes, same results)."""
+    loops = ranking_loops(LOOPS_MIN_ITEMS)
+    return loops is not None
+
+
+def ranking_loops(n_items: int):
+    """:mod:`groupbias.rank.ranking_loops` when it serves a call over ``n_items`` items
+    (see :func:`use_ranking_loops`), else None."""
+    mode = _loops_mode[0]
+    if mode == "never":
+        return None
+    if mode == "auto" and n_items < LOOPS_MIN_ITEMS and _LOOPS_MODULE not in sys.modules:
+        return None
+    try:
+        from . import ranking_loops as loops
+    except ImportError:  # numba is not installed: the numpy passes
+        return None
+    return loops
+
+
+#: items from which a loop's rows are split between the threads of :func:`loop_rows`
+_THREAD_MIN_ITEMS = 1 << 17
+_pool: list = []
+
+
+def loop_rows(n_rows: int, n_items: int, task: Callable[[int, int], object]) -> list:
+    """``task(r0, r1)`` over consecutive row ranges covering ``0 .. n_rows``: on the cores
+    this process may use (one range each, the compiled loops and numpy's sort release the
+    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. Every row
+    is computed alone, so the results do not depend on the split. Returns the results."""
+    threads = min(check_threads(None), n_rows)
+    if threads < 2 or n_items < _THREAD_MIN_ITEMS:
+        return [task(0, n_rows)]
+    if not _pool:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool.append(ThreadPoolExecutor(check_threads(None), thread_name_prefix="ranking"))
+    cuts = [n_rows * i // threads for i in range(threads + 1)]
+    futures = [_pool[0].submit(task, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return [f.result() for f in futures]
 
 
 def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:
@@ -205,6 +277,11 @@ _PACK_BITS = 20
 _PACK_FILL = -np.finfo(np.float64).max
 #: real scores at or below this value take the argsort path (they could meet the fill)
 _PACK_LOW = -1e308
+#: slots of every row whose columns the compiled loops read right after the sort (a top-k
+#: view with k below it is then a slice), and the keys sorted at a time (about the cache
+#: of one core) so that they are read while cached
+_HEAD_SLOTS = 16
+_CHUNK_KEYS = 1 << 15
 #: blocks are sorted together (padded to the widest of them) while the padded rows hold at
 #: most this many slots: one sort call instead of one per small block
 _MERGE_SLOTS = 1 << 16
@@ -265,6 +342,37 @@ def _packed_sort(block: PaddedBlock, scores: np.ndarray):
     return keys, mask
 
 
+def _loop_packed_sort(loops, block: PaddedBlock, scores: np.ndarray):
+    """:func:`_packed_sort` with the keys built by the compiled loops straight from the
+    flat scores (one pass, the finiteness check included): the same sorted keys."""
+    w = block.width
+    bits = max(1, (w - 1).bit_length())
+    if bits > _PACK_BITS or block.rows.size == 0:
+        return None
+    keys = np.empty((block.rows.size, w))
+    mask = np.int64((1 << bits) - 1)
+    heads = np.empty((block.rows.size, min(w, _HEAD_SLOTS)), dtype=np.int64)
+    first_tie = np.empty(block.rows.size, dtype=np.int64)
+    chunk = max(1, _CHUNK_KEYS // w)
+
+    def task(r0: int, r1: int) -> bool:
+        for c0 in range(r0, r1, chunk):  # build, sort and read while the rows are cached
+            rows = slice(c0, min(c0 + chunk, r1))
+            part = keys[rows]
+            args = (block.starts[rows], block.sizes[rows], bits, _PACK_FILL, _PACK_LOW, part)
+            if not loops.packed_keys(scores, *args):
+                return False
+            part.sort(axis=1)
+            loops.packed_heads(
+                part.view(np.int64), mask, block.sizes[rows], heads[rows], first_tie[rows]
+            )
+        return True
+
+    if not all(loop_rows(block.rows.size, keys.size, task)):
+        return None
+    return keys, mask, heads, first_tie
+
+
 def _packed_top(keys: np.ndarray, mask, n: int):
     """``(cols, trunc)`` of the first ``n`` slots of every row in descending order: the
     column of each and its truncated key (float64, for the tie check). All slots (``n`` =
@@ -304,23 +412,68 @@ class _Packed:
     keys: np.ndarray
     mask: np.int64
     tied_rows: np.ndarray | None = None
+    loops: Any = None  # groupbias.rank.ranking_loops, where it serves
+    #: from the loops: the columns of the first slots of every row, and the first of them
+    #: tied with the slot before (the number of those slots when none is)
+    heads: np.ndarray | None = None
+    first_tie: np.ndarray | None = None
 
     def tied(self) -> bool:
         """Two items of a row of the block tie (or nearly: see :func:`_packed_sort`)."""
         if self.tied_rows is None:
-            _, trunc = _packed_top(self.keys, self.mask, self.keys.shape[1])
-            self.tied_rows = _packed_tied_rows(trunc, self.block.sizes)
+            if self.loops is not None:
+                self.tied_rows = np.empty(self.block.rows.size, dtype=bool)
+                self.loops.packed_tied_rows(
+                    self.keys.view(np.int64), self.mask, self.block.sizes, self.tied_rows
+                )
+            else:
+                _, trunc = _packed_top(self.keys, self.mask, self.keys.shape[1])
+                self.tied_rows = _packed_tied_rows(trunc, self.block.sizes)
         return bool(self.tied_rows.any())
+
+    def slot_weights(self, table: np.ndarray, out: np.ndarray) -> bool:
+        """``out[item] = table[slot]`` for every item of the block by the compiled loops,
+        the rows with ties found on the way; False (and ``out`` to be overwritten) when
+        the block has ties."""
+        tied = np.empty(self.block.rows.size, dtype=bool)
+        b = self.block
+        keys = self.keys.view(np.int64)
+
+        def task(r0: int, r1: int) -> None:
+            sizes = b.sizes[r0:r1]
+            args = (keys[r0:r1], self.mask, b.starts[r0:r1], sizes, table, out, tied[r0:r1])
+            self.loops.sorted_slot_weights(*args)
+
+        loop_rows(b.rows.size, keys.size, task)
+        self.tied_rows = tied
+        return not tied.any()
+
+    def _loop_top(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(cols, tied)`` of the first ``n`` slots by the compiled loops (one pass)."""
+        if self.heads is not None and self.first_tie is not None and n <= self.heads.shape[1]:
+            tied = self.first_tie < np.minimum(n, self.block.sizes)
+            return np.ascontiguousarray(self.heads[:, :n]), tied
+        cols = np.empty((self.block.rows.size, n), dtype=np.int64)
+        first_tie = np.empty(self.block.rows.size, dtype=np.int64)
+        keys = self.keys.view(np.int64)
+        self.loops.packed_heads(keys, self.mask, self.block.sizes, cols, first_tie)
+        return cols, first_tie < np.minimum(n, self.block.sizes)
 
     def view(self, n: int) -> _View:
         """The first ``n`` slots of every row (no ties: see :meth:`tied`)."""
+        if self.loops is not None and n < self.keys.shape[1]:
+            return _View(self.block, self._loop_top(n)[0], None, None)
         return _View(self.block, _packed_top(self.keys, self.mask, n)[0], None, None)
 
     def top_view(self, k: int) -> _View | None:
         """The top-``k`` view of :func:`_partition_rows` when no two of the first ``k + 1``
         items of any row tie (every list longer than ``k``), else None."""
-        cols, trunc = _packed_top(self.keys, self.mask, k + 1)
-        if _packed_tied_rows(trunc, self.block.sizes).any():
+        if self.loops is not None:
+            cols, tied = self._loop_top(k + 1)
+        else:
+            cols, trunc = _packed_top(self.keys, self.mask, k + 1)
+            tied = _packed_tied_rows(trunc, self.block.sizes)
+        if tied.any():
             return None
         return _View(self.block, np.ascontiguousarray(cols[:, :k]), None, None)
 
@@ -395,7 +548,10 @@ class Exposure:
             return segment_sum(x * self.dense(), self.qptr)
         out = np.zeros(self.n_queries)
         for block, index, weight, _ in self._parts:
-            gathered = [np.take(v, index, mode="clip") for v in values]
+            gathered: list[np.ndarray] = []
+            for i, v in enumerate(values):  # an array given twice is gathered once
+                same = [j for j in range(i) if values[j] is v]
+                gathered.append(gathered[same[0]] if same else np.take(v, index, mode="clip"))
             x = gathered[0] if combine is None else combine(*gathered)
             out[block.rows] = (x * weight).sum(axis=1)
         return out
@@ -411,6 +567,15 @@ class Exposure:
                     out[index[valid]] = weight[valid]
             self._dense = out
         return self._dense
+
+
+def _view_weights(v: _View, table: np.ndarray) -> tuple:
+    """``(block, flat index, weight, valid)`` of the slots of one view: ``table[slot]``,
+    tie blocks sharing their mean, 0 in the padding."""
+    weight = _table_weights(v, table)
+    if not v.block.contiguous:
+        weight = np.where(v.valid, weight, 0.0)
+    return v.block, v.block.index(v.cols), weight, v.valid
 
 
 def _slot_mean(view: _View, values: np.ndarray) -> np.ndarray:
@@ -430,6 +595,37 @@ def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
         return np.broadcast_to(table[:w], view.cols.shape)
     prefix = np.concatenate([[0.0], np.cumsum(table)])
     return (prefix[view.above + view.count] - prefix[view.above]) / view.count
+
+
+def _graded_target(loops, values: np.ndarray, qptr: np.ndarray, grading) -> np.ndarray:
+    """The EEL target exposure of the grades of ``values`` (``grading = (thresholds,
+    prefix)``) by the compiled loops, dense."""
+    out = np.empty(values.size)
+    loops.eel_target(values, grading[0], qptr, grading[1], out)
+    return out
+
+
+#: the largest grade whose rows the compiled loops sort by counting
+_LOOP_MAX_GRADE = 63
+
+
+def _loop_grade_tops(loops, values: np.ndarray, blocks: list[PaddedBlock], k: int | None):
+    """The ``min(k, width)`` largest values of every row of every block, descending and as
+    float64 (``-inf`` in the padding), from counts per grade in the compiled loops: what
+    :meth:`DeterministicRanking._int16_tops` gives, in one pass over the items. None
+    unless every value is a whole number in ``[0, 63]`` (graded labels)."""
+    tops = []
+    for b in blocks:
+        top = np.empty((b.rows.size, b.width if k is None else min(k, b.width)))
+
+        def task(r0: int, r1: int, b=b, top=top) -> bool:
+            args = (b.starts[r0:r1], b.sizes[r0:r1], _LOOP_MAX_GRADE, top[r0:r1])
+            return bool(loops.grade_tops(values, *args))
+
+        if not all(loop_rows(b.rows.size, int(b.sizes.sum()), task)):
+            return None
+        tops.append(top)
+    return tops
 
 
 #: the padding of int16 rows (below every value :func:`_small_integers` accepts)
@@ -482,7 +678,7 @@ def as_ranking(scores, qptr, name: str = "scores") -> Ranking:
     """``scores`` itself when it is a :class:`Ranking` of the queries ``qptr`` (a
     deterministic ranking or a policy), else the :class:`DeterministicRanking` of the score
     array ``scores``."""
-    if isinstance(scores, Ranking):
+    if not isinstance(scores, np.ndarray) and isinstance(scores, Ranking):
         _check_same_queries(scores, qptr, name)
         return scores
     return DeterministicRanking(scores, qptr, name=name)
@@ -537,16 +733,24 @@ class DeterministicRanking(Ranking):
         if self._packed is None:
             blocks = self.blocks()
             out: list[_Packed | None] = [None] * len(blocks)
+            loops = ranking_loops(self.n_items)
             for merged, members in _merged(blocks):
-                packed = _packed_sort(merged, self._padded(merged))
+                if loops is not None:
+                    packed = _loop_packed_sort(loops, merged, self.scores)
+                else:
+                    packed = _packed_sort(merged, self._padded(merged))
                 if packed is None:
                     continue
-                keys, mask = packed
+                keys, mask = packed[:2]
                 r = 0
                 for i in members:
                     b = blocks[i]
-                    sub = keys[r : r + b.rows.size, merged.width - b.width :]
-                    out[i] = _Packed(b, sub, mask)
+                    rows = slice(r, r + b.rows.size)
+                    sub = keys[rows, merged.width - b.width :]
+                    p = _Packed(b, sub, mask, loops=loops)
+                    if loops is not None:
+                        p.heads, p.first_tie = packed[2][rows], packed[3][rows]
+                    out[i] = p
                     r += b.rows.size
             self._packed = out
         return self._packed
@@ -631,16 +835,68 @@ class DeterministicRanking(Ranking):
             return self._weights[key]
         max_len = int(np.max(np.diff(self.qptr))) if self.n_queries else 0
         t = rank_weights(max_len, k, offset, table)
-        parts = []
-        for v in self.top(k, ties == "stable"):
-            weight = _table_weights(v, t)
-            if not v.block.contiguous:
-                weight = np.where(v.valid, weight, 0.0)
-            parts.append((v.block, v.block.index(v.cols), weight, v.valid))
-        ex = Exposure(self.qptr, parts=parts)
+        if k is None and self.n_items and not self._full and ranking_loops(self.n_items):
+            ex = Exposure(self.qptr, dense=self._loop_full_weights(t, ties == "stable"))
+        else:
+            parts = [_view_weights(v, t) for v in self.top(k, ties == "stable")]
+            ex = Exposure(self.qptr, parts=parts)
         if key is not None:
             self._weights[key] = ex
         return ex
+
+    def exposure_group_sums(
+        self,
+        values: np.ndarray,
+        g: np.ndarray,
+        *,
+        k: int | None = None,
+        ties: str = "average",
+        offset: int = 1,
+        grading: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray | None:
+        """Per query ``[sum e g, sum e (1 - g), sum v g, sum v (1 - g)]`` (float64
+        [n_queries, 4]) with ``e`` the rank weights of :meth:`weights` (``k``, ``ties``,
+        ``offset``) and ``v`` = ``values`` or, with ``grading = (thresholds, prefix)``, the
+        EEL target exposure of the grades ``#{t <= value}`` (``prefix``: 0 and the cumulative
+        discounts): the bits of the group sums of the dense weights, from the packed sorts in
+        one pass of the compiled loops (no dense weights). Rows with ties take the dense
+        weights of :meth:`weights`. None where the loops do not serve (float64 arrays of
+        the ranking's items, numba installed)."""
+        loops = ranking_loops(self.n_items)
+        ok = values.dtype == g.dtype == np.float64 and values.flags.c_contiguous
+        if loops is None or not self.n_items or not (ok and g.flags.c_contiguous):
+            return None
+        max_len = int(np.max(np.diff(self.qptr)))
+        table = rank_weights(max_len, k, offset)
+        empty = np.empty(0)
+        grade_args = (empty, empty) if grading is None else grading
+        out = np.zeros((self.n_queries, 4))
+        redo: list[PaddedBlock] = []
+        for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
+            if p is None or p.loops is None:
+                redo.append(b)
+                continue
+            rows_out = np.empty((b.rows.size, 4))
+            tied = np.empty(b.rows.size, dtype=bool)
+            keys = p.keys.view(np.int64)
+
+            def task(r0: int, r1: int, b=b, p=p, keys=keys, rows_out=rows_out, tied=tied) -> None:
+                part = (keys[r0:r1], p.mask, b.starts[r0:r1], b.sizes[r0:r1], table)
+                loops.ranked_group_sums(*part, values, g, grade_args, rows_out[r0:r1], tied[r0:r1])
+
+            loop_rows(b.rows.size, keys.size, task)
+            if tied.any():
+                redo.append(b)
+            else:
+                out[b.rows] = rows_out
+        if redo:  # the dense weights (exact paths where ties are) for these blocks
+            e = self.weights(k, ties, offset=offset).dense()
+            v = values if grading is None else _graded_target(loops, values, self.qptr, grading)
+            for b in redo:
+                rows_out = np.empty((b.rows.size, 4))
+                loops.group_sums2(e, v, g, b.starts, b.sizes, rows_out)
+                out[b.rows] = rows_out
+        return out
 
     def slot_weights(self, fn: Callable, ties: str = "average", k: int | None = None) -> Exposure:
         """Rank weights ``fn(ranks, rows)`` of the slots down to rank ``k`` (``ranks`` 1-based
@@ -655,13 +911,33 @@ class DeterministicRanking(Ranking):
             parts.append((v.block, v.block.index(v.cols), weight, v.valid))
         return Exposure(self.qptr, parts=parts)
 
+    def _loop_full_weights(self, table: np.ndarray, stable: bool) -> np.ndarray:
+        """``table[slot]`` of every item (no cutoff) from the packed sorts, scattered by the
+        compiled loops with the tie check on the way; a block with ties (or near-ties)
+        takes the exact path of :meth:`full`, as there."""
+        out = np.empty(self.n_items)
+        for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
+            if p is not None and p.loops is not None and p.slot_weights(table, out):
+                continue
+            v = _sort_rows(b, self._padded(b), False)
+            if stable:
+                v = _stabilize(v, self._padded(b))
+            _, index, weight, valid = _view_weights(v, table)
+            out[index[valid]] = weight[valid]
+        return out
+
     def best(self, k: int | None, gain: Callable | None = None) -> np.ndarray:
         """``sum_{r <= k} gain(v_(r)) / log2(1 + r)`` per query, ``v_(r)`` the r-th largest
         score of the query: the ideal DCG@k when the scores order the items by gain (ties
         need no care: equal scores have equal gains). float64 [n_queries]."""
         out = np.zeros(self.n_queries)
         blocks = self.blocks()
-        tops = self._int16_tops(k) if self.n_items else None
+        tops = None
+        if self.n_items:
+            loops = ranking_loops(self.n_items)
+            tops = None if loops is None else _loop_grade_tops(loops, self.scores, blocks, k)
+            if tops is None:
+                tops = self._int16_tops(k)
         for i, b in enumerate(blocks):
             w = b.width if k is None else min(k, b.width)
             if tops is not None:

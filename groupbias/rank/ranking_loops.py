@@ -1,0 +1,444 @@
+"""Compiled loops of deterministic rankings and of the per-query sums over them, used when
+numba is installed (the ``fast`` extra) and the data are large enough to pay for loading
+them (:func:`groupbias.rank.ranking.ranking_loops`).
+
+Each loop computes exactly what the numpy passes of :mod:`groupbias.rank.ranking` and
+:mod:`groupbias.evaluation` compute, in one pass over the items instead of several:
+
+* selections and orders (which column holds which slot, which rows hold ties, the sorted
+  grades of a row) are integer results, equal by construction;
+* float results repeat numpy's operations one for one (no fused multiply-add, no
+  fast-math): :func:`pairwise_sum` is numpy's summation order (eight accumulators, halves
+  above 128 values), so a sum over a query here has the bits of ``np.add.reduceat`` (first
+  value plus the pairwise sum of the rest) and of ``ndarray.sum(axis=1)`` (the pairwise sum
+  of the row).
+
+``tests/test_ranking_loops.py`` compares every loop with the numpy path bit for bit. The
+loops release the GIL and are compiled on first use, then cached on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = [
+    "pairwise_sum",
+    "packed_heads",
+    "packed_tied_rows",
+    "grade_tops",
+    "packed_keys",
+    "sorted_slot_weights",
+    "group_sums2",
+    "ranked_group_sums",
+    "eel_target",
+]
+
+_PW_BLOCK = 128
+#: scratch frames of :func:`pairwise_sum` (halving 2^63 values takes fewer)
+_FRAMES = 64
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _block_sum(row, n):
+    """numpy's pairwise sum of the ``n <= 128`` values of ``row`` (one leaf of
+    :func:`pairwise_sum`; a slice and range loops, so that the loads need no index
+    checks)."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += row[i]
+        return res
+    r0, r1, r2, r3 = row[0], row[1], row[2], row[3]
+    r4, r5, r6, r7 = row[4], row[5], row[6], row[7]
+    end = n - n % 8
+    for i in range(8, end, 8):
+        r0 += row[i]
+        r1 += row[i + 1]
+        r2 += row[i + 2]
+        r3 += row[i + 3]
+        r4 += row[i + 4]
+        r5 += row[i + 5]
+        r6 += row[i + 6]
+        r7 += row[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(end, n):
+        res += row[i]
+    return res
+
+
+@numba.njit(nogil=True, cache=True)
+def pairwise_sum(x, lo, n, frames, left):
+    """numpy's pairwise sum of ``x[lo : lo + n]`` (``DOUBLE_pairwise_sum``): fewer than 8
+    values one after another from ``-0.0``; up to 128 in eight interleaved accumulators
+    combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and the rest added in
+    order; more: the two halves (the first a multiple of 8) summed alike and added. The
+    halving runs on scratch frames (``frames`` int64 [64, 3]: start, length, which half is
+    pending; ``left`` float64 [64]: the left half's sum) instead of recursion, which numba
+    does not cache."""
+    if n <= _PW_BLOCK:
+        return _block_sum(x[lo : lo + n], n)
+    sp = 0
+    frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
+    res = 0.0
+    while True:
+        flo, fn = frames[sp, 0], frames[sp, 1]
+        if fn > _PW_BLOCK:  # descend into the left half
+            n2 = fn // 2
+            n2 -= n2 % 8
+            frames[sp, 2] = 1
+            sp += 1
+            frames[sp, 0], frames[sp, 1], frames[sp, 2] = flo, n2, 0
+            continue
+        res = _block_sum(x[flo : flo + fn], fn)
+        while True:  # hand res up: a left half starts its right half, a right half adds
+            sp -= 1
+            if sp < 0:
+                return res
+            if frames[sp, 2] == 1:
+                left[sp] = res
+                frames[sp, 2] = 2
+                plo, pn = frames[sp, 0], frames[sp, 1]
+                n2 = pn // 2
+                n2 -= n2 % 8
+                sp += 1
+                frames[sp, 0], frames[sp, 1], frames[sp, 2] = plo + n2, pn - n2, 0
+                break
+            res = left[sp] + res
+
+
+#: grades counted in the 8-bit fields of one int64 (rows of at most 255 items)
+_FIELD_GRADES = 8
+_FIELD_ROW = 255
+
+
+@numba.njit(nogil=True, cache=True)
+def grade_tops(values, starts, sizes, max_grade, out):
+    """The ``out.shape[1]`` largest values of every row, descending, ``-inf`` beyond the
+    row, from counts per grade (from the row's largest grade down); False (``out``
+    unfinished) unless every value is a whole number in ``[0, max_grade]``. Rows of grades
+    below 8 and at most 255 items count in the 8-bit fields of one integer (one branch-free
+    pass)."""
+    n = out.shape[1]
+    counts = np.zeros(max_grade + 1, dtype=np.int64)
+    for r in range(starts.size):
+        s0 = starts[r]
+        size = sizes[r]
+        bad = 0
+        fields = np.int64(0)
+        for j in range(s0, s0 + size):
+            v = values[j]
+            c = np.int64(min(max(v, 0.0), _FIELD_GRADES - 1.0))  # NaN: 0
+            bad |= np.int64(np.float64(c) != v)
+            fields += np.int64(1) << (c << 3)
+        if bad == 0 and size <= _FIELD_ROW:
+            for g in range(_FIELD_GRADES):
+                counts[g] = (fields >> (8 * g)) & 255
+            top = _FIELD_GRADES - 1
+        else:  # a grade of 8 or more, or a long row: one count per grade
+            counts[:] = 0
+            for j in range(s0, s0 + size):
+                v = values[j]
+                if not (v >= 0.0 and v <= max_grade):
+                    return False
+                c = np.int64(v)
+                if np.float64(c) != v:
+                    return False
+                counts[c] += 1
+            top = max_grade
+        p = 0
+        g = top
+        while g >= 0 and p < n:
+            c = counts[g]
+            while c > 0 and p < n:
+                out[r, p] = g
+                p += 1
+                c -= 1
+            g -= 1
+        while p < n:
+            out[r, p] = -np.inf
+            p += 1
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_keys(scores, starts, sizes, bits, fill, low, out):
+    """The packed sort keys of every row (``out[r, j]``, float64: the score of column ``j``
+    with its lowest ``bits`` mantissa bits replaced by ``j``; ``fill`` in the padding), as
+    :func:`groupbias.rank.ranking._packed_sort` builds them; False unless every score is
+    finite and above ``low``."""
+    mask = (np.int64(1) << bits) - 1
+    keys = out.view(np.int64)
+    iscores = scores.view(np.int64)
+    w = out.shape[1]
+    ok = True
+    for r in range(starts.size):
+        s0 = starts[r]
+        size = sizes[r]
+        for j in range(size):
+            v = scores[s0 + j]
+            ok &= (v > low) & (v < np.inf)
+            keys[r, j] = (iscores[s0 + j] & ~mask) | j
+        for j in range(size, w):
+            out[r, j] = fill
+    return ok
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _equal_high(a, b):
+    """Two packed keys with the column bits dropped are equal as floats: the same bits,
+    or +0 and -0 (nothing but the sign bit left)."""
+    return (a == b) | (((a << 1) == 0) & ((b << 1) == 0))
+
+
+@numba.njit(nogil=True, cache=True)
+def sorted_slot_weights(keys, mask, starts, sizes, table, out, tied):
+    """Rows of packed keys (their bits, int64) sorted ascending as floats (padding first):
+    ``out[starts[r] + column] = table[slot]`` for every real item (slot 0: the largest
+    key), and ``tied[r]`` whether two real keys of the row are equal as floats once the
+    column bits (``mask``) are dropped."""
+    by_position = _by_position(table, keys.shape[1])
+    for r in range(starts.size):
+        s0 = starts[r]
+        tied[r] = _scatter_row(keys[r], mask, sizes[r], by_position, out[s0 : s0 + sizes[r]])
+
+
+@numba.njit(nogil=True, cache=True)
+def _by_position(table, w):
+    """``table[w - 1 - j]`` at ``j``: the weight of the key at position ``j`` of a sorted
+    row of width ``w`` whose keys are all real (ascending: the last is slot 0)."""
+    out = np.empty(w)
+    for j in range(w):
+        out[j] = table[w - 1 - j]
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _scatter_row(row, mask, n, by_position, out):
+    """``out[column] = by_position[j]`` for the ``n`` real keys of the sorted ``row`` (the
+    last ``n`` positions ``j``); returns whether two of them are equal as floats once the
+    column bits are dropped (equal bits, or two zeros of either sign). A call of its own:
+    inlined beside the sums that read ``out``, it compiles to slower code."""
+    w = row.size
+    same = False
+    zeros = 0
+    prev = np.int64(1)  # never the high bits of a key (the column bits are 0 there)
+    for j in range(w - n, w):
+        key = row[j]
+        high = key & ~mask
+        same |= high == prev
+        zeros += (high << 1) == 0
+        prev = high
+        out[key & mask] = by_position[j]
+    return same or zeros > 1
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_heads(keys, mask, sizes, heads, first_tie):
+    """Rows of packed keys (their bits, int64) sorted ascending: ``heads[r, j]`` the column
+    bits of the ``j``-th largest key (``j < h = heads.shape[1]``, padding included) and
+    ``first_tie[r]`` the first of those slots whose key equals the one before as a float
+    once the column bits (``mask``) are dropped (``h`` when none of them does)."""
+    w = keys.shape[1]
+    h = heads.shape[1]
+    for r in range(sizes.size):
+        real = min(sizes[r], h)
+        first = h
+        prev = np.int64(0)
+        for slot in range(h):
+            key = keys[r, w - 1 - slot]
+            heads[r, slot] = key & mask
+            high = key & ~mask
+            if 0 < slot < real and first == h and _equal_high(high, prev):
+                first = slot
+            prev = high
+        first_tie[r] = first
+
+
+@numba.njit(nogil=True, cache=True)
+def packed_tied_rows(keys, mask, sizes, tied):
+    """``tied[r]``: two real keys (their bits, int64) of the sorted row ``r`` are equal as
+    floats once the column bits (``mask``) are dropped (the exact path's cue)."""
+    w = keys.shape[1]
+    for r in range(sizes.size):
+        t = False
+        prev = np.int64(0)
+        for slot in range(sizes[r]):
+            high = keys[r, w - 1 - slot] & ~mask
+            t |= (slot > 0) & _equal_high(high, prev)
+            prev = high
+        tied[r] = t
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _tail_sum(p, n, frames, left):
+    """:func:`pairwise_sum` of ``p[1:n]``, its one- and two-leaf cases written out (the
+    common list lengths: a call into the halving loop costs as much as the sum)."""
+    m = n - 1
+    if m <= _PW_BLOCK:
+        return _block_sum(p[1:n], m)
+    half = m // 2
+    half -= half % 8
+    if m - half <= _PW_BLOCK:
+        return _block_sum(p[1 : 1 + half], half) + _block_sum(p[1 + half : n], m - half)
+    return pairwise_sum(p, 1, m, frames, left)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _segment4(a, b, g, lo, n, frames, left, prods, out, r):
+    """``out[r, 0..3]``: the sums of ``a g``, ``a (1 - g)``, ``b g`` and ``b (1 - g)`` over
+    ``lo .. lo + n`` with the bits of ``np.add.reduceat`` of each product (the first value
+    plus the pairwise sum of the rest; 0 when ``n`` is 0). The products go to ``prods``
+    (four float64 buffers of the longest segment: contiguous 1-D arrays, which the loads
+    and stores need to be fast), then each is summed alone."""
+    if n == 0:
+        out[r, 0] = out[r, 1] = out[r, 2] = out[r, 3] = 0.0
+        return
+    a, b, g = a[lo : lo + n], b[lo : lo + n], g[lo : lo + n]
+    p0, p1, p2, p3 = prods
+    for i in range(n):
+        gi = g[i]
+        hi = 1.0 - gi
+        p0[i] = a[i] * gi
+        p1[i] = a[i] * hi
+        p2[i] = b[i] * gi
+        p3[i] = b[i] * hi
+    out[r, 0] = p0[0] + _tail_sum(p0, n, frames, left)
+    out[r, 1] = p1[0] + _tail_sum(p1, n, frames, left)
+    out[r, 2] = p2[0] + _tail_sum(p2, n, frames, left)
+    out[r, 3] = p3[0] + _tail_sum(p3, n, frames, left)
+
+
+@numba.njit(nogil=True, cache=True)
+def group_sums2(a, b, g, starts, sizes, out):
+    """Per segment ``starts[r] .. starts[r] + sizes[r]`` (a query) the sums of ``a g``,
+    ``a (1 - g)``, ``b g`` and ``b (1 - g)`` into ``out[r, 0..3]`` with the bits of
+    ``segment_sum`` of each product, in one pass over the three arrays."""
+    frames = np.empty((_FRAMES, 3), dtype=np.int64)
+    left = np.empty(_FRAMES)
+    m = _max_size_of(sizes)
+    prods = (np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+    for r in range(starts.size):
+        _segment4(a, b, g, starts[r], sizes[r], frames, left, prods, out, r)
+
+
+@numba.njit(nogil=True, cache=True)
+def ranked_group_sums(keys, mask, starts, sizes, table, values, g, grading, out, tied):
+    """For every row of packed keys (their bits, int64) sorted ascending: the rank weight
+    ``e_i = table[slot]`` of every item, and per row the sums of ``e g``, ``e (1 - g)``,
+    ``v g`` and ``v (1 - g)`` (``out[r, 0..3]``, the bits of ``segment_sum`` of each
+    product over the query, as :func:`group_sums2` on the dense weights), without the dense
+    weights: every row in a buffer of its own. ``v`` is ``values`` or, when ``grading =
+    (thresholds, prefix)`` is given, the EEL target exposure of the grades ``#{t <= value}``
+    (as :func:`eel_target`). ``tied[r]``: two real keys of the row are equal as floats once
+    the column bits (``mask``) are dropped; such a row's sums are the caller's to redo."""
+    w = keys.shape[1]
+    frames = np.empty((_FRAMES, 3), dtype=np.int64)
+    left = np.empty(_FRAMES)
+    prods = (np.empty(w), np.empty(w), np.empty(w), np.empty(w))
+    ebuf = np.empty(w)
+    vbuf = np.empty(w)
+    by_position = _by_position(table, w)
+    thresholds, prefix = grading
+    n_levels = thresholds.size + 1
+    counts = np.zeros(n_levels, dtype=np.int64)
+    mean = np.empty(n_levels)
+    grades = np.empty(w, dtype=np.int64)
+    for r in range(starts.size):
+        s0 = starts[r]
+        n = sizes[r]
+        tied[r] = _scatter_row(keys[r], mask, n, by_position, ebuf)
+        v = values[s0 : s0 + n]
+        if prefix.size:
+            counts[:] = 0
+            for i in range(n):
+                c = _grade(values[s0 + i], thresholds)
+                grades[i] = c
+                counts[c] += 1
+            above = 0
+            for c in range(n_levels - 1, -1, -1):
+                k = counts[c]
+                if k:
+                    mean[c] = (prefix[above + k] - prefix[above]) / k
+                above += k
+            for i in range(n):
+                vbuf[i] = mean[grades[i]]
+            v = vbuf[:n]
+        _segment4(ebuf, v, g[s0 : s0 + n], 0, n, frames, left, prods, out, r)
+
+
+#: grades whose counts per query fit the 8-bit fields of one int64 (queries of at most
+#: 255 items)
+_FIELD_GRADES = 8
+_FIELD_ROW = 255
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _grade(v, thresholds):
+    c = 0
+    for t in thresholds:
+        c += np.int64(v >= t)
+    return c
+
+
+@numba.njit(nogil=True, cache=True)
+def eel_target(values, thresholds, qptr, prefix, out):
+    """EEL target exposure of every item: its grade ``#{t <= value}`` (``thresholds``
+    ascending), and the mean position exposure of the ranks its grade block occupies in its
+    query, ``(prefix[above + count] - prefix[above]) / count`` (``prefix``: 0 and the
+    cumulative sums of the position exposures), as
+    :func:`groupbias.evaluation.exposure.tie_average_exposure` computes it from grade
+    counts. Returns the smallest and the largest grade (``(0, -1)`` without items)."""
+    n_levels = thresholds.size + 1
+    counts = np.zeros(n_levels, dtype=np.int64)
+    mean = np.empty(n_levels)
+    grades = np.empty(_max_size(qptr), dtype=np.int64)
+    lo_grade = n_levels
+    hi_grade = -1
+    fields_fit = n_levels <= _FIELD_GRADES
+    for q in range(qptr.size - 1):
+        lo = qptr[q]
+        n = qptr[q + 1] - lo
+        if n == 0:
+            continue
+        fields = np.int64(0)
+        for i in range(n):
+            c = _grade(values[lo + i], thresholds)
+            grades[i] = c
+            fields += np.int64(1) << (8 * c)
+        if fields_fit and n <= _FIELD_ROW:
+            for c in range(n_levels):
+                counts[c] = (fields >> (8 * c)) & 255
+        else:
+            counts[:] = 0
+            for i in range(n):
+                counts[grades[i]] += 1
+        above = 0
+        for c in range(n_levels - 1, -1, -1):
+            k = counts[c]
+            if k:
+                mean[c] = (prefix[above + k] - prefix[above]) / k
+                lo_grade = min(lo_grade, c)
+                hi_grade = max(hi_grade, c)
+            above += k
+        for i in range(n):
+            out[lo + i] = mean[grades[i]]
+    if hi_grade < 0:
+        return 0, -1
+    return lo_grade, hi_grade
+
+
+@numba.njit(nogil=True, cache=True)
+def _max_size_of(sizes):
+    m = 1
+    for n in sizes:
+        m = max(m, n)
+    return m
+
+
+@numba.njit(nogil=True, cache=True)
+def _max_size(qptr):
+    m = 1
+    for q in range(qptr.size - 1):
+        m = max(m, qptr[q + 1] - qptr[q])
+    return m
