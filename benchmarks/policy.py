@@ -211,7 +211,7 @@ def numpy_log_line(logits, qptr, args, exact) -> None:
     """Ours with numpy's float32 logarithm in place of the series (last-bit-different
     keys): its time and the largest difference of its exposures from ours."""
     series, kernels = sampler.log32, sampler.compiled_kernels
-    sampler.log32 = lambda u: np.log(u, out=u)
+    sampler.log32 = lambda u, scratch=None: np.log(u, out=u)
     sampler.compiled_kernels = lambda: None  # numpy passes only (the loops repeat the series)
     try:
         t, got = time_once(lambda: ours(logits, qptr, args))

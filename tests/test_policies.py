@@ -256,6 +256,69 @@ def test_compiled_kernels_give_the_numpy_bits(monkeypatch):
     assert np.array_equal(fast.mean, slow.mean) and np.array_equal(fast.stderr, slow.stderr)
 
 
+class _FreshArrays:
+    """StepBuffers that hand out new arrays on every call (what the numpy passes did before
+    they reused their memory): no reuse, no overlap between the scratch and the scatter."""
+
+    def __init__(self) -> None:
+        self._scatter: dict = {}
+
+    def scratch(self, shape):
+        return [np.full(shape, np.nan, dtype=np.float32) for _ in range(3)]
+
+    def scatter_arrays(self, shape):
+        return np.full(shape, -1, dtype=np.int64), np.full(shape, np.nan, dtype=np.float32)
+
+    def scatter(self, shape, tab, dtype):
+        s_b, rows_b, w = shape  # int64 offsets: the columns are widened before the add
+        offsets = (np.arange(s_b * rows_b, dtype=np.int64) * w).reshape(s_b, rows_b, 1)
+        return offsets, np.tile(tab, s_b * rows_b)
+
+
+@pytest.mark.parametrize("width", [3, 40, 130, 300, 1100])
+def test_numpy_passes_give_the_same_bits_with_reused_memory(monkeypatch, width):
+    """The numpy passes reuse one block of memory per thread across steps, tasks and blocks
+    (the logarithm's scratch, then the scatter's indices and weights over it) and add the
+    column offsets in int32: the same bits as fresh arrays on every step with int64
+    offsets, on lists with ties, empty and one-item lists, race and Gumbel keys, steps
+    that split rows, a cutoff and 1 or 2 threads."""
+    import groupbias.rank.sampler as sampler
+
+    monkeypatch.setattr(sampler, "compiled_kernels", lambda: None)
+    monkeypatch.delitem(sys.modules, "groupbias.rank.compiled", raising=False)
+    rng = np.random.default_rng(width)
+    sizes = rng.integers(0, width + 1, size=25)
+    sizes[:4] = [0, 1, width, 1]
+    logits, q = _lists(width, sizes)
+    logits[::3] = np.round(logits[::3])  # ties
+    logits[1::2] = logits[0]
+    far = logits.copy()
+    far[q[1:-1][sizes[1:] > 1]] -= 80.0  # Gumbel keys
+    for values in (logits, far):
+        for kwargs in ({"batch_items": 777, "threads": 2}, {"threads": 1}, {"samples": 1}):
+            pol = {"samples": 37, "exact_max": 0, "seed": 5} | kwargs
+            reused = PlackettLuce(values, q, **pol).expected_exposure(k=10)
+            with monkeypatch.context() as m:
+                m.setattr(sampler, "StepBuffers", _FreshArrays)
+                fresh = PlackettLuce(values, q, **pol).expected_exposure(k=10)
+            assert np.array_equal(reused.mean, fresh.mean)
+            assert np.array_equal(reused.stderr, fresh.stderr)
+            assert np.all(reused.mean[sizes.cumsum()[sizes > 0] - 1] >= 0)
+
+
+def test_float32_logarithm_with_scratch_and_without():
+    """log32 writes over its input and gives the same bits with given scratch arrays (even
+    dirty ones) as with its own."""
+    from groupbias.rank.sampler import log32
+
+    u = ((2 * np.arange(0, 2**22, 97, dtype=np.float64) + 1) * 2.0**-23).astype(np.float32)
+    scratch = [np.full(u.shape, v, dtype=np.float32) for v in (np.nan, -1.0, 7.0)]
+    a = log32(u.copy(), scratch)
+    b = log32(u.copy())
+    assert a.dtype == np.float32 and np.array_equal(a.view(np.int32), b.view(np.int32))
+    assert np.max(np.abs(a - np.log(u.astype(np.float64))) / np.abs(np.log(u))) < 2**-21.5
+
+
 @pytest.mark.parametrize(
     "far, device",
     [(0.0, "cpu"), (-70.0, "cpu"), (0.0, "torch"), (-70.0, "torch")],

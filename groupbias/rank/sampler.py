@@ -38,6 +38,7 @@ distribution, not bit for bit. Torch is imported only when a torch device is ask
 
 from __future__ import annotations
 
+import math
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -110,6 +111,7 @@ def monte_carlo_exposure(
     slot ``j`` (rank ``j + 1``); ``device``: ``"cpu"`` (numpy, on ``threads`` threads),
     ``"torch"`` or ``"cuda"`` (resolved, see :func:`resolve_device`)."""
     mean, stderr = out
+    spare: list[StepBuffers] = []  # reused by the blocks' tasks (tab: table[:width])
     kernels = None
     keys = samples * sum(b.rows.size * b.width for b in blocks)
     if device == "cpu" and (keys >= _COMPILED_MIN or _KERNELS_MODULE in sys.modules):
@@ -121,7 +123,7 @@ def monte_carlo_exposure(
         if device == "cpu":
             use = kernels if race and w <= _PACKED_WIDTH else None
             acc, acc2 = _numpy_sums(
-                values, race, tab, (seed, block_no), samples, threads, batch_items, use
+                values, race, tab, (seed, block_no), samples, threads, batch_items, use, spare
             )
         else:
             acc, acc2 = torch_exposure_sums(
@@ -145,11 +147,12 @@ def monte_carlo_exposure(
         stderr[idx] = se[valid]
 
 
-def _numpy_sums(values, race: bool, tab, seed_key, samples, threads, step, kernels):
+def _numpy_sums(values, race: bool, tab, seed_key, samples, threads, step, kernels, spare):
     """Sums over the samples of the slot weights of every item, and of their squares
     (float64 [rows, width] each): tasks of ``_TASK_STEPS`` steps, each with its own
     generator (``SeedSequence(seed, spawn_key=(block, task))``), on up to ``threads``
-    threads (``kernels``: see :func:`exposure_sums`)."""
+    threads (``kernels``: see :func:`exposure_sums`); a task takes its
+    :class:`StepBuffers` from the list ``spare`` (or new ones) and puts them back."""
     seed, block_no = seed_key
     rows, w = values.shape
     per_task = max(1, _TASK_STEPS * step // (w * samples))
@@ -161,7 +164,13 @@ def _numpy_sums(values, race: bool, tab, seed_key, samples, threads, step, kerne
         sl = slice(starts[t], starts[t] + per_task)
         bitgen = np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(block_no, t)))
         draw = bitgen.random_raw if kernels is None else kernels.SFC64Stream(bitgen).random_raw
-        exposure_sums(values[sl], race, tab, samples, draw, step, (acc[sl], acc2[sl]), kernels)
+        try:
+            work = spare.pop()  # atomic: one task's buffers at a time
+        except IndexError:
+            work = StepBuffers()
+        sums = (acc[sl], acc2[sl])
+        exposure_sums(values[sl], race, tab, samples, draw, step, sums, kernels, work)
+        spare.append(work)
 
     if threads == 1 or len(starts) == 1:
         for t in range(len(starts)):
@@ -253,16 +262,19 @@ def load_kernels() -> bool:
     return True
 
 
-def exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, sums, kernels):
+def exposure_sums(
+    values, race: bool, tab, n_samples: int, draw, step: int, sums, kernels, work=None
+):
     """Adds to ``sums = (acc, acc2)`` (float64 [rows, width] each) the sums over
     ``n_samples`` rankings of the slot weight ``tab[slot]`` of every item of the rows of
     ``values``, and of its square (summed per step from 0 in sample order, then added).
     ``draw(n)``: ``n`` raw 64-bit words; ``kernels`` (:mod:`groupbias.rank.compiled`, for
-    packed race keys only, or ``None``): the same bits in compiled loops."""
+    packed race keys only, or ``None``): the same bits in compiled loops; ``work``: the
+    :class:`StepBuffers` of the numpy passes (default: new ones)."""
     rows, w = values.shape
     acc, acc2 = sums
     tab2 = np.square(tab)
-    scatter: dict[tuple, tuple] = {}  # per step shape: flat row offsets, tiled weights, buffer
+    work = StepBuffers() if work is None else work
     for r0, rows_b, _, s_b in sample_steps(rows, w, n_samples, step):
         part = values[r0 : r0 + rows_b]
         out, out2 = acc[r0 : r0 + rows_b], acc2[r0 : r0 + rows_b]
@@ -270,17 +282,60 @@ def exposure_sums(values, race: bool, tab, n_samples: int, draw, step: int, sums
             keys, low = _sorted_race_keys(part, s_b, draw, kernels)
             kernels.accumulate(keys, low, tab, tab2, out, out2)
             continue
-        cols = sample_slots(part, s_b, draw, race=race)
-        if cols.shape not in scatter:
-            offsets = (np.arange(s_b * rows_b, dtype=np.int64) * w).reshape(s_b, rows_b, 1)
-            flat = np.empty(cols.shape, dtype=np.int64)
-            scatter = {cols.shape: (offsets, np.tile(tab, s_b * rows_b), flat)}
-        offsets, weights, flat = scatter[cols.shape]
-        np.add(cols, offsets, out=flat)
-        ex = np.empty(cols.shape, dtype=np.float32)
+        cols = sample_slots(part, s_b, draw, race=race, work=work)
+        offsets, weights = work.scatter(cols.shape, tab, cols.dtype)
+        flat, ex = work.scatter_arrays(cols.shape)
+        if offsets.dtype == cols.dtype == np.int32:  # packed keys: add in int32, then widen
+            np.copyto(flat, np.add(cols, offsets, out=cols))
+        else:
+            np.add(cols, offsets, out=flat)
         ex.ravel()[flat.ravel()] = weights  # item of slot j gets tab[j]
         out += ex.sum(axis=0, dtype=np.float64)
         out2 += np.square(ex, out=ex).sum(axis=0, dtype=np.float64)
+
+
+class StepBuffers:
+    """The memory that the numpy passes of one thread reuse from step to step (a new array
+    of a step's size costs the page faults of its first writes, more than most passes
+    over it): one block of 12 bytes a value, holding first the logarithm's three float32
+    scratch arrays and then, once the keys are sorted, the flat slot indices (int64) and
+    the slot weights (float32) of the scatter (with the keys, under 2 MiB, one core's L2
+    cache, at the default step); and per step shape the row offsets and the tiled weights
+    (``tab`` is the same for every step of one shape: one set per exposure and thread)."""
+
+    def __init__(self) -> None:
+        self._block = np.empty(0, dtype=np.uint8)
+        self._scatter: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _part(self, shape: tuple, start: int, dtype) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` at byte ``start · 4 · size`` of the block."""
+        n = math.prod(shape)
+        if self._block.size < 12 * n:
+            self._block = np.empty(12 * n, dtype=np.uint8)
+        size = n * np.dtype(dtype).itemsize
+        return self._block[4 * n * start : 4 * n * start + size].view(dtype).reshape(shape)
+
+    def scratch(self, shape: tuple) -> list[np.ndarray]:
+        """The three float32 scratch arrays of :func:`log32`."""
+        return [self._part(shape, i, np.float32) for i in range(3)]
+
+    def scatter_arrays(self, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """The flat slot indices (int64) and the slot weights (float32) of one step, over
+        the scratch arrays (their contents undefined)."""
+        return self._part(shape, 0, np.int64), self._part(shape, 2, np.float32)
+
+    def scatter(self, shape: tuple, tab: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """Flat offsets of the rows of a step of ``shape`` ([samples, rows, 1], of the
+        columns' ``dtype`` where it holds them all, else int64) and the slot weights
+        ``tab`` tiled over them."""
+        key = (shape, dtype)
+        if key not in self._scatter:
+            s_b, rows_b, w = shape
+            offsets = (np.arange(s_b * rows_b, dtype=np.int64) * w).reshape(s_b, rows_b, 1)
+            if s_b * rows_b * w <= np.iinfo(dtype).max:
+                offsets = offsets.astype(dtype)
+            self._scatter[key] = (offsets, np.tile(tab, s_b * rows_b))
+        return self._scatter[key]
 
 
 def _low_bits(w: int) -> np.int32:
@@ -288,7 +343,7 @@ def _low_bits(w: int) -> np.int32:
     return np.int32((1 << max(1, (w - 1).bit_length())) - 1)
 
 
-def _sorted_race_keys(values: np.ndarray, n_samples: int, draw, kernels=None):
+def _sorted_race_keys(values: np.ndarray, n_samples: int, draw, kernels=None, work=None):
     """Race keys of the rows of ``values`` (``-1 / p``, float32 [m, w]), sorted: int32
     [n_samples, m, w] with the column in the bits ``low`` (returned too)."""
     m, w = values.shape
@@ -298,68 +353,69 @@ def _sorted_race_keys(values: np.ndarray, n_samples: int, draw, kernels=None):
     if kernels is not None:
         kernels.race_keys(bits, values, low)
     else:
-        _race_keys(bits, values, low)
+        _race_keys(bits, values, low, None if work is None else work.scratch(bits.shape))
     keys = bits.view(np.int32)
     keys.sort(axis=2)
     return keys, low
 
 
-def _race_keys(bits: np.ndarray, values: np.ndarray, low: np.int32) -> None:
+def _race_keys(bits: np.ndarray, values: np.ndarray, low: np.int32, scratch=None) -> None:
     """Raw 32-bit words [n_samples, m, w] → in place, as int32, the race keys ``log u ·
     values`` (``values = -1 / p``: ``E / p > 0``, so int32 order is float order) with the
     column in the bits ``low``. ``u`` is the midpoint ``(2k + 1) · 2^-23`` of one of
-    ``2^22`` cells of (0, 1) (mantissa fill of [1, 2), minus 1: exact)."""
+    ``2^22`` cells of (0, 1) (mantissa fill of [1, 2), minus 1: exact). ``scratch``: see
+    :func:`log32`."""
     bits >>= np.uint32(9)
     bits |= np.uint32(0x3F800001)
     u = bits.view(np.float32)
     np.subtract(u, np.float32(1.0), out=u)
-    log_u = log32(u)
+    log_u = log32(u, scratch)  # over u: the bits
     np.multiply(log_u, values, out=log_u)
     keys = bits.view(np.int32)
-    keys[...] = log_u.view(np.int32)
     keys &= ~low
     keys |= np.arange(bits.shape[2], dtype=np.int32)  # column in the lowest mantissa bits
 
 
-def log32(u: np.ndarray) -> np.ndarray:
+def log32(u: np.ndarray, scratch=None) -> np.ndarray:
     """Natural logarithm of float32 ``u > 0`` (normal), in float32 operations only:
     ``u = 2^k · m`` with ``m`` in ``[√½, √2)``, ``log m = 2 atanh(t)``, ``t = (m - 1) /
     (m + 1)``, by its series to ``t^7`` (``|t| < 0.172``: truncation below ``2^-23``).
     Largest relative error on the sampled uniforms: ``2^-22`` (numpy's float32 log:
     ``2^-21.8``); :func:`groupbias.rank.compiled.race_keys` repeats it operation for
-    operation. ``u`` is overwritten."""
+    operation. The result is written over ``u`` (and returned); ``scratch``: three float32
+    arrays of ``u``'s size that it may overwrite (default: new ones)."""
+    a, b, c = scratch if scratch is not None else [np.empty_like(u) for _ in range(3)]
     ub = u.view(np.int32)
-    k = ub - np.int32(LOG32_OFFSET)
+    k = np.subtract(ub, np.int32(LOG32_OFFSET), out=a.view(np.int32))
     k >>= np.int32(23)
-    ub -= k << np.int32(23)  # u is now m
+    ub -= np.left_shift(k, np.int32(23), out=b.view(np.int32))  # u is now m
     f = np.subtract(u, np.float32(1.0), out=u)
-    t = f + np.float32(2.0)
+    t = np.add(f, np.float32(2.0), out=c)
     np.divide(f, t, out=t)
-    z = t * t
-    p = z * np.float32(LOG32_ATANH[3])
+    z = np.multiply(t, t, out=f)  # f is no longer needed
+    p = np.multiply(z, np.float32(LOG32_ATANH[3]), out=b)
     p += np.float32(LOG32_ATANH[2])
     p *= z
     p += np.float32(LOG32_ATANH[1])
     p *= z
     p += np.float32(LOG32_ATANH[0])
     p *= t
-    out = k.astype(np.float32)
-    out *= np.float32(LN2)
-    out += p
+    out = np.multiply(k, np.float32(LN2), out=u, dtype=np.float32, casting="unsafe")
+    out += p  # float32(k) (exact) · LN2 + p
     return out
 
 
-def sample_slots(values: np.ndarray, n_samples: int, draw, *, race: bool) -> np.ndarray:
+def sample_slots(values: np.ndarray, n_samples: int, draw, *, race: bool, work=None) -> np.ndarray:
     """PL rankings of the rows of ``values`` [m, w] (see :func:`block_values`): the column
     of the item in every slot, int [n_samples, m, w] (slot ``j`` has rank ``j + 1``), drawn
-    from the raw 64-bit words ``draw(n)``."""
+    from the raw 64-bit words ``draw(n)``; ``work``: :class:`StepBuffers` to reuse."""
     m, w = values.shape
     if w > _PACKED_WIDTH or not race:  # float64 keys, argsort
         raw = draw((n_samples, m, w))
         e = -np.log(((raw >> np.uint64(11)) + 0.5) * 2.0**-53)  # exponential
         keys = e * -values if race else np.log(e) + values
         return np.argsort(keys, axis=2, kind="stable")
-    keys, low = _sorted_race_keys(values, n_samples, draw)
+    keys, low = _sorted_race_keys(values, n_samples, draw, work=work)
     keys &= low
     return keys
 
