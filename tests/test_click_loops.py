@@ -2,7 +2,8 @@
 implementation (every column, the session propensities and the examination), over
 deterministic and Plackett–Luce logging, swap / shuffle / no interventions, PBM and cascade
 users, noise clicks, drifts, lists shorter than the positions (empty and one-item queries
-among them) and more sessions than one chunk."""
+among them) and more sessions than one chunk; the compiled loop (numba, the ``fast`` extra)
+and the numpy passes give the same bits, pinned cases and random ones alike."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import hashlib
 import numpy as np
 import pytest
 
-from groupbias.simulate.clicks import Drift, UserModel, simulate_click_log
+from groupbias.simulate.clicks import (
+    Drift,
+    UserModel,
+    click_loops,
+    simulate_click_log,
+    use_click_loops,
+)
 
 # sizes of the queries' lists, positions, temperature, intervention and its rate, user
 # model (kind, eta, noise, continuation), sessions, per-query propensities or not, drift
@@ -152,6 +159,52 @@ def digest(sim) -> str:
     return h.hexdigest()[:16]
 
 
+@pytest.fixture(params=["never", "always"])
+def loops_mode(request):
+    if request.param == "always":
+        pytest.importorskip("numba")  # the fast extra
+    previous = use_click_loops(request.param)
+    assert (click_loops(1) is not None) == (request.param == "always")
+    yield request.param
+    use_click_loops(previous)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_simulated_logs_keep_their_bits(name):
+def test_simulated_logs_keep_their_bits(name, loops_mode):
     assert tuple(digest(simulate_case(name, seed)) for seed in (0, 1)) == PINNED[name]
+
+
+def _random_case(seed: int):
+    """Settings drawn at random: 1..8 queries of 0..14 items (at least one non-empty),
+    1..9 positions, any logging, intervention, user model and drift."""
+    r = np.random.default_rng(1000 + seed)
+    sizes = r.integers(0, 15, size=int(r.integers(1, 9)))
+    sizes[r.integers(sizes.size)] = max(1, sizes.max())
+    drift = [None, ("linear", 0.9, 0.5, 0.5), ("step", 0.8, 0.6, 0.3)][r.integers(3)]
+    user = ("pbm", "cascade")[r.integers(2)], float(r.uniform(0, 2)), float(r.uniform(0, 0.3))
+    return (
+        [int(x) for x in sizes],
+        int(r.integers(1, 10)),
+        float(r.choice([0.0, 0.0, 0.2, 2.0])),
+        ("none", "swap", "shuffle")[r.integers(3)],
+        float(r.choice([0.0, 0.5, 1.0])),
+        (*user, float(r.choice([0.0, 0.5, 1.0]))),
+        int(r.integers(1, 300)),
+        bool(r.integers(2)),
+        drift,
+    )
+
+
+def test_the_compiled_loop_gives_the_numpy_bits_on_random_settings(monkeypatch):
+    pytest.importorskip("numba")
+    for seed in range(60):
+        monkeypatch.setitem(CASES, "random", _random_case(seed))
+        logs = {}
+        for mode in ("never", "always"):
+            previous = use_click_loops(mode)
+            try:
+                logs[mode] = simulate_case("random", seed)
+            finally:
+                use_click_loops(previous)
+        assert digest(logs["never"]) == digest(logs["always"]), CASES["random"]
+        assert logs["always"].log.n_rows == logs["never"].log.n_rows > 0
