@@ -49,12 +49,12 @@ P(E | rank) * a)``) and the IPS estimate of the attractiveness from them
 from __future__ import annotations
 
 import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..core.compiled import CompiledLoops
 from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
 from ..core.segments import list_sizes, query_index, ranks_within
@@ -88,9 +88,7 @@ CHUNK = 1 << 17  # sessions simulated at a time (bounds memory, not a per-sessio
 #: :mod:`groupbias.simulate.click_loops` (importing numba and the loop, about half a second
 #: once per process, costs what it saves on about 10^6 rows); once loaded, it serves every size
 LOOPS_MIN_ROWS = 1 << 20
-_LOOPS_MODULE = "groupbias.simulate.click_loops"
-#: "auto" (the loop when numba is installed and it pays), "never" (numpy only) or "always"
-_loops_mode = ["auto"]
+_click_loops = CompiledLoops("groupbias.simulate.click_loops", LOOPS_MIN_ROWS)
 
 
 @dataclass(frozen=True)
@@ -389,24 +387,13 @@ def use_click_loops(mode: str) -> str:
     a log has at least :data:`LOOPS_MIN_ROWS` rows, or the loop is already loaded),
     ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
     Returns the previous mode."""
-    previous = _loops_mode[0]
-    _loops_mode[0] = choice("mode", mode, ("auto", "never", "always"))
-    return previous
+    return _click_loops.use(mode)
 
 
 def click_loops(n_rows: int):
-    """:mod:`groupbias.simulate.click_loops` when it serves a log of up to ``n_rows`` rows
-    (see :func:`use_click_loops`), else None (numba not installed: the numpy passes)."""
-    mode = _loops_mode[0]
-    if mode == "never":
-        return None
-    if mode == "auto" and n_rows < LOOPS_MIN_ROWS and _LOOPS_MODULE not in sys.modules:
-        return None
-    try:
-        from . import click_loops as loops
-    except ImportError:
-        return None
-    return loops
+    """:mod:`groupbias.simulate.click_loops` when it serves a log of ``n_rows`` rows (see
+    :func:`use_click_loops`), else None (numba not installed: the numpy passes)."""
+    return _click_loops.serving(n_rows)
 
 
 def _empty_columns(rows: int) -> dict[str, np.ndarray]:
