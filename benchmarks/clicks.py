@@ -12,8 +12,11 @@ uniform per slot, the columns by ``repeat``/``tile``); it builds the same column
 are timed interleaved (``--rounds``, medians), no result kept alive while the other runs;
 they must agree on the click rate per position (within 5 standard errors: they draw
 different random numbers). The earlier baseline, the per-session Python loop (timed on
-``--loop-sessions`` sessions, extrapolated), is a reference line. The last line is
-``ratio: <one-shot numpy seconds / our seconds>``, the load beside it.
+``--loop-sessions`` sessions, extrapolated), is a reference line, and so are ours with the
+numpy passes only (the path without numba) and the floor: the six columns of the log
+written once into fresh memory plus the uniforms of the clicks drawn (what any
+implementation pays). The last line is ``ratio: <one-shot numpy seconds / our seconds>``,
+the load beside it.
 
 Usage: python benchmarks/clicks.py [--sessions 1000000] [--loop-sessions 20000]
        [--rounds 5] [--logging det|pl]
@@ -32,7 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import interleaved, load  # noqa: E402
 
 from data_loaders.synthetic import make_synthetic  # noqa: E402
-from groupbias.simulate.clicks import UserModel, simulate_click_log, top_k_table  # noqa: E402
+from groupbias.simulate.clicks import (  # noqa: E402
+    UserModel,
+    simulate_click_log,
+    top_k_table,
+    use_click_loops,
+)
 from groupbias.simulate.group_bias import draw_query_beta, relevance_from_labels  # noqa: E402
 
 
@@ -79,6 +87,15 @@ def one_shot(rel, groups, qptr, scores, beta_q, n_sessions, rng):
     }
 
 
+def floor(n_rows: int, rng):
+    """The log's six columns written once into fresh memory, and one uniform per row."""
+    cols = [np.empty(n_rows, dtype=np.int64) for _ in range(4)]
+    cols += [np.empty(n_rows, dtype=np.int8), np.empty(n_rows)]
+    for c in cols:
+        c.fill(1)
+    return cols, rng.random(n_rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=1_000_000)
@@ -114,6 +131,13 @@ def main() -> None:
             rel, d.groups, d.qptr, scores, beta_q, args.sessions, np.random.default_rng(1)
         )
 
+    def ours_numpy():
+        previous = use_click_loops("never")
+        try:
+            return ours()
+        finally:
+            use_click_loops(previous)
+
     def rates(click, position):
         return np.bincount(position, weights=click, minlength=11)[1:] / args.sessions
 
@@ -121,8 +145,20 @@ def main() -> None:
     sim, log = ours().log, peer()
     ours_rate, peer_rate = rates(sim.click, sim.position), rates(log["click"], log["position"])
     n_rows = sim.n_rows
-    del sim, log
-    out = interleaved({"ours": ours, "one-shot numpy": peer}, args.rounds, keep=False)
+    del log
+    numpy_only = ours_numpy().log
+    same = all(
+        np.array_equal(getattr(numpy_only, c), getattr(sim, c))
+        for c in ("session", "query", "item", "position", "click", "time")
+    )
+    del sim, numpy_only
+    cases = {
+        "ours": ours,
+        "one-shot numpy": peer,
+        "ours, numpy passes": ours_numpy,
+        "floor": lambda: floor(n_rows, np.random.default_rng(1)),
+    }
+    out = interleaved(cases, args.rounds, keep=False)
     t_ours, t_peer = out["ours"][0], out["one-shot numpy"][0]
     n_loop = min(args.loop_sessions, args.sessions)
     t0 = time.perf_counter()
@@ -136,6 +172,12 @@ def main() -> None:
     print(
         f"ours: {t_ours * 1000:.1f} ms   one-shot numpy: {t_peer * 1000:.1f} ms "
         f"(medians of {args.rounds}, interleaved)"
+    )
+    t_numpy = out["ours, numpy passes"][0]
+    print(
+        f"ours with the numpy passes only (reference): {t_numpy * 1000:.1f} ms, "
+        f"the same log bit for bit: {same}; floor (columns written once, one uniform a row): "
+        f"{out['floor'][0] * 1000:.1f} ms"
     )
     print(
         f"per-session loop (reference): {t_loop:.1f} s (timed on {n_loop:,} sessions, "

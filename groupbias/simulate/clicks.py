@@ -1,3 +1,6 @@
+# long: one model of click logs: its columns, their simulation (the numpy passes and the
+# compiled loop's driver make the same draws from the same helpers) and the file format
+
 """Click logs: simulation at scale, and the columnar file users bring from their systems.
 
 A click log has one row per shown result of a session:
@@ -51,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.compiled import CompiledLoops
 from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
 from ..core.segments import list_sizes, query_index, ranks_within
@@ -80,6 +84,11 @@ DRIFTS = ("none", "linear", "step")
 #: required columns and their kind (i: integer, f: float)
 COLUMNS = {"session": "i", "query": "i", "item": "i", "position": "i", "click": "i"}
 CHUNK = 1 << 17  # sessions simulated at a time (bounds memory, not a per-session loop)
+#: rows from which a simulation loads the compiled loop of
+#: :mod:`groupbias.simulate.click_loops` (importing numba and the loop, about half a second
+#: once per process, costs what it saves on about 10^6 rows); once loaded, it serves every size
+LOOPS_MIN_ROWS = 1 << 20
+_click_loops = CompiledLoops("groupbias.simulate.click_loops", LOOPS_MIN_ROWS)
 
 
 @dataclass(frozen=True)
@@ -276,22 +285,32 @@ def _sample_lists(pad_items, pad_scores, queries, k, temperature, rng) -> np.nda
     return shown
 
 
+def _intervened(lists, list_of, n_shown, kind: str, rate: float, rng):
+    """``(hit, hit_lists)``: the sessions (ascending) that get a swap or shuffle
+    intervention, a fraction ``rate`` of those showing two results or more, and their lists
+    after it. Session ``i`` shows ``lists[i]`` (``list_of`` None) or
+    ``lists[list_of[i]]``; ``n_shown``: how many results each shows."""
+    hit = np.flatnonzero((rng.random(n_shown.size) < rate) & (n_shown >= 2))
+    rows = lists[hit] if list_of is None else lists[list_of[hit]]
+    if kind == "swap":
+        j = 1 + np.floor(rng.random(hit.size) * (n_shown[hit] - 1)).astype(np.int64)
+        at = np.arange(hit.size)
+        first = rows[:, 0].copy()
+        rows[:, 0] = rows[at, j]
+        rows[at, j] = first
+        return hit, rows
+    keys = rng.random((hit.size, lists.shape[1]))
+    keys[rows < 0] = np.inf  # empty slots stay at the end
+    perm = np.argsort(keys, axis=1)
+    return hit, np.take_along_axis(rows, perm, axis=1)
+
+
 def _intervene(shown: np.ndarray, kind: str, rate: float, rng) -> np.ndarray:
     """Swap or shuffle interventions in a fraction ``rate`` of the sessions (in place)."""
     if kind == "none" or rate == 0:
         return shown
-    n_shown = (shown >= 0).sum(axis=1)
-    hit = np.flatnonzero((rng.random(shown.shape[0]) < rate) & (n_shown >= 2))
-    if kind == "swap":
-        j = 1 + np.floor(rng.random(hit.size) * (n_shown[hit] - 1)).astype(np.int64)
-        first = shown[hit, 0].copy()
-        shown[hit, 0] = shown[hit, j]
-        shown[hit, j] = first
-        return shown
-    keys = rng.random((hit.size, shown.shape[1]))
-    keys[shown[hit] < 0] = np.inf  # empty slots stay at the end
-    perm = np.argsort(keys, axis=1)
-    shown[hit] = np.take_along_axis(shown[hit], perm, axis=1)
+    hit, rows = _intervened(shown, None, (shown >= 0).sum(axis=1), kind, rate, rng)
+    shown[hit] = rows
     return shown
 
 
@@ -362,6 +381,147 @@ def _fill_rows(cols: dict, start: int, queries, times, items, clicked) -> None:
     cols["time"][start:end].reshape(m, k)[:] = times[:, None]
 
 
+def use_click_loops(mode: str) -> str:
+    """Whether click-log simulation writes its rows with the compiled loop of
+    :mod:`groupbias.simulate.click_loops`: ``"auto"`` (default: when numba is installed and
+    a log has at least :data:`LOOPS_MIN_ROWS` rows, or the loop is already loaded),
+    ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
+    Returns the previous mode."""
+    return _click_loops.use(mode)
+
+
+def click_loops(n_rows: int):
+    """:mod:`groupbias.simulate.click_loops` when it serves a log of ``n_rows`` rows (see
+    :func:`use_click_loops`), else None (numba not installed: the numpy passes)."""
+    return _click_loops.serving(n_rows)
+
+
+def _empty_columns(rows: int) -> dict[str, np.ndarray]:
+    """Uninitialized columns of ``rows`` rows in the log's dtypes."""
+    cols = {c: np.empty(rows, dtype=np.int64) for c in ("session", "query", "item", "position")}
+    cols["click"] = np.empty(rows, dtype=np.int8)
+    cols["time"] = np.empty(rows, dtype=np.float64)
+    return cols
+
+
+def _uniforms(shape: tuple[int, int], buffer: np.ndarray, rng) -> np.ndarray:
+    """``rng.random(shape)`` drawn into the front of ``buffer`` (the same numbers, no new
+    memory for every chunk)."""
+    return rng.random(out=buffer[: shape[0] * shape[1]].reshape(shape))
+
+
+@dataclass(frozen=True, eq=False)
+class _Sessions:
+    """What every chunk of a simulation reads: ``n`` sessions of ``k`` positions over the
+    checked inputs, the user model, the logging temperature, the intervention, the
+    arguments of :func:`_session_beta` after the queries and times (``beta``), and the
+    per-session truth written chunk by chunk (``beta_s``, ``sched``)."""
+
+    n: int
+    k: int
+    qptr: np.ndarray
+    rel: np.ndarray
+    g: np.ndarray
+    user: UserModel
+    theta: np.ndarray
+    tau: float
+    intervention: str
+    rate: float
+    beta: tuple
+    beta_s: np.ndarray
+    sched: np.ndarray
+
+
+# long: the numpy path's draws in its order, then one pass of the compiled loop
+def _loop_chunk(loops, run: _Sessions, lo, queries, lists, list_of, n_shown, out, rng) -> int:
+    """Simulate the chunk of sessions ``lo ..`` with the compiled loop: session ``i`` shows
+    ``lists[list_of[i]]``, ``n_shown[i]`` results; its rows go to the columns ``out`` from
+    their first row on. ``out["u"]`` and ``out["go_on"]`` are scratch for the uniforms.
+    Returns the number of rows written."""
+    m, k = queries.size, lists.shape[1]
+    hit, hit_lists = np.empty(0, np.int64), np.empty((0, k), np.int64)
+    if run.intervention != "none" and run.rate != 0:
+        hit, hit_lists = _intervened(lists, list_of, n_shown, run.intervention, run.rate, rng)
+    times = np.arange(lo, lo + m, dtype=np.float64)
+    b, sc = _session_beta(queries, times / run.n, *run.beta)
+    run.beta_s[lo : lo + m], run.sched[lo : lo + m] = b, sc
+    user = run.user
+    u = _uniforms((m, k), out["u"], rng)
+    go_on = _uniforms((m, k), out["go_on"], rng) if user.kind == "cascade" else u[:0]
+    return loops.session_rows(
+        *(lists, list_of, hit, hit_lists, run.qptr, queries, run.rel, run.g, b, user.noise),
+        *(run.theta, u, go_on, user.continuation, lo),
+        *(out[c] for c in ("session", "query", "item", "position", "click", "time")),
+    )
+
+
+def _simulate_with_loops(loops, run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray]:
+    """Every chunk of sessions with the compiled loop (``table``: the deterministic
+    logging ranking's top-k table, else ``padded`` items and scores of Plackett–Luce
+    logging): the log's columns, written in place when every list is as long as the
+    positions, else chunk by chunk and concatenated."""
+    n, k = run.n, run.k
+    n_filled = (table >= 0).sum(axis=1) if table is not None else np.empty(0, np.int64)
+    scratch = {c: np.empty(min(n, CHUNK) * k) for c in ("u", "go_on")}
+    full = _empty_columns(n * k) if int(list_sizes(run.qptr).min()) >= k else None
+    parts, rows = [], 0
+    for lo in range(0, n, CHUNK):
+        queries = rng.integers(0, run.qptr.size - 1, size=min(n, lo + CHUNK) - lo)
+        if table is not None:
+            lists, list_of, n_shown = table, queries, n_filled[queries]
+        else:
+            lists = _sample_lists(padded[0], padded[1], queries, k, run.tau, rng)
+            list_of, n_shown = np.arange(queries.size), (lists >= 0).sum(axis=1)
+        if full is not None:
+            cols = {c: v[rows:] for c, v in full.items()}
+        else:
+            cols = _empty_columns(int(n_shown.sum()))
+            parts.append(cols)
+        rows += _loop_chunk(loops, run, lo, queries, lists, list_of, n_shown, cols | scratch, rng)
+    if full is not None:
+        return full
+    if len(parts) == 1:
+        return parts[0]
+    return {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+
+
+def _simulate_with_numpy(run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray]:
+    """Every chunk of sessions with numpy passes over ``[sessions, positions]`` arrays
+    (arguments of :func:`_simulate_with_loops`): the log's columns."""
+    n, k, q, rel, g, user = run.n, run.k, run.qptr, run.rel, run.g, run.user
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, "time")}
+    full = _full_columns(n, k) if int(list_sizes(q).min()) >= k else None
+    for lo in range(0, n, CHUNK):
+        hi = min(n, lo + CHUNK)
+        queries = rng.integers(0, q.size - 1, size=hi - lo)
+        if table is not None:
+            shown = table[queries]
+        else:
+            shown = _sample_lists(padded[0], padded[1], queries, k, run.tau, rng)
+        shown = _intervene(shown, run.intervention, run.rate, rng)
+        times = np.arange(lo, hi, dtype=np.float64)
+        b, sc = _session_beta(queries, times / n, *run.beta)
+        run.beta_s[lo:hi], run.sched[lo:hi] = b, sc
+        filled = shown >= 0
+        it = np.where(filled, shown, 0)
+        gi = g[it]
+        att = rel[it] * (gi * b[:, None] + 1.0 - gi)
+        p = np.where(filled, user.noise + (1.0 - user.noise) * att, 0.0)
+        clicked = _clicks(p, user, run.theta, rng)
+        if full is not None:  # every list as long as the positions: k rows a session
+            _fill_rows(full, lo * k, queries, times, shown - q[queries][:, None], clicked)
+            continue
+        rows, cols = np.nonzero(filled)
+        flat = shown[rows, cols]
+        parts["session"].append(rows + lo)
+        parts["query"].append(queries[rows])
+        parts["item"].append(flat - q[queries[rows]])
+        parts["position"].append(cols + 1)
+        parts["click"].append(clicked[rows, cols].astype(np.int8))
+        parts["time"].append(times[rows])
+    return full if full is not None else {c: np.concatenate(v) for c, v in parts.items()}
+
+
 # long: one vectorized pass per chunk of sessions; the steps follow the module docstring
 def simulate_click_log(
     relevance,
@@ -403,42 +563,16 @@ def simulate_click_log(
         raise ParameterError("beta_mean", "the mean the beta_query were drawn around", None)
     if drift is None:
         drift = Drift("none", start=1.0) if beta_query is None else Drift("none")
-    theta = user.examination(k)
     table = top_k_table(s, q, k) if tau == 0 else None
-    pad_items, pad_scores = _padded(s, q) if tau > 0 else (None, None)
-    n_q = q.size - 1
-    parts: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, "time")}
-    full = _full_columns(n, k) if int(list_sizes(q).min()) >= k else None
-    beta_s, sched = np.empty(n), np.empty(n)
-    for lo in range(0, n, CHUNK):
-        hi = min(n, lo + CHUNK)
-        queries = rng.integers(0, n_q, size=hi - lo)
-        if table is not None:
-            shown = table[queries]
-        else:
-            shown = _sample_lists(pad_items, pad_scores, queries, k, tau, rng)
-        shown = _intervene(shown, intervention, rate, rng)
-        times = np.arange(lo, hi, dtype=np.float64)
-        b, sc = _session_beta(queries, times / n, beta_query, beta_mean, drift, bmin)
-        beta_s[lo:hi], sched[lo:hi] = b, sc
-        filled = shown >= 0
-        it = np.where(filled, shown, 0)
-        gi = g[it]
-        att = rel[it] * (gi * b[:, None] + 1.0 - gi)
-        p = np.where(filled, user.noise + (1.0 - user.noise) * att, 0.0)
-        clicked = _clicks(p, user, theta, rng)
-        if full is not None:  # every list as long as the positions: k rows a session
-            _fill_rows(full, lo * k, queries, times, shown - q[queries][:, None], clicked)
-            continue
-        rows, cols = np.nonzero(filled)
-        flat = shown[rows, cols]
-        parts["session"].append(rows + lo)
-        parts["query"].append(queries[rows])
-        parts["item"].append(flat - q[queries[rows]])
-        parts["position"].append(cols + 1)
-        parts["click"].append(clicked[rows, cols].astype(np.int8))
-        parts["time"].append(times[rows])
-    cols_out = full if full is not None else {c: np.concatenate(v) for c, v in parts.items()}
+    padded = _padded(s, q) if tau > 0 else (None, None)
+    beta = (beta_query, beta_mean, drift, bmin)
+    theta, beta_s, sched = user.examination(k), np.empty(n), np.empty(n)
+    run = _Sessions(n, k, q, rel, g, user, theta, tau, intervention, rate, beta, beta_s, sched)
+    loops = click_loops(n * k)
+    if loops is not None:
+        cols_out = _simulate_with_loops(loops, run, table, padded, rng)
+    else:
+        cols_out = _simulate_with_numpy(run, table, padded, rng)
     log = ClickLog(  # (the columns are int64 already: no copies)
         session=cols_out["session"].astype(np.int64, copy=False),
         query=cols_out["query"].astype(np.int64, copy=False),
@@ -448,7 +582,9 @@ def simulate_click_log(
         time=cols_out["time"],
         source="<simulated>",
     )
-    return ClickSimulation(log=log, examination=theta, beta_session=beta_s, beta_schedule=sched)
+    return ClickSimulation(
+        log=log, examination=run.theta, beta_session=run.beta_s, beta_schedule=run.sched
+    )
 
 
 # --------------------------------------------------------------------------- files
