@@ -55,6 +55,7 @@ from .inputs import (
     reduce_queries,
     value_inputs,
 )
+from .top_k import selected_dcg
 
 __all__ = [
     "ndcg",
@@ -142,11 +143,22 @@ def ndcg(
     _check_gain(gain, lab)
     gains = _gain_fn(gain, group)
     g_or_lab = lab if g is None else g
-    if ties == "pessimistic":
-        dcg = _pessimistic_dcg(_scored(r), gains(lab, g_or_lab), k)
+    selected = None
+    if ties == "average" and not isinstance(scores, Ranking):
+        weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
+        assert isinstance(r, DeterministicRanking)
+        selected = selected_dcg(
+            r.scores, lab, q, weights, k, gain, lambda ex: ex.sums(lab, g_or_lab, combine=gains)
+        )
+    if selected is not None:
+        dcg, idcg = selected
     else:
-        dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
-    out = _ndcg(dcg, _ideal_dcg(r, lab, g, group, k, gain), q, on_no_relevant)
+        if ties == "pessimistic":
+            dcg = _pessimistic_dcg(_scored(r), gains(lab, g_or_lab), k)
+        else:
+            dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
+        idcg = _ideal_dcg(r, lab, g, group, k, gain)
+    out = _ndcg(dcg, idcg, q, on_no_relevant)
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
     return reduce_queries(out, reduce)
