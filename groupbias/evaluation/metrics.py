@@ -55,6 +55,7 @@ from .inputs import (
     reduce_queries,
     value_inputs,
 )
+from .top_k import selected_dcg
 
 __all__ = [
     "ndcg",
@@ -140,16 +141,37 @@ def ndcg(
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
     _check_gain(gain, lab)
+    dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, isinstance(scores, Ranking))
+    out = _ndcg(dcg, idcg, q, on_no_relevant)
+    if on_zero_ndcg == "skip":
+        out[out == 0.0] = np.nan
+    return reduce_queries(out, reduce)
+
+
+def _dcg_and_ideal(r: Ranking, lab, g, group, k, gain, ties, given: bool):
+    """DCG@k and IDCG@k per query: by the top-k selection of a score array where it serves
+    (``given``: the caller passed a ranking, whose cached sorts serve instead), else from
+    the ranking's weights and the best grades."""
     gains = _gain_fn(gain, group)
     g_or_lab = lab if g is None else g
+    if ties == "average" and not given and isinstance(r, DeterministicRanking):
+        weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
+        selected = selected_dcg(
+            r.scores,
+            lab,
+            r.qptr,
+            weights,
+            k,
+            gain,
+            lambda ex: ex.sums(lab, g_or_lab, combine=gains),
+        )
+        if selected is not None:
+            return selected
     if ties == "pessimistic":
         dcg = _pessimistic_dcg(_scored(r), gains(lab, g_or_lab), k)
     else:
         dcg = r.weights(k, ties).sums(lab, g_or_lab, combine=gains)
-    out = _ndcg(dcg, _ideal_dcg(r, lab, g, group, k, gain), q, on_no_relevant)
-    if on_zero_ndcg == "skip":
-        out[out == 0.0] = np.nan
-    return reduce_queries(out, reduce)
+    return dcg, _ideal_dcg(r, lab, g, group, k, gain)
 
 
 def _check_gain(gain: str, lab: np.ndarray) -> None:

@@ -190,6 +190,12 @@ class PaddedBlock:
         np.copyto(out, fill, where=~self.valid)
         return out
 
+    def partitions(self, k: int) -> bool:
+        """Whether the top ``k`` of this block's rows come from a partition at the k-th
+        score (every list has at least :data:`_PARTITION_FACTOR` ``* k`` items) rather than
+        a sort of whole rows."""
+        return int(self.sizes.min()) >= _PARTITION_FACTOR * k
+
     def subset(self, mask: np.ndarray) -> PaddedBlock:
         sizes = self.sizes[mask]
         width = int(sizes.max()) if sizes.size else 0
@@ -807,7 +813,7 @@ class DeterministicRanking(Ranking):
             else:
                 views = []
                 for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
-                    if int(b.sizes.min()) >= _PARTITION_FACTOR * k:
+                    if b.partitions(k):
                         v = None if p is None else p.top_view(k)
                         views += (
                             [v] if v is not None else _partition_rows(b, self._padded(b), k, stable)

@@ -32,6 +32,8 @@ __all__ = [
     "group_sums2",
     "ranked_group_sums",
     "eel_target",
+    "top_k_dcg",
+    "TOP_K_MAX",
 ]
 
 _PW_BLOCK = 128
@@ -442,3 +444,230 @@ def _max_size(qptr):
     for q in range(qptr.size - 1):
         m = max(m, qptr[q + 1] - qptr[q])
     return m
+
+
+#: the longest cutoff whose DCG :func:`top_k_dcg` sums (one leaf of the pairwise sum)
+TOP_K_MAX = _PW_BLOCK
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _insert(vals, cols, pos, v, col):
+    """``v`` (column ``col``) into the descending ``vals[:pos + 1]`` from slot ``pos`` up."""
+    while pos > 0 and vals[pos - 1] < v:
+        vals[pos] = vals[pos - 1]
+        cols[pos] = cols[pos - 1]
+        pos -= 1
+    vals[pos] = v
+    cols[pos] = col
+
+
+@numba.njit(nogil=True, cache=True)
+def _top_k_row(scores, s0, n, cap, vals, cols):
+    """The ``cap`` largest scores of ``scores[s0 : s0 + n]`` (``cap <= n``) in ``vals``
+    (descending) with their columns: a buffer kept sorted by insertion, most items costing
+    one comparison with its last value. Returns whether two of the kept scores are equal or
+    the last kept one equals a score left out (a tie touching the buffer): a score left out
+    equal to the last kept one was equal to the last one when it was left out (the last one
+    only grows), so only those moments are recorded."""
+    for j in range(cap):
+        _insert(vals, cols, j, scores[s0 + j], j)
+    last = vals[cap - 1]
+    equal_out = np.nan  # the last score left out that equalled the last kept one then
+    for j in range(cap, n):
+        v = scores[s0 + j]
+        if v >= last:
+            if v == last:
+                equal_out = v
+            else:
+                _insert(vals, cols, cap - 1, v, j)
+                if vals[cap - 1] == last:
+                    equal_out = last
+                last = vals[cap - 1]
+    tied = equal_out == last
+    for j in range(1, cap):
+        tied |= vals[j] == vals[j - 1]
+    return tied
+
+
+#: lanes of the running maxima that bound a row's k-th largest score from below
+_LANES = 16
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _larger(a, b):
+    return a if a > b else b
+
+
+@numba.njit(nogil=True, cache=True)
+def _kth_bound(scores, s0, n, k, lanes):
+    """A lower bound of the ``k``-th largest of ``scores[s0 : s0 + n]`` (``k <= 16 <=
+    n``) in one branch-free pass: the maxima of 16 interleaved lanes, folded into ``k``
+    groups (lane ``i`` into group ``i % k``); the smallest of the ``k`` group maxima is
+    reached by ``k`` distinct items. The lanes are 16 local values (registers)."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = -np.inf
+    a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = -np.inf
+    full = n - n % _LANES
+    for c in range(s0, s0 + full, _LANES):
+        a0, a1 = _larger(scores[c], a0), _larger(scores[c + 1], a1)
+        a2, a3 = _larger(scores[c + 2], a2), _larger(scores[c + 3], a3)
+        a4, a5 = _larger(scores[c + 4], a4), _larger(scores[c + 5], a5)
+        a6, a7 = _larger(scores[c + 6], a6), _larger(scores[c + 7], a7)
+        a8, a9 = _larger(scores[c + 8], a8), _larger(scores[c + 9], a9)
+        a10, a11 = _larger(scores[c + 10], a10), _larger(scores[c + 11], a11)
+        a12, a13 = _larger(scores[c + 12], a12), _larger(scores[c + 13], a13)
+        a14, a15 = _larger(scores[c + 14], a14), _larger(scores[c + 15], a15)
+    lanes[0], lanes[1], lanes[2], lanes[3] = a0, a1, a2, a3
+    lanes[4], lanes[5], lanes[6], lanes[7] = a4, a5, a6, a7
+    lanes[8], lanes[9], lanes[10], lanes[11] = a8, a9, a10, a11
+    lanes[12], lanes[13], lanes[14], lanes[15] = a12, a13, a14, a15
+    for i in range(n - full):
+        lanes[i] = _larger(scores[s0 + full + i], lanes[i])
+    for i in range(k, _LANES):
+        lanes[i % k] = _larger(lanes[i], lanes[i % k])
+    bound = lanes[0]
+    for i in range(1, k):
+        bound = lanes[i] if lanes[i] < bound else bound
+    return bound
+
+
+@numba.njit(nogil=True, cache=True)
+def _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols):
+    """:func:`_top_k_row` of a row of at least 16 items and ``k <= 16``: the scores at or
+    above :func:`_kth_bound` gathered first (branch-free; a score equal to a selected one
+    is among them), then every one of them placed at the slot of its count of larger ones
+    (slot ``k``: left out). ``vals`` and ``cols`` hold ``k + 1`` values."""
+    bound = _kth_bound(scores, s0, n, k, lanes)
+    m = 0
+    for j in range(n):
+        v = scores[s0 + j]
+        cand[m] = v
+        where[m] = j
+        m += v >= bound
+    tied = False
+    for i in range(m):
+        v = cand[i]
+        larger = 0
+        equal = 0
+        for j in range(m):
+            larger += cand[j] > v
+            equal += cand[j] == v
+        slot = min(larger, k)
+        vals[slot] = v
+        cols[slot] = where[i]
+        tied |= (equal > 1) & (larger < k)
+    return tied
+
+
+@numba.njit(nogil=True, cache=True)
+def _grade_counts(labels, weights, s0, n, grouped, counts):
+    """``counts[c]``: the items of ``labels[s0 : s0 + n]`` of grade ``c`` (the label, or 0
+    where the group weight is 0), cleared first up to the largest grade; returns that
+    grade, or -1 unless every label is a whole number in ``[0, counts.size - 1]``. Grades
+    below 8 of lists of at most 255 items are counted in the 8-bit fields of one integer
+    (one branch-free pass)."""
+    fields = np.int64(0)
+    bad = False
+    for j in range(s0, s0 + n):
+        v = labels[j]
+        c = np.int64(min(max(v, 0.0), _FIELD_GRADES - 1.0))  # NaN: 0
+        bad |= np.float64(c) != v
+        if grouped:
+            c *= np.int64(weights[j] != 0.0)
+        fields += np.int64(1) << (c << 3)
+    if not bad and n <= _FIELD_ROW:
+        hi = 0
+        for c in range(_FIELD_GRADES):
+            counts[c] = (fields >> (8 * c)) & 255
+            if counts[c]:
+                hi = c
+        return hi
+    counts[:] = 0
+    hi = 0
+    for j in range(s0, s0 + n):
+        v = labels[j]
+        if not (v >= 0.0 and v < counts.size):
+            return -1
+        c = np.int64(v)
+        if np.float64(c) != v:
+            return -1
+        if grouped and weights[j] == 0.0:
+            c = 0
+        counts[c] += 1
+        hi = max(hi, c)
+    return hi
+
+
+# long: one pass per query does the selection, the tie check, DCG and the ideal gains
+@numba.njit(nogil=True, cache=True)
+def top_k_dcg(scores, labels, weights, starts, sizes, blocks, rows, k, table, gains, out):
+    """DCG@k of rows ``rows = (r0, r1)`` (queries ``starts[r] .. starts[r] + sizes[r]``, in the
+    order of their padded blocks) from a top-k selection of their scores, with the bits of
+    ``Exposure.sums`` over the clean top-k views of :class:`~groupbias.rank.ranking.
+    DeterministicRanking`, and the ideal gains of :meth:`~groupbias.rank.ranking.
+    DeterministicRanking.best` from the counts of every grade.
+
+    ``blocks`` (int64 [n_blocks, 5]): per block its last row + 1, its view width ``w =
+    min(k, width)``, whether its rows are checked for ties over the whole list (1: lists
+    shorter than 2k, ranked by a full sort there), the offset of its ideal gains in
+    ``out[2]`` and its width. ``weights``: the group weight of every item (0 or 1), or empty for all
+    items. ``gains[c]``: the gain of grade ``c``. ``table``: the rank weights (the DCG
+    discount cut at ``k``).
+
+    ``out = (dcg, tied, ideal)``: ``dcg[r]`` the pairwise sum of the ``w`` products ``gain
+    * weight * table[slot]`` (0 beyond the list), ``tied[r]`` whether a tie touches the
+    selection (such a row's block is the caller's to redo), ``ideal[off + (r - first row)
+    * w + j]`` the gain of the ``j``-th largest grade (of ``label * weight``), 0 beyond the
+    list. Returns False (``out`` unfinished) unless every label is a whole number in
+    ``[0, gains.size - 1]``."""
+    dcg, tied, ideal = out
+    r0, r1 = rows
+    grouped = weights.size > 0
+    cap_max = k + 1
+    for b in range(blocks.shape[0]):
+        if blocks[b, 2]:
+            cap_max = max(cap_max, blocks[b, 4])
+    longest = _max_size_of(sizes[r0:r1])
+    lanes = np.empty(_LANES)
+    cand = np.empty(longest)
+    where = np.empty(longest, dtype=np.int64)
+    vals = np.empty(cap_max)
+    cols = np.empty(cap_max, dtype=np.int64)
+    prod = np.empty(k)
+    counts = np.zeros(gains.size, dtype=np.int64)
+    first = 0
+    for b in range(blocks.shape[0]):
+        end, w, whole, off = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
+        for r in range(max(first, r0), min(end, r1)):
+            s0 = starts[r]
+            n = sizes[r]
+            m = min(k, n)
+            hi = _grade_counts(labels, weights, s0, n, grouped, counts)
+            if hi < 0:
+                return False
+            row = ideal[off + (r - first) * w : off + (r - first + 1) * w]
+            j = 0
+            for c in range(hi, -1, -1):
+                for _ in range(min(counts[c], w - j)):
+                    row[j] = gains[c]
+                    j += 1
+            while j < w:
+                row[j] = 0.0
+                j += 1
+            if whole or k > _LANES or n < _LANES:
+                t = _top_k_row(scores, s0, n, n if whole else m, vals, cols)
+            else:
+                t = _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols)
+            tied[r] = t
+            if t:  # the caller redoes the block (the columns may be any)
+                dcg[r] = 0.0
+                continue
+            for j in range(m):
+                x = gains[np.int64(labels[s0 + cols[j]])]
+                if grouped:
+                    x = x * weights[s0 + cols[j]]
+                prod[j] = x * table[j]
+            for j in range(m, w):
+                prod[j] = 0.0
+            dcg[r] = _block_sum(prod[:w], w)
+        first = end
+    return True

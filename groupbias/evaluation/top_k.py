@@ -1,0 +1,114 @@
+"""NDCG@k of a score array by a top-k selection per query instead of a sort.
+
+The compiled loop :func:`groupbias.rank.ranking_loops.top_k_dcg` keeps, per query, the k
+largest scores in a small buffer kept sorted by insertion (most items cost one comparison
+with the k-th best so far), forms the DCG of the k selected labels and the ideal gains from
+the counts of every grade, and says which queries have a tie touching the selection. The
+result has the bits of the ranking path of :func:`groupbias.evaluation.metrics.ndcg`
+(:class:`~groupbias.rank.ranking.DeterministicRanking`: the same padded blocks, the same
+pairwise row sums, the same BLAS product per block for the ideal DCG); a block holding a
+tie takes that path (its views then depend on the ties of all its rows), and so does every
+input the loop does not cover: no numba, no cutoff or one above
+:data:`~groupbias.rank.ranking_loops.TOP_K_MAX`, labels that are not grades in ``[0, 63]``,
+fractional group weights, or cutoffs long enough that the ranking path sums dense weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..rank.ranking import (
+    DeterministicRanking,
+    Exposure,
+    PaddedBlock,
+    log_discount,
+    loop_rows,
+    padded_blocks,
+    ranking_loops,
+)
+
+__all__ = ["selected_dcg"]
+
+#: the largest grade the loop counts (gains ``2^63 - 1`` are still finite)
+_MAX_GRADE = 63
+
+
+def _gain_table(gain: str) -> np.ndarray:
+    """The gain of every grade ``0 .. 63``, as the ranking path computes it from labels."""
+    grades = np.arange(_MAX_GRADE + 1, dtype=np.float64)
+    return np.exp2(grades) - 1.0 if gain == "exp2" else grades
+
+
+# long: the block table, the loop over row ranges and the exact redo of tied blocks
+def selected_dcg(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    qptr: np.ndarray,
+    weights: np.ndarray | None,
+    k: int | None,
+    gain: str,
+    sums: Callable[[Exposure], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(DCG@k, IDCG@k)`` per query (float64 [n_queries], 0 for empty queries) of the
+    ranking by ``scores`` with average ties, from validated float64 ``scores`` and
+    ``labels``, int64 ``qptr`` and the group weight of every item (``weights``: 0 or 1, or
+    None for every item). ``sums(exposure)`` gives the DCG per query from the rank weights of
+    the ranking path (for the blocks with ties). None where the loop does not serve."""
+    n = int(qptr[-1])
+    loops = None if k is None or n == 0 else ranking_loops(n)
+    if loops is None or k is None or k > loops.TOP_K_MAX:
+        return None
+    if weights is not None and not np.all((weights == 0.0) | (weights == 1.0)):
+        return None
+    blocks = padded_blocks(qptr)
+    views = [min(k, b.width) for b in blocks]
+    slots = [b.rows.size * w for b, w in zip(blocks, views, strict=True)]
+    if sum(slots) > n // 2:
+        return None  # the ranking path sums dense weights in item order there
+    table = np.zeros((len(blocks), 5), dtype=np.int64)
+    off = 0
+    for i, (b, w) in enumerate(zip(blocks, views, strict=True)):
+        table[i] = (b.rows.size, w, not b.partitions(k), off, b.width)
+        off += b.rows.size * w + (b.rows.size * w) % 2  # 16-byte aligned, as numpy's
+    np.cumsum(table[:, 0], out=table[:, 0])
+    n_rows = int(table[-1, 0])
+    one = len(blocks) == 1
+    starts = blocks[0].starts if one else np.concatenate([b.starts for b in blocks])
+    sizes = blocks[0].sizes if one else np.concatenate([b.sizes for b in blocks])
+    s = np.ascontiguousarray(scores)
+    lab = np.ascontiguousarray(labels)
+    wt = np.empty(0) if weights is None else np.ascontiguousarray(weights)
+    discount = log_discount(int(sizes.max()), k)
+    gains = _gain_table(gain)
+    out = (np.empty(n_rows), np.empty(n_rows, dtype=bool), np.empty(off))
+
+    def task(r0: int, r1: int) -> bool:
+        args = (s, lab, wt, starts, sizes, table, (r0, r1), k, discount, gains, out)
+        return bool(loops.top_k_dcg(*args))
+
+    if not all(loop_rows(n_rows, n, task)):
+        return None
+    dcg_rows, tied, ideal = out
+    dcg, idcg = np.zeros(qptr.size - 1), np.zeros(qptr.size - 1)
+    redone: list[PaddedBlock] = []
+    clean_slots = 0
+    first = 0
+    for b, w, n_slots, (end, _, _, o, _) in zip(blocks, views, slots, table, strict=True):
+        m = b.rows.size
+        idcg[b.rows] = ideal[o : o + m * w].reshape(m, w) @ log_discount(w, None)
+        if tied[first:end].any():
+            redone.append(b)
+        else:
+            dcg[b.rows] = dcg_rows[first:end]
+            clean_slots += n_slots
+        first = int(end)
+    if redone:  # the ranking path's views of these blocks (ties widen them)
+        ex = DeterministicRanking.trusted(scores, qptr, redone).weights(k, "average")
+        if clean_slots + ex.n_slots > n // 2:
+            return None  # dense weights after all
+        exact = sums(ex)
+        for b in redone:
+            dcg[b.rows] = exact[b.rows]
+    return dcg, idcg

@@ -1,0 +1,117 @@
+"""groupbias.evaluation.top_k: NDCG@k by a top-k selection per query has the bits of the
+ranking path (``DeterministicRanking``: padded blocks, pairwise row sums, one BLAS product
+per block), on random lists with ties (in the top k, at the k-th score, deep in the list),
+signed zeros, empty and one-item queries, lists of 0..300 items, every cutoff, group and
+gain; blocks with ties are redone by the ranking path, and inputs the loop does not cover
+take that path whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import groupbias.evaluation.metrics as M
+import groupbias.rank.ranking as R
+from groupbias.evaluation.top_k import selected_dcg
+
+pytest.importorskip("numba")  # the loop is the `fast` extra
+pytest.importorskip("groupbias.rank.ranking_loops")
+
+
+@pytest.fixture(autouse=True)
+def loops_always():
+    previous = R.use_ranking_loops("always")
+    yield
+    R.use_ranking_loops(previous)
+
+
+def _inputs(rng, sizes, ties: str):
+    q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(q[-1])
+    scores = rng.random(n)
+    if ties == "coarse":  # ties everywhere: few distinct scores
+        scores = np.round(scores * 20) / 20
+    elif ties == "some":  # a few queries with a tie (one block redone, the others not)
+        for i in rng.choice(sizes.size, 3, replace=False):
+            a, b = q[i], q[i + 1]
+            if b - a >= 2:
+                scores[a + 1] = scores[a]
+        scores[rng.random(n) < 0.01] = -0.0
+        scores[rng.random(n) < 0.01] = 0.0
+    labels = rng.choice(5, size=n, p=[0.5, 0.3, 0.12, 0.05, 0.03]).astype(np.float64)
+    groups = (rng.random(n) < 0.3).astype(np.float64)
+    return scores, labels, groups, q
+
+
+def _ranking_path(monkeypatch, *args, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(M, "selected_dcg", lambda *a, **k: None)
+        return M.ndcg(*args, **kw)
+
+
+@pytest.mark.parametrize("ties", ["none", "some", "coarse"])
+@pytest.mark.parametrize("k", [1, 5, 10, 20, None])
+def test_selection_has_the_bits_of_the_ranking_path(rng, monkeypatch, ties, k):
+    sizes = np.concatenate([rng.integers(0, 301, 400), [0, 1, 1, 2, 15, 16, 17, 32, 300]])
+    rng.shuffle(sizes)
+    s, lab, g, q = _inputs(rng, sizes, ties)
+    for group in ("all", "affected", "non_affected"):
+        for gain in ("exp2", "linear"):
+            kw = dict(qptr=q, groups=g, group=group, k=k, gain=gain, reduce=None)
+            got = M.ndcg(s, lab, **kw)
+            want = _ranking_path(monkeypatch, s, lab, **kw)
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lengths", ["equal", "short", "long"])
+def test_selection_serves_and_matches_per_block(rng, monkeypatch, lengths):
+    """The loop serves these inputs (not a vacuous comparison), with and without tied
+    blocks, for lists of one length (one contiguous block) and of many lengths."""
+    n_q = 300
+    sizes = {
+        "equal": np.full(n_q, 120),
+        "short": rng.integers(1, 40, n_q),
+        "long": rng.integers(16, 260, n_q),
+    }[lengths]
+    for ties in ("none", "some"):
+        s, lab, g, q = _inputs(rng, sizes, ties)
+        gains = M._gain_fn("exp2", "all")
+        out = selected_dcg(s, lab, q, None, 10, "exp2", lambda ex: ex.sums(lab, lab, combine=gains))
+        assert out is not None
+        dcg, idcg = out
+        r = R.DeterministicRanking(s, q)
+        np.testing.assert_array_equal(dcg, r.weights(10, "average").sums(lab, lab, combine=gains))
+        np.testing.assert_array_equal(
+            idcg, R.DeterministicRanking(lab, q).best(10, M._base_gain("exp2"))
+        )
+        got = M.ndcg(s, lab, qptr=q, k=10, reduce=None)
+        np.testing.assert_array_equal(
+            got, _ranking_path(monkeypatch, s, lab, qptr=q, k=10, reduce=None)
+        )
+
+
+def test_hand_computed_ndcg_through_the_selection():
+    # query 0: scores rank items 2, 0, 1, 3 (labels 0, 2, 1, 0); k = 2:
+    # DCG = 0 / log2(2) + 3 / log2(3); IDCG = 3 / log2(2) + 1 / log2(3)
+    scores = np.array([0.5, 0.25, 0.75, 0.125] + list(np.linspace(0.9, 0.1, 20)))
+    labels = np.array([2.0, 1.0, 0.0, 0.0] + [1.0] + [0.0] * 19)
+    q = np.array([0, 4, 24])
+    got = M.ndcg(scores, labels, qptr=q, k=2, reduce=None)
+    assert got[0] == pytest.approx((3 / np.log2(3)) / (3 + 1 / np.log2(3)), rel=1e-15)
+    assert got[1] == pytest.approx(1.0)
+
+
+def test_inputs_the_loop_does_not_cover_take_the_ranking_path(rng):
+    s, lab, g, q = _inputs(rng, rng.integers(20, 60, 50), "none")
+    call = (lambda ex: ex.sums(lab, lab),)
+    frac = lab + 0.5  # not grades
+    assert selected_dcg(s, frac, q, None, 10, "exp2", *call) is None
+    assert selected_dcg(s, lab, q, None, None, "exp2", *call) is None  # no cutoff
+    assert selected_dcg(s, lab, q, g * 0.5, 10, "exp2", *call) is None  # fractional weights
+    assert selected_dcg(s, lab, q, None, 200, "exp2", *call) is None  # beyond one leaf
+    assert selected_dcg(s, lab * 100, q, None, 10, "exp2", *call) is None  # grades above 63
+    short = np.array([0, 3, 6], dtype=np.int64)  # k covers the lists: dense weights
+    assert selected_dcg(s[:6], lab[:6], short, None, 10, "exp2", *call) is None
+    # and ndcg still gives the ranking path's values there
+    want = M.ndcg(s, frac, qptr=q, k=10, reduce=None)
+    assert np.isfinite(want).any()
