@@ -115,3 +115,46 @@ def test_inputs_the_loop_does_not_cover_take_the_ranking_path(rng):
     # and ndcg still gives the ranking path's values there
     want = M.ndcg(s, frac, qptr=q, k=10, reduce=None)
     assert np.isfinite(want).any()
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("scores", np.nan, "finite"),
+        ("scores", np.inf, "finite"),
+        ("labels", np.nan, "labels"),
+        ("labels", -1.0, "labels"),
+        ("labels", 2000.0, "overflows"),
+        ("groups", 0.5, None),  # fractional: a weight, not refused
+        ("groups", np.nan, "groups"),
+    ],
+)
+def test_values_the_loop_reads_unchecked_are_refused_as_by_the_checks(
+    rng, monkeypatch, field, value, message
+):
+    # float64 arrays skip the element checks and go straight to the loop, which checks
+    # what it reads; a value it refuses sends the call through the checks
+    s, lab, g, q = _inputs(rng, rng.integers(20, 60, 50), "none")
+    arrays = {"scores": s, "labels": lab, "groups": g}
+    arrays[field][int(q[7]) + 3] = value
+    kw = dict(qptr=q, groups=g, group="affected", k=10, reduce=None)
+    if message is None:
+        got = M.ndcg(s, lab, **kw)
+        np.testing.assert_array_equal(got, _ranking_path(monkeypatch, s, lab, **kw))
+        return
+    with pytest.raises(M.ParameterError, match=message):
+        M.ndcg(s, lab, **kw)
+
+
+def test_the_unchecked_lane_serves_float64_arrays_and_keeps_the_bits(rng, monkeypatch):
+    s, lab, g, q = _inputs(rng, rng.integers(0, 200, 300), "some")
+    calls = []
+    real = M.selected_dcg
+    monkeypatch.setattr(M, "selected_dcg", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for group, groups in (("all", None), ("affected", g), ("non_affected", g)):
+        calls.clear()
+        got = M.ndcg(s, lab, qptr=q, groups=groups, group=group, k=10, reduce=None)
+        assert calls == [1]  # one selection, before any check of the arrays
+        kw = dict(qptr=q, groups=groups, group=group, k=10, reduce=None)
+        want = _ranking_path(monkeypatch, s, lab, **kw)
+        np.testing.assert_array_equal(got, want)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
-from ..core.validation import check_k, choice, is_integer
+from ..core.validation import check_k, check_qptr, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount
 from .exposure import (
     check_offset,
@@ -132,20 +132,51 @@ def ndcg(
         # -> [0.0, nan]: the relevant item of query 0 ranks second, beyond k = 1
     """
     check_reduce(reduce)
-    r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
-    g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
     group = choice("group", group, GROUPS)
     gain = choice("gain", gain, GAINS)
     ties = choice("ties", ties, NDCG_TIES)
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
-    _check_gain(gain, lab)
-    dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, isinstance(scores, Ranking))
+    selected = _selected_arrays(scores, labels, qptr, groups, group, k, gain, ties)
+    if selected is None:  # the checks, then the ranking's weights or the selection
+        r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
+        g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
+        _check_gain(gain, lab)
+        dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, isinstance(scores, Ranking))
+    else:
+        dcg, idcg, q = selected
     out = _ndcg(dcg, idcg, q, on_no_relevant)
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
     return reduce_queries(out, reduce)
+
+
+def _selected_arrays(scores, labels, qptr, groups, group, k, gain, ties):
+    """``(DCG@k, IDCG@k, qptr)`` by the top-k selection straight from float64 arrays, whose
+    loop checks the values it reads (finite scores, labels whole numbers in [0, 63]): the
+    element checks of the other path are not needed where it serves. None where it does not
+    (any other input, or values the loop refuses: the other path then names the problem)."""
+    arrays = (scores, labels) if groups is None else (scores, labels, groups)
+    if ties != "average" or (groups is None) != (group == "all"):
+        return None  # (memberships given for group="all" are checked by the other path)
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays):
+        return None
+    if scores.ndim != 1 or any(a.shape != scores.shape for a in arrays):
+        return None
+    try:
+        q = check_qptr(qptr, scores.size)
+    except ParameterError:
+        return None
+    weights = None if groups is None or group == "all" else groups
+    if group == "non_affected":
+        weights = 1.0 - groups
+    gains = _gain_fn(gain, group)
+    g_or_lab = labels if groups is None else groups
+    selected = selected_dcg(
+        scores, labels, q, weights, k, gain, lambda ex: ex.sums(labels, g_or_lab, combine=gains)
+    )
+    return None if selected is None else (*selected, q)
 
 
 def _dcg_and_ideal(r: Ranking, lab, g, group, k, gain, ties, given: bool):

@@ -64,8 +64,8 @@ def selected_dcg(
         return None
     blocks = padded_blocks(qptr)
     views = [min(k, b.width) for b in blocks]
-    slots = [b.rows.size * w for b, w in zip(blocks, views, strict=True)]
-    if sum(slots) > n // 2:
+    view_slots = [b.rows.size * w for b, w in zip(blocks, views, strict=True)]
+    if sum(view_slots) > n // 2:
         return None  # the ranking path sums dense weights in item order there
     table = np.zeros((len(blocks), 5), dtype=np.int64)
     off = 0
@@ -74,28 +74,31 @@ def selected_dcg(
         off += b.rows.size * w + (b.rows.size * w) % 2  # 16-byte aligned, as numpy's
     np.cumsum(table[:, 0], out=table[:, 0])
     n_rows = int(table[-1, 0])
-    one = len(blocks) == 1
-    starts = blocks[0].starts if one else np.concatenate([b.starts for b in blocks])
-    sizes = blocks[0].sizes if one else np.concatenate([b.sizes for b in blocks])
+    n_queries = qptr.size - 1
+    slots = np.full(2 * n_queries, -1, dtype=np.int64)  # row, then block, of every query
+    rows = blocks[0].rows if len(blocks) == 1 else np.concatenate([b.rows for b in blocks])
+    slots[rows] = np.arange(n_rows)
+    slots[n_queries + rows] = np.repeat(np.arange(len(blocks)), [b.rows.size for b in blocks])
     s = np.ascontiguousarray(scores)
     lab = np.ascontiguousarray(labels)
     wt = np.empty(0) if weights is None else np.ascontiguousarray(weights)
+    sizes = np.diff(qptr)
     discount = log_discount(int(sizes.max()), k)
     gains = _gain_table(gain)
     out = (np.empty(n_rows), np.empty(n_rows, dtype=bool), np.empty(off))
 
-    def task(r0: int, r1: int) -> bool:
-        args = (s, lab, wt, starts, sizes, table, (r0, r1), k, discount, gains, out)
+    def task(q0: int, q1: int) -> bool:
+        args = (s, lab, wt, qptr, slots, table, (q0, q1), k, discount, gains, out)
         return bool(loops.top_k_dcg(*args))
 
-    if not all(loop_rows(n_rows, n, task)):
+    if not all(loop_rows(n_queries, n, task, sizes)):
         return None
     dcg_rows, tied, ideal = out
     dcg, idcg = np.zeros(qptr.size - 1), np.zeros(qptr.size - 1)
     redone: list[PaddedBlock] = []
     clean_slots = 0
     first = 0
-    for b, w, n_slots, (end, _, _, o, _) in zip(blocks, views, slots, table, strict=True):
+    for b, w, n_slots, (end, _, _, o, _) in zip(blocks, views, view_slots, table, strict=True):
         m = b.rows.size
         idcg[b.rows] = ideal[o : o + m * w].reshape(m, w) @ log_discount(w, None)
         if tied[first:end].any():

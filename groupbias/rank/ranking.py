@@ -110,11 +110,18 @@ _THREAD_MIN_ITEMS = 1 << 17
 _pool: list = []
 
 
-def loop_rows(n_rows: int, n_items: int, task: Callable[[int, int], object]) -> list:
+def loop_rows(
+    n_rows: int,
+    n_items: int,
+    task: Callable[[int, int], object],
+    sizes: np.ndarray | None = None,
+) -> list:
     """``task(r0, r1)`` over consecutive row ranges covering ``0 .. n_rows``: on the cores
     this process may use (one range each, the compiled loops and numpy's sort release the
-    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. Every row
-    is computed alone, so the results do not depend on the split. Returns the results."""
+    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. The ranges
+    hold equal numbers of rows, or of items when the rows' ``sizes`` are given (rows of
+    unequal lengths). Every row is computed alone, so the results do not depend on the
+    split. Returns the results."""
     threads = min(check_threads(None), n_rows)
     if threads < 2 or n_items < _THREAD_MIN_ITEMS:
         return [task(0, n_rows)]
@@ -122,7 +129,12 @@ def loop_rows(n_rows: int, n_items: int, task: Callable[[int, int], object]) -> 
         from concurrent.futures import ThreadPoolExecutor
 
         _pool.append(ThreadPoolExecutor(check_threads(None), thread_name_prefix="ranking"))
-    cuts = [n_rows * i // threads for i in range(threads + 1)]
+    if sizes is None:
+        cuts = [n_rows * i // threads for i in range(threads + 1)]
+    else:
+        ends = np.cumsum(sizes)
+        shares = [n_items * i // threads for i in range(1, threads)]
+        cuts = [0, *(int(c) for c in np.searchsorted(ends, shares)), n_rows]
     futures = [_pool[0].submit(task, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     return [f.result() for f in futures]
 

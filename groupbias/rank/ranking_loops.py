@@ -462,24 +462,25 @@ def _insert(vals, cols, pos, v, col):
 
 
 @numba.njit(nogil=True, cache=True)
-def _top_k_row(scores, s0, n, cap, vals, cols):
-    """The ``cap`` largest scores of ``scores[s0 : s0 + n]`` (``cap <= n``) in ``vals``
-    (descending) with their columns: a buffer kept sorted by insertion, most items costing
-    one comparison with its last value. Returns whether two of the kept scores are equal or
-    the last kept one equals a score left out (a tie touching the buffer): a score left out
-    equal to the last kept one was equal to the last one when it was left out (the last one
-    only grows), so only those moments are recorded."""
+def _top_k_row(values, where, mapped, cap, vals, cols):
+    """The ``cap`` largest of ``values`` (``cap <= values.size``) in ``vals`` (descending)
+    with their columns (``where[j]`` of value ``j`` when ``mapped``, else ``j``): a buffer
+    kept sorted by insertion, most values costing one comparison with its last value.
+    Returns whether two of the kept values are equal or the last kept one equals a value
+    left out (a tie touching the buffer): a value left out equal to the last kept one was
+    equal to the last one when it was left out (the last one only grows), so only those
+    moments are recorded."""
     for j in range(cap):
-        _insert(vals, cols, j, scores[s0 + j], j)
+        _insert(vals, cols, j, values[j], where[j] if mapped else j)
     last = vals[cap - 1]
-    equal_out = np.nan  # the last score left out that equalled the last kept one then
-    for j in range(cap, n):
-        v = scores[s0 + j]
+    equal_out = np.nan  # the last value left out that equalled the last kept one then
+    for j in range(cap, values.size):
+        v = values[j]
         if v >= last:
             if v == last:
                 equal_out = v
             else:
-                _insert(vals, cols, cap - 1, v, j)
+                _insert(vals, cols, cap - 1, v, where[j] if mapped else j)
                 if vals[cap - 1] == last:
                     equal_out = last
                 last = vals[cap - 1]
@@ -522,11 +523,13 @@ def _kth_bound(scores, s0, n, k, lanes):
     lanes[12], lanes[13], lanes[14], lanes[15] = a12, a13, a14, a15
     for i in range(n - full):
         lanes[i] = _larger(scores[s0 + full + i], lanes[i])
-    for i in range(k, _LANES):
-        lanes[i % k] = _larger(lanes[i], lanes[i % k])
-    bound = lanes[0]
-    for i in range(1, k):
-        bound = lanes[i] if lanes[i] < bound else bound
+    bound = np.inf  # the k-th largest lane maximum, branch-free
+    for i in range(_LANES):
+        v = lanes[i]
+        larger = 0
+        for j in range(_LANES):
+            larger += lanes[j] > v
+        bound = min(bound, v if larger < k else np.inf)
     return bound
 
 
@@ -599,34 +602,36 @@ def _grade_counts(labels, weights, s0, n, grouped, counts):
 
 # long: one pass per query does the selection, the tie check, DCG and the ideal gains
 @numba.njit(nogil=True, cache=True)
-def top_k_dcg(scores, labels, weights, starts, sizes, blocks, rows, k, table, gains, out):
-    """DCG@k of rows ``rows = (r0, r1)`` (queries ``starts[r] .. starts[r] + sizes[r]``, in the
-    order of their padded blocks) from a top-k selection of their scores, with the bits of
-    ``Exposure.sums`` over the clean top-k views of :class:`~groupbias.rank.ranking.
+def top_k_dcg(scores, labels, weights, qptr, slots, blocks, queries, k, table, gains, out):
+    """DCG@k of the queries ``queries = (q0, q1)`` (items ``qptr[q] .. qptr[q + 1]``, read
+    in query order: the memory order) from a top-k selection of their scores, with the bits
+    of ``Exposure.sums`` over the clean top-k views of :class:`~groupbias.rank.ranking.
     DeterministicRanking`, and the ideal gains of :meth:`~groupbias.rank.ranking.
     DeterministicRanking.best` from the counts of every grade.
 
-    ``blocks`` (int64 [n_blocks, 5]): per block its last row + 1, its view width ``w =
-    min(k, width)``, whether its rows are checked for ties over the whole list (1: lists
-    shorter than 2k, ranked by a full sort there), the offset of its ideal gains in
-    ``out[2]`` and its width. ``weights``: the group weight of every item (0 or 1), or empty for all
-    items. ``gains[c]``: the gain of grade ``c``. ``table``: the rank weights (the DCG
-    discount cut at ``k``).
+    ``slots[q]``: the row of query ``q`` in the order of the padded blocks (-1: empty) and
+    ``slots[n_queries + q]`` its block. ``blocks`` (int64 [n_blocks, 5]): per block its last
+    row + 1, its view width ``w = min(k, width)``, whether its rows are checked for ties over
+    the whole list (1: lists shorter than 2k, ranked by a full sort there), the offset of its
+    ideal gains in ``out[2]`` and its width. ``weights``: the group weight of every item (0
+    or 1), or empty for all items. ``gains[c]``: the gain of grade ``c``. ``table``: the
+    rank weights (the DCG discount cut at ``k``).
 
-    ``out = (dcg, tied, ideal)``: ``dcg[r]`` the pairwise sum of the ``w`` products ``gain
-    * weight * table[slot]`` (0 beyond the list), ``tied[r]`` whether a tie touches the
-    selection (such a row's block is the caller's to redo), ``ideal[off + (r - first row)
-    * w + j]`` the gain of the ``j``-th largest grade (of ``label * weight``), 0 beyond the
-    list. Returns False (``out`` unfinished) unless every label is a whole number in
-    ``[0, gains.size - 1]``."""
+    ``out = (dcg, tied, ideal)``, by row: ``dcg[r]`` the pairwise sum of the ``w`` products
+    ``gain * weight * table[slot]`` (0 beyond the list), ``tied[r]`` whether a tie touches
+    the selection (such a row's block is the caller's to redo), ``ideal[off + (r - first
+    row) * w + j]`` the gain of the ``j``-th largest grade (of ``label * weight``), 0 beyond
+    the list. Returns False (``out`` unfinished) unless every label is a whole number in
+    ``[0, gains.size - 1]`` and every score is finite."""
     dcg, tied, ideal = out
-    r0, r1 = rows
+    q0, q1 = queries
+    n_queries = qptr.size - 1
     grouped = weights.size > 0
     cap_max = k + 1
     for b in range(blocks.shape[0]):
         if blocks[b, 2]:
             cap_max = max(cap_max, blocks[b, 4])
-    longest = _max_size_of(sizes[r0:r1])
+    longest = _max_size(qptr[q0 : q1 + 1])
     lanes = np.empty(_LANES)
     cand = np.empty(longest)
     where = np.empty(longest, dtype=np.int64)
@@ -634,40 +639,45 @@ def top_k_dcg(scores, labels, weights, starts, sizes, blocks, rows, k, table, ga
     cols = np.empty(cap_max, dtype=np.int64)
     prod = np.empty(k)
     counts = np.zeros(gains.size, dtype=np.int64)
-    first = 0
-    for b in range(blocks.shape[0]):
-        end, w, whole, off = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
-        for r in range(max(first, r0), min(end, r1)):
-            s0 = starts[r]
-            n = sizes[r]
-            m = min(k, n)
-            hi = _grade_counts(labels, weights, s0, n, grouped, counts)
-            if hi < 0:
-                return False
-            row = ideal[off + (r - first) * w : off + (r - first + 1) * w]
-            j = 0
-            for c in range(hi, -1, -1):
-                for _ in range(min(counts[c], w - j)):
-                    row[j] = gains[c]
-                    j += 1
-            while j < w:
-                row[j] = 0.0
+    for q in range(q0, q1):
+        r = slots[q]
+        if r < 0:
+            continue
+        b = slots[n_queries + q]
+        w, whole, off = blocks[b, 1], blocks[b, 2], blocks[b, 3]
+        first = blocks[b - 1, 0] if b > 0 else 0
+        s0 = qptr[q]
+        n = qptr[q + 1] - s0
+        m = min(k, n)
+        hi = _grade_counts(labels, weights, s0, n, grouped, counts)
+        finite = 0.0
+        for j in range(s0, s0 + n):
+            finite += scores[j] * 0.0  # NaN unless every score is finite
+        if hi < 0 or finite != 0.0:
+            return False
+        row = ideal[off + (r - first) * w : off + (r - first + 1) * w]
+        j = 0
+        for c in range(hi, -1, -1):
+            for _ in range(min(counts[c], w - j)):
+                row[j] = gains[c]
                 j += 1
-            if whole or k > _LANES or n < _LANES:
-                t = _top_k_row(scores, s0, n, n if whole else m, vals, cols)
-            else:
-                t = _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols)
-            tied[r] = t
-            if t:  # the caller redoes the block (the columns may be any)
-                dcg[r] = 0.0
-                continue
-            for j in range(m):
-                x = gains[np.int64(labels[s0 + cols[j]])]
-                if grouped:
-                    x = x * weights[s0 + cols[j]]
-                prod[j] = x * table[j]
-            for j in range(m, w):
-                prod[j] = 0.0
-            dcg[r] = _block_sum(prod[:w], w)
-        first = end
+        while j < w:
+            row[j] = 0.0
+            j += 1
+        if whole or k > _LANES or n < _LANES:
+            t = _top_k_row(scores[s0 : s0 + n], where, False, n if whole else m, vals, cols)
+        else:
+            t = _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols)
+        tied[r] = t
+        if t:  # the caller redoes the block (the columns may be any)
+            dcg[r] = 0.0
+            continue
+        for j in range(m):
+            x = gains[np.int64(labels[s0 + cols[j]])]
+            if grouped:
+                x = x * weights[s0 + cols[j]]
+            prod[j] = x * table[j]
+        for j in range(m, w):
+            prod[j] = 0.0
+        dcg[r] = _block_sum(prod[:w], w)
     return True
