@@ -158,3 +158,17 @@ def test_the_unchecked_lane_serves_float64_arrays_and_keeps_the_bits(rng, monkey
         kw = dict(qptr=q, groups=groups, group=group, k=10, reduce=None)
         want = _ranking_path(monkeypatch, s, lab, **kw)
         np.testing.assert_array_equal(got, want)
+
+
+def testorder_keys_compare_as_the_scores_do(rng):
+    from groupbias.rank.ranking_loops import order_key
+
+    x = np.concatenate(
+        [
+            rng.normal(size=300) * rng.choice([1e-300, 1e-5, 1.0, 1e300], 300),
+            [0.0, -0.0, 5e-324, -5e-324, np.inf, -np.inf, 1.0, -1.0],
+        ]
+    )
+    keys = np.array([order_key(b) for b in x.view(np.int64)])
+    for op in (np.greater, np.equal):
+        np.testing.assert_array_equal(op.outer(keys, keys), op.outer(x, x))

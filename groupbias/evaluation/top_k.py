@@ -80,6 +80,7 @@ def selected_dcg(
     slots[rows] = np.arange(n_rows)
     slots[n_queries + rows] = np.repeat(np.arange(len(blocks)), [b.rows.size for b in blocks])
     s = np.ascontiguousarray(scores)
+    bits = s.view(np.int64)
     lab = np.ascontiguousarray(labels)
     wt = np.empty(0) if weights is None else np.ascontiguousarray(weights)
     sizes = np.diff(qptr)
@@ -88,7 +89,7 @@ def selected_dcg(
     out = (np.empty(n_rows), np.empty(n_rows, dtype=bool), np.empty(off))
 
     def task(q0: int, q1: int) -> bool:
-        args = (s, lab, wt, qptr, slots, table, (q0, q1), k, discount, gains, out)
+        args = (s, bits, lab, wt, qptr, slots, table, (q0, q1), k, discount, gains, out)
         return bool(loops.top_k_dcg(*args))
 
     if not all(loop_rows(n_queries, n, task, sizes)):

@@ -33,6 +33,7 @@ __all__ = [
     "ranked_group_sums",
     "eel_target",
     "top_k_dcg",
+    "order_key",
     "TOP_K_MAX",
 ]
 
@@ -504,7 +505,8 @@ def _kth_bound(scores, s0, n, k, lanes):
     """A lower bound of the ``k``-th largest of ``scores[s0 : s0 + n]`` (``k <= 16 <=
     n``) in one branch-free pass: the maxima of 16 interleaved lanes, folded into ``k``
     groups (lane ``i`` into group ``i % k``); the smallest of the ``k`` group maxima is
-    reached by ``k`` distinct items. The lanes are 16 local values (registers)."""
+    reached by ``k`` distinct items. The lanes are 16 local values (registers). Returns
+    the bound's :func:`order_key`; ``lanes`` is left holding keys."""
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = -np.inf
     a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = -np.inf
     full = n - n % _LANES
@@ -523,42 +525,65 @@ def _kth_bound(scores, s0, n, k, lanes):
     lanes[12], lanes[13], lanes[14], lanes[15] = a12, a13, a14, a15
     for i in range(n - full):
         lanes[i] = _larger(scores[s0 + full + i], lanes[i])
-    bound = np.inf  # the k-th largest lane maximum, branch-free
+    keys = lanes.view(np.int64)  # the lanes' order keys, in place (integer compares)
     for i in range(_LANES):
-        v = lanes[i]
+        keys[i] = order_key(keys[i])
+    bound = _MAX_KEY  # the k-th largest lane maximum, branch-free
+    for i in range(_LANES):
+        v = keys[i]
         larger = 0
         for j in range(_LANES):
-            larger += lanes[j] > v
-        bound = min(bound, v if larger < k else np.inf)
+            larger += keys[j] > v
+        bound = min(bound, v if larger < k else _MAX_KEY)
     return bound
 
 
+#: the sign bit, the bits of the exponent and the other 63 bits of a float64's bits
+_SIGN = np.int64(-(2**63))
+_EXPONENT = np.int64(0x7FF0000000000000)
+_LOW63 = np.int64(2**63 - 1)
+_MAX_KEY = np.int64(2**63 - 1)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def order_key(bits):
+    """An int64 in the order of the float64 of ``bits`` (finite, or infinite), equal for
+    ``-0.0`` and ``0.0``: integer compares rank the candidates (they vectorize)."""
+    bits = 0 if bits == _SIGN else bits
+    return bits ^ ((bits >> 63) & _LOW63)
+
+
 @numba.njit(nogil=True, cache=True)
-def _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols):
+def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
     """:func:`_top_k_row` of a row of at least 16 items and ``k <= 16``: the scores at or
     above :func:`_kth_bound` gathered first (branch-free; a score equal to a selected one
     is among them), then every one of them placed at the slot of its count of larger ones
-    (slot ``k``: left out). ``vals`` and ``cols`` hold ``k + 1`` values."""
+    (slot ``k``: left out), by their :func:`order_key` (``bits``: the scores' bits).
+    ``vals`` and ``cols`` hold ``k + 1`` values. Returns ``(tied, finite)``: whether a
+    tie touches the selection, and whether every score of the row is finite."""
     bound = _kth_bound(scores, s0, n, k, lanes)
     m = 0
+    special = False
     for j in range(n):
-        v = scores[s0 + j]
-        cand[m] = v
+        b = bits[s0 + j]
+        key = order_key(b)
+        keys[m] = key
         where[m] = j
-        m += v >= bound
+        m += key >= bound
+        special |= (b & _EXPONENT) == _EXPONENT  # infinite or NaN
     tied = False
     for i in range(m):
-        v = cand[i]
+        v = keys[i]
         larger = 0
         equal = 0
         for j in range(m):
-            larger += cand[j] > v
-            equal += cand[j] == v
+            larger += keys[j] > v
+            equal += keys[j] == v
         slot = min(larger, k)
-        vals[slot] = v
+        vals[slot] = scores[s0 + where[i]]
         cols[slot] = where[i]
         tied |= (equal > 1) & (larger < k)
-    return tied
+    return tied, not special
 
 
 @numba.njit(nogil=True, cache=True)
@@ -602,12 +627,13 @@ def _grade_counts(labels, weights, s0, n, grouped, counts):
 
 # long: one pass per query does the selection, the tie check, DCG and the ideal gains
 @numba.njit(nogil=True, cache=True)
-def top_k_dcg(scores, labels, weights, qptr, slots, blocks, queries, k, table, gains, out):
+def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, table, gains, out):
     """DCG@k of the queries ``queries = (q0, q1)`` (items ``qptr[q] .. qptr[q + 1]``, read
     in query order: the memory order) from a top-k selection of their scores, with the bits
     of ``Exposure.sums`` over the clean top-k views of :class:`~groupbias.rank.ranking.
     DeterministicRanking`, and the ideal gains of :meth:`~groupbias.rank.ranking.
-    DeterministicRanking.best` from the counts of every grade.
+    DeterministicRanking.best` from the counts of every grade. ``bits``: the scores' bits
+    (``scores.view(np.int64)``).
 
     ``slots[q]``: the row of query ``q`` in the order of the padded blocks (-1: empty) and
     ``slots[n_queries + q]`` its block. ``blocks`` (int64 [n_blocks, 5]): per block its last
@@ -633,7 +659,7 @@ def top_k_dcg(scores, labels, weights, qptr, slots, blocks, queries, k, table, g
             cap_max = max(cap_max, blocks[b, 4])
     longest = _max_size(qptr[q0 : q1 + 1])
     lanes = np.empty(_LANES)
-    cand = np.empty(longest)
+    keys = np.empty(longest, dtype=np.int64)
     where = np.empty(longest, dtype=np.int64)
     vals = np.empty(cap_max)
     cols = np.empty(cap_max, dtype=np.int64)
@@ -650,10 +676,7 @@ def top_k_dcg(scores, labels, weights, qptr, slots, blocks, queries, k, table, g
         n = qptr[q + 1] - s0
         m = min(k, n)
         hi = _grade_counts(labels, weights, s0, n, grouped, counts)
-        finite = 0.0
-        for j in range(s0, s0 + n):
-            finite += scores[j] * 0.0  # NaN unless every score is finite
-        if hi < 0 or finite != 0.0:
+        if hi < 0:
             return False
         row = ideal[off + (r - first) * w : off + (r - first + 1) * w]
         j = 0
@@ -665,9 +688,15 @@ def top_k_dcg(scores, labels, weights, qptr, slots, blocks, queries, k, table, g
             row[j] = 0.0
             j += 1
         if whole or k > _LANES or n < _LANES:
+            finite = 0.0
+            for j in range(s0, s0 + n):
+                finite += scores[j] * 0.0  # NaN unless every score is finite
             t = _top_k_row(scores[s0 : s0 + n], where, False, n if whole else m, vals, cols)
+            ok = finite == 0.0
         else:
-            t = _top_k_bounded(scores, s0, n, k, lanes, cand, where, vals, cols)
+            t, ok = _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols)
+        if not ok:
+            return False
         tied[r] = t
         if t:  # the caller redoes the block (the columns may be any)
             dcg[r] = 0.0
