@@ -17,6 +17,8 @@ Each loop computes exactly what the numpy passes of :mod:`groupbias.rank.ranking
 loops release the GIL and are compiled on first use, then cached on disk (``cache=True``).
 """
 
+# long: every compiled loop of rankings in one module, loaded at once where they pay (one
+# import of numba, one on-disk cache); the loops share the pairwise-sum leaf and the helpers
 from __future__ import annotations
 
 import numba
