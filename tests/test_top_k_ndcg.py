@@ -172,3 +172,21 @@ def testorder_keys_compare_as_the_scores_do(rng):
     keys = np.array([order_key(b) for b in x.view(np.int64)])
     for op in (np.greater, np.equal):
         np.testing.assert_array_equal(op.outer(keys, keys), op.outer(x, x))
+
+
+def test_a_layout_is_reused_only_for_equal_offsets(rng, monkeypatch):
+    # two query sets with the same number of queries and items but other list lengths:
+    # the second call must not take the first one's blocks
+    a = np.array([0, 40, 100, 130, 200], dtype=np.int64)
+    b = np.array([0, 70, 90, 150, 200], dtype=np.int64)
+    s, lab = rng.random(200), rng.integers(0, 5, 200).astype(float)
+    for q in (a, b, a.copy(), b):
+        got = M.ndcg(s, lab, qptr=q, k=5, reduce=None)
+        np.testing.assert_array_equal(
+            got, _ranking_path(monkeypatch, s, lab, qptr=q, k=5, reduce=None)
+        )
+    q = b.copy()
+    M.ndcg(s, lab, qptr=q, k=5, reduce=None)
+    q[1] = 30  # the caller's array changed in place after the call
+    got = M.ndcg(s, lab, qptr=q, k=5, reduce=None)
+    np.testing.assert_array_equal(got, _ranking_path(monkeypatch, s, lab, qptr=q, k=5, reduce=None))

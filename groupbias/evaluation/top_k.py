@@ -16,6 +16,7 @@ fractional group weights, or cutoffs long enough that the ranking path sums dens
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,7 +42,73 @@ def _gain_table(gain: str) -> np.ndarray:
     return np.exp2(grades) - 1.0 if gain == "exp2" else grades
 
 
-# long: the block table, the loop over row ranges and the exact redo of tied blocks
+_GAIN_TABLES = {gain: _gain_table(gain) for gain in ("exp2", "linear")}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What the loop needs of the queries ``qptr`` at a cutoff ``k``, computed once per
+    (offsets, k): the padded blocks of the ranking path, the view width of each, the block
+    table of :func:`~groupbias.rank.ranking_loops.top_k_dcg`, the row and block of every
+    query, the list sizes and the rank weights."""
+
+    blocks: list[PaddedBlock]
+    views: list[int]
+    view_slots: list[int]
+    table: np.ndarray
+    n_rows: int
+    n_ideal: int
+    slots: np.ndarray
+    sizes: np.ndarray
+    discount: np.ndarray
+    ideal_discounts: list[np.ndarray]
+
+
+#: the layouts of the last offsets seen (a metric is often called on the same queries)
+_LAYOUTS: dict[tuple[int, int, int], tuple[np.ndarray, _Layout]] = {}
+_LAYOUTS_KEPT = 8
+
+
+def _layout(qptr: np.ndarray, k: int) -> _Layout:
+    """The :class:`_Layout` of ``qptr`` at ``k``, reused while the offsets are equal."""
+    key = (k, qptr.size, int(qptr[-1]))
+    kept = _LAYOUTS.get(key)
+    if kept is not None and np.array_equal(kept[0], qptr):
+        return kept[1]
+    blocks = padded_blocks(qptr)
+    views = [min(k, b.width) for b in blocks]
+    table = np.zeros((len(blocks), 5), dtype=np.int64)
+    off = 0
+    for i, (b, w) in enumerate(zip(blocks, views, strict=True)):
+        table[i] = (b.rows.size, w, not b.partitions(k), off, b.width)
+        off += b.rows.size * w + (b.rows.size * w) % 2  # 16-byte aligned, as numpy's
+    np.cumsum(table[:, 0], out=table[:, 0])
+    n_rows = int(table[-1, 0])
+    n_queries = qptr.size - 1
+    slots = np.full(2 * n_queries, -1, dtype=np.int64)  # row, then block, of every query
+    rows = blocks[0].rows if len(blocks) == 1 else np.concatenate([b.rows for b in blocks])
+    slots[rows] = np.arange(n_rows)
+    slots[n_queries + rows] = np.repeat(np.arange(len(blocks)), [b.rows.size for b in blocks])
+    sizes = np.diff(qptr)
+    layout = _Layout(
+        blocks=blocks,
+        views=views,
+        view_slots=[b.rows.size * w for b, w in zip(blocks, views, strict=True)],
+        table=table,
+        n_rows=n_rows,
+        n_ideal=off,
+        slots=slots,
+        sizes=sizes,
+        discount=log_discount(int(sizes.max()), k),
+        ideal_discounts=[log_discount(w, None) for w in views],
+    )
+    while len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        _LAYOUTS.pop(next(iter(_LAYOUTS)))
+    _LAYOUTS[key] = (qptr.copy(), layout)
+    return layout
+
+
+# long: the loop over row ranges and the exact redo of tied blocks
 def selected_dcg(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -62,46 +129,32 @@ def selected_dcg(
         return None
     if weights is not None and not np.all((weights == 0.0) | (weights == 1.0)):
         return None
-    blocks = padded_blocks(qptr)
-    views = [min(k, b.width) for b in blocks]
-    view_slots = [b.rows.size * w for b, w in zip(blocks, views, strict=True)]
-    if sum(view_slots) > n // 2:
+    lay = _layout(qptr, k)
+    if sum(lay.view_slots) > n // 2:
         return None  # the ranking path sums dense weights in item order there
-    table = np.zeros((len(blocks), 5), dtype=np.int64)
-    off = 0
-    for i, (b, w) in enumerate(zip(blocks, views, strict=True)):
-        table[i] = (b.rows.size, w, not b.partitions(k), off, b.width)
-        off += b.rows.size * w + (b.rows.size * w) % 2  # 16-byte aligned, as numpy's
-    np.cumsum(table[:, 0], out=table[:, 0])
-    n_rows = int(table[-1, 0])
-    n_queries = qptr.size - 1
-    slots = np.full(2 * n_queries, -1, dtype=np.int64)  # row, then block, of every query
-    rows = blocks[0].rows if len(blocks) == 1 else np.concatenate([b.rows for b in blocks])
-    slots[rows] = np.arange(n_rows)
-    slots[n_queries + rows] = np.repeat(np.arange(len(blocks)), [b.rows.size for b in blocks])
     s = np.ascontiguousarray(scores)
     bits = s.view(np.int64)
     lab = np.ascontiguousarray(labels)
     wt = np.empty(0) if weights is None else np.ascontiguousarray(weights)
-    sizes = np.diff(qptr)
-    discount = log_discount(int(sizes.max()), k)
-    gains = _gain_table(gain)
-    out = (np.empty(n_rows), np.empty(n_rows, dtype=bool), np.empty(off))
+    gains = _GAIN_TABLES[gain]
+    out = (np.empty(lay.n_rows), np.empty(lay.n_rows, dtype=bool), np.empty(lay.n_ideal))
+    slots, table, discount = lay.slots, lay.table, lay.discount
 
     def task(q0: int, q1: int) -> bool:
         args = (s, bits, lab, wt, qptr, slots, table, (q0, q1), k, discount, gains, out)
         return bool(loops.top_k_dcg(*args))
 
-    if not all(loop_rows(n_queries, n, task, sizes)):
+    if not all(loop_rows(qptr.size - 1, n, task, lay.sizes)):
         return None
     dcg_rows, tied, ideal = out
     dcg, idcg = np.zeros(qptr.size - 1), np.zeros(qptr.size - 1)
     redone: list[PaddedBlock] = []
     clean_slots = 0
     first = 0
-    for b, w, n_slots, (end, _, _, o, _) in zip(blocks, views, view_slots, table, strict=True):
+    parts = zip(lay.blocks, lay.views, lay.view_slots, lay.table, lay.ideal_discounts, strict=True)
+    for b, w, n_slots, (end, _, _, o, _), ideal_discount in parts:
         m = b.rows.size
-        idcg[b.rows] = ideal[o : o + m * w].reshape(m, w) @ log_discount(w, None)
+        idcg[b.rows] = ideal[o : o + m * w].reshape(m, w) @ ideal_discount
         if tied[first:end].any():
             redone.append(b)
         else:
