@@ -503,12 +503,12 @@ def _larger(a, b):
 
 
 @numba.njit(nogil=True, cache=True)
-def _kth_bound(scores, s0, n, k, lanes):
+def _kth_bound(scores, s0, n, k, lanes, lane_keys):
     """A lower bound of the ``k``-th largest of ``scores[s0 : s0 + n]`` (``k <= 16 <=
     n``) in one branch-free pass: the maxima of 16 interleaved lanes, folded into ``k``
     groups (lane ``i`` into group ``i % k``); the smallest of the ``k`` group maxima is
-    reached by ``k`` distinct items. The lanes are 16 local values (registers). Returns
-    the bound's :func:`order_key`; ``lanes`` is left holding keys."""
+    reached by ``k`` distinct items. The lanes are 16 local values (registers), ranked by
+    their :func:`order_key` in ``lane_keys``."""
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = -np.inf
     a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = -np.inf
     full = n - n % _LANES
@@ -527,17 +527,20 @@ def _kth_bound(scores, s0, n, k, lanes):
     lanes[12], lanes[13], lanes[14], lanes[15] = a12, a13, a14, a15
     for i in range(n - full):
         lanes[i] = _larger(scores[s0 + full + i], lanes[i])
-    keys = lanes.view(np.int64)  # the lanes' order keys, in place (integer compares)
-    for i in range(_LANES):
-        keys[i] = order_key(keys[i])
+    bits = lanes.view(np.int64)
+    for i in range(_LANES):  # the lanes' order keys (integer compares vectorize)
+        lane_keys[i] = order_key(bits[i])
     bound = _MAX_KEY  # the k-th largest lane maximum, branch-free
     for i in range(_LANES):
-        v = keys[i]
+        v = lane_keys[i]
         larger = 0
         for j in range(_LANES):
-            larger += keys[j] > v
+            larger += lane_keys[j] > v
         bound = min(bound, v if larger < k else _MAX_KEY)
-    return bound
+    value = np.inf
+    for i in range(_LANES):
+        value = lanes[i] if lane_keys[i] == bound else value
+    return value
 
 
 #: the sign bit, the bits of the exponent and the other 63 bits of a float64's bits
@@ -563,16 +566,16 @@ def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
     (slot ``k``: left out), by their :func:`order_key` (``bits``: the scores' bits).
     ``vals`` and ``cols`` hold ``k + 1`` values. Returns ``(tied, finite)``: whether a
     tie touches the selection, and whether every score of the row is finite."""
-    bound = _kth_bound(scores, s0, n, k, lanes)
+    bound = _kth_bound(scores, s0, n, k, lanes, keys)
     m = 0
-    special = False
     for j in range(n):
-        b = bits[s0 + j]
-        key = order_key(b)
-        keys[m] = key
         where[m] = j
-        m += key >= bound
-        special |= (b & _EXPONENT) == _EXPONENT  # infinite or NaN
+        m += scores[s0 + j] >= bound
+    special = False
+    for j in range(s0, s0 + n):
+        special |= (bits[j] & _EXPONENT) == _EXPONENT  # infinite or NaN
+    for i in range(m):
+        keys[i] = order_key(bits[s0 + where[i]])
     tied = False
     for i in range(m):
         v = keys[i]
