@@ -190,3 +190,15 @@ def test_a_layout_is_reused_only_for_equal_offsets(rng, monkeypatch):
     q[1] = 30  # the caller's array changed in place after the call
     got = M.ndcg(s, lab, qptr=q, k=5, reduce=None)
     np.testing.assert_array_equal(got, _ranking_path(monkeypatch, s, lab, qptr=q, k=5, reduce=None))
+
+
+def test_layouts_kept_are_few_and_only_of_small_query_sets(rng):
+    import groupbias.evaluation.top_k as T
+
+    for n_queries in (3, 5, 7, 9, 11, 13):  # more query sets than are kept
+        q = np.arange(0, 20 * n_queries + 1, 20, dtype=np.int64)
+        M.ndcg(rng.random(q[-1]), rng.integers(0, 3, q[-1]).astype(float), qptr=q, k=3)
+    assert 0 < len(T._LAYOUTS) <= T._LAYOUTS_KEPT
+    big = np.arange(0, 20 * (T._LAYOUT_KEPT_QUERIES + 1), 20, dtype=np.int64)
+    M.ndcg(rng.random(big[-1]), rng.integers(0, 3, big[-1]).astype(float), qptr=big, k=3)
+    assert all(kept.size <= T._LAYOUT_KEPT_QUERIES for kept, _ in T._LAYOUTS.values())

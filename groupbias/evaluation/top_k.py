@@ -64,9 +64,12 @@ class _Layout:
     ideal_discounts: list[np.ndarray]
 
 
-#: the layouts of the last offsets seen (a metric is often called on the same queries)
+#: the layouts of the last offsets seen (a metric is often called on the same queries),
+#: for query sets small enough that the layout is a noticeable part of a call (a larger
+#: one's layout is computed again: a kept one would hold memory in proportion)
 _LAYOUTS: dict[tuple[int, int, int], tuple[np.ndarray, _Layout]] = {}
-_LAYOUTS_KEPT = 8
+_LAYOUTS_KEPT = 4
+_LAYOUT_KEPT_QUERIES = 1 << 16
 
 
 def _layout(qptr: np.ndarray, k: int) -> _Layout:
@@ -102,9 +105,10 @@ def _layout(qptr: np.ndarray, k: int) -> _Layout:
         discount=log_discount(int(sizes.max()), k),
         ideal_discounts=[log_discount(w, None) for w in views],
     )
-    while len(_LAYOUTS) >= _LAYOUTS_KEPT:
-        _LAYOUTS.pop(next(iter(_LAYOUTS)))
-    _LAYOUTS[key] = (qptr.copy(), layout)
+    if qptr.size <= _LAYOUT_KEPT_QUERIES:
+        for old in list(_LAYOUTS)[: max(0, len(_LAYOUTS) - _LAYOUTS_KEPT + 1)]:
+            _LAYOUTS.pop(old, None)  # the oldest (another thread may have taken it)
+        _LAYOUTS[key] = (qptr.copy(), layout)
     return layout
 
 
