@@ -465,16 +465,16 @@ def _insert(vals, cols, pos, v, col):
 
 
 @numba.njit(nogil=True, cache=True)
-def _top_k_row(values, where, mapped, cap, vals, cols):
+def _top_k_row(values, cap, vals, cols):
     """The ``cap`` largest of ``values`` (``cap <= values.size``) in ``vals`` (descending)
-    with their columns (``where[j]`` of value ``j`` when ``mapped``, else ``j``): a buffer
-    kept sorted by insertion, most values costing one comparison with its last value.
+    with their columns: a buffer kept sorted by insertion, most values costing one
+    comparison with its last value.
     Returns whether two of the kept values are equal or the last kept one equals a value
     left out (a tie touching the buffer): a value left out equal to the last kept one was
     equal to the last one when it was left out (the last one only grows), so only those
     moments are recorded."""
     for j in range(cap):
-        _insert(vals, cols, j, values[j], where[j] if mapped else j)
+        _insert(vals, cols, j, values[j], j)
     last = vals[cap - 1]
     equal_out = np.nan  # the last value left out that equalled the last kept one then
     for j in range(cap, values.size):
@@ -483,7 +483,7 @@ def _top_k_row(values, where, mapped, cap, vals, cols):
             if v == last:
                 equal_out = v
             else:
-                _insert(vals, cols, cap - 1, v, where[j] if mapped else j)
+                _insert(vals, cols, cap - 1, v, j)
                 if vals[cap - 1] == last:
                     equal_out = last
                 last = vals[cap - 1]
@@ -547,7 +547,8 @@ def _kth_bound(scores, s0, n, k, lanes, lane_keys):
 _SIGN = np.int64(-(2**63))
 _EXPONENT = np.int64(0x7FF0000000000000)
 _LOW63 = np.int64(2**63 - 1)
-_MAX_KEY = np.int64(2**63 - 1)
+#: above every key of a finite score
+_MAX_KEY = _LOW63
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -559,21 +560,27 @@ def order_key(bits):
 
 
 @numba.njit(nogil=True, cache=True)
+def _all_finite(bits, s0, n):
+    """Whether the float64s of ``bits[s0 : s0 + n]`` are all finite (one integer pass)."""
+    special = False
+    for j in range(s0, s0 + n):
+        special |= (bits[j] & _EXPONENT) == _EXPONENT  # infinite or NaN
+    return not special
+
+
+@numba.njit(nogil=True, cache=True)
 def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
     """:func:`_top_k_row` of a row of at least 16 items and ``k <= 16``: the scores at or
     above :func:`_kth_bound` gathered first (branch-free; a score equal to a selected one
     is among them), then every one of them placed at the slot of its count of larger ones
     (slot ``k``: left out), by their :func:`order_key` (``bits``: the scores' bits).
-    ``vals`` and ``cols`` hold ``k + 1`` values. Returns ``(tied, finite)``: whether a
-    tie touches the selection, and whether every score of the row is finite."""
+    ``vals`` and ``cols`` hold ``k + 1`` values. Returns whether a tie touches the
+    selection."""
     bound = _kth_bound(scores, s0, n, k, lanes, keys)
     m = 0
     for j in range(n):
         where[m] = j
         m += scores[s0 + j] >= bound
-    special = False
-    for j in range(s0, s0 + n):
-        special |= (bits[j] & _EXPONENT) == _EXPONENT  # infinite or NaN
     for i in range(m):
         keys[i] = order_key(bits[s0 + where[i]])
     tied = False
@@ -588,7 +595,7 @@ def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
         vals[slot] = scores[s0 + where[i]]
         cols[slot] = where[i]
         tied |= (equal > 1) & (larger < k)
-    return tied, not special
+    return tied
 
 
 @numba.njit(nogil=True, cache=True)
@@ -693,14 +700,10 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
             row[j] = 0.0
             j += 1
         if whole or k > _LANES or n < _LANES:
-            finite = 0.0
-            for j in range(s0, s0 + n):
-                finite += scores[j] * 0.0  # NaN unless every score is finite
-            t = _top_k_row(scores[s0 : s0 + n], where, False, n if whole else m, vals, cols)
-            ok = finite == 0.0
+            t = _top_k_row(scores[s0 : s0 + n], n if whole else m, vals, cols)
         else:
-            t, ok = _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols)
-        if not ok:
+            t = _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols)
+        if not _all_finite(bits, s0, n):
             return False
         tied[r] = t
         if t:  # the caller redoes the block (the columns may be any)
