@@ -36,7 +36,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
 from ..core.validation import check_k, check_qptr, choice, is_integer
-from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount
+from ..rank.ranking import TIES, DeterministicRanking, Exposure, Ranking, log_discount
 from .exposure import (
     check_offset,
     eel_grading,
@@ -138,25 +138,28 @@ def ndcg(
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
-    selected = _selected_arrays(scores, labels, qptr, groups, group, k, gain, ties)
-    if selected is None:  # the checks, then the ranking's weights or the selection
+    q = _unchecked_offsets(scores, labels, qptr, groups, group, ties)
+    selected = None if q is None else _selection(scores, labels, q, groups, group, k, gain)
+    if selected is None:  # the checks, then the ranking's weights (or the selection)
+        tried = q is not None  # the selection refused these values: no second try
         r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
         g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
         _check_gain(gain, lab)
-        dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, isinstance(scores, Ranking))
+        given = tried or isinstance(scores, Ranking)
+        dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, given)
     else:
-        dcg, idcg, q = selected
+        dcg, idcg = selected
     out = _ndcg(dcg, idcg, q, on_no_relevant)
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
     return reduce_queries(out, reduce)
 
 
-def _selected_arrays(scores, labels, qptr, groups, group, k, gain, ties):
-    """``(DCG@k, IDCG@k, qptr)`` by the top-k selection straight from float64 arrays, whose
-    loop checks the values it reads (finite scores, labels whole numbers in [0, 63]): the
-    element checks of the other path are not needed where it serves. None where it does not
-    (any other input, or values the loop refuses: the other path then names the problem)."""
+def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
+    """The checked offsets where the top-k selection may take the arrays without their
+    element checks (float64 arrays of one shape: its loop checks the values it reads, finite
+    scores and labels whole numbers in [0, 63], and a value it refuses sends the call through
+    the checks, which name it); None for any other input."""
     arrays = (scores, labels) if groups is None else (scores, labels, groups)
     if ties != "average" or (groups is None) != (group == "all"):
         return None  # (memberships given for group="all" are checked by the other path)
@@ -165,39 +168,35 @@ def _selected_arrays(scores, labels, qptr, groups, group, k, gain, ties):
     if scores.ndim != 1 or any(a.shape != scores.shape for a in arrays):
         return None
     try:
-        q = check_qptr(qptr, scores.size)
+        return check_qptr(qptr, scores.size)
     except ParameterError:
         return None
-    weights = None if groups is None or group == "all" else groups
-    if group == "non_affected":
-        weights = 1.0 - groups
+
+
+def _selection(scores, lab, q, g, group, k, gain):
+    """DCG@k and IDCG@k per query by the top-k selection of the score array ``scores``
+    (:func:`~groupbias.evaluation.top_k.selected_dcg`), or None where it does not serve."""
+    weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
     gains = _gain_fn(gain, group)
-    g_or_lab = labels if groups is None else groups
-    selected = selected_dcg(
-        scores, labels, q, weights, k, gain, lambda ex: ex.sums(labels, g_or_lab, combine=gains)
-    )
-    return None if selected is None else (*selected, q)
+    g_or_lab = lab if g is None else g
+
+    def sums(ex: Exposure) -> np.ndarray:
+        return ex.sums(lab, g_or_lab, combine=gains)
+
+    return selected_dcg(scores, lab, q, weights, k, gain, sums)
 
 
 def _dcg_and_ideal(r: Ranking, lab, g, group, k, gain, ties, given: bool):
     """DCG@k and IDCG@k per query: by the top-k selection of a score array where it serves
-    (``given``: the caller passed a ranking, whose cached sorts serve instead), else from
-    the ranking's weights and the best grades."""
-    gains = _gain_fn(gain, group)
-    g_or_lab = lab if g is None else g
+    (``given``: the caller passed a ranking, whose cached sorts serve instead, or the
+    selection has refused these arrays already), else from the ranking's weights and the
+    best grades."""
     if ties == "average" and not given and isinstance(r, DeterministicRanking):
-        weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
-        selected = selected_dcg(
-            r.scores,
-            lab,
-            r.qptr,
-            weights,
-            k,
-            gain,
-            lambda ex: ex.sums(lab, g_or_lab, combine=gains),
-        )
+        selected = _selection(r.scores, lab, r.qptr, g, group, k, gain)
         if selected is not None:
             return selected
+    gains = _gain_fn(gain, group)
+    g_or_lab = lab if g is None else g
     if ties == "pessimistic":
         dcg = _pessimistic_dcg(_scored(r), gains(lab, g_or_lab), k)
     else:
