@@ -212,7 +212,7 @@ def _exact_only(mp):
     implementation before the packed sorts)."""
     mp.setattr(R, "_packed_sort", lambda block, scores: None)
     mp.setattr(R, "_small_integers", lambda values: None)
-    mp.setattr(R, "_loops_mode", ["never"])
+    mp.setattr(R._ranking_loops, "mode", "never")
 
 
 def _metric_values(s, lab, rel, g, q):

@@ -23,7 +23,6 @@ related-work metrics of one score vector share them.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..core.compiled import CompiledLoops
 from ..core.errors import ParameterError
 from ..core.segments import segment_sum
 from ..core.validation import check_k, check_qptr, check_threads, choice, vector
@@ -64,10 +64,7 @@ _PARTITION_FACTOR = 2
 #: about half a second once per process, costs what they save on about 10^6 items); once
 #: loaded, they serve every size
 LOOPS_MIN_ITEMS = 1 << 20
-_LOOPS_MODULE = "groupbias.rank.ranking_loops"
-#: "auto" (the loops when numba is installed and they pay, see :data:`LOOPS_MIN_ITEMS`),
-#: "never" (numpy passes only) or "always"
-_loops_mode = ["auto"]
+_ranking_loops = CompiledLoops("groupbias.rank.ranking_loops", LOOPS_MIN_ITEMS)
 
 
 def use_ranking_loops(mode: str) -> str:
@@ -76,9 +73,7 @@ def use_ranking_loops(mode: str) -> str:
     a call has at least :data:`LOOPS_MIN_ITEMS` items, or the loops are already loaded),
     ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
     Returns the previous mode."""
-    previous = _loops_mode[0]
-    _loops_mode[0] = choice("mode", mode, ("auto", "never", "always"))
-    return previous
+    return _ranking_loops.use(mode)
 
 
 def load_ranking_loops() -> bool:
@@ -86,23 +81,13 @@ def load_ranking_loops() -> bool:
     and the loops, about half a second once per process; compiled on first use, then
     cached on disk), so that they serve every later call whatever its size. False when
     numba is not installed (the numpy passes, same results)."""
-    loops = ranking_loops(LOOPS_MIN_ITEMS)
-    return loops is not None
+    return ranking_loops(LOOPS_MIN_ITEMS) is not None
 
 
 def ranking_loops(n_items: int):
     """:mod:`groupbias.rank.ranking_loops` when it serves a call over ``n_items`` items
     (see :func:`use_ranking_loops`), else None."""
-    mode = _loops_mode[0]
-    if mode == "never":
-        return None
-    if mode == "auto" and n_items < LOOPS_MIN_ITEMS and _LOOPS_MODULE not in sys.modules:
-        return None
-    try:
-        from . import ranking_loops as loops
-    except ImportError:  # numba is not installed: the numpy passes
-        return None
-    return loops
+    return _ranking_loops.serving(n_items)
 
 
 #: items from which a loop's rows are split between the threads of :func:`loop_rows`
