@@ -141,12 +141,7 @@ def ndcg(
     q = _unchecked_offsets(scores, labels, qptr, groups, group, ties)
     selected = None if q is None else _selection(scores, labels, q, groups, group, k, gain)
     if selected is None:  # the checks, then the ranking's weights (or the selection)
-        tried = q is not None  # the selection refused these values: no second try
-        r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
-        g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
-        _check_gain(gain, lab)
-        given = tried or isinstance(scores, Ranking)
-        dcg, idcg = _dcg_and_ideal(r, lab, g, group, k, gain, ties, given)
+        dcg, idcg, q = _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, q)
     else:
         dcg, idcg = selected
     out = _ndcg(dcg, idcg, q, on_no_relevant)
@@ -171,6 +166,16 @@ def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
         return check_qptr(qptr, scores.size)
     except ParameterError:
         return None
+
+
+def _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, tried):
+    """``(DCG@k, IDCG@k, qptr)`` after the checks of every input (``tried``: not None when
+    the selection has refused these arrays already, so it is not run a second time)."""
+    r, lab, q = ranking_inputs(scores, "labels", labels, qptr)
+    g = None if groups is None and group == "all" else check_groups(groups, r.n_items)
+    _check_gain(gain, lab)
+    given = tried is not None or isinstance(scores, Ranking)
+    return (*_dcg_and_ideal(r, lab, g, group, k, gain, ties, given), q)
 
 
 def _selection(scores, lab, q, g, group, k, gain):
