@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,6 +34,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..core.compiled import CompiledLoops
 from ..core.errors import ParameterError
 from ..core.segments import segment_sum
+from ..core.threads import in_parallel
 from ..core.validation import check_k, check_qptr, check_threads, choice, vector
 
 __all__ = [
@@ -92,7 +93,6 @@ def ranking_loops(n_items: int):
 
 #: items from which a loop's rows are split between the threads of :func:`loop_rows`
 _THREAD_MIN_ITEMS = 1 << 17
-_pool: list = []
 
 
 def loop_rows(
@@ -103,25 +103,22 @@ def loop_rows(
 ) -> list:
     """``task(r0, r1)`` over consecutive row ranges covering ``0 .. n_rows``: on the cores
     this process may use (one range each, the compiled loops and numpy's sort release the
-    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. The ranges
-    hold equal numbers of rows, or of items when the rows' ``sizes`` are given (rows of
-    unequal lengths). Every row is computed alone, so the results do not depend on the
-    split. Returns the results."""
+    GIL) when there are at least :data:`_THREAD_MIN_ITEMS` items, else one call. The
+    calling thread takes the first range while the pool's threads take the others (it
+    would otherwise wait idle, and a pool thread takes a while to wake). The ranges hold
+    equal numbers of rows, or of items when the rows' ``sizes`` are given (rows of unequal
+    lengths). Every row is computed alone, so the results do not depend on the split.
+    Returns the results, in row order."""
     threads = min(check_threads(None), n_rows)
     if threads < 2 or n_items < _THREAD_MIN_ITEMS:
         return [task(0, n_rows)]
-    if not _pool:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool.append(ThreadPoolExecutor(check_threads(None), thread_name_prefix="ranking"))
     if sizes is None:
         cuts = [n_rows * i // threads for i in range(threads + 1)]
     else:
         ends = np.cumsum(sizes)
         shares = [n_items * i // threads for i in range(1, threads)]
         cuts = [0, *(int(c) for c in np.searchsorted(ends, shares)), n_rows]
-    futures = [_pool[0].submit(task, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-    return [f.result() for f in futures]
+    return in_parallel([partial(task, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
 
 
 def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:

@@ -18,9 +18,11 @@ over more than 60 (where ``1 / p`` would leave float32), use float64 keys and an
 The draws run in steps of ``batch_items`` values (default ``2^17``: 512 KiB of keys, the
 L2 cache of one core, where the passes over them stay) and in tasks of 16 steps; task
 ``t`` of block ``b`` draws from its own generator, ``SFC64(SeedSequence(seed,
-spawn_key=(b, t)))``, so the tasks run on ``threads`` worker threads (numpy and the
-compiled loops release the GIL) and the same ``seed`` (and ``batch_items``) gives
-bit-identical exposures whatever the number of threads. When numba is
+spawn_key=(b, t)))``, so the tasks run on ``threads`` threads (numpy and the compiled
+loops release the GIL; the calling thread and threads kept for the process, each taking
+the next task, with short GIL time slices: :mod:`groupbias.core.threads`) and the same
+``seed`` (and ``batch_items``) gives bit-identical exposures whatever the number of
+threads. When numba is
 installed (the ``fast`` extra) and one exposure samples at least ``10^8`` values (or the
 loops are already loaded: :func:`load_kernels`), :mod:`groupbias.rank.compiled` replaces
 the generator, the elementwise passes and the scatter of the slot weights with compiled
@@ -40,11 +42,11 @@ from __future__ import annotations
 
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.threads import in_parallel, short_switch_interval
 
 __all__ = [
     "DEVICES",
@@ -175,9 +177,15 @@ def _numpy_sums(values, race: bool, tab, seed_key, samples, threads, step, kerne
     if threads == 1 or len(starts) == 1:
         for t in range(len(starts)):
             task(t)
-    else:
-        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
-            list(pool.map(task, range(len(starts))))
+        return acc, acc2
+    order = iter(range(len(starts)))  # each runner takes the next task not yet taken
+
+    def runner() -> None:
+        for t in order:
+            task(t)
+
+    with short_switch_interval():
+        in_parallel([runner] * min(threads, len(starts)))
     return acc, acc2
 
 
