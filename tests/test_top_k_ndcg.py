@@ -202,3 +202,36 @@ def test_layouts_kept_are_few_and_only_of_small_query_sets(rng):
     big = np.arange(0, 20 * (T._LAYOUT_KEPT_QUERIES + 1), 20, dtype=np.int64)
     M.ndcg(rng.random(big[-1]), rng.integers(0, 3, big[-1]).astype(float), qptr=big, k=3)
     assert all(kept.size <= T._LAYOUT_KEPT_QUERIES for kept, _ in T._LAYOUTS.values())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [0, 70, 60, 150, 200],  # decreasing, with the key (size, last) of a kept layout
+        [0, 70, 90, 150, 199],  # ends before the last item
+        [5, 70, 90, 150, 200],  # does not start at 0
+        [0, -10, 90, 150, 200],
+        [0, 70, 90, 150, 2**62],
+    ],
+)
+def test_int64_offsets_the_selection_takes_unchecked_are_refused_by_name(rng, bad):
+    # int64 offsets go to the selection as given: it reuses a layout only for offsets
+    # equal to checked ones and checks any others, and the checks name them
+    s, lab = rng.random(200), rng.integers(0, 5, 200).astype(float)
+    M.ndcg(s, lab, qptr=np.array([0, 70, 90, 150, 200], dtype=np.int64), k=5)  # kept
+    with pytest.raises(M.ParameterError, match="qptr"):
+        M.ndcg(s, lab, qptr=np.array(bad, dtype=np.int64), k=5, reduce=None)
+
+
+@pytest.mark.parametrize("fill", ["skip", "zero", "one"])
+def test_queries_without_a_relevant_item_and_empty_ones_through_the_selection(
+    rng, monkeypatch, fill
+):
+    sizes = np.array([30, 0, 25, 40, 0, 18])
+    s, lab, g, q = _inputs(rng, sizes, "none")
+    lab[q[2] : q[3]] = 0.0  # no relevant item
+    got = M.ndcg(s, lab, qptr=q, k=10, on_no_relevant=fill, reduce=None)
+    want = _ranking_path(monkeypatch, s, lab, qptr=q, k=10, on_no_relevant=fill, reduce=None)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[[1, 4]]).all()  # empty queries: always NaN
+    assert np.isnan(got[2]) if fill == "skip" else got[2] == (fill == "one")

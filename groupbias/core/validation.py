@@ -206,7 +206,7 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
     n_items``) as int64. Order is checked by comparing neighbours, never by subtracting them
     (``np.diff`` of offsets that wrapped around int64 wraps back and looks non-decreasing)."""
     q = np.asarray(qptr)
-    if q.ndim != 1 or q.size < 1 or not np.issubdtype(q.dtype, np.integer):
+    if q.ndim != 1 or q.size < 1 or q.dtype.kind not in "iu":
         raise ParameterError(
             name,
             "1-D integer offsets of length n_queries + 1",
@@ -215,7 +215,7 @@ def check_qptr(qptr, n_items: int, name: str = "qptr") -> np.ndarray:
     if q.dtype == np.uint64 and q.size and int(q.max()) > _INT64_MAX:
         raise ParameterError(name, "offsets below 2**63", f"maximum {int(q.max())}")
     q = q.astype(np.int64, copy=False)
-    if q[0] != 0 or q[-1] != n_items or bool(np.any(q[1:] < q[:-1])):
+    if q[0] != 0 or q[-1] != n_items or (q[1:] < q[:-1]).any():
         raise ParameterError(
             name, f"non-decreasing offsets from 0 to n_items={n_items}", f"[{q[0]} .. {q[-1]}]"
         )

@@ -151,10 +151,11 @@ def ndcg(
 
 
 def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
-    """The checked offsets where the top-k selection may take the arrays without their
-    element checks (float64 arrays of one shape: its loop checks the values it reads, finite
+    """The offsets where the top-k selection may take the arrays without their element
+    checks (float64 arrays of one shape: its loop checks the values it reads, finite
     scores and labels whole numbers in [0, 63], and a value it refuses sends the call through
-    the checks, which name it); None for any other input."""
+    the checks, which name it); None for any other input. Int64 offsets are checked by the
+    selection (equal to offsets it checked before, or checked), others here."""
     arrays = (scores, labels) if groups is None else (scores, labels, groups)
     if ties != "average" or (groups is None) != (group == "all"):
         return None  # (memberships given for group="all" are checked by the other path)
@@ -162,6 +163,8 @@ def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
         return None
     if scores.ndim != 1 or any(a.shape != scores.shape for a in arrays):
         return None
+    if isinstance(qptr, np.ndarray) and qptr.dtype == np.int64 and qptr.ndim == 1:
+        return qptr if qptr.size else None
     try:
         return check_qptr(qptr, scores.size)
     except ParameterError:
@@ -273,12 +276,9 @@ def _scored(r: Ranking) -> DeterministicRanking:
 
 def _ndcg(dcg: np.ndarray, idcg: np.ndarray, q: np.ndarray, on_no_relevant: str):
     """NDCG per query from DCG and IDCG; queries without IDCG as ``on_no_relevant``."""
-    out = np.full(q.size - 1, np.nan)
-    pos = idcg > 0
-    out[pos] = dcg[pos] / idcg[pos]
-    nonempty = np.diff(q) > 0
-    fill = {"skip": np.nan, "zero": 0.0, "one": 1.0}[on_no_relevant]
-    out[~pos & nonempty] = fill
+    out = np.divide(dcg, idcg, out=np.full(q.size - 1, np.nan), where=idcg > 0)
+    if on_no_relevant != "skip":  # (empty queries stay NaN)
+        out[(idcg <= 0) & (q[1:] > q[:-1])] = 1.0 if on_no_relevant == "one" else 0.0
     return out
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr
 from ..rank.ranking import (
     DeterministicRanking,
     Exposure,
@@ -50,7 +52,9 @@ class _Layout:
     """What the loop needs of the queries ``qptr`` at a cutoff ``k``, computed once per
     (offsets, k): the padded blocks of the ranking path, the view width of each, the block
     table of :func:`~groupbias.rank.ranking_loops.top_k_dcg`, the row and block of every
-    query, the list sizes and the rank weights."""
+    query, the list sizes and the rank weights; whether the ranking path would sum dense
+    weights (views over half the items), and whether the rows are the queries in order
+    (one block, no empty query)."""
 
     blocks: list[PaddedBlock]
     views: list[int]
@@ -62,6 +66,8 @@ class _Layout:
     sizes: np.ndarray
     discount: np.ndarray
     ideal_discounts: list[np.ndarray]
+    dense: bool
+    in_order: bool
 
 
 #: the layouts of the last offsets seen (a metric is often called on the same queries),
@@ -72,12 +78,15 @@ _LAYOUTS_KEPT = 4
 _LAYOUT_KEPT_QUERIES = 1 << 16
 
 
-def _layout(qptr: np.ndarray, k: int) -> _Layout:
-    """The :class:`_Layout` of ``qptr`` at ``k``, reused while the offsets are equal."""
-    key = (k, qptr.size, int(qptr[-1]))
+def _layout(qptr: np.ndarray, n_items: int, k: int) -> _Layout:
+    """The :class:`_Layout` of the int64 offsets ``qptr`` of ``n_items`` items at ``k``,
+    reused while the offsets are equal to those of a kept one (checked offsets); others
+    are checked first (:class:`~groupbias.core.errors.ParameterError`)."""
+    key = (k, qptr.size, n_items)
     kept = _LAYOUTS.get(key)
-    if kept is not None and np.array_equal(kept[0], qptr):
+    if kept is not None and kept[0].tobytes() == qptr.tobytes():
         return kept[1]
+    qptr = check_qptr(qptr, n_items)
     blocks = padded_blocks(qptr)
     views = [min(k, b.width) for b in blocks]
     table = np.zeros((len(blocks), 5), dtype=np.int64)
@@ -104,6 +113,8 @@ def _layout(qptr: np.ndarray, k: int) -> _Layout:
         sizes=sizes,
         discount=log_discount(int(sizes.max()), k),
         ideal_discounts=[log_discount(w, None) for w in views],
+        dense=sum(b.rows.size * w for b, w in zip(blocks, views, strict=True)) > n_items // 2,
+        in_order=len(blocks) == 1 and blocks[0].contiguous and n_rows == n_queries,
     )
     if qptr.size <= _LAYOUT_KEPT_QUERIES:
         for old in list(_LAYOUTS)[: max(0, len(_LAYOUTS) - _LAYOUTS_KEPT + 1)]:
@@ -127,14 +138,17 @@ def selected_dcg(
     ``labels``, int64 ``qptr`` and the group weight of every item (``weights``: 0 or 1, or
     None for every item). ``sums(exposure)`` gives the DCG per query from the rank weights of
     the ranking path (for the blocks with ties). None where the loop does not serve."""
-    n = int(qptr[-1])
+    n = scores.size
     loops = None if k is None or n == 0 else ranking_loops(n)
     if loops is None or k is None or k > loops.TOP_K_MAX:
         return None
     if weights is not None and not np.all((weights == 0.0) | (weights == 1.0)):
         return None
-    lay = _layout(qptr, k)
-    if sum(lay.view_slots) > n // 2:
+    try:
+        lay = _layout(qptr, n, k)
+    except ParameterError:
+        return None  # the checks of the other path name the problem
+    if lay.dense:
         return None  # the ranking path sums dense weights in item order there
     s = np.ascontiguousarray(scores)
     bits = s.view(np.int64)
@@ -144,13 +158,17 @@ def selected_dcg(
     out = (np.empty(lay.n_rows), np.empty(lay.n_rows, dtype=bool), np.empty(lay.n_ideal))
     slots, table, discount = lay.slots, lay.table, lay.discount
 
-    def task(q0: int, q1: int) -> bool:
+    def task(q0: int, q1: int) -> int:
         args = (s, bits, lab, wt, qptr, slots, table, (q0, q1), k, discount, gains, out)
-        return bool(loops.top_k_dcg(*args))
+        return int(loops.top_k_dcg(*args))
 
-    if not all(loop_rows(qptr.size - 1, n, task, lay.sizes)):
+    tied_rows = loop_rows(qptr.size - 1, n, task, lay.sizes)
+    if min(tied_rows) < 0:
         return None
     dcg_rows, tied, ideal = out
+    if lay.in_order and not any(tied_rows):  # the rows are the queries
+        m, w = lay.n_rows, lay.views[0]
+        return dcg_rows, ideal[: m * w].reshape(m, w) @ lay.ideal_discounts[0]
     dcg, idcg = np.zeros(qptr.size - 1), np.zeros(qptr.size - 1)
     redone: list[PaddedBlock] = []
     clean_slots = 0

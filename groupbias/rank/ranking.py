@@ -109,8 +109,8 @@ def loop_rows(
     equal numbers of rows, or of items when the rows' ``sizes`` are given (rows of unequal
     lengths). Every row is computed alone, so the results do not depend on the split.
     Returns the results, in row order."""
-    threads = min(check_threads(None), n_rows)
-    if threads < 2 or n_items < _THREAD_MIN_ITEMS:
+    threads = 1 if n_items < _THREAD_MIN_ITEMS else min(check_threads(None), n_rows)
+    if threads < 2:
         return [task(0, n_rows)]
     if sizes is None:
         cuts = [n_rows * i // threads for i in range(threads + 1)]

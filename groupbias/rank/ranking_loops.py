@@ -659,8 +659,8 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
     ``gain * weight * table[slot]`` (0 beyond the list), ``tied[r]`` whether a tie touches
     the selection (such a row's block is the caller's to redo), ``ideal[off + (r - first
     row) * w + j]`` the gain of the ``j``-th largest grade (of ``label * weight``), 0 beyond
-    the list. Returns False (``out`` unfinished) unless every label is a whole number in
-    ``[0, gains.size - 1]`` and every score is finite."""
+    the list. Returns the number of tied rows, or -1 (``out`` unfinished) unless every
+    label is a whole number in ``[0, gains.size - 1]`` and every score is finite."""
     dcg, tied, ideal = out
     q0, q1 = queries
     n_queries = qptr.size - 1
@@ -677,6 +677,7 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
     cols = np.empty(cap_max, dtype=np.int64)
     prod = np.empty(k)
     counts = np.zeros(gains.size, dtype=np.int64)
+    n_tied = 0
     for q in range(q0, q1):
         r = slots[q]
         if r < 0:
@@ -689,7 +690,7 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
         m = min(k, n)
         hi = _grade_counts(labels, weights, s0, n, grouped, counts)
         if hi < 0:
-            return False
+            return -1
         row = ideal[off + (r - first) * w : off + (r - first + 1) * w]
         j = 0
         for c in range(hi, -1, -1):
@@ -704,8 +705,9 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
         else:
             t = _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols)
         if not _all_finite(bits, s0, n):
-            return False
+            return -1
         tied[r] = t
+        n_tied += t
         if t:  # the caller redoes the block (the columns may be any)
             dcg[r] = 0.0
             continue
@@ -717,4 +719,4 @@ def top_k_dcg(scores, bits, labels, weights, qptr, slots, blocks, queries, k, ta
         for j in range(m, w):
             prod[j] = 0.0
         dcg[r] = _block_sum(prod[:w], w)
-    return True
+    return n_tied
