@@ -30,6 +30,7 @@ class CompiledLoops:
         self.module = module
         self.min_size = integer("min_size", min_size, low=0)
         self.mode = "auto"
+        self._loaded: ModuleType | None = None  # once imported (then no import call)
 
     def use(self, mode: str) -> str:
         """Set the mode (:data:`LOOP_MODES`); returns the previous one."""
@@ -41,9 +42,12 @@ class CompiledLoops:
         (mode "never", a small call before they are loaded, or numba not installed)."""
         if self.mode == "never":
             return None
+        if self._loaded is not None:
+            return self._loaded
         if self.mode == "auto" and size < self.min_size and self.module not in sys.modules:
             return None
         try:
-            return importlib.import_module(self.module)
+            self._loaded = importlib.import_module(self.module)
         except ImportError:  # numba is not installed: the numpy passes
             return None
+        return self._loaded

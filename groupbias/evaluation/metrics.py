@@ -275,8 +275,11 @@ def _scored(r: Ranking) -> DeterministicRanking:
 
 
 def _ndcg(dcg: np.ndarray, idcg: np.ndarray, q: np.ndarray, on_no_relevant: str):
-    """NDCG per query from DCG and IDCG; queries without IDCG as ``on_no_relevant``."""
-    out = np.divide(dcg, idcg, out=np.full(q.size - 1, np.nan), where=idcg > 0)
+    """NDCG per query from DCG and IDCG; queries without IDCG as ``on_no_relevant``.
+    ``IDCG = 0`` only where every gain is 0 (gains and weights are never negative), so
+    ``DCG`` is 0 there too and the ratio NaN."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = dcg / idcg
     if on_no_relevant != "skip":  # (empty queries stay NaN)
         out[(idcg <= 0) & (q[1:] > q[:-1])] = 1.0 if on_no_relevant == "one" else 0.0
     return out

@@ -464,7 +464,7 @@ def _insert(vals, cols, pos, v, col):
     cols[pos] = col
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _top_k_row(values, cap, vals, cols):
     """The ``cap`` largest of ``values`` (``cap <= values.size``) in ``vals`` (descending)
     with their columns: a buffer kept sorted by insertion, most values costing one
@@ -502,7 +502,7 @@ def _larger(a, b):
     return a if a > b else b
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _kth_bound(scores, s0, n, k, lanes, lane_keys):
     """A lower bound of the ``k``-th largest of ``scores[s0 : s0 + n]`` (``k <= 16 <=
     n``) in one branch-free pass: the maxima of 16 interleaved lanes, folded into ``k``
@@ -559,7 +559,7 @@ def order_key(bits):
     return bits ^ ((bits >> 63) & _LOW63)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _all_finite(bits, s0, n):
     """Whether the float64s of ``bits[s0 : s0 + n]`` are all finite (one integer pass)."""
     special = False
@@ -568,7 +568,7 @@ def _all_finite(bits, s0, n):
     return not special
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
     """:func:`_top_k_row` of a row of at least 16 items and ``k <= 16``: the scores at or
     above :func:`_kth_bound` gathered first (branch-free; a score equal to a selected one
@@ -598,7 +598,7 @@ def _top_k_bounded(scores, bits, s0, n, k, lanes, keys, where, vals, cols):
     return tied
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _grade_counts(labels, weights, s0, n, grouped, counts):
     """``counts[c]``: the items of ``labels[s0 : s0 + n]`` of grade ``c`` (the label, or 0
     where the group weight is 0), cleared first up to the largest grade; returns that
