@@ -100,3 +100,23 @@ def test_overlapping_sections_of_two_threads_put_back_the_first_interval():
         assert sys.getswitchinterval() == pytest.approx(0.003)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_a_forked_child_runs_parallel_calls_on_threads_of_its_own():
+    """The pool's threads are not copied into a forked child: it makes a pool of its own
+    (with the parent's, its calls would wait for ever)."""
+    import multiprocessing as mp
+
+    in_parallel([lambda: 0, lambda: 1])  # the parent's pool exists
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(in_parallel, ([_one, _two],)).get(timeout=60)
+    assert got == [1, 2]
+
+
+def _one():
+    return 1
+
+
+def _two():
+    return 2

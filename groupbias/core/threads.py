@@ -21,6 +21,7 @@ of the process switch at that pace too while a section runs.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +74,15 @@ def _helpers(n: int) -> ThreadPoolExecutor:
                 _pool.pop()[1].shutdown(wait=False)
             _pool.append((n, ThreadPoolExecutor(n, thread_name_prefix="groupbias")))
         return _pool[0][1]
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads are not there, so a new pool is made."""
+    _pool.clear()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - every POSIX platform
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _as_helper(call: Callable[[], T]) -> T:
