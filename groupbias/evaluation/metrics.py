@@ -91,6 +91,10 @@ EEL_REDUCE = ("mean", None, "sum")
 # --------------------------------------------------------------------------- NDCG
 
 
+#: the dtype of the arrays the top-k selection takes without their element checks
+_FLOAT64 = np.dtype(np.float64)
+
+
 def ndcg(
     scores,
     labels,
@@ -147,7 +151,7 @@ def ndcg(
     out = _ndcg(dcg, idcg, q, on_no_relevant)
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
-    return reduce_queries(out, reduce)
+    return out if reduce is None else reduce_queries(out, reduce)
 
 
 def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
@@ -156,12 +160,12 @@ def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
     scores and labels whole numbers in [0, 63], and a value it refuses sends the call through
     the checks, which name it); None for any other input. Int64 offsets are checked by the
     selection (equal to offsets it checked before, or checked), others here."""
-    arrays = (scores, labels) if groups is None else (scores, labels, groups)
     if ties != "average" or (groups is None) != (group == "all"):
         return None  # (memberships given for group="all" are checked by the other path)
-    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays):
-        return None
-    if scores.ndim != 1 or any(a.shape != scores.shape for a in arrays):
+    for a in (scores, labels) if groups is None else (scores, labels, groups):
+        if not isinstance(a, np.ndarray) or a.dtype != _FLOAT64 or a.shape != scores.shape:
+            return None
+    if scores.ndim != 1:
         return None
     if isinstance(qptr, np.ndarray) and qptr.dtype == np.int64 and qptr.ndim == 1:
         return qptr if qptr.size else None
@@ -185,11 +189,9 @@ def _selection(scores, lab, q, g, group, k, gain):
     """DCG@k and IDCG@k per query by the top-k selection of the score array ``scores``
     (:func:`~groupbias.evaluation.top_k.selected_dcg`), or None where it does not serve."""
     weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
-    gains = _gain_fn(gain, group)
-    g_or_lab = lab if g is None else g
 
-    def sums(ex: Exposure) -> np.ndarray:
-        return ex.sums(lab, g_or_lab, combine=gains)
+    def sums(ex: Exposure) -> np.ndarray:  # (for blocks with ties only)
+        return ex.sums(lab, lab if g is None else g, combine=_gain_fn(gain, group))
 
     return selected_dcg(scores, lab, q, weights, k, gain, sums)
 
