@@ -505,10 +505,9 @@ def _larger(a, b):
 @numba.njit(nogil=True, cache=True, inline="always")  # called once per row
 def _kth_bound(scores, s0, n, k, lanes, lane_keys):
     """A lower bound of the ``k``-th largest of ``scores[s0 : s0 + n]`` (``k <= 16 <=
-    n``) in one branch-free pass: the maxima of 16 interleaved lanes, folded into ``k``
-    groups (lane ``i`` into group ``i % k``); the smallest of the ``k`` group maxima is
-    reached by ``k`` distinct items. The lanes are 16 local values (registers), ranked by
-    their :func:`order_key` in ``lane_keys``."""
+    n``) in one branch-free pass: the ``k``-th largest of the maxima of 16 interleaved
+    lanes (``k`` distinct items reach it). The lanes are 16 local values (registers),
+    ranked by their :func:`order_key` in ``lane_keys``."""
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = -np.inf
     a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = -np.inf
     full = n - n % _LANES
