@@ -302,3 +302,21 @@ def test_bad_inputs():
         r.weights(3, "pessimistic")
     with pytest.raises(ParameterError, match="k"):
         r.weights(0)
+
+
+def test_unpad_writes_a_blocks_rows_back_to_their_items():
+    """``PaddedBlock.unpad`` is the inverse of ``padded``: every item of every block gets
+    its value back, contiguous blocks and blocks with padding alike, and nothing else is
+    written."""
+    from groupbias.rank.ranking import padded_blocks
+
+    rng = np.random.default_rng(5)
+    sizes = np.concatenate([np.full(6, 7), rng.integers(0, 12, 40), [0, 30, 1]])
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = rng.random(int(qptr[-1]))
+    blocks = padded_blocks(qptr)
+    assert any(b.contiguous for b in blocks) and not all(b.contiguous for b in blocks)
+    out = np.full(values.size, -1.0)
+    for b in blocks:
+        b.unpad(b.padded(values, np.nan), out)
+    np.testing.assert_array_equal(out, values)

@@ -11,7 +11,7 @@ thread that finds the GIL taken waits for it for up to the interpreter's switch 
 (5 ms by default) before it asks the holder to let go; with a much shorter interval the
 two threads take turns at a steady pace instead, and fewer of them sleep and are woken
 (on a 2-core machine, the Plackett–Luce numpy passes at 1,000 queries: 62 ms against
-57 ms, the same bits; ``benchmarks/policy.py``).
+55 ms, the same bits; ``benchmarks/policy.py``).
 
 :func:`short_switch_interval` sets the interval for the duration of such a section and
 puts back the one it found when the last section running in the process ends (sections

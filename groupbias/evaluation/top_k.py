@@ -89,6 +89,7 @@ def _layout(qptr: np.ndarray, n_items: int, k: int) -> _Layout:
     qptr = check_qptr(qptr, n_items)
     blocks = padded_blocks(qptr)
     views = [min(k, b.width) for b in blocks]
+    view_slots = [b.rows.size * w for b, w in zip(blocks, views, strict=True)]
     table = np.zeros((len(blocks), 5), dtype=np.int64)
     off = 0
     for i, (b, w) in enumerate(zip(blocks, views, strict=True)):
@@ -105,7 +106,7 @@ def _layout(qptr: np.ndarray, n_items: int, k: int) -> _Layout:
     layout = _Layout(
         blocks=blocks,
         views=views,
-        view_slots=[b.rows.size * w for b, w in zip(blocks, views, strict=True)],
+        view_slots=view_slots,
         table=table,
         n_rows=n_rows,
         n_ideal=off,
@@ -113,7 +114,7 @@ def _layout(qptr: np.ndarray, n_items: int, k: int) -> _Layout:
         sizes=sizes,
         discount=log_discount(int(sizes.max()), k),
         ideal_discounts=[log_discount(w, None) for w in views],
-        dense=sum(b.rows.size * w for b, w in zip(blocks, views, strict=True)) > n_items // 2,
+        dense=sum(view_slots) > n_items // 2,
         in_order=len(blocks) == 1 and blocks[0].contiguous and n_rows == n_queries,
     )
     if qptr.size <= _LAYOUT_KEPT_QUERIES:

@@ -184,6 +184,17 @@ class PaddedBlock:
         np.copyto(out, fill, where=~self.valid)
         return out
 
+    def unpad(self, values: np.ndarray, out: np.ndarray) -> None:
+        """Write ``values`` [rows, width] of the block's rows into ``out`` [n_items] at
+        their items, the padding left out (the inverse of :meth:`padded`; one run when the
+        block is contiguous)."""
+        if self.contiguous:
+            s = int(self.starts[0])
+            out[s : s + values.size] = values.ravel()
+            return
+        valid = self.valid
+        out[self.index()[valid]] = values[valid]
+
     def partitions(self, k: int) -> bool:
         """Whether the top ``k`` of this block's rows come from a partition at the k-th
         score (every list has at least :data:`_PARTITION_FACTOR` ``* k`` items) rather than

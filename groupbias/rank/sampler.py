@@ -143,15 +143,8 @@ def monte_carlo_exposure(
         var -= m * m
         np.maximum(var, 0.0, out=var)
         se = np.sqrt(np.divide(var, max(samples - 1, 1), out=var), out=var)
-        if b.contiguous:  # no padding: the block's items in order
-            first = int(b.starts[0])
-            mean[first : first + m.size] = m.ravel()
-            stderr[first : first + m.size] = se.ravel()
-            continue
-        valid = b.valid
-        idx = b.index()[valid]
-        mean[idx] = m[valid]
-        stderr[idx] = se[valid]
+        b.unpad(m, mean)
+        b.unpad(se, stderr)
 
 
 def _numpy_sums(values, race: bool, tab, seed_key, samples, threads, step, kernels, spare):
