@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo figure test bench lint wheel install clean-venv
+.PHONY: demo figure test test-fast bench lint wheel install clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ figure: demo
 
 test: lint
 	$(PY) -m pytest -q
+
+# the tests not marked slow, for the edit-test loop (tests/<stage>/ mirrors groupbias/<stage>/)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check groupbias data_loaders experiments tests benchmarks

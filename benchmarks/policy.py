@@ -24,7 +24,7 @@ where ours would load them) are inside the timing. Large size (``--queries``, de
 the 1-minute load average is printed beside every ratio. Ours and the peer draw different
 random numbers, so they agree in distribution: the z-scores of their per-item difference
 are printed (mean ≈ 0, sd ≈ 1); the checks against exact enumeration are in
-tests/test_policies.py. ``--numpy-log`` also times ours with numpy's float32 logarithm in
+tests/rank/test_policies.py. ``--numpy-log`` also times ours with numpy's float32 logarithm in
 place of the sampler's series (a path whose keys differ in the last bits; the largest
 difference of its exposures from ours is printed). Last line: ``ratio: <the smaller of
 the two ratios>``.

@@ -16,7 +16,7 @@ path raises the errors, with file, line and field):
 * a value or label that rounds to infinity in float32, a query id of more than 18 digits,
   an exponent, or a longer mantissa: declined.
 
-``tests/test_svmlight.py`` compares both paths on the same files.
+``tests/loaders/test_svmlight.py`` compares both paths on the same files.
 """
 
 from __future__ import annotations

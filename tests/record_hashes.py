@@ -3,6 +3,8 @@ real TREC Fair data: a refactoring that changes no result prints the same lines 
 after it.
 
     python tests/record_hashes.py [--out hashes.txt] [--only table1,drift]
+    python tests/record_hashes.py --dump before/      # the records themselves, one JSON a case
+    python tests/record_hashes.py --compare before/   # largest difference per case against them
 
 One line per (experiment, data): the number of records and the SHA-256 (16 hex digits) of
 their canonical JSON (sorted keys, floats as ``repr``), then one line with the hash of all
@@ -224,6 +226,38 @@ def canonical(records) -> str:
     return json.dumps(records, sort_keys=True, separators=(",", ":"), default=repr)
 
 
+def _leaves(value, path=""):
+    """(path, leaf) of every number and string in a record tree."""
+    if isinstance(value, dict):
+        for key in sorted(value):
+            yield from _leaves(value[key], f"{path}/{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}/{i}")
+    else:
+        yield path, value
+
+
+def largest_difference(before, after) -> tuple[float, str]:
+    """The largest relative difference |a - b| / max(1, |b|) between two record lists
+    (inf where the structure, a string or an integer differs), and where it is."""
+    left, right = dict(_leaves(before)), dict(_leaves(after))
+    if left.keys() != right.keys():
+        return float("inf"), f"keys differ: {sorted(left.keys() ^ right.keys())[:3]}"
+    worst, where = 0.0, ""
+    for key, b in left.items():
+        a = right[key]
+        if isinstance(b, float) and isinstance(a, float):
+            if b != b and a != a:  # both NaN
+                continue
+            diff = abs(a - b) / max(1.0, abs(b))
+        else:
+            diff = 0.0 if a == b else float("inf")
+        if diff > worst:
+            worst, where = diff, key
+    return worst, where
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -250,6 +284,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="also write the lines to this file")
     ap.add_argument("--only", help="comma-separated experiments")
+    ap.add_argument("--dump", help="write each case's records as JSON into this folder")
+    ap.add_argument("--compare", help="print each case's largest difference to a --dump folder")
     args = ap.parse_args(argv)
     root = trec_root()
     if root is not None:
@@ -270,6 +306,14 @@ def main(argv=None) -> int:
                 finally:
                     sys.stdout = stdout
             line = f"{experiment:22s} {label:22s} {len(records):5d} {digest(canonical(records))}"
+            name = f"{i:02d}_{experiment}_{label}.json"
+            if args.dump:
+                Path(args.dump).mkdir(parents=True, exist_ok=True)
+                Path(args.dump, name).write_text(canonical(records))
+            if args.compare:
+                before = json.loads(Path(args.compare, name).read_text())
+                worst, where = largest_difference(before, json.loads(canonical(records)))
+                line += f"  largest relative difference {worst:.3g} {where}"
             print(line, flush=True)
             lines.append(line)
     total = f"{'all':45s} {len(lines):5d} {digest(chr(10).join(lines))}"

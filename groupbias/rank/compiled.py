@@ -3,7 +3,7 @@ when numba is installed (the ``fast`` extra).
 
 Each kernel fuses passes that the numpy path makes one array operation at a time, with the
 same IEEE float32 arithmetic in the same order (no fused multiply-add, no fast-math), so
-both paths give bit-identical exposures (``tests/test_policies.py`` checks it); numba only
+both paths give bit-identical exposures (``tests/rank/test_policies.py`` checks it); numba only
 removes the passes and the fancy-indexed scatter. The kernels release the GIL (``nogil``),
 so the policy's thread pool runs them in parallel. They are compiled on first use and
 cached on disk (``cache=True``).
@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 # the constants of the float32 logarithm of :func:`groupbias.rank.sampler.log32`, which the
-# loops below repeat operation for operation (tests/test_policies.py checks the same bits)
+# loops below repeat operation for operation (tests/rank/test_policies.py checks the same bits)
 from .sampler import LN2, LOG32_ATANH, LOG32_OFFSET
 
 __all__ = ["SFC64Stream", "race_keys", "accumulate"]

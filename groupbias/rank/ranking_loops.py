@@ -13,7 +13,7 @@ Each loop computes exactly what the numpy passes of :mod:`groupbias.rank.ranking
   value plus the pairwise sum of the rest) and of ``ndarray.sum(axis=1)`` (the pairwise sum
   of the row).
 
-``tests/test_ranking_loops.py`` compares every loop with the numpy path bit for bit. The
+``tests/rank/test_ranking_loops.py`` compares every loop with the numpy path bit for bit. The
 loops release the GIL and are compiled on first use, then cached on disk (``cache=True``).
 """
 

@@ -11,7 +11,7 @@ come in the order of ``np.nonzero`` over the sessions' slots. It replaces the ga
 ``[sessions, positions]`` temporaries of the numpy path (shown items, groups,
 attractiveness, click probability, clicks) and the ``nonzero`` over padding slots.
 
-``tests/test_click_loops.py`` compares the loop with the numpy path bit for bit. The loop
+``tests/simulate/test_click_loops.py`` compares the loop with the numpy path bit for bit. The loop
 releases the GIL and is compiled on first use, then cached on disk (``cache=True``).
 """
 

@@ -122,7 +122,7 @@ def test_compare_command_on_the_conditions_an_ltr_run_wrote(tmp_path, capsys):
 
     from groupbias.estimate.estimators import KSEstimator
     from groupbias.pipelines.ltr import run_ltr
-    from tests.test_pipelines import tiny_recipe
+    from tests.pipelines.test_pipelines import tiny_recipe
 
     s = gb.load_dataset("synthetic", n_queries=80, list_size=[4, 20])
     recipe = tiny_recipe()

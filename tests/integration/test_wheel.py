@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CODE_ROOTS = ("groupbias", "data_loaders", "experiments")
 # top-level entries of the checkout that are not needed to build the wheel
 _SKIP_TOP = {

@@ -19,7 +19,7 @@ from experiments.retrieval_common import read_run_file
 from groupbias.app.cli import CONFIG_DIR, run
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 from groupbias.reporting.aggregate import main as report_main
 from groupbias.reporting.results import read_runs, run_settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 SYNTHETIC = "experiment.datasets=[synthetic]"
 

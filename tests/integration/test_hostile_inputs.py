@@ -318,7 +318,7 @@ def test_9_the_learned_policy_of_a_million_items_stays_under_1_gb(tmp_path):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "policy_memory.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "policy_memory.py"
     out = subprocess.run(
         [sys.executable, str(script), "--items", "1000000", "--ours-only", "--epochs", "1"],
         capture_output=True,

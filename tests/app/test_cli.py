@@ -17,7 +17,7 @@ from groupbias.app.cli import CONFIG_DIR, run
 from groupbias.app.config import RANKER_GROUPS
 from groupbias.reporting.aggregate import main as report_main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
 TINY_SYNTH = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]

@@ -64,7 +64,7 @@ print(json.dumps({"increase": peak - base, "output": est.ks_curve.nbytes / 2**20
 
 
 def peak_increase(n_items: int, cluster_size: int) -> dict:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
     )

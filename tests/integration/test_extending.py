@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "extending.md").read_text()
 BLOCKS = re.findall(r"```(python|yaml|bash)\n(.*?)```", DOC, flags=re.S)
 

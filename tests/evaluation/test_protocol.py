@@ -17,7 +17,7 @@ from groupbias.evaluation import exposure as E
 from groupbias.evaluation.catalog import EvalSpec, compute_metrics
 from groupbias.evaluation.protocol import EvaluationProtocol
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "evaluation"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "evaluation"
 L3, L5 = math.log2(3), math.log2(5)
 
 

@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("groupbias", "data_loaders", "experiments")
 MAX_LINES = 60
 #: a comment on the ``def`` line or in the three lines above it: ``# long: <reason>``

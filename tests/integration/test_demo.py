@@ -18,7 +18,7 @@ from PIL import Image
 
 from experiments.demo import FIGURE, FIGURE_TITLE, Demo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
 #: a shrunk demo: 60 queries, 2-epoch rankers, 2 repetitions, β = 1.0 and 0.6 in the LTR part
 TINY = [

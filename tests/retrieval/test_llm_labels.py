@@ -30,7 +30,7 @@ from groupbias.data.labels import (
 from groupbias.data.llm import ChatClient, ChatEndpoint
 from groupbias.evaluation.stats import label_agreement
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORDS = {"M": ("he", "his", "man", "father"), "F": ("she", "her", "woman", "mother")}
 
 

@@ -22,7 +22,7 @@ from groupbias.core.errors import ConfigError, GroupingError
 from groupbias.data.datasets import BuiltinGrouping, DatasetInfo
 from groupbias.reporting.aggregate import main as report_main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 
 
