@@ -69,7 +69,9 @@ def compiled(module: str, size: int, min_size: int) -> ModuleType | None:
         return None
     if not _numba_installed():
         raise ParameterError(
-            "backend: 'numba' needs numba, which is not installed; "
-            "pip install 'groupbias[fast]' or use backend=auto"
+            "backend",
+            "'auto' or 'numpy' where numba is not installed",
+            "numba",
+            fix="install numba (pip install numba) or use backend=auto",
         )
     return importlib.import_module(f"{__package__}.{module}")

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._fast.sums import group_sums as _group_sums
+from .._fast.sums import threshold_target
 from ..core.errors import ParameterError
-from ..core.segments import max_list_size, query_index, segment_max, segment_sum
+from ..core.segments import max_list_size, query_index, segment_max
 from ..core.validation import check_k, check_qptr, is_integer
-from ..rank.ranking import (
-    DeterministicRanking,
-    as_ranking,
-    log_discount,
-    loop_rows,
-    ranking_loops,
-)
+from ..rank.ranking import DeterministicRanking, as_ranking, log_discount
 from .inputs import check_groups, item_vector
 
 __all__ = [
@@ -96,11 +92,6 @@ def target_exposure(grades, *, qptr, k: int | None = None, offset: int = 1) -> n
     return expected_exposure(grades, qptr=qptr, k=k, ties="average", offset=offset)
 
 
-def _flat64(*arrays: np.ndarray) -> bool:
-    """Every array is float64 and contiguous (what the compiled loops are compiled for)."""
-    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
-
-
 def group_sums(
     values: np.ndarray,
     g: np.ndarray,
@@ -109,42 +100,14 @@ def group_sums(
     ng: np.ndarray | None = None,
 ):
     """Per-query sums ``(sum_i g_i v_i, sum_i (1 - g_i) v_i)`` over the affected and the
-    non-affected group (float64 [n_queries] each); ``ng``: ``1 - g`` when the caller has it
-    (``qidx`` is accepted and not needed). The compiled loops
-    (:func:`groupbias.rank.ranking_loops.group_sums2`), where they serve, give the same bits
-    in one pass."""
-    loops = ranking_loops(values.size)
-    if loops is not None and _flat64(values, g):
-        out = _loop_group_sums(loops, values, values, g, qptr)
-        return np.ascontiguousarray(out[:, 0]), np.ascontiguousarray(out[:, 1])
-    x = values * g
-    ea = segment_sum(x, qptr)
-    np.multiply(values, 1.0 - g if ng is None else ng, out=x)
-    return ea, segment_sum(x, qptr)
-
-
-def _loop_group_sums(loops, a, b, g, qptr) -> np.ndarray:
-    """``groupbias.rank.ranking_loops.group_sums2`` over the queries, split between threads."""
-    out = np.empty((qptr.size - 1, 4))
-
-    starts, sizes = qptr[:-1], np.diff(qptr)
-
-    def task(q0: int, q1: int) -> None:
-        loops.group_sums2(a, b, g, starts[q0:q1], sizes[q0:q1], out[q0:q1])
-
-    loop_rows(qptr.size - 1, a.size, task)
-    return out
+    non-affected group (float64 [n_queries] each); ``qidx`` and ``ng`` (``1 - g``) are
+    accepted and not needed."""
+    return _group_sums(values, None, g, qptr)
 
 
 def group_sums_pair(a: np.ndarray, b: np.ndarray, g: np.ndarray, qptr: np.ndarray):
-    """:func:`group_sums` of ``a`` and of ``b``: ``(A_A, A_N, B_A, B_N)``, in one pass
-    with the compiled loops."""
-    loops = ranking_loops(a.size)
-    if loops is not None and _flat64(a, b, g):
-        out = _loop_group_sums(loops, a, b, g, qptr)
-        return tuple(np.ascontiguousarray(out[:, j]) for j in range(4))
-    ng = 1.0 - g
-    return (*group_sums(a, g, qptr, ng=ng), *group_sums(b, g, qptr, ng=ng))
+    """:func:`group_sums` of ``a`` and of ``b``: ``(A_A, A_N, B_A, B_N)``."""
+    return _group_sums(a, b, g, qptr)
 
 
 def eel_grading(thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int):
@@ -163,25 +126,9 @@ def threshold_target_exposure(
     values: np.ndarray, thresholds: np.ndarray, qptr: np.ndarray, k: int | None, offset: int
 ) -> np.ndarray | None:
     """The EEL target exposure (average ties) of the grades ``#{t in thresholds : t <=
-    value}``, by the compiled loops in one pass (the bits of :func:`item_exposure` on the
-    grades); None where the loops do not serve (then grade and call :func:`item_exposure`)."""
-    loops = ranking_loops(values.size)
-    if loops is None or not _flat64(values):
-        return None
-    table = log_discount(max_list_size(qptr), k, offset)
-    prefix = np.concatenate([[0.0], np.cumsum(table)])
-    out = np.empty(values.size)
-    t = np.ascontiguousarray(thresholds)
-
-    def task(q0: int, q1: int) -> tuple[int, int]:
-        return loops.eel_target(values, t, qptr[q0 : q1 + 1], prefix, out)
-
-    ranges = loop_rows(qptr.size - 1, values.size, task)
-    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-    # tie_average_exposure counts grades only while the count table stays small
-    if values.size and (qptr.size - 1) * (hi - lo + 1) > 4 * values.size + 1024:
-        return None
-    return out
+    value}`` in one pass where the fast path serves; None otherwise (then grade and call
+    :func:`item_exposure`)."""
+    return threshold_target(values, thresholds, qptr, log_discount(max_list_size(qptr), k, offset))
 
 
 def group_exposure(exposure, groups, *, qptr) -> np.ndarray:

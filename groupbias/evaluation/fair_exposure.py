@@ -32,11 +32,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._fast.rows import padded_blocks
 from ..core.errors import ParameterError
 from ..core.memory import release_free_memory
 from ..core.validation import check_qptr, choice, integer, real, vector
 from ..rank.plackett_luce import EXACT_MAX, PlackettLuce, all_rankings
-from ..rank.ranking import log_discount, padded_blocks
+from ..rank.ranking import log_discount
 from .exposure import target_exposure
 
 __all__ = ["FairExposureLearner", "LEVELS", "OBJECTIVES"]

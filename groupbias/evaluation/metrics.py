@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._fast.dcg import dcg_at_k
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
 from ..core.validation import check_k, check_qptr, choice, is_integer
-from ..rank.ranking import TIES, DeterministicRanking, Exposure, Ranking, log_discount
+from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount, rank_weights
 from .exposure import (
     check_offset,
     eel_grading,
@@ -55,7 +56,6 @@ from .inputs import (
     reduce_queries,
     value_inputs,
 )
-from .top_k import selected_dcg
 
 __all__ = [
     "ndcg",
@@ -155,11 +155,10 @@ def ndcg(
 
 
 def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
-    """The offsets where the top-k selection may take the arrays without their element
-    checks (float64 arrays of one shape: its loop checks the values it reads, finite
-    scores and labels whole numbers in [0, 63], and a value it refuses sends the call through
-    the checks, which name it); None for any other input. Int64 offsets are checked by the
-    selection (equal to offsets it checked before, or checked), others here."""
+    """The checked offsets where the top-k selection may take the arrays without their
+    element checks (float64 arrays of one shape: its loop checks the values it reads,
+    finite scores and labels whole numbers in [0, 63], and a value it refuses sends the call
+    through the checks, which name it); None for any other input."""
     if ties != "average" or (groups is None) != (group == "all"):
         return None  # (memberships given for group="all" are checked by the other path)
     for a in (scores, labels) if groups is None else (scores, labels, groups):
@@ -167,12 +166,11 @@ def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
             return None
     if scores.ndim != 1:
         return None
-    if isinstance(qptr, np.ndarray) and qptr.dtype == np.int64 and qptr.ndim == 1:
-        return qptr if qptr.size else None
     try:
-        return check_qptr(qptr, scores.size)
+        q = check_qptr(qptr, scores.size)
     except ParameterError:
         return None
+    return q if q.size else None
 
 
 def _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, tried):
@@ -187,13 +185,10 @@ def _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, tried):
 
 def _selection(scores, lab, q, g, group, k, gain):
     """DCG@k and IDCG@k per query by the top-k selection of the score array ``scores``
-    (:func:`~groupbias.evaluation.top_k.selected_dcg`), or None where it does not serve."""
+    (:func:`groupbias._fast.dcg.dcg_at_k`), or None where it does not serve the input."""
     weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
-
-    def sums(ex: Exposure) -> np.ndarray:  # (for blocks with ties only)
-        return ex.sums(lab, lab if g is None else g, combine=_gain_fn(gain, group))
-
-    return selected_dcg(scores, lab, q, weights, k, gain, sums)
+    discount = rank_weights(max_list_size(q), k)
+    return dcg_at_k(scores, lab, q, weights, k, gain, discount)
 
 
 def _dcg_and_ideal(r: Ranking, lab, g, group, k, gain, ties, given: bool):
@@ -244,7 +239,8 @@ def _ideal_dcg(r: Ranking, lab, g, group, k, gain) -> np.ndarray:
     base = _base_gain(gain)
 
     def best(values, fn=None):
-        return DeterministicRanking.trusted(values, r.qptr, r.blocks()).best(k, fn)
+        like = r if isinstance(r, DeterministicRanking) else None
+        return DeterministicRanking.trusted(values, r.qptr, like).best(k, fn)
 
     if group == "all":
         return best(lab, base)
@@ -404,13 +400,11 @@ def rho_dtr_ranking(
         check_both_groups(g, q)
     offset = check_offset(offset)
     k = check_k(k)
-    sums = None
-    if isinstance(r, DeterministicRanking):  # from the sorts, no dense weights (compiled loops)
+    if isinstance(r, DeterministicRanking):  # from the sorts (no dense weights on the fast path)
         sums = r.exposure_group_sums(y, g, k=k, ties=choice("ties", ties, TIES), offset=offset)
-    if sums is None:
-        e = r.weights(k, ties, offset=offset).dense()
-        return _reduce_rho(group_sums_pair(e, y, g, q), reduce, on_zero_utility)
-    return _reduce_rho(tuple(sums.T), reduce, on_zero_utility)
+        return _reduce_rho(tuple(sums.T), reduce, on_zero_utility)
+    e = r.weights(k, ties, offset=offset).dense()
+    return _reduce_rho(group_sums_pair(e, y, g, q), reduce, on_zero_utility)
 
 
 # --------------------------------------------------------------------------- EEL
@@ -487,15 +481,20 @@ def _delta_eel(
 
 def _eel_sums_by_sorts(r: Ranking, y, g, q, ties: str, opts: dict) -> np.ndarray | None:
     """The group sums of a deterministic ranking's exposure and of the EEL target of
-    thresholded grades, by :meth:`DeterministicRanking.exposure_group_sums`; None where it
-    does not serve (a policy, min-max bins, numba absent)."""
+    thresholded grades, by :meth:`DeterministicRanking.exposure_group_sums`; None for a
+    policy or min-max bins."""
     grade = opts["grade"]
     if not (isinstance(r, DeterministicRanking) and isinstance(grade, _ThresholdGrades)):
         return None
-    grading = eel_grading(grade.thresholds, q, opts["k"], opts["offset"])
+    k, offset = opts["k"], opts["offset"]
+    grading = eel_grading(grade.thresholds, q, k, offset)
     if grading is None:
         return None
-    kw = {"k": opts["k"], "ties": ties, "offset": opts["offset"], "grading": grading}
+
+    def target() -> np.ndarray:
+        return _graded_exposure(y, q, None, grade, k, offset)
+
+    kw = {"k": k, "ties": ties, "offset": offset, "target": target, "grading": grading}
     return r.exposure_group_sums(y, g, **kw)
 
 
@@ -613,7 +612,7 @@ def delta_eel_ranking(
     ties = choice("ties", ties, TIES)
     opts = _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
     sums = _eel_sums_by_sorts(r, y, g, q, ties, opts) if discretize_true else None
-    if sums is not None:  # from the sorts in one pass (compiled loops)
+    if sums is not None:  # from the sorts, no dense weights on the fast path
         ea, en, ta, tn = sums.T
         out = _eel_distances(ea, en, ta, tn, q, g, opts["distance"], opts["on_single_group"])
         return reduce_queries(out, reduce, EEL_REDUCE)

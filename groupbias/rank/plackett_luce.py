@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._fast.rows import PaddedBlock, padded_blocks
 from ..core.errors import ParameterError
 from ..core.segments import segment_max
 from ..core.validation import check_k, check_qptr, check_threads, choice, integer, vector
-from .ranking import TIES, Exposure, PaddedBlock, Ranking, padded_blocks, rank_weights
+from .ranking import TIES, Exposure, Ranking, rank_weights
 from .sampler import (
     DEVICES,
     NUMPY_STEP,

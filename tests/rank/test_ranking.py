@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import groupbias._fast.rows as R
 import groupbias.evaluation.fairness as F
 import groupbias.evaluation.metrics as M
-import groupbias.rank.ranking as R
 from groupbias.core.errors import ParameterError
 from groupbias.evaluation.catalog import (
     EvalSpec,
@@ -168,9 +168,7 @@ def _count_sorts(monkeypatch):
 
         return call
 
-    # the packed sort by numpy passes, or with its keys built by the compiled loops
     monkeypatch.setattr(R, "_packed_sort", counted("packed", packed_sort))
-    monkeypatch.setattr(R, "_loop_packed_sort", counted("packed", R._loop_packed_sort))
     monkeypatch.setattr(R, "_sort_rows", counted("sort", sort_rows))
     monkeypatch.setattr(R, "_partition_rows", counted("partition", partition_rows))
     return calls
@@ -178,7 +176,7 @@ def _count_sorts(monkeypatch):
 
 def test_an_evaluation_ranks_the_scores_once(rng):
     s, spec = _spec(rng)
-    blocks = DeterministicRanking(s, spec.qptr).blocks()
+    blocks = R.padded_blocks(spec.qptr)
     n_sorts = len(R._merged(blocks))  # small blocks are sorted together
     assert 0 < n_sorts < len(blocks)
     with pytest.MonkeyPatch.context() as mp:
@@ -212,7 +210,7 @@ def _exact_only(mp):
     implementation before the packed sorts)."""
     mp.setattr(R, "_packed_sort", lambda block, scores: None)
     mp.setattr(R, "_small_integers", lambda values: None)
-    mp.setattr(R._ranking_loops, "mode", "never")
+    mp.setattr(R, "ranking_loops", lambda n_items: None)
 
 
 def _metric_values(s, lab, rel, g, q):
@@ -308,7 +306,7 @@ def test_unpad_writes_a_blocks_rows_back_to_their_items():
     """``PaddedBlock.unpad`` is the inverse of ``padded``: every item of every block gets
     its value back, contiguous blocks and blocks with padding alike, and nothing else is
     written."""
-    from groupbias.rank.ranking import padded_blocks
+    from groupbias._fast.rows import padded_blocks
 
     rng = np.random.default_rng(5)
     sizes = np.concatenate([np.full(6, 7), rng.integers(0, 12, 40), [0, 30, 1]])
