@@ -30,6 +30,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from .._fast import use_backend
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
 from ..core.memory import release_free_memory
 from .config import build_setup, plain
@@ -172,18 +173,20 @@ def run(
     container = plain(cfg)
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)
-    metrics, skipped = run_once(
-        out,
-        container,
-        lambda rd: experiment.run(setup, rd),
-        seed=setup.seed,
-        overrides=command_line_overrides(),
-    )
+    with use_backend(setup.backend):
+        metrics, skipped = run_once(
+            out,
+            container,
+            lambda rd: experiment.run(setup, rd),
+            seed=setup.seed,
+            overrides=command_line_overrides(),
+        )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
         print(f"[groupbias] already complete: {shown_path(out)} (delete metrics.json to re-run)")
     release_free_memory()
-    experiment.present(setup, metrics, out)
+    with use_backend(setup.backend):
+        experiment.present(setup, metrics, out)
     return metrics
 
 

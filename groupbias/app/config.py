@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from .._fast import BACKENDS
 from ..core.errors import ConfigError, ParameterError
 from ..core.validation import is_integer
 
@@ -199,7 +200,7 @@ CONFIG_GROUPS = (
 #: the groups that describe the ranker (built only for an experiment that trains one)
 RANKER_GROUPS = ("model", "loss", "optimizer", "scheduler", "trainer", "batching")
 #: top-level keys beside the groups
-TOP_KEYS = ("seed", "progress", "verbose", "paths", "plugins", "hydra")
+TOP_KEYS = ("seed", "backend", "progress", "verbose", "paths", "plugins", "hydra")
 
 
 #: the evaluation group when a config has none (deterministic evaluation)
@@ -228,7 +229,7 @@ def _probe_scheduler(factory) -> None:
             sched.step()
 
 
-def _check_top(cfg: Mapping) -> tuple[int, bool]:
+def _check_top(cfg: Mapping) -> tuple[int, bool, str]:
     for k in cfg:
         if k not in CONFIG_GROUPS and k not in TOP_KEYS:
             raise ConfigError(
@@ -241,12 +242,15 @@ def _check_top(cfg: Mapping) -> tuple[int, bool]:
         if not isinstance(cfg.get(flag, False), bool):
             raise ConfigError(flag, f"expected true or false, got {cfg[flag]!r}")
     progress = cfg.get("progress", True)
+    backend = cfg.get("backend", "auto")
+    if backend not in BACKENDS:
+        raise ConfigError("backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}")
     paths = cfg.get("paths") or {}
     if not isinstance(paths, Mapping) or set(paths) - {"runs"}:
         raise ConfigError("paths", f"expected a mapping with the key runs, got {paths!r}")
     if not isinstance(paths.get("runs", "runs"), str):
         raise ConfigError("paths.runs", f"expected a folder (string), got {paths['runs']!r}")
-    return seed, progress
+    return seed, progress, backend
 
 
 def import_plugins(modules) -> None:
@@ -327,7 +331,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     c = plain(cfg)
     if not isinstance(c, Mapping):
         raise ConfigError("<config>", "expected a mapping")
-    seed, progress = _check_top(c)
+    seed, progress, backend = _check_top(c)
     import_plugins(c.get("plugins") or [])
     groups = {
         key: build(c.get(key), key)
@@ -346,6 +350,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     setup = Setup(
         seed=seed,
         progress=progress,
+        backend=backend,
         recipe=recipe,
         data_from_command_line=data_from_command_line,
         **groups,

@@ -152,6 +152,7 @@ class RunDir:
                 "status": status,
                 "fingerprint": self.fingerprint,
                 "seed": self.seed,
+                "backend": self.cfg.get("backend", "auto"),
                 "groupbias_version": __version__,
                 "git_commit": git_commit(),
                 "overrides": self.overrides,

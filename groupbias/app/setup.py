@@ -29,7 +29,8 @@ class Setup:
     it; ``evaluation``: how scores are evaluated (:mod:`groupbias.evaluation.protocol`); ``recipe``:
     the ranker's model, loss, optimizer, scheduler, trainer and batching
     (:class:`groupbias.ltr.train.RankerRecipe`; None for an experiment whose
-    ``trains_ranker`` is false).
+    ``trains_ranker`` is false); ``backend``: the fast paths' knob the run computes under
+    (``auto | numpy | numba``, :mod:`groupbias._fast`).
     """
 
     seed: int
@@ -40,6 +41,7 @@ class Setup:
     estimator: Estimator
     recipe: Any
     data_from_command_line: bool = False
+    backend: str = "auto"
     diagnostics: Diagnostics = Diagnostics()
     evaluation: EvaluationProtocol = field(default_factory=EvaluationProtocol)
 

@@ -116,6 +116,7 @@ def test_unknown_top_level_key_and_bad_seed():
         ("seed", -1, "seed"),
         ("seed", "x", "seed"),
         ("progress", "yes", "progress"),
+        ("backend", "fast", "backend"),
         ("plugins", ["no_such_module_xyz"], "plugins[0]"),
         ("plugins", "my_module", "plugins"),
     ):
@@ -239,3 +240,29 @@ def test_every_target_in_the_config_tree_resolves():
         module, _, name = target.rpartition(".")
         obj = getattr(importlib.import_module(module), name, None)
         assert callable(obj), f"{where}: {target}"
+
+
+def test_backend_key_reaches_the_fast_paths_and_meta_json(tmp_path, monkeypatch):
+    """``backend`` is in force while the run computes (every call to the fast paths sees
+    it), is written to meta.json, and comes from $GROUPBIAS_BACKEND when not given."""
+    import importlib
+
+    knob = importlib.import_module("groupbias._fast.backend")
+
+    seen = []
+    real = knob.backend
+    monkeypatch.setattr(knob, "backend", lambda: seen.append(real()) or seen[-1])
+    tiny = ["dataset.params.n_queries=40", "dataset.params.list_size=[4,12]"]
+    overrides = ["experiment=table1", "experiment.datasets=[synthetic]", *tiny]
+    for name in ("numpy", "numba"):
+        seen.clear()
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[*overrides, f"backend={name}"])
+        out = tmp_path / name
+        run(cfg, out, data_overridden=False, overridden=["backend"])
+        assert seen and set(seen) == {name}
+        assert json.loads((out / "meta.json").read_text())["backend"] == name
+    monkeypatch.setenv("GROUPBIAS_BACKEND", "numpy")
+    assert _compose()["backend"] == "numpy"
+    monkeypatch.delenv("GROUPBIAS_BACKEND")
+    assert _compose()["backend"] == "auto"
