@@ -8,9 +8,8 @@ sorted at once:
 * by one value-only sort of packed keys (the score with its column in the lowest mantissa
   bits: numpy's SIMD sort), exact for rows where no two truncated keys are equal; rows with
   ties (or near-ties) take a per-row ``argsort``;
-* a top-k cutoff on long lists uses ``partition`` (the k-th largest score of every row) and
-  sorts only the selected items; rows where the k-th score ties with items further down
-  are sorted whole, so tie handling stays exact.
+* a top-k cutoff takes the first k slots of the sorted rows (whole tie blocks with average
+  ties), so tie handling stays exact.
 
 :class:`RowSort` holds the sorts of one score vector; the rank weights it gives back are
 :class:`Slots` (per block the flat index and the weight of every slot down to the cutoff).
@@ -38,9 +37,6 @@ __all__ = ["PaddedBlock", "RowSort", "Slots", "loop_rows", "padded_blocks", "ran
 
 #: widths of one padded block differ by at most this factor
 _WIDTH_RATIO = 1.25
-#: partition (instead of a full sort) for a cutoff k when every list of a block has at
-#: least this many times k items
-_PARTITION_FACTOR = 2
 #: items from which the compiled loops serve a call under backend "auto"
 LOOPS_MIN_ITEMS = 1 << 14
 #: items from which a loop's rows are split between threads
@@ -124,12 +120,6 @@ class PaddedBlock:
             return
         valid = self.valid
         out[self.index()[valid]] = values[valid]
-
-    def partitions(self, k: int) -> bool:
-        """Whether the top ``k`` of this block's rows come from a partition at the k-th
-        score (every list has at least :data:`_PARTITION_FACTOR` ``* k`` items) rather than
-        a sort of whole rows."""
-        return int(self.sizes.min()) >= _PARTITION_FACTOR * k
 
     def subset(self, mask: np.ndarray) -> PaddedBlock:
         sizes = self.sizes[mask]
@@ -329,14 +319,6 @@ class _Packed:
         """The first ``n`` slots of every row (no ties: see :meth:`tied`)."""
         return _View(self.block, _packed_top(self.keys, self.mask, n)[0], None, None)
 
-    def top_view(self, k: int) -> _View | None:
-        """The top-``k`` view of :func:`_partition_rows` when no two of the first ``k + 1``
-        items of any row tie (every list longer than ``k``), else None."""
-        cols, trunc = _packed_top(self.keys, self.mask, k + 1)
-        if _packed_tied_rows(trunc, self.block.sizes).any():
-            return None
-        return _View(self.block, np.ascontiguousarray(cols[:, :k]), None, None)
-
 
 def _stabilize(view: _View, scores: np.ndarray) -> _View:
     """Stable ties from an unstable sort: rows with tied items are sorted again."""
@@ -346,32 +328,6 @@ def _stabilize(view: _View, scores: np.ndarray) -> _View:
     cols = view.cols.copy()
     cols[tied] = np.argsort(-scores[tied], axis=1, kind="stable")
     return _View(view.block, cols, None, None)
-
-
-def _partition_rows(block: PaddedBlock, scores: np.ndarray, k: int, stable: bool) -> list[_View]:
-    """Top-k views of a block whose lists all have more than k items: partition at the k-th
-    largest score, sort the k selected items; rows where that score is tied with an item
-    outside the top k are fully sorted instead."""
-    w = scores.shape[1]
-    kth = np.partition(scores, w - k, axis=1)[:, w - k : w - k + 1]
-    sel = scores >= kth
-    simple = np.count_nonzero(sel, axis=1) == k
-    views = []
-    if simple.any():
-        every = bool(simple.all())
-        sub = block if every else block.subset(simple)
-        cols = (np.flatnonzero(sel if every else sel[simple]) % w).reshape(-1, k)
-        keys = -np.take_along_axis(scores if every else scores[simple], cols, axis=1)
-        o = np.argsort(keys, axis=1, kind="stable")
-        cols = np.take_along_axis(cols, o, axis=1)
-        above, count = (None, None)
-        if not stable:
-            above, count = _tie_blocks(np.take_along_axis(keys, o, axis=1), sub.sizes)
-        views.append(_View(sub, cols, above, count))
-    if not simple.all():
-        rest = block.subset(~simple)
-        views.append(_sort_rows(rest, scores[~simple][:, : rest.width], stable).head(k))
-    return views
 
 
 class Slots:
@@ -447,19 +403,6 @@ def _table_weights(view: _View, table: np.ndarray) -> np.ndarray:
     return (prefix[view.above + view.count] - prefix[view.above]) / view.count
 
 
-#: the padding of int16 rows (below every value :func:`_small_integers` accepts)
-_INT16_FILL = np.int16(-32768)
-
-
-def _small_integers(values: np.ndarray) -> np.ndarray | None:
-    """``values`` as int16 when every one is a whole number in ``[-32767, 32767]`` (graded
-    labels: their rows sort several times faster than float64 rows), else None."""
-    codes = values.astype(np.int16)
-    if not np.array_equal(codes, values) or (codes.size and codes.min() == _INT16_FILL):
-        return None
-    return codes
-
-
 class RowSort:
     """The sorts of the scores (float64 [n_items], finite) of the queries ``qptr``, made
     when first asked for and kept: full and top-k views, rank weights, ranks, the largest
@@ -525,12 +468,7 @@ class RowSort:
             else:
                 views = []
                 for b, p in zip(self.blocks(), self._packed_blocks(), strict=True):
-                    if b.partitions(k):
-                        v = None if p is None else p.top_view(k)
-                        views += (
-                            [v] if v is not None else _partition_rows(b, self._padded(b), k, stable)
-                        )
-                    elif p is not None and not p.tied():
+                    if p is not None and not p.tied():
                         views.append(p.view(min(k, b.width)))
                     else:
                         views.append(_sort_rows(b, self._padded(b), stable).head(k))
@@ -567,41 +505,16 @@ class RowSort:
         largest score of the query (float64 [n_queries])."""
         out = np.zeros(self.n_queries)
         blocks = self.blocks()
-        tops = self._int16_tops(k) if self.n_items else None
-        for i, b in enumerate(blocks):
+        for b in blocks:
             w = b.width if k is None else min(k, b.width)
-            if tops is not None:
-                top = tops[i]
-            else:
-                top = self._padded(b)
-                if w < b.width:
-                    top = np.partition(top, b.width - w, axis=1)[:, b.width - w :]
-                top = np.sort(top, axis=1)[:, ::-1]
+            top = self._padded(b)
+            if w < b.width:
+                top = np.partition(top, b.width - w, axis=1)[:, b.width - w :]
+            top = np.sort(top, axis=1)[:, ::-1]
             g = top if gain is None else gain(top)
             g = np.where(top > -np.inf, g, 0.0)
             out[b.rows] = g @ discount[:w]
         return out
-
-    def _int16_tops(self, k: int | None) -> list[np.ndarray] | None:
-        """The ``min(k, width)`` largest scores of every row of every block, descending and
-        as float64 (``-inf`` in the padding), by one int16 sort per merged block (graded
-        labels sort several times faster so than as float64 rows). None unless every score
-        is a small whole number (:func:`_small_integers`)."""
-        codes = _small_integers(self.scores)
-        if codes is None:
-            return None
-        blocks = self.blocks()
-        tops: list[np.ndarray] = [np.empty(0)] * len(blocks)
-        for merged, members in _merged(blocks):
-            srt = np.sort(merged.padded(codes, _INT16_FILL), axis=1)
-            r, end = 0, merged.width
-            for i in members:
-                b = blocks[i]
-                w = b.width if k is None else min(k, b.width)
-                top16 = srt[r : r + b.rows.size, end - 1 : (end - w - 1 if w < end else None) : -1]
-                tops[i] = np.where(top16 > _INT16_FILL, top16, -np.inf)
-                r += b.rows.size
-        return tops
 
     def group_sums(
         self,

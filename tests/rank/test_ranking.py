@@ -1,8 +1,7 @@
 """groupbias.rank.ranking: one within-query sort per score vector, shared by every metric.
 
 References are per-query loops written here (tie blocks found by comparing scores, ranks by
-Python's sorted), and ir_measures (pytrec_eval) for NDCG@k on long lists, where the top-k
-cut goes through ``partition``."""
+Python's sorted), and ir_measures (pytrec_eval) for NDCG@k on long lists."""
 
 from __future__ import annotations
 
@@ -114,8 +113,7 @@ def _ir_measures_ndcg(s, lab, q, k):
 
 @pytest.mark.parametrize("k", [5, 10])
 def test_ndcg_on_long_lists_matches_ir_measures(rng, k):
-    # lists of 20..300 items: the top-k cut goes through partition (lists >= 2k) and the
-    # padded blocks hold lists of different lengths
+    # lists of 20..300 items: the padded blocks hold lists of different lengths
     sizes = rng.integers(20, 301, size=40)
     q = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n = int(q[-1])
@@ -128,7 +126,7 @@ def test_ndcg_on_long_lists_matches_ir_measures(rng, k):
     np.testing.assert_allclose(ours[ok], theirs[ok], rtol=0, atol=1e-12)
 
 
-def test_boundary_ties_with_partition(rng):
+def test_boundary_ties_at_the_cutoff(rng):
     # the 10th score of every list is tied with items further down: exact tie handling
     # needs the whole tie block (those rows are fully sorted)
     sizes = np.full(30, 60)
@@ -158,8 +156,8 @@ def _spec(rng, n_queries=80, max_len=60):
 
 
 def _count_sorts(monkeypatch):
-    calls = {"packed": 0, "sort": 0, "partition": 0}
-    packed_sort, sort_rows, partition_rows = R._packed_sort, R._sort_rows, R._partition_rows
+    calls = {"packed": 0, "sort": 0}
+    packed_sort, sort_rows = R._packed_sort, R._sort_rows
 
     def counted(name, fn):
         def call(*a, **kw):
@@ -170,7 +168,6 @@ def _count_sorts(monkeypatch):
 
     monkeypatch.setattr(R, "_packed_sort", counted("packed", packed_sort))
     monkeypatch.setattr(R, "_sort_rows", counted("sort", sort_rows))
-    monkeypatch.setattr(R, "_partition_rows", counted("partition", partition_rows))
     return calls
 
 
@@ -184,7 +181,7 @@ def test_an_evaluation_ranks_the_scores_once(rng):
         out = compute_metrics(s, spec, regime="ltr")
     # rho_dtr and delta_eel rank every item: one packed sort per merged block (no ties:
     # no exact sort), reused by NDCG@10
-    assert calls == {"packed": n_sorts, "sort": 0, "partition": 0}
+    assert calls == {"packed": n_sorts, "sort": 0}
     kw = {"qptr": spec.qptr, "groups": spec.groups}
     for group in ("all", "affected", "non_affected"):
         key = "ndcg@10" if group == "all" else f"ndcg@10:{group}"
@@ -196,7 +193,7 @@ def test_an_evaluation_ranks_the_scores_once(rng):
     with pytest.MonkeyPatch.context() as mp:
         calls = _count_sorts(mp)
         compute_metrics(s, spec, regime="tabular")
-    assert calls == {"packed": n_sorts, "sort": 0, "partition": 0}
+    assert calls == {"packed": n_sorts, "sort": 0}
     # tied scores: the blocks with ties are ranked again exactly
     tied = np.round(s, 1)
     with pytest.MonkeyPatch.context() as mp:
@@ -206,10 +203,9 @@ def test_an_evaluation_ranks_the_scores_once(rng):
 
 
 def _exact_only(mp):
-    """Take the exact paths only: per-row argsort / partition and float label sorts (the
+    """Take the exact paths only: per-row argsort and float label sorts (the
     implementation before the packed sorts)."""
     mp.setattr(R, "_packed_sort", lambda block, scores: None)
-    mp.setattr(R, "_small_integers", lambda values: None)
     mp.setattr(R, "ranking_loops", lambda n_items: None)
 
 
