@@ -2,17 +2,27 @@
 fairness metrics against a per-query loop.
 
 Paper's metrics (first part): ρ(DTR) and Δ(EEL) of the ranking by the scores, default
-settings (no cutoff, average ties, thresholds of graded labels), on 30,000 queries x 120
-items (``--queries``, ``--width``; labels 0-4 with MSLR's distribution, relevance = label/4,
-30 % of the items affected). Ours: ``groupbias.evaluation.metrics.rho_dtr_ranking`` and
-``delta_eel_ranking`` (validation included). Peer: padded numpy as a researcher writes it:
-one per-row ``argsort``, the discount scattered to the items' slots, group sums by row
-sums; Δ(EEL)'s target exposure from per-row grade counts (every item of a grade gets the
-mean discount of the ranks its grade occupies). Timings interleaved (``--rounds``), medians;
-the peer must agree with ours (the largest difference is printed); the 1-minute load
-average is printed beside each ratio, and the last line is
-``ratio: <the smaller of the two ratios>``. Ours runs with the compiled loops of
-``groupbias.rank.ranking_loops`` where numba is installed (loaded once before the timing).
+settings (no cutoff, average ties, thresholds of graded labels), on 1,000 and 30,000 queries
+x 120 items (``--queries``, ``--width``; labels 0-4 with MSLR's distribution, relevance =
+label/4, 30 % of the items affected). Ours: ``groupbias.metrics.rho_dtr_ranking`` and
+``delta_eel_ranking`` (validation included), called as a user calls them: nothing is loaded
+or switched before the timing, the library picks its path by the call's size and
+``GROUPBIAS_BACKEND`` (``--backend auto|numpy|numba`` sets it; unset means ``auto``). At the
+smallest ``--queries`` the first call of a process is timed apart too (``--first-call``
+fresh interpreters, each timing its first call and then warm calls: numba's import and
+on-disk cache load where the call takes the compiled path), medians printed.
+Peers, as a researcher writes them on the padded ``[queries, width]`` rows:
+
+* ``padded numpy``: one per-row ``argsort``, the discount scattered to the items' slots,
+  group sums by row sums; Δ(EEL)'s target exposure from per-row grade counts (every item of
+  a grade gets the mean discount of the ranks its grade occupies);
+* ``padded torch, 1 thread``: the same with torch tensors (``torch.argsort``, ``scatter``,
+  grade counts by ``scatter_add``), ``torch.set_num_threads(1)`` inside the timed call (the
+  count before restored after it).
+
+Timings interleaved (``--rounds``), medians; every peer must agree with ours (the largest
+difference is printed); the 1-minute load average is printed beside each ratio (against the
+strongest peer of the row), and the last line is ``ratio: <the smallest of these>``.
 
 Reference lines (Python loops per query, timed once on ``--reference-queries`` queries and
 scaled): the conventions of the paper's released evaluation code (top 20, exposure
@@ -26,7 +36,8 @@ sizes uniform in 1..249), random scores, binary relevance, two groups: term-coun
 magnitudes (0-3 per group, ~30 % of the items without any group term) and their row shares
 as membership; ``groupbias.evaluation.fairness`` vs a per-query numpy loop (1e-9).
 
-    .venv/bin/python benchmarks/fairness.py [--queries 30000] [--width 120] [--rounds 5]
+    .venv/bin/python benchmarks/fairness.py [--queries 1000 30000] [--width 120] [--rounds 5]
+        [--backend auto|numpy|numba] [--first-call 3]
 """
 
 from __future__ import annotations
@@ -40,13 +51,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import interleaved, load, median_time, random_qptr  # noqa: E402
+from _timing import (  # noqa: E402
+    cores,
+    first_call_child,
+    first_call_line,
+    fresh_first_calls,
+    interleaved,
+    load,
+    median_time,
+    one_torch_thread,
+    random_qptr,
+    set_backend,
+)
 
 from groupbias import fairness as F  # noqa: E402
 from groupbias import metrics as M  # noqa: E402
-from groupbias.core.validation import check_threads  # noqa: E402
 from groupbias.evaluation.catalog import eel_thresholds  # noqa: E402
-from groupbias.rank.ranking import load_ranking_loops  # noqa: E402
 
 LABEL_P = [0.52, 0.32, 0.13, 0.02, 0.01]
 
@@ -210,6 +230,60 @@ def numpy_delta_eel(s, rel, g, width, thresholds):
     return np.hypot((diff * g).sum(1), (diff * (1 - g)).sum(1))
 
 
+# ------------------------------------------------------------------ paper's metrics: padded torch
+
+
+def _torch_rows(s, rel, g, width):
+    import torch
+
+    return tuple(torch.from_numpy(v).view(-1, width) for v in (s, rel, g))
+
+
+def _torch_exposure(s):
+    """Exposure ``1 / log2(1 + rank)`` of every slot of the rows ``s`` (ranked by argsort)."""
+    import torch
+
+    m, w = s.shape
+    disc = (1.0 / torch.log2(torch.arange(2, w + 2, dtype=torch.float64))).expand(m, w)
+    return torch.empty_like(s).scatter_(1, torch.argsort(s, dim=1, descending=True), disc)
+
+
+def _torch_rho(xa, xn, ya, yn):
+    import torch
+
+    num, den = xa * yn, ya * xn
+    hi, lo = torch.maximum(num, den), torch.minimum(num, den)
+    rho = torch.where(hi > 0, lo / hi, 1.0)
+    return torch.where((xa + xn <= 0) | (ya + yn <= 0), torch.nan, rho).numpy()
+
+
+def torch_rho_dtr(s, rel, g, width):
+    s, rel, g = _torch_rows(s, rel, g, width)
+    e = _torch_exposure(s)
+    return _torch_rho(
+        (e * g).sum(1), (e * (1 - g)).sum(1), (rel * g).sum(1), (rel * (1 - g)).sum(1)
+    )
+
+
+def torch_delta_eel(s, rel, g, width, thresholds):
+    import torch
+
+    s, rel, g = _torch_rows(s, rel, g, width)
+    e = _torch_exposure(s)
+    th = torch.as_tensor(np.asarray(thresholds, dtype=np.float64))
+    grade = torch.searchsorted(th, rel.contiguous(), right=True)
+    levels = th.numel() + 1
+    counts = torch.zeros(s.shape[0], levels, dtype=torch.int64)
+    counts.scatter_add_(1, grade, torch.ones_like(grade))
+    above = torch.flip(torch.cumsum(torch.flip(counts, [1]), 1), [1]) - counts
+    disc = 1.0 / torch.log2(torch.arange(2, width + 2, dtype=torch.float64))
+    prefix = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(disc, 0)])
+    mean = (prefix[above + counts] - prefix[above]) / counts
+    target = torch.gather(mean, 1, grade)
+    diff = e - target
+    return torch.hypot((diff * g).sum(1), (diff * (1 - g)).sum(1)).numpy()
+
+
 # ------------------------------------------------------------------ reference lines
 
 
@@ -320,45 +394,71 @@ def _max_diff(ours, theirs) -> float:
     return diff
 
 
-def paper_metrics(args) -> list[float]:
-    s, rel, g, q = paper_input(args.queries, args.width)
+def paper_cases(n_queries: int, width: int) -> dict:
+    """``{metric: {implementation: call}}`` of the paper's metrics on one input."""
+    s, rel, g, q = paper_input(n_queries, width)
     th = eel_thresholds(rel * 4, 4)
     kw = {"qptr": q, "groups": g, "reduce": None}
-    pairs = {
-        "rho_dtr": (
-            lambda: M.rho_dtr_ranking(s, rel, **kw),
-            lambda: numpy_rho_dtr(s, rel, g, args.width),
-        ),
-        "delta_eel": (
-            lambda: M.delta_eel_ranking(s, rel, thresholds=th, **kw),
-            lambda: numpy_delta_eel(s, rel, g, args.width, th),
-        ),
+    return {
+        "rho_dtr": {
+            "ours": lambda: M.rho_dtr_ranking(s, rel, **kw),
+            "padded numpy": lambda: numpy_rho_dtr(s, rel, g, width),
+            "padded torch, 1 thread": one_torch_thread(lambda: torch_rho_dtr(s, rel, g, width)),
+        },
+        "delta_eel": {
+            "ours": lambda: M.delta_eel_ranking(s, rel, thresholds=th, **kw),
+            "padded numpy": lambda: numpy_delta_eel(s, rel, g, width, th),
+            "padded torch, 1 thread": one_torch_thread(
+                lambda: torch_delta_eel(s, rel, g, width, th)
+            ),
+        },
     }
-    print(f"paper's metrics: {args.queries} queries x {args.width} items, {args.rounds} rounds")
-    t0 = time.perf_counter()
-    loaded = load_ranking_loops()
+
+
+def _agree(name: str, ours, theirs) -> float:
+    ok = ~np.isnan(ours)
+    if not np.array_equal(ok, ~np.isnan(theirs)):
+        raise SystemExit(f"{name}: skips other queries than ours")
+    diff = float(np.max(np.abs(ours[ok] - theirs[ok]), initial=0.0))
+    if not diff <= 1e-9:
+        raise SystemExit(f"{name}: differs from ours ({diff:.3g})")
+    return diff
+
+
+def paper_metrics(args) -> list[float]:
     print(
-        f"ours: {'numpy + compiled loops (numba)' if loaded else 'numpy (numba not installed)'}, "
-        f"{check_threads(None)} thread(s); one-time setup (loading the loops), not timed: "
-        f"{time.perf_counter() - t0:.2f} s"
+        f"paper's metrics, {args.rounds} rounds; ours called as a user calls them "
+        f"({args.backend_line}; the path picked per call by its size), "
+        f"{cores()} core(s) for the process"
     )
+    import torch  # noqa: F401 - the peer's import, outside its timing
+
     ratios = []
-    for name, (ours, peer) in pairs.items():
-        out = interleaved({"ours": ours, "padded numpy": peer}, args.rounds)
-        (t_ours, v_ours), (t_peer, v_peer) = out["ours"], out["padded numpy"]
-        ok = ~np.isnan(v_ours)
-        if not np.array_equal(ok, ~np.isnan(v_peer)):
-            raise SystemExit(f"{name}: padded numpy skips other queries than ours")
-        diff = float(np.max(np.abs(v_ours[ok] - v_peer[ok]), initial=0.0))
-        if not diff <= 1e-9:
-            raise SystemExit(f"{name}: padded numpy differs from ours ({diff:.3g})")
-        ratios.append(t_peer / t_ours)
-        print(
-            f"{name:<10} ours {t_ours * 1000:8.1f} ms   padded numpy {t_peer * 1000:8.1f} ms"
-            f"   max |diff| {diff:.1e}   ratio {t_peer / t_ours:.2f}  load: {load()}"
-        )
+    for n_queries in args.queries:
+        print(f"\n{n_queries} queries x {args.width} items (medians)")
+        for name, cases in paper_cases(n_queries, args.width).items():
+            first = None
+            if args.first_call and n_queries == min(args.queries):
+                child = [__file__, "--_first-call", name, "--queries", str(n_queries)]
+                child += ["--width", str(args.width), "--rounds", str(args.rounds)]
+                first = fresh_first_calls(child, args.first_call)
+            out = interleaved(cases, args.rounds)
+            t_ours, v_ours = out.pop("ours")
+            print(f"{name:<10} {'ours':<24}{t_ours * 1000:9.1f} ms")
+            for peer, (t_peer, v_peer) in out.items():
+                diff = _agree(f"{name} {peer}", v_ours, np.asarray(v_peer))
+                print(f"{name:<10} {peer:<24}{t_peer * 1000:9.1f} ms   max |diff| {diff:.1e}")
+            if first is not None:
+                print(first_call_line(f"{name} ours", first))
+            best = min(out, key=lambda k: out[k][0])
+            ratios.append(out[best][0] / t_ours)
+            print(
+                f"ratio of {name} at {n_queries} x {args.width}: {ratios[-1]:.2f} "
+                f"(strongest peer: {best}) load: {load()}"
+            )
     if args.reference_queries:
-        reference_lines(s, rel, g, q, th, args)
+        s, rel, g, q = paper_input(max(args.queries), args.width)
+        reference_lines(s, rel, g, q, eel_thresholds(rel * 4, 4), args)
     return ratios
 
 
@@ -367,7 +467,7 @@ def paper_metrics(args) -> list[float]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--queries", type=int, default=30000)
+    ap.add_argument("--queries", type=int, nargs="+", default=[1000, 30000])
     ap.add_argument("--width", type=int, default=120)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--related-queries", type=int, default=6000)
@@ -375,9 +475,32 @@ def main(argv=None) -> None:
     ap.add_argument("--k", type=int, default=10, help="cutoff (0 = no cutoff)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--reference-queries", type=int, default=2000, help="0: no reference lines")
+    ap.add_argument(
+        "--backend",
+        choices=["auto", "numpy", "numba"],
+        default=None,
+        help="sets GROUPBIAS_BACKEND for ours (default: as the environment has it, else auto)",
+    )
+    ap.add_argument(
+        "--first-call",
+        type=int,
+        default=3,
+        help="fresh processes timing ours' first call at the smallest --queries (0: none)",
+    )
+    ap.add_argument("--related", type=int, default=1, help="0: skip the related-work part")
+    ap.add_argument("--_first-call", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.backend_line = set_backend(args.backend)
+    if args._first_call:
+        ours = paper_cases(args.queries[0], args.width)[args._first_call]["ours"]
+        first_call_child(ours, args.rounds)
+        return
+    print(f"load before: {load()}")
     k = args.k or None
     paper = paper_metrics(args)
+    if not args.related:
+        print(f"ratio: {min(paper):.2f}")
+        return
     s, lab, counts, share, q = make_input(args.related_queries, args.max_len)
     print(
         f"input: {q.size - 1} queries, {s.size} items, 2 groups, k={k}, "

@@ -6,15 +6,21 @@ labels 0-4 with MSLR's distribution, random scores (no ties), 30 % of the items 
 
 NDCG@10 (exp2 gain) from the same flat arrays (scores, labels, qptr), by:
 
-* ``ours``: ``groupbias.evaluation.metrics.ndcg`` (reduce=None), input validation included,
-  with the compiled loops of ``groupbias.rank.ranking_loops`` (numba, the ``fast`` extra;
-  loaded once before the timing, the time printed) on the cores the process may use (blocks
-  of at least 2^17 items are split between them);
+* ``ours``: ``groupbias.metrics.ndcg`` (reduce=None), input validation included, called as
+  a user calls it: nothing is loaded or switched before the timing, the library picks its
+  path by the call's size and ``GROUPBIAS_BACKEND`` (``--backend auto|numpy|numba`` sets it;
+  unset means ``auto``). At the smallest ``--queries`` the first call of a process is timed
+  apart too: ``--first-call`` fresh interpreters each time their first call and then warm
+  calls (what a fresh process's first call pays: numba's import and on-disk cache load
+  where the call takes the compiled path), medians printed beside the warm ones;
 * ``padded numpy``: what a researcher writes in 20 lines: the scores and labels padded to
   ``[queries, longest list]`` (a reshape when every list is 120 long), one per-row
   ``argsort``, the top-10 labels gathered and dotted with the discount, the ideal DCG from
   a per-row ``sort`` of the labels;
-* ``torch``: the same on padded tensors with ``torch.topk`` (torch's threads: both cores);
+* ``padded torch, 1 thread``: the same on padded tensors with ``torch.topk`` of the scores
+  and of the labels, ``torch.set_num_threads(1)`` inside the timed call (the count before
+  restored after it);
+* ``padded torch, N threads``: the same on torch's default threads (the cores);
 * ``ranx kernel (sorted rows)``: ranx's numba kernel ``ranx.metrics.ndcg_burges`` (both
   cores) on run rows sorted beforehand, outside the timing (the ranking is done for it) and
   qrels rows sorted by label, also outside;
@@ -31,12 +37,14 @@ out of its check; ranx evaluate gives the mean only). The physical floor is meas
 same run: one per-row ``argsort`` and one values-only ``sort`` of the padded scores, and one
 memory pass over them (a sum).
 
-Per input it prints ``ratio at <queries> x <lengths>: <fastest peer / ours>``; the last line
-is ``ratio: <the worst of these>``. ``--others`` also times the other metrics (NDCG@10 per
-group, ρ(DTR) and Δ(EEL) of a ranking and of tabular estimates, and the default set through
-``compute_metrics``) against the per-query loop. ``--json PATH`` writes every timing.
+Per input it prints ``ratio at <queries> x <lengths>: <fastest peer / ours>`` (the strongest
+peer of that row); the last line is ``ratio: <the worst of these>``. ``--others`` also times
+the other metrics (NDCG@10 per group, ρ(DTR) and Δ(EEL) of a ranking and of tabular
+estimates, and the default set through ``compute_metrics``) against the per-query loop.
+``--json PATH`` writes every timing.
 
     .venv/bin/python benchmarks/metrics.py [--queries 1000 10000 30000] [--rounds 5]
+        [--backend auto|numpy|numba] [--first-call 3]
 """
 
 from __future__ import annotations
@@ -44,24 +52,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import interleaved, load, median_time  # noqa: E402
+from _timing import (  # noqa: E402
+    cores,
+    first_call_child,
+    first_call_line,
+    fresh_first_calls,
+    interleaved,
+    load,
+    median_time,
+    one_torch_thread,
+    set_backend,
+)
 
 from groupbias import metrics as M  # noqa: E402
-from groupbias.core.validation import check_threads  # noqa: E402
 from groupbias.evaluation.catalog import (  # noqa: E402
     DEFAULT_METRICS,
     EvalSpec,
     compute_metrics,
     eel_thresholds,
 )
-from groupbias.rank.ranking import load_ranking_loops  # noqa: E402
 
 K = 10
 WIDTH = 120
@@ -294,7 +309,8 @@ def ndcg_cases(s, lab, q, lengths, args):
     cases = {
         "ours": lambda: M.ndcg(s, lab, qptr=q, k=K, reduce=None),
         "padded numpy": lambda: numpy_ndcg(s, lab, q, fixed),
-        "torch": lambda: torch_ndcg(s, lab, q, fixed),
+        "padded torch, 1 thread": one_torch_thread(lambda: torch_ndcg(s, lab, q, fixed)),
+        f"padded torch, {torch_threads()} threads": lambda: torch_ndcg(s, lab, q, fixed),
         "ranx kernel (sorted rows)": lambda: ndcg_burges(qrels, run, K),
         # (per-query values with a single metric and return_mean=False raise a KeyError in
         # ranx 0.3.21: the mean is compared instead)
@@ -316,6 +332,12 @@ def ndcg_cases(s, lab, q, lengths, args):
         elif name != "ours":
             diffs[name] = _agree(name, ours, np.asarray(values, dtype=np.float64), has_rel)
     return out, diffs
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def float32_ties(scores, qptr):
@@ -388,6 +410,10 @@ def floors(s, q, repeats):
 def run_scale(n_queries, lengths, args):
     s, lab, rel, biased, g, q = make_input(n_queries, lengths)
     n = int(q[-1])
+    first = None
+    if args.first_call and n_queries == min(args.queries):
+        child = [__file__, "--_first-call", str(n_queries), lengths, "--rounds", str(args.rounds)]
+        first = fresh_first_calls(child, args.first_call)
     ndcg, diffs = ndcg_cases(s, lab, q, lengths, args)
     table = {"ndcg@10": ndcg}
     if args.others:
@@ -406,6 +432,7 @@ def run_scale(n_queries, lengths, args):
         "fastest peer": best,
         "ratio": peers[best] / row["ours"],
         "load": load(),
+        "first call": first,
     }
 
 
@@ -417,6 +444,8 @@ def show(res) -> None:
             diff = res["agreement"].get(impl) if metric == "ndcg@10" else None
             agree = "" if diff is None else f"  max |diff| {diff:.1e}"
             print(f"{metric:<24}{impl:<28}{t * 1000:>10.1f} ms{n / t:>12.3g}/s{agree}")
+    if res["first call"] is not None:
+        print(first_call_line("ndcg@10 ours", res["first call"]))
     for name, t in res["floors"].items():
         print(f"floor: {name:<45}{t * 1000:>10.1f} ms{n / t:>12.3g}/s")
     print(
@@ -458,17 +487,32 @@ def main(argv=None) -> None:
     ap.add_argument("--slow-repeats", type=int, default=3, help="(--others) the loop's")
     ap.add_argument("--lengths", nargs="+", default=["fixed", "mslr"], choices=["fixed", "mslr"])
     ap.add_argument("--others", action="store_true", help="also the other metrics vs the loop")
+    ap.add_argument(
+        "--backend",
+        choices=["auto", "numpy", "numba"],
+        default=None,
+        help="sets GROUPBIAS_BACKEND for ours (default: as the environment has it, else auto)",
+    )
+    ap.add_argument(
+        "--first-call",
+        type=int,
+        default=3,
+        help="fresh processes timing ours' first call at the smallest --queries (0: none)",
+    )
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--_first-call", nargs=2, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    backend = set_backend(args.backend)
+    if args._first_call:
+        n_queries, lengths = int(args._first_call[0]), args._first_call[1]
+        s, lab, _, _, _, q = make_input(n_queries, lengths)
+        first_call_child(lambda: M.ndcg(s, lab, qptr=q, k=K, reduce=None), args.rounds)
+        return
     print(f"load before: {load()}")
-    t0 = time.perf_counter()
-    loaded = load_ranking_loops()
-    threads = check_threads(None)
     print(
-        f"ours: {'numpy + compiled loops (numba)' if loaded else 'numpy (numba not installed)'}, "
-        f"{threads} thread(s); one-time setup (loading the loops), not timed: "
-        f"{time.perf_counter() - t0:.2f} s"
+        f"ours: called as a user calls it ({backend}; the path picked per call by its size), "
+        f"{cores()} core(s) for the process"
     )
     results = []
     for nq in args.queries:
