@@ -60,6 +60,7 @@ def _groupbias(args, env_extra=None, cwd=None, timeout=600):
 TINY_DEMO = ["experiment.repetitions=1", "experiment.ltr_betas=[0.8]", "bias.betas=[0.8]"]
 
 
+@pytest.mark.slow
 def test_demo_runs_writes_and_resumes(tmp_path, capsys, monkeypatch):
     cfg = _compose(
         ["experiment=demo", f"paths.runs={tmp_path}", *TINY_SYNTH, *TINY_TRAIN, *TINY_DEMO]
@@ -422,6 +423,7 @@ def test_ranker_key_with_a_tabular_experiment_is_refused_at_the_cli(tmp_path):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow  # the command imports Lightning (about 6 s) before it checks loss keys
 def test_cli_reports_a_bad_key_in_one_line_with_exit_code_2(tmp_path):
     res = _groupbias(["loss.weighting=bogus", f"paths.runs={tmp_path}"])
     assert res.returncode == 2, res.stderr[-3000:]

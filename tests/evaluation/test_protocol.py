@@ -391,7 +391,9 @@ def test_policy_protocol_on_real_trec(trec_root, monkeypatch):
         estimator=KSEstimator(),
         rng=np.random.default_rng(0),
         metrics=["ndcg@10", "rho_dtr", "delta_eel"],
-        protocol=_preset("policy"),
+        # 50 of the preset's 200 epochs: the learned policies' rho(DTR) and Delta(EEL) are
+        # within 0.005 of the 200-epoch ones here and both p-values stay below 1e-20
+        protocol=_preset("policy", epochs=50),
         diagnostics=None,
     )
     by = {(r["metric"], r["condition"]): r for r in res.records}

@@ -65,6 +65,7 @@ def demo_run(tmp_path_factory):
     return res, tmp_path / "runs" / "demo"
 
 
+@pytest.mark.slow  # demo_run: the shrunk demo's command, about 9 s
 def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(demo_run):
     res, demo_dir = demo_run
     out = res.stdout.splitlines()
@@ -90,6 +91,7 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(demo_run):
     _check_figure(json.loads(metrics.read_text())["records"])
 
 
+@pytest.mark.slow  # demo_run: the shrunk demo's command, about 9 s
 def test_demo_tables_and_figure_show_the_same_numbers(demo_run):
     """Every table cell is the mean over the repetitions that the figure draws at that β,
     its ± the figure's band; the printed legend names every column."""
@@ -123,6 +125,7 @@ def test_demo_tables_and_figure_show_the_same_numbers(demo_run):
     )
 
 
+@pytest.mark.slow  # demo_run: the shrunk demo's command, about 9 s
 def test_report_aggregates_the_demo_folder(demo_run, tmp_path):
     """`groupbias-report runs/demo`: the repetitions become mean ± s.d. with n (the demo's
     own numbers), numbers in records.parquet and summary.parquet, tables as views."""

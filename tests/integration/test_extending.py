@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "extending.md").read_text()
 BLOCKS = re.findall(r"```(python|yaml|bash)\n(.*?)```", DOC, flags=re.S)
 
 
+@pytest.mark.slow  # the documented command runs the new experiment in a fresh process
 def test_extending_doc_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))

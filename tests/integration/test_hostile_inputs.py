@@ -860,6 +860,7 @@ def test_11_the_command_prints_one_error_line_and_a_hint_and_makes_no_folder(tmp
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_13_a_file_as_runs_folder_and_a_file_size_limit_are_named(tmp_path):
     import resource
 
@@ -954,6 +955,7 @@ def test_13_a_full_disk_and_a_read_only_folder_are_named(tmp_path):
         _umount(ro)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_13_an_interrupted_run_says_so_in_one_line_and_resumes(sig, code, tmp_path):
     import signal
@@ -971,6 +973,7 @@ def test_13_an_interrupted_run_says_so_in_one_line_and_resumes(sig, code, tmp_pa
     assert json.loads(meta.read_text())["status"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_13_a_closed_pipe_is_quiet_and_the_run_goes_on(tmp_path):
     proc = _command(FAST, tmp_path)
     proc.stdout.readline()
