@@ -1,6 +1,3 @@
-# long: the exact KS over the whole grid (branch-and-bound, dense and all-pairs paths) shares
-# its private sample and tile types with the search of Eq. (14) that calls it; the module
-# docstring states every convention of the estimate
 """Amortized estimation of the group propensity ``beta`` (paper §5.1–5.2, Eq. 14).
 
 The estimator
@@ -54,19 +51,10 @@ Conventions
   policy) has ``beta_hat = NaN`` and a NaN row in ``ks_curve``; the correction leaves the
   items of such clusters unchanged (:func:`groupbias.estimate.correction.ips_correct`).
   ``BetaEstimate.n_failed`` counts them.
-
-Exact fast KS over the whole grid
----------------------------------
-The statistic is evaluated exactly, for all grid points and clusters at once, by a
-branch-and-bound over sample points: the supremum of ``|F_1 - F_2|`` is attained at a
-sample point (evaluating both right-continuous CDFs there). Both samples are sorted within
-their cluster once. For a run of consecutive sample points of one sample with known CDF
-values at its first point ``a`` and last point ``b``, monotonicity bounds every interior
-point by ``max(F_1(b) - F_2(a), F_2(b) - F_1(a))``. Runs whose bound cannot beat the best
-value found so far are discarded; the others are split into ``split`` sub-runs whose new
-end points are evaluated (one binary search each), until every surviving interior point is
-evaluated. The result equals ``scipy.stats.ks_2samp(A_A / beta, A_N).statistic`` (the same
-counts divided the same way), which the tests check against a brute-force loop.
+- The exact statistic: :mod:`groupbias.estimate.ks_exact` evaluates ``KS(A_A / beta, A_N)``
+  for all grid points and clusters at once (branch-and-bound over sample points for large
+  clusters, all pairs for small ones); it equals
+  ``scipy.stats.ks_2samp(A_A / beta, A_N).statistic``, which the tests check.
 """
 
 from __future__ import annotations
@@ -80,6 +68,7 @@ from ..core.segments import query_index
 from ..core.validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 from ..data.membership import affected_group
 from .distances import DISTANCES, wasserstein_curves
+from .ks_exact import MAX_PAIRS, ks_matrix, zero_clusters
 
 __all__ = [
     "BetaEstimate",
@@ -103,614 +92,8 @@ MINIMIZER_TIES = ("largest", "smallest", "middle")
 #: what the tie-breaking jitter is a fraction of: the grade spacing the caller passes
 #: (``grade_spacing``) or the smallest gap between the scores (``KSEstimator.jitter_scale``)
 JITTER_SCALES = ("grade", "gap")
-_REL = 1e-14  # bracket for the exact predicate fl(x / beta) <= y
-_ABS = 1e-300
-_WORK = 1_000_000  # new points + child runs of one branch-and-bound step (memory bound)
-_PAIR_WORK = 1_000_000  # pairs + points x grid points of one all-pairs chunk (memory bound)
-_DENSE = 0.25  # clusters with m * n <= _DENSE * n_grid * (m + n) use all pairs
-_MAX_PAIRS = 50_000_000  # largest cluster (m * n pairs) that method="pairs" accepts
-
-
 #: the most β grid points (a step of 1e-7 would run for minutes on 60 queries)
 MAX_GRID = 10_000
-
-
-def default_grid(step: float = 0.01) -> np.ndarray:
-    """The grid ``step, 2*step, ..., 1`` (float64); ``step`` must divide 1 into ``k`` parts.
-
-    The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
-    ``0.01, 0.02, ..., 1.00``.
-    """
-    if not is_real(step) or not 1.0 / MAX_GRID <= step <= 1:
-        raise ParameterError(
-            "step",
-            f"a number in [{1.0 / MAX_GRID:g}, 1] (at most {MAX_GRID:,} grid points, each a "
-            "KS statistic per cluster)",
-            step,
-        )
-    k = int(round(1.0 / step))
-    if k < 1 or abs(k * step - 1.0) > 1e-9:
-        raise ParameterError("step", "1 / k for an integer k (e.g. 0.01, 0.05, 0.1)", step)
-    return np.arange(1, k + 1, dtype=np.float64) / k
-
-
-def _check_grid(grid) -> np.ndarray:
-    if grid is None:
-        return default_grid()
-    g = np.asarray(grid, dtype=np.float64)
-    if g.ndim != 1 or g.size < 1:
-        raise ParameterError("grid", "a non-empty 1-D array of beta values", f"shape {g.shape}")
-    if not np.all(np.isfinite(g)) or g.min() <= 0 or g.max() > 1:
-        raise ParameterError("grid", "values in (0, 1]", f"range [{g.min()!r}, {g.max()!r}]")
-    if np.any(np.diff(g) <= 0):
-        raise ParameterError(
-            "grid",
-            "strictly increasing values",
-            "unsorted or repeated values",
-            fix="pass np.unique(grid)",
-        )
-    return g
-
-
-def _scores(name: str, values) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
-    a = a.astype(np.float64, copy=False)
-    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
-        raise ParameterError(
-            name, "finite non-negative scores", "NaN, infinite or negative entries"
-        )
-    return a
-
-
-# --------------------------------------------------------------------------- KS statistic
-
-
-def ks_statistic(a, b) -> float:
-    """Two-sample Kolmogorov–Smirnov statistic ``sup_x |F_a(x) - F_b(x)|``.
-
-    ``a`` [n_a], ``b`` [n_b] are 1-D finite samples; the empirical CDFs are right-continuous
-    and the supremum is taken over the pooled sample points (where it is attained). Equals
-    ``scipy.stats.ks_2samp(a, b).statistic``.
-    """
-    x = np.sort(np.asarray(a, dtype=np.float64).ravel())
-    y = np.sort(np.asarray(b, dtype=np.float64).ravel())
-    for name, v in (("a", x), ("b", y)):
-        if v.size == 0:
-            raise ParameterError(name, "a non-empty sample", "an empty array")
-        if not np.all(np.isfinite(v)):
-            raise ParameterError(name, "finite values", "NaN or infinite entries")
-    pooled = np.concatenate([x, y])
-    d = (
-        np.searchsorted(x, pooled, side="right") / x.size
-        - np.searchsorted(y, pooled, side="right") / y.size
-    )
-    return float(np.max(np.abs(d)))
-
-
-class _Sample:
-    """One sample (affected or non-affected) sorted by (cluster, value)."""
-
-    def __init__(self, values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> None:
-        one = n_clusters == 1
-        if one:
-            v = np.sort(values)
-            c = _zeros(v.size)
-            self.size = np.array([v.size], dtype=np.int64)
-        else:
-            order = np.lexsort((values, cluster))
-            v = values[order]
-            c = cluster[order]
-            self.size = np.bincount(c, minlength=n_clusters).astype(np.int64)
-        self.v = v
-        self.c = c
-        self.start = np.zeros(n_clusters, dtype=np.int64)
-        np.cumsum(self.size[:-1], out=self.start[1:])
-        self.end = self.start + self.size
-        n = v.size
-        # right-continuous rank within the cluster: #{same-cluster values <= v[i]}
-        if one:  # ranks are searched when asked for (rank_at): no per-value rank array
-            self._rank = None
-            self.key = v
-            return
-        last = np.ones(n, dtype=bool)
-        if n > 1:
-            last[:-1] = (v[1:] != v[:-1]) | (c[1:] != c[:-1])
-        pos = np.arange(1, n + 1, dtype=np.int64)
-        if not last.all():
-            last_idx = np.flatnonzero(last)
-            first = np.ones(n, dtype=bool)
-            first[1:] = last[:-1]
-            pos = last_idx[np.cumsum(first) - 1] + 1
-        self._rank = pos - self.start[c]
-        # search keys: lexicographic (cluster, value) as complex numbers (cluster ids are
-        # exact in the real part)
-        self.key = _complex(c, v)
-
-    def rank_at(self, idx: np.ndarray) -> np.ndarray:
-        """Right-continuous rank within the cluster of the sorted values ``idx``:
-        ``#{same-cluster values <= v[idx]}``."""
-        if self._rank is None:
-            return np.searchsorted(self.v, self.v[idx], side="right")
-        return self._rank[idx]
-
-    def probe(self, cluster: np.ndarray, values: np.ndarray):
-        return values if np.isrealobj(self.key) else _complex(cluster, values)
-
-
-def _zeros(n: int) -> np.ndarray:
-    """Cluster index 0 for ``n`` values without ``n`` values of memory (a read-only view)."""
-    return np.broadcast_to(np.zeros(1, dtype=np.int64), (n,))
-
-
-def _complex(real: np.ndarray, imag: np.ndarray) -> np.ndarray:
-    """``real + 1j * imag`` (complex128) without temporaries."""
-    out = np.empty(real.size, dtype=np.complex128)
-    out.real = real
-    out.imag = imag
-    return out
-
-
-def _count_le(sample: _Sample, cluster: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``#{sample values of the same cluster <= values}`` (exact, int64)."""
-    pos = np.searchsorted(sample.key, sample.probe(cluster, values), side="right")
-    return pos - sample.start[cluster]
-
-
-def _count_scaled_le(
-    sample: _Sample, cluster: np.ndarray, y: np.ndarray, beta: np.ndarray
-) -> np.ndarray:
-    """``#{x in the cluster : fl(x / beta) <= y}`` with the division done as in
-    ``A_A / beta`` (so counts agree with a brute force on the divided sample)."""
-    v = sample.v
-    lo_c = sample.start[cluster]
-    hi_c = sample.end[cluster]
-    pos = np.searchsorted(sample.key, sample.probe(cluster, y * beta), side="right")
-    # the predicate is monotone in the sorted index; check the boundary at pos
-    left_ok = (pos == lo_c) | (v[np.maximum(pos - 1, 0)] / beta <= y)
-    right_ok = (pos == hi_c) | (v[np.minimum(pos, v.size - 1)] / beta > y)
-    bad = np.flatnonzero(~(left_ok & right_ok))
-    if bad.size:
-        cb, yb, bb = cluster[bad], y[bad], beta[bad]
-        p = yb * bb
-        # |fl(x / beta) - x / beta| and |fl(y * beta) - y * beta| are below a relative
-        # 2**-52 for normal numbers and an absolute 1e-300 for subnormal ones
-        lo = np.searchsorted(sample.key, sample.probe(cb, p * (1 - _REL) - _ABS), side="right")
-        hi = np.searchsorted(sample.key, sample.probe(cb, p * (1 + _REL) + _ABS), side="right")
-        while np.any(lo < hi):
-            mid = (lo + hi) // 2
-            midc = np.minimum(mid, v.size - 1)
-            ok = (lo < hi) & (v[midc] / bb <= yb)
-            lo = np.where(ok, mid + 1, lo)
-            hi = np.where((lo < hi) & ~ok, mid, hi)
-        pos[bad] = lo
-    return pos - lo_c
-
-
-def _evaluate(fam: int, idx: np.ndarray, g: np.ndarray, grid: np.ndarray, xs: _Sample, ys: _Sample):
-    """CDF values (F_A of A_A / beta, F_N of A_N) at sample points ``idx`` of family ``fam``
-    (0: affected, 1: non-affected) for grid indices ``g``."""
-    beta = grid[g]
-    if fam == 0:
-        c = xs.c[idx]
-        f1 = xs.rank_at(idx) / xs.size[c]
-        f2 = _count_le(ys, c, xs.v[idx] / beta) / ys.size[c]
-    else:
-        c = ys.c[idx]
-        f2 = ys.rank_at(idx) / ys.size[c]
-        f1 = _count_scaled_le(xs, c, ys.v[idx], beta) / xs.size[c]
-    return c, f1, f2
-
-
-@dataclass(frozen=True)
-class _Tile:
-    """A block of grid points and a range ``lo .. lo + width - 1`` of cluster indices searched
-    together; ``best`` [n_grid * width] holds the largest ``|F_1 - F_2|`` found so far at
-    flat index ``grid index * width + cluster - lo``."""
-
-    grid: np.ndarray
-    xs: _Sample
-    ys: _Sample
-    lo: int
-    width: int
-    split: int
-    best: np.ndarray
-
-    def where(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
-        return g * self.width + (c - self.lo)
-
-
-def _end_points(t: _Tile, act: np.ndarray) -> list:
-    """Evaluate the first and last sample point of every (grid point, cluster ``act``) run of
-    both samples into ``t.best``; returns the runs ``(fam, (g, a, b, f1a, f2a, f1b, f2b))``
-    of both samples."""
-    gg = np.repeat(np.arange(t.grid.size, dtype=np.int64), act.size)
-    cc = np.tile(act, t.grid.size)
-    blocks = []
-    for fam, s in ((0, t.xs), (1, t.ys)):
-        a = s.start[cc]
-        b = s.end[cc] - 1
-        pts = np.concatenate([a, b])
-        gp = np.concatenate([gg, gg])
-        c, f1, f2 = _evaluate(fam, pts, gp, t.grid, t.xs, t.ys)
-        np.maximum.at(t.best, t.where(gp, c), np.abs(f1 - f2))
-        m = a.size
-        blocks.append((fam, (gg, a, b, f1[:m], f2[:m], f1[m:], f2[m:])))
-    return blocks
-
-
-def _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n) -> tuple:
-    """The runs between consecutive points of ``[a, new..., b]`` within each parent run."""
-    per = n_new + 2
-    off = np.zeros(a.size, dtype=np.int64)
-    np.cumsum(per[:-1], out=off[1:])
-    total = int(per.sum())
-    seq_i = np.empty(total, dtype=np.int64)
-    seq_f1 = np.empty(total)
-    seq_f2 = np.empty(total)
-    seq_g = np.repeat(g, per)
-    seq_i[off], seq_f1[off], seq_f2[off] = a, f1a, f2a
-    last = off + per - 1
-    seq_i[last], seq_f1[last], seq_f2[last] = b, f1b, f2b
-    mid = np.ones(total, dtype=bool)
-    mid[off] = False
-    mid[last] = False
-    seq_i[mid], seq_f1[mid], seq_f2[mid] = idx, f1n, f2n
-    pair = np.ones(total - 1, dtype=bool) if total else np.zeros(0, dtype=bool)
-    if total:
-        pair[last[:-1]] = False  # no pair across parents
-    left = np.flatnonzero(pair)
-    right = left + 1
-    return (
-        seq_g[left],
-        seq_i[left],
-        seq_i[right],
-        seq_f1[left],
-        seq_f2[left],
-        seq_f1[right],
-        seq_f2[right],
-    )
-
-
-def _prune(fam: int, block: tuple, t: _Tile) -> tuple:
-    """The runs of sample ``fam`` whose bound can still beat ``t.best``."""
-    g, a, b, f1a, f2a, f1b, f2b = block
-    fs = t.xs if fam == 0 else t.ys
-    bound = np.maximum(f1b - f2a, f2b - f1a)
-    # interior points lie between the end points: their CDF values too, and so do
-    # the rounded differences (rounding is monotone), so the bound is exact in
-    # floating point; equal end values mean equal interior values
-    keep = (b - a >= 2) & (bound > t.best[t.where(g, fs.c[a])]) & (fs.v[a] != fs.v[b])
-    return tuple(arr[keep] for arr in block)
-
-
-def _split_runs(fam: int, block: tuple, t: _Tile) -> tuple:
-    """Evaluate ``split - 1`` new points inside every run of sample ``fam`` (pruned runs)
-    into ``t.best``; returns the child runs."""
-    g, a, b, f1a, f2a, f1b, f2b = block
-    length = b - a
-    step = -(-length // t.split)  # ceil
-    n_new = -(-length // step) - 1  # points a + k*step < b, k >= 1
-    tot = int(n_new.sum())
-    rep = np.repeat(np.arange(a.size), n_new)
-    first = np.zeros(a.size, dtype=np.int64)
-    np.cumsum(n_new[:-1], out=first[1:])
-    k = np.arange(tot, dtype=np.int64) - first[rep] + 1
-    idx = a[rep] + k * step[rep]
-    gi = g[rep]
-    del rep, first, k
-    c_new, f1n, f2n = _evaluate(fam, idx, gi, t.grid, t.xs, t.ys)
-    np.maximum.at(t.best, t.where(gi, c_new), np.abs(f1n - f2n))
-    return _child_runs(g, a, b, f1a, f2a, f1b, f2b, n_new, idx, f1n, f2n)
-
-
-def _ks_tile(t: _Tile, act: np.ndarray) -> None:
-    """Exact KS statistic of the clusters ``act`` (within the tile's range) at the tile's grid
-    points, into ``t.best``.
-
-    Depth first: a stack of run blocks; a block is pruned against ``best`` when it is taken,
-    and at most ``_WORK // split`` runs are split at once (each adds at most ``split - 1``
-    points and ``split`` child runs), so one step allocates O(_WORK) and the stack holds at
-    most about one block of O(_WORK) runs per level of the search. The order in which runs
-    are handled changes only how much is pruned, not the result: ``best`` ends as the maximum
-    over every sample point, each value computed the same way."""
-    cap = max(1, _WORK // t.split)
-    stack = _end_points(t, act)
-    while stack:
-        fam, block = stack.pop()
-        block = _prune(fam, block, t)
-        n = block[0].size
-        if n > cap:
-            stack.extend((fam, tuple(arr[s : s + cap] for arr in block)) for s in range(0, n, cap))
-        elif n:
-            stack.append((fam, _split_runs(fam, block, t)))
-
-
-def _ks_bound(
-    xs: _Sample, ys: _Sample, active: np.ndarray, grid: np.ndarray, split: int, out: np.ndarray
-) -> None:
-    """Exact KS curves of the clusters ``active`` (bool [n_clusters]) by branch and bound, in
-    tiles of grid points x cluster ranges of at most ``_WORK // 4`` (grid point, cluster)
-    pairs, into ``out`` [n_clusters, n_grid]."""
-    n_c, n_grid = active.size, grid.size
-    pairs = max(1, _WORK // 4)
-    g_step = min(n_grid, pairs)
-    c_step = max(1, pairs // g_step)
-    ids = np.flatnonzero(active)
-    for lo in range(0, n_c, c_step):
-        width = min(c_step, n_c - lo)
-        act = ids[np.searchsorted(ids, lo) : np.searchsorted(ids, lo + width)]
-        if not act.size:
-            continue
-        for s in range(0, n_grid, g_step):
-            part = grid[s : s + g_step]
-            best = np.full(part.size * width, -np.inf)
-            _ks_tile(_Tile(part, xs, ys, lo, width, split, best), act)
-            out[act, s : s + part.size] = best.reshape(part.size, width).T[act - lo]
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + l)`` for every pair (vectorized)."""
-    lengths = lengths.astype(np.int64, copy=False)
-    total = int(lengths.sum())
-    off = np.zeros(lengths.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=off[1:])
-    return np.repeat(starts - off, lengths) + np.arange(total, dtype=np.int64)
-
-
-def _first_true(pred, start: np.ndarray, n_grid: int) -> np.ndarray:
-    """Smallest grid index ``t`` with ``pred(t)`` true (``n_grid`` if none) for predicates
-    monotone in ``t``, starting from a guess ``start`` off by at most a few steps."""
-    t = start.copy()
-    while True:
-        prev = np.maximum(t - 1, 0)
-        move = (t > 0) & pred(prev)
-        if not move.any():
-            break
-        t[move] -= 1
-    while True:
-        cur = np.minimum(t, n_grid - 1)
-        move = (t < n_grid) & ~pred(cur)
-        if not move.any():
-            break
-        t[move] += 1
-    return t
-
-
-def _pair_cost(m: np.ndarray, n: np.ndarray, n_grid: int) -> np.ndarray:
-    """Array elements of the all-pairs method per cluster (pairs + points x grid points)."""
-    return m * n + (m + n) * (n_grid + 1)
-
-
-def _ks_dense(xs: _Sample, ys: _Sample, sel: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
-    """Exact KS curves of the (small) clusters ``sel`` through all affected/non-affected
-    pairs: the order of ``x / beta`` and ``y`` flips once along the grid, at an index found
-    by a search on the grid, so the CDF values at every sample point and grid point follow
-    from histograms of these indices and a cumulative sum over the grid."""
-    n_grid = grid.size
-    m_all = xs.size[sel]
-    n_all = ys.size[sel]
-    part = np.cumsum(_pair_cost(m_all, n_all, n_grid)) // _PAIR_WORK
-    cuts = np.flatnonzero(np.diff(part)) + 1
-    for cl in np.split(sel, cuts):
-        m = xs.size[cl]
-        n = ys.size[cl]
-        xi = _ranges(xs.start[cl], m)  # affected points, cluster order
-        yi = _ranges(ys.start[cl], n)
-        xrow = np.zeros(cl.size, dtype=np.int64)
-        np.cumsum(m[:-1], out=xrow[1:])
-        yrow = np.zeros(cl.size, dtype=np.int64)
-        np.cumsum(n[:-1], out=yrow[1:])
-        local = np.repeat(np.arange(cl.size, dtype=np.int64), m)  # cluster (local) of xi
-        n_of_x = n[local]
-        px = np.repeat(np.arange(xi.size, dtype=np.int64), n_of_x)  # row of the x point
-        py = _ranges(yrow[local], n_of_x)  # row of the y point
-        xv = xs.v[xi][px]
-        yv = ys.v[yi][py]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = np.where(xv == 0, 0.0, xv / yv)
-        guess = np.searchsorted(grid, r, side="left")
-        le = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] <= yv, guess, n_grid)
-        lt = _first_true(lambda gi, xv=xv, yv=yv: xv / grid[gi] < yv, guess, n_grid)
-        w = n_grid + 1
-        # F_A(y_j) count at beta_g: #{i : le_ij <= g}
-        cnt1 = np.bincount(py * w + le, minlength=yi.size * w).reshape(yi.size, w)
-        cnt1 = np.cumsum(cnt1, axis=1)[:, :n_grid]
-        # F_N(x_i / beta_g) count: #{j : y_j <= x_i / beta_g} = n - #{j : lt_ij <= g}
-        cnt2 = np.bincount(px * w + lt, minlength=xi.size * w).reshape(xi.size, w)
-        cnt2 = n[local][:, None] - np.cumsum(cnt2, axis=1)[:, :n_grid]
-        ly = np.repeat(np.arange(cl.size, dtype=np.int64), n)
-        # [n_grid, points] layout: the per-cluster maximum runs along contiguous rows
-        d_y = np.abs(cnt1.T / m[ly] - ys.rank_at(yi) / n[ly])
-        d_x = np.abs(xs.rank_at(xi) / m[local] - cnt2.T / n[local])
-        out[cl] = np.maximum(
-            np.maximum.reduceat(d_x, xrow, axis=1), np.maximum.reduceat(d_y, yrow, axis=1)
-        ).T
-
-
-def _ks_matrix(
-    x: np.ndarray,
-    cx: np.ndarray,
-    y: np.ndarray,
-    cy: np.ndarray,
-    n_clusters: int,
-    grid: np.ndarray,
-    split: int,
-    method: str = "auto",
-) -> np.ndarray:
-    xs = _Sample(x, cx, n_clusters)
-    ys = _Sample(y, cy, n_clusters)
-    both = (xs.size > 0) & (ys.size > 0)
-    out = np.full((n_clusters, grid.size), np.nan)
-    # small clusters: all pairs; large clusters: branch-and-bound over sample points
-    if method == "auto":
-        small = both & (xs.size * ys.size <= _DENSE * grid.size * (xs.size + ys.size))
-        # a very unbalanced large cluster: the bound method keeps the memory bounded
-        small &= _pair_cost(xs.size, ys.size, grid.size) <= _PAIR_WORK
-    else:
-        small = both & (method == "pairs")
-    if small.any():
-        _ks_dense(xs, ys, np.flatnonzero(small), grid, out)
-    active = both & ~small
-    if active.any():
-        _ks_bound(xs, ys, active, grid, split, out)
-    return out
-
-
-def ks_curves(
-    affected,
-    non_affected,
-    *,
-    grid=None,
-    affected_cluster=None,
-    non_affected_cluster=None,
-    n_clusters: int | None = None,
-    split: int = 16,
-    method: str = "auto",
-) -> np.ndarray:
-    """KS statistic ``KS(A_A / beta, A_N)`` for every grid point and cluster (Eq. 14).
-
-    Parameters
-    ----------
-    affected : float [n_a] non-negative scores of the affected group ``A_A``
-    non_affected : float [n_n] scores of the non-affected group ``A_N``
-    grid : float [n_grid] strictly increasing in (0, 1]; default :func:`default_grid`
-    affected_cluster, non_affected_cluster : int [n_a], int [n_n] cluster index
-        (``0..n_clusters-1``) of every score; default: one cluster
-    n_clusters : number of clusters (default: ``1 + max`` of the cluster indices)
-    split : sub-runs per split in the exact branch-and-bound (a speed knob, >= 2)
-    method : ``"auto"`` (default), ``"pairs"`` or ``"bound"``: two exact algorithms with the
-        same result; ``"pairs"`` enumerates all affected/non-affected pairs of a cluster (fast
-        for small clusters), ``"bound"`` is the branch-and-bound (fast for large ones);
-        ``"auto"`` picks per cluster (pairs when ``m * n <= 0.25 * n_grid * (m + n)``)
-
-    Returns
-    -------
-    float [n_clusters, n_grid]; row ``c`` is NaN where cluster ``c`` lacks one of the groups.
-    No jitter and no zero policy are applied here (see :func:`estimate_beta`).
-    """
-    x = _scores("affected", affected)
-    y = _scores("non_affected", non_affected)
-    g = _check_grid(grid)
-    if not is_integer(split) or split < 2:
-        raise ParameterError("split", "an integer >= 2", split)
-    if method not in ("auto", "pairs", "bound"):
-        raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
-    cx, cy, n_c = _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y)
-    if method == "pairs":
-        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
-        if pairs.size and pairs.max() > _MAX_PAIRS:
-            raise ParameterError(
-                "method",
-                f"'bound' or 'auto' for clusters with more than "
-                f"{_MAX_PAIRS} affected x non-affected pairs",
-                "pairs",
-                fix=f"largest cluster has {int(pairs.max())} pairs",
-            )
-    return _ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
-
-
-def _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y):
-    """Checked cluster indices of both samples and the number of clusters."""
-    if (affected_cluster is None) != (non_affected_cluster is None):
-        raise ParameterError(
-            "affected_cluster", "given together with non_affected_cluster", "only one of them"
-        )
-    if affected_cluster is None:
-        if n_clusters not in (None, 1):
-            raise ParameterError("n_clusters", "1 (or None) without cluster indices", n_clusters)
-        cx = np.zeros(x.size, dtype=np.int64)
-        cy = np.zeros(y.size, dtype=np.int64)
-        n_c = 1
-    else:
-        cx = _cluster_index("affected_cluster", affected_cluster, x.size)
-        cy = _cluster_index("non_affected_cluster", non_affected_cluster, y.size)
-        top = max(int(cx.max(initial=-1)), int(cy.max(initial=-1))) + 1
-        if n_clusters is None:
-            n_c = max(top, 1)
-        else:
-            if not is_integer(n_clusters) or n_clusters < max(top, 1):
-                raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
-            n_c = int(n_clusters)
-    return cx, cy, n_c
-
-
-def _cluster_index(name: str, values, n: int) -> np.ndarray:
-    a = np.asarray(values)
-    if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
-        raise ParameterError(
-            name, f"integer cluster indices of length {n}", f"shape {a.shape}, dtype {a.dtype}"
-        )
-    if a.size and a.min() < 0:
-        raise ParameterError(name, "non-negative cluster indices", int(a.min()))
-    return a.astype(np.int64, copy=False)
-
-
-# --------------------------------------------------------------------------- jitter, clusters
-
-
-def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -> np.ndarray:
-    """Order-preserving tie-breaking noise (§6.1).
-
-    Returns ``values + u`` (a new float64 array [n]) with ``u ~ Uniform(-h, h)`` for positive
-    values and ``u ~ Uniform(0, h)`` for zeros, ``h = jitter * gap / 2`` where ``gap`` is the
-    smallest distance between distinct values of ``{0} ∪ values``. For ``0 <= jitter < 1``
-    every ``|u| < gap / 2``, so distinct values never swap order and stay non-negative;
-    only exact ties are broken. ``jitter = 0`` returns an unchanged copy.
-    """
-    v = _scores("values", values)
-    if not is_real(jitter) or not 0 <= jitter < 1:
-        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
-    return _jitter(v, generator(rng), float(jitter))
-
-
-def _jitter(
-    v: np.ndarray, rng: np.random.Generator, jitter: float, scale: float | None = None
-) -> np.ndarray:
-    if jitter == 0 or v.size == 0:
-        return v.copy()
-    if scale is not None:
-        # noise on the scale of the relevance grades (spacing ``scale``): it smooths the KS
-        # curve of small clusters; scores of different grades keep their order
-        h = jitter * scale / 2.0
-        u = rng.uniform(-h, h, size=v.size)
-        # where(v == 0, |u|, max(v + u, v / 2)) computed in u: v + u is u where v == 0
-        zero = v == 0
-        np.add(v, u, out=u)
-        np.abs(u, out=u, where=zero)
-        return np.maximum(u, np.multiply(v, 0.5), out=u)
-    srt = np.sort(v)
-    steps = np.diff(srt)
-    gap = float(np.min(steps, where=steps > 0, initial=np.inf))
-    first_pos = int(np.searchsorted(srt, 0.0, side="right"))
-    if first_pos < srt.size:  # distance of the smallest positive value to 0
-        gap = min(gap, float(srt[first_pos]))
-    if not np.isfinite(gap):
-        return v.copy()
-    h = jitter * gap / 2.0
-    u = rng.uniform(-h, h, size=v.size)
-    if first_pos:
-        zero = v == 0
-        u[zero] = np.abs(u[zero])
-    return v + u
-
-
-def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Random clusters of at most ``cluster_size`` queries whose sizes differ by at most one:
-    ``n_c = ceil(n_queries / cluster_size)`` clusters, a random permutation of the queries
-    cut into ``n_c`` consecutive runs of ``floor`` or ``ceil(n_queries / n_c)`` queries (201
-    queries at size 100: three clusters of 67, not 100/100/1, so no remainder cluster of a
-    few queries weighs as much as a full one in the mean β̂). Returns int64 [n_queries]
-    cluster indices ``0..n_c - 1``."""
-    integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
-    generator(rng)
-    n = int(n_queries)
-    n_c = -(-n // int(cluster_size))
-    perm = rng.permutation(n)
-    out = np.empty(n, dtype=np.int64)
-    out[perm] = np.arange(n, dtype=np.int64) * n_c // max(n, 1)
-    return out
 
 
 # --------------------------------------------------------------------------- estimator
@@ -773,6 +156,80 @@ class BetaEstimate:
         ok = ~np.isnan(self.beta_hat)
         out[ok] = self.ks_curve[ok].min(axis=1)
         return out
+
+
+# long: the public entry point; its docstring documents every parameter
+def estimate_beta(
+    attractiveness,
+    groups,
+    *,
+    qptr,
+    rng: np.random.Generator | None = None,
+    clusters=None,
+    cluster_size: int | None = None,
+    grid=None,
+    zero_policy: str = "exclude",
+    jitter: float = 0.5,
+    grade_spacing: float | None = None,
+    group_threshold: float | None = None,
+    split: int = 16,
+    distance: str = "ks",
+    reference=None,
+    tie: str = "largest",
+) -> BetaEstimate:
+    """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
+
+    Parameters
+    ----------
+    attractiveness : float [n_items], observed non-negative scores ``a``
+    groups : float [n_items] in {0, 1} (1 = affected); fractions need ``group_threshold``
+    qptr : int64 [n_queries + 1] query offsets
+    rng : generator for the jitter and the random clusters (required when used)
+    clusters : [n_queries] cluster label of every query (any hashable sortable labels)
+    cluster_size : k for random clusters of k queries (exclusive with ``clusters``)
+    grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
+    zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
+    jitter : tie-breaking noise as a fraction in [0, 1) of half the spacing (0 = none)
+    grade_spacing : None (default) for the smallest gap between distinct scores; a positive
+        spacing (e.g. ``1/L``, the spacing of graded relevance ``label/L``) makes the noise
+        ``U(-h, h)``, ``h = jitter * grade_spacing / 2`` (zeros move up only, no score drops
+        below half its value). With continuous biased scores the smallest gap is tiny and
+        the jitter breaks exact ties only; noise on the grade scale also smooths the KS curve
+        of small clusters (§6.1: noise "without swapping the order of the grades").
+    group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
+    split : branch-and-bound fan-out (speed knob only)
+    distance : ``"ks"`` (Eq. 14, default) or ``"wasserstein"`` (W1 between the rescaled
+        affected scores and the comparison sample, :mod:`groupbias.estimate.distances`)
+    reference : float [n_ref] or None: a comparison sample that replaces the non-affected
+        scores in every cluster (the calibrated estimator passes the affected group's
+        editorial relevance here); the zero policy and the jitter apply to it as well
+    tie : which minimizer of a flat curve: ``"largest"`` (default), ``"smallest"`` or
+        ``"middle"`` (:func:`grid_argmin`)
+
+    ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
+    of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
+    the module docstring for all conventions. Every parameter is validated before any random
+    number is drawn.
+    """
+    inp = _validated(
+        attractiveness,
+        groups,
+        qptr,
+        rng=rng,
+        clusters=clusters,
+        cluster_size=cluster_size,
+        grid=grid,
+        zero_policy=zero_policy,
+        jitter=jitter,
+        grade_spacing=grade_spacing,
+        group_threshold=group_threshold,
+        split=split,
+        distance=distance,
+        reference=reference,
+        tie=tie,
+    )
+    cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
+    return _search(inp, cq, labels, rng)
 
 
 def argmin_largest(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -925,7 +382,7 @@ def _search(
     x, y = vals[aff], vals[~aff]
     del vals
     if n_c == 1:
-        cx, cy = _zeros(x.size), _zeros(y.size)
+        cx, cy = zero_clusters(x.size), zero_clusters(y.size)
     else:
         cl = cq[query_index(inp.qptr)]
         if used is not None:
@@ -956,10 +413,10 @@ def _shared_reference(inp: _Inputs, n_c: int, rng) -> tuple[np.ndarray, np.ndarr
         ref = ref[ref > 0]
     if inp.jitter != 0:
         ref = _jitter(ref, generator(rng), inp.jitter, inp.grade_spacing)
-    if n_c * ref.size > _MAX_PAIRS:
+    if n_c * ref.size > MAX_PAIRS:
         raise ParameterError(
             "reference",
-            f"at most {_MAX_PAIRS} reference values x clusters",
+            f"at most {MAX_PAIRS} reference values x clusters",
             f"{ref.size} values x {n_c} clusters",
             fix="use larger clusters (cluster_size) or a smaller reference sample",
         )
@@ -982,78 +439,236 @@ def grid_curves(
     ``"ks"`` (Eq. 14, exact) or ``"wasserstein"`` (W1, :mod:`groupbias.estimate.distances`)."""
     if choice("distance", distance, DISTANCES) == "wasserstein":
         return wasserstein_curves(x, cx, y, cy, n_clusters, grid)
-    return _ks_matrix(x, cx, y, cy, n_clusters, grid, split)
+    return ks_matrix(x, cx, y, cy, n_clusters, grid, split)
 
 
-# long: the public entry point; its docstring documents every parameter
-def estimate_beta(
-    attractiveness,
-    groups,
+# --------------------------------------------------------------------------- grid, KS
+
+
+def default_grid(step: float = 0.01) -> np.ndarray:
+    """The grid ``step, 2*step, ..., 1`` (float64); ``step`` must divide 1 into ``k`` parts.
+
+    The values are computed as ``i / k`` (correctly rounded), so the default grid is exactly
+    ``0.01, 0.02, ..., 1.00``.
+    """
+    if not is_real(step) or not 1.0 / MAX_GRID <= step <= 1:
+        raise ParameterError(
+            "step",
+            f"a number in [{1.0 / MAX_GRID:g}, 1] (at most {MAX_GRID:,} grid points, each a "
+            "KS statistic per cluster)",
+            step,
+        )
+    k = int(round(1.0 / step))
+    if k < 1 or abs(k * step - 1.0) > 1e-9:
+        raise ParameterError("step", "1 / k for an integer k (e.g. 0.01, 0.05, 0.1)", step)
+    return np.arange(1, k + 1, dtype=np.float64) / k
+
+
+def _check_grid(grid) -> np.ndarray:
+    if grid is None:
+        return default_grid()
+    g = np.asarray(grid, dtype=np.float64)
+    if g.ndim != 1 or g.size < 1:
+        raise ParameterError("grid", "a non-empty 1-D array of beta values", f"shape {g.shape}")
+    if not np.all(np.isfinite(g)) or g.min() <= 0 or g.max() > 1:
+        raise ParameterError("grid", "values in (0, 1]", f"range [{g.min()!r}, {g.max()!r}]")
+    if np.any(np.diff(g) <= 0):
+        raise ParameterError(
+            "grid",
+            "strictly increasing values",
+            "unsorted or repeated values",
+            fix="pass np.unique(grid)",
+        )
+    return g
+
+
+def _scores(name: str, values) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    if a.size and (not np.all(np.isfinite(a)) or a.min() < 0):
+        raise ParameterError(
+            name, "finite non-negative scores", "NaN, infinite or negative entries"
+        )
+    return a
+
+
+# --------------------------------------------------------------------------- KS statistic
+
+
+def ks_statistic(a, b) -> float:
+    """Two-sample Kolmogorov–Smirnov statistic ``sup_x |F_a(x) - F_b(x)|``.
+
+    ``a`` [n_a], ``b`` [n_b] are 1-D finite samples; the empirical CDFs are right-continuous
+    and the supremum is taken over the pooled sample points (where it is attained). Equals
+    ``scipy.stats.ks_2samp(a, b).statistic``.
+    """
+    x = np.sort(np.asarray(a, dtype=np.float64).ravel())
+    y = np.sort(np.asarray(b, dtype=np.float64).ravel())
+    for name, v in (("a", x), ("b", y)):
+        if v.size == 0:
+            raise ParameterError(name, "a non-empty sample", "an empty array")
+        if not np.all(np.isfinite(v)):
+            raise ParameterError(name, "finite values", "NaN or infinite entries")
+    pooled = np.concatenate([x, y])
+    d = (
+        np.searchsorted(x, pooled, side="right") / x.size
+        - np.searchsorted(y, pooled, side="right") / y.size
+    )
+    return float(np.max(np.abs(d)))
+
+
+def ks_curves(
+    affected,
+    non_affected,
     *,
-    qptr,
-    rng: np.random.Generator | None = None,
-    clusters=None,
-    cluster_size: int | None = None,
     grid=None,
-    zero_policy: str = "exclude",
-    jitter: float = 0.5,
-    grade_spacing: float | None = None,
-    group_threshold: float | None = None,
+    affected_cluster=None,
+    non_affected_cluster=None,
+    n_clusters: int | None = None,
     split: int = 16,
-    distance: str = "ks",
-    reference=None,
-    tie: str = "largest",
-) -> BetaEstimate:
-    """Estimate the group propensity ``beta_A`` by Eq. (14), amortized over clusters (§5.2).
+    method: str = "auto",
+) -> np.ndarray:
+    """KS statistic ``KS(A_A / beta, A_N)`` for every grid point and cluster (Eq. 14).
 
     Parameters
     ----------
-    attractiveness : float [n_items], observed non-negative scores ``a``
-    groups : float [n_items] in {0, 1} (1 = affected); fractions need ``group_threshold``
-    qptr : int64 [n_queries + 1] query offsets
-    rng : generator for the jitter and the random clusters (required when used)
-    clusters : [n_queries] cluster label of every query (any hashable sortable labels)
-    cluster_size : k for random clusters of k queries (exclusive with ``clusters``)
-    grid : candidate betas in (0, 1], default ``0.01..1.00`` step 0.01
-    zero_policy : ``"exclude"`` (default: positive scores only) or ``"include"``
-    jitter : tie-breaking noise as a fraction in [0, 1) of half the spacing (0 = none)
-    grade_spacing : None (default) for the smallest gap between distinct scores; a positive
-        spacing (e.g. ``1/L``, the spacing of graded relevance ``label/L``) makes the noise
-        ``U(-h, h)``, ``h = jitter * grade_spacing / 2`` (zeros move up only, no score drops
-        below half its value). With continuous biased scores the smallest gap is tiny and
-        the jitter breaks exact ties only; noise on the grade scale also smooths the KS curve
-        of small clusters (§6.1: noise "without swapping the order of the grades").
-    group_threshold : for fractional groups, ``g >= group_threshold`` counts as affected
-    split : branch-and-bound fan-out (speed knob only)
-    distance : ``"ks"`` (Eq. 14, default) or ``"wasserstein"`` (W1 between the rescaled
-        affected scores and the comparison sample, :mod:`groupbias.estimate.distances`)
-    reference : float [n_ref] or None: a comparison sample that replaces the non-affected
-        scores in every cluster (the calibrated estimator passes the affected group's
-        editorial relevance here); the zero policy and the jitter apply to it as well
-    tie : which minimizer of a flat curve: ``"largest"`` (default), ``"smallest"`` or
-        ``"middle"`` (:func:`grid_argmin`)
+    affected : float [n_a] non-negative scores of the affected group ``A_A``
+    non_affected : float [n_n] scores of the non-affected group ``A_N``
+    grid : float [n_grid] strictly increasing in (0, 1]; default :func:`default_grid`
+    affected_cluster, non_affected_cluster : int [n_a], int [n_n] cluster index
+        (``0..n_clusters-1``) of every score; default: one cluster
+    n_clusters : number of clusters (default: ``1 + max`` of the cluster indices)
+    split : sub-runs per split in the exact branch-and-bound (a speed knob, >= 2)
+    method : ``"auto"`` (default), ``"pairs"`` or ``"bound"``: two exact algorithms with the
+        same result; ``"pairs"`` enumerates all affected/non-affected pairs of a cluster (fast
+        for small clusters), ``"bound"`` is the branch-and-bound (fast for large ones);
+        ``"auto"`` picks per cluster (pairs when ``m * n <= 0.25 * n_grid * (m + n)``)
 
-    ``beta_hat[c] = argmin_beta KS(A_A^c / beta, A_N^c)`` with ``A_G^c`` the (jittered) scores
-    of group ``G`` over all queries of cluster ``c``; ties go to the largest ``beta``. See
-    the module docstring for all conventions. Every parameter is validated before any random
-    number is drawn.
+    Returns
+    -------
+    float [n_clusters, n_grid]; row ``c`` is NaN where cluster ``c`` lacks one of the groups.
+    No jitter and no zero policy are applied here (see :func:`estimate_beta`).
     """
-    inp = _validated(
-        attractiveness,
-        groups,
-        qptr,
-        rng=rng,
-        clusters=clusters,
-        cluster_size=cluster_size,
-        grid=grid,
-        zero_policy=zero_policy,
-        jitter=jitter,
-        grade_spacing=grade_spacing,
-        group_threshold=group_threshold,
-        split=split,
-        distance=distance,
-        reference=reference,
-        tie=tie,
-    )
-    cq, labels = _clusters_of_queries(inp.qptr.size - 1, clusters, cluster_size, rng)
-    return _search(inp, cq, labels, rng)
+    x = _scores("affected", affected)
+    y = _scores("non_affected", non_affected)
+    g = _check_grid(grid)
+    if not is_integer(split) or split < 2:
+        raise ParameterError("split", "an integer >= 2", split)
+    if method not in ("auto", "pairs", "bound"):
+        raise ParameterError("method", "one of 'auto', 'pairs', 'bound'", method)
+    cx, cy, n_c = _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y)
+    if method == "pairs":
+        pairs = np.bincount(cx, minlength=n_c) * np.bincount(cy, minlength=n_c)
+        if pairs.size and pairs.max() > MAX_PAIRS:
+            raise ParameterError(
+                "method",
+                f"'bound' or 'auto' for clusters with more than "
+                f"{MAX_PAIRS} affected x non-affected pairs",
+                "pairs",
+                fix=f"largest cluster has {int(pairs.max())} pairs",
+            )
+    return ks_matrix(x, cx, y, cy, n_c, g, int(split), method)
+
+
+def _cluster_inputs(affected_cluster, non_affected_cluster, n_clusters, x, y):
+    """Checked cluster indices of both samples and the number of clusters."""
+    if (affected_cluster is None) != (non_affected_cluster is None):
+        raise ParameterError(
+            "affected_cluster", "given together with non_affected_cluster", "only one of them"
+        )
+    if affected_cluster is None:
+        if n_clusters not in (None, 1):
+            raise ParameterError("n_clusters", "1 (or None) without cluster indices", n_clusters)
+        cx = np.zeros(x.size, dtype=np.int64)
+        cy = np.zeros(y.size, dtype=np.int64)
+        n_c = 1
+    else:
+        cx = _cluster_index("affected_cluster", affected_cluster, x.size)
+        cy = _cluster_index("non_affected_cluster", non_affected_cluster, y.size)
+        top = max(int(cx.max(initial=-1)), int(cy.max(initial=-1))) + 1
+        if n_clusters is None:
+            n_c = max(top, 1)
+        else:
+            if not is_integer(n_clusters) or n_clusters < max(top, 1):
+                raise ParameterError("n_clusters", f"an integer >= {max(top, 1)}", n_clusters)
+            n_c = int(n_clusters)
+    return cx, cy, n_c
+
+
+def _cluster_index(name: str, values, n: int) -> np.ndarray:
+    a = np.asarray(values)
+    if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+        raise ParameterError(
+            name, f"integer cluster indices of length {n}", f"shape {a.shape}, dtype {a.dtype}"
+        )
+    if a.size and a.min() < 0:
+        raise ParameterError(name, "non-negative cluster indices", int(a.min()))
+    return a.astype(np.int64, copy=False)
+
+
+# --------------------------------------------------------------------------- jitter, clusters
+
+
+def tie_break_jitter(values, *, rng: np.random.Generator, jitter: float = 0.5) -> np.ndarray:
+    """Order-preserving tie-breaking noise (§6.1).
+
+    Returns ``values + u`` (a new float64 array [n]) with ``u ~ Uniform(-h, h)`` for positive
+    values and ``u ~ Uniform(0, h)`` for zeros, ``h = jitter * gap / 2`` where ``gap`` is the
+    smallest distance between distinct values of ``{0} ∪ values``. For ``0 <= jitter < 1``
+    every ``|u| < gap / 2``, so distinct values never swap order and stay non-negative;
+    only exact ties are broken. ``jitter = 0`` returns an unchanged copy.
+    """
+    v = _scores("values", values)
+    if not is_real(jitter) or not 0 <= jitter < 1:
+        raise ParameterError("jitter", "a fraction in [0, 1) of half the smallest gap", jitter)
+    return _jitter(v, generator(rng), float(jitter))
+
+
+def _jitter(
+    v: np.ndarray, rng: np.random.Generator, jitter: float, scale: float | None = None
+) -> np.ndarray:
+    if jitter == 0 or v.size == 0:
+        return v.copy()
+    if scale is not None:
+        # noise on the scale of the relevance grades (spacing ``scale``): it smooths the KS
+        # curve of small clusters; scores of different grades keep their order
+        h = jitter * scale / 2.0
+        u = rng.uniform(-h, h, size=v.size)
+        # where(v == 0, |u|, max(v + u, v / 2)) computed in u: v + u is u where v == 0
+        zero = v == 0
+        np.add(v, u, out=u)
+        np.abs(u, out=u, where=zero)
+        return np.maximum(u, np.multiply(v, 0.5), out=u)
+    srt = np.sort(v)
+    steps = np.diff(srt)
+    gap = float(np.min(steps, where=steps > 0, initial=np.inf))
+    first_pos = int(np.searchsorted(srt, 0.0, side="right"))
+    if first_pos < srt.size:  # distance of the smallest positive value to 0
+        gap = min(gap, float(srt[first_pos]))
+    if not np.isfinite(gap):
+        return v.copy()
+    h = jitter * gap / 2.0
+    u = rng.uniform(-h, h, size=v.size)
+    if first_pos:
+        zero = v == 0
+        u[zero] = np.abs(u[zero])
+    return v + u
+
+
+def random_clusters(n_queries: int, *, cluster_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Random clusters of at most ``cluster_size`` queries whose sizes differ by at most one:
+    ``n_c = ceil(n_queries / cluster_size)`` clusters, a random permutation of the queries
+    cut into ``n_c`` consecutive runs of ``floor`` or ``ceil(n_queries / n_c)`` queries (201
+    queries at size 100: three clusters of 67, not 100/100/1, so no remainder cluster of a
+    few queries weighs as much as a full one in the mean β̂). Returns int64 [n_queries]
+    cluster indices ``0..n_c - 1``."""
+    integer("cluster_size", cluster_size, low=1, what="an integer >= 1 (1 = per query)")
+    generator(rng)
+    n = int(n_queries)
+    n_c = -(-n // int(cluster_size))
+    perm = rng.permutation(n)
+    out = np.empty(n, dtype=np.int64)
+    out[perm] = np.arange(n, dtype=np.int64) * n_c // max(n, 1)
+    return out

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from groupbias.core.errors import ParameterError
-from groupbias.estimate import ks as estimation
+from groupbias.estimate import ks_exact
 from groupbias.estimate.ks import (
     BetaEstimate,
     argmin_largest,
@@ -146,8 +146,8 @@ def test_tiny_work_budgets_give_identical_curves(rng, monkeypatch, method):
         x, cx, y, cy = x[keep_x], cx[keep_x], y[keep_y], cy[keep_y]
         kw.update(affected_cluster=cx, non_affected_cluster=cy)
     default = ks_curves(x, y, **kw)
-    monkeypatch.setattr(estimation, "_WORK", 24)
-    monkeypatch.setattr(estimation, "_PAIR_WORK", 50)
+    monkeypatch.setattr(ks_exact, "_WORK", 24)
+    monkeypatch.setattr(ks_exact, "_PAIR_WORK", 50)
     small = ks_curves(x, y, **kw)
     assert default.tobytes() == small.tobytes()
     ref = brute_curves(x, cx, y, cy, 6, grid)
@@ -161,8 +161,8 @@ def test_large_unbalanced_cluster_goes_to_the_bound_method(rng, monkeypatch):
     # not build the pairs (the budget is the memory bound), and the curve is the same
     x = rng.random(3)
     y = rng.random(20_000)
-    monkeypatch.setattr(estimation, "_ks_dense", lambda *a: pytest.fail("all pairs used"))
-    monkeypatch.setattr(estimation, "_PAIR_WORK", 10_000)
+    monkeypatch.setattr(ks_exact, "_ks_dense", lambda *a: pytest.fail("all pairs used"))
+    monkeypatch.setattr(ks_exact, "_PAIR_WORK", 10_000)
     got = ks_curves(x, y, grid=np.array([0.5, 1.0]))
     assert (
         np.max(
