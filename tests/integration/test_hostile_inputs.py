@@ -961,7 +961,10 @@ def test_13_an_interrupted_run_says_so_in_one_line_and_resumes(sig, code, tmp_pa
     import signal
     import time
 
-    proc = _command(LONG, tmp_path)
+    def as_from_a_terminal():  # a suite started in the background (`make test &`, nohup)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # hands its children SIGINT ignored
+
+    proc = _command(LONG, tmp_path, preexec_fn=as_from_a_terminal)
     deadline = time.time() + 120
     while not list((tmp_path / "runs").rglob("steps/*.json")) and time.time() < deadline:
         time.sleep(0.05)
