@@ -33,6 +33,7 @@ from omegaconf import DictConfig
 from .._fast import use_backend
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
 from ..core.memory import release_free_memory
+from .command import CONFIG_DIR, data_chosen
 from .config import build_setup, plain
 from .runs import Interrupted, run_once, shown_path
 
@@ -86,21 +87,6 @@ def configure_warnings() -> None:
     warnings.showwarning = _show_warning
 
 
-def _find_config_dir() -> str:
-    """The Hydra config tree: ``groupbias/configs/`` in an installed wheel (pyproject maps the
-    repository's ``configs/`` there), else ``configs/`` beside the package (source checkout or
-    editable install)."""
-    package = Path(__file__).resolve().parents[1]
-    candidates = (package / "configs", package.parent / "configs")
-    for cand in candidates:
-        if (cand / "config.yaml").is_file():
-            return str(cand)
-    return str(candidates[0])  # missing: Hydra reports "Primary config directory not found"
-
-
-CONFIG_DIR = _find_config_dir()
-
-
 def _register_resolvers() -> None:
     """``${groupbias_dirname:${hydra.overrides.task}}``: the run folder name of a job
     (:func:`groupbias.app.preflight.run_dirname`), used by ``hydra.run.dir`` and
@@ -142,13 +128,6 @@ def command_line_keys() -> list[str]:
     """The keys the command line overrides (``trainer.max_epochs=3`` -> ``trainer.max_epochs``;
     empty outside a Hydra app)."""
     return [o.split("=", 1)[0].lstrip("+~") for o in command_line_overrides()]
-
-
-def data_chosen(keys) -> bool:
-    """True when the keys set on the command line choose a dataset or grouping
-    (``dataset=...``, ``grouping.feature_id=...``): then they replace an experiment's
-    dataset list."""
-    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
 
 
 def data_from_command_line() -> bool:

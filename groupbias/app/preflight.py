@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from .command import CONFIG_DIR, data_chosen
 
 __all__ = ["check_command_line", "run_dirname", "RUN_DIR_EXCLUDED", "MAX_DIRNAME", "split_args"]
 
@@ -133,14 +134,8 @@ def _jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
     return [list(job) for job in itertools.product(*axes)] or [[]]
 
 
-def _config_dir() -> str:
-    from .cli import CONFIG_DIR
-
-    return CONFIG_DIR
-
-
 def _group_options(group: str) -> list[str]:
-    d = Path(_config_dir()) / group
+    d = Path(CONFIG_DIR) / group
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
 
 
@@ -284,7 +279,6 @@ def check_command_line(args: Sequence[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from ..core.errors import GroupBiasError
-    from .cli import data_chosen
     from .config import build_setup
 
     split = split_args(args)
@@ -292,7 +286,7 @@ def check_command_line(args: Sequence[str]) -> int:
         return 0
     multirun, overrides = split
     jobs = _jobs(overrides, multirun)
-    with initialize_config_dir(config_dir=_config_dir(), version_base="1.3"):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         for job in jobs:
             try:
                 cfg = compose(config_name="config", overrides=job)

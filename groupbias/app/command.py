@@ -1,0 +1,31 @@
+"""What :mod:`groupbias.app.cli` and :mod:`groupbias.app.preflight` both read: where the config
+tree is (:data:`CONFIG_DIR`) and which command-line keys choose the data
+(:func:`data_chosen`). The command imports the check; neither imports the other back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["CONFIG_DIR", "data_chosen"]
+
+
+def _find_config_dir() -> str:
+    """The Hydra config tree: ``groupbias/configs/`` in an installed wheel (pyproject maps the
+    repository's ``configs/`` there), else ``configs/`` beside the package (source checkout or
+    editable install)."""
+    package = Path(__file__).resolve().parents[1]
+    candidates = (package / "configs", package.parent / "configs")
+    for cand in candidates:
+        if (cand / "config.yaml").is_file():
+            return str(cand)
+    return str(candidates[0])  # missing: Hydra reports "Primary config directory not found"
+
+
+CONFIG_DIR = _find_config_dir()
+
+
+def data_chosen(keys) -> bool:
+    """True when the keys set on the command line choose a dataset or grouping
+    (``dataset=...``, ``grouping.feature_id=...``): then they replace an experiment's
+    dataset list."""
+    return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)
