@@ -1,7 +1,8 @@
 """The shape of the code: one folder per stage (the layering itself is import-linter's
-contract in pyproject.toml, run by `make lint`), the flat API kept, one function per metric,
-no module reaching into another's private names, validation written once, and no function
-over 60 lines or module over 700 lines without a reason written beside it."""
+contract in pyproject.toml, run by `make lint`) and one test folder per stage, the flat API
+kept, one function per metric, no module reaching into another's private names, no two
+modules importing each other, validation written once, and no function over 60 lines or
+module over 700 lines without a reason written beside it."""
 
 from __future__ import annotations
 
@@ -38,11 +39,14 @@ PUBLIC_NAMES = {
     "GroupFile", "Qrels", "TrecRun", "item_ids_of", "read_groups", "read_qrels", "read_run",
     "write_groups", "write_qrels", "write_run", "evaluate_run",
 }  # fmt: skip
-#: the stages, in pipeline order (pyproject's import-linter contract checks the layering)
+#: the stages, in pipeline order (pyproject's import-linter contract checks the layering;
+#: docs/architecture.md and CONTRIBUTING.md list them)
 STAGES = (
-    "core", "data", "simulate", "estimate", "rank", "evaluation", "ltr", "pipelines", "app",
-    "reporting",
+    "core", "_fast", "data", "simulate", "estimate", "rank", "retrieval", "evaluation", "ltr",
+    "pipelines", "app", "reporting",
 )  # fmt: skip
+#: test folders that are not a stage: the dataset loaders' tests and the cross-stage suites
+OTHER_TEST_DIRS = ("loaders", "integration")
 
 
 def test_the_flat_api_keeps_its_names():
@@ -57,8 +61,17 @@ def test_the_package_is_one_folder_per_stage():
         ["git", "ls-files", "groupbias"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
     top = {Path(p).parts[1] for p in tracked}
-    assert top == {"__init__.py", "py.typed", *STAGES}
-    assert len(top) <= 12
+    assert top - {"__init__.py", "py.typed"} == set(STAGES)
+
+
+def test_the_tests_are_one_folder_per_stage():
+    """tests/<stage>/ mirrors groupbias/<stage>/; anything else is a loader or cross-stage
+    suite."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "tests"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    folders = {Path(p).parts[1] for p in tracked if len(Path(p).parts) > 2}
+    assert folders - {*STAGES, *OTHER_TEST_DIRS} == set()
 
 
 def test_the_layers_contract_lists_the_stages_in_order():
@@ -111,6 +124,71 @@ def test_no_module_imports_private_names_of_another():
                     if a.name.startswith("_") and not a.name.startswith("__")
                 ]
     assert not bad
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(name: str, path: Path, tree: ast.Module, known: set[str]) -> set[str]:
+    """The modules of ``known`` that ``tree`` imports anywhere (top level, inside functions,
+    under ``TYPE_CHECKING``), relative imports resolved; ``from pkg import sub`` counts as
+    importing the submodule ``pkg.sub`` (a name of ``pkg``'s ``__init__``: ``pkg``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # a name inside a module: that module
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    """Not even lazily: a function-level import that closes a cycle still ties the two
+    modules together (the shared piece belongs in a third module both can import)."""
+    trees = {_module_name(path): (path, tree) for path, tree in _modules(*PACKAGES)}
+    known = set(trees)
+    imports = {n: _imported_modules(n, p, t, known) for n, (p, t) in trees.items()}
+    pairs = sorted(
+        f"{a} <-> {b}"
+        for a, targets in imports.items()
+        for b in targets
+        if a < b and a in imports[b]
+    )
+    assert not pairs, "\n".join(pairs)
+
+
+def test_the_import_resolution_sees_relative_and_lazy_imports():
+    known = {"pkg", "pkg.a", "pkg.sub", "pkg.sub.b"}
+    tree = ast.parse(
+        "from . import a\n"
+        "def f():\n"
+        "    from ..a import name\n"
+        "    import pkg.sub.b.thing\n"
+        "    from .. import helper\n"
+    )
+    got = _imported_modules("pkg.sub.c", REPO / "pkg" / "sub" / "c.py", tree, known)
+    assert got == {"pkg.sub", "pkg.a", "pkg.sub.b", "pkg"}
+    init = ast.parse("from .a import x\nfrom . import sub\n")
+    assert _imported_modules("pkg", REPO / "pkg" / "__init__.py", init, known) == {
+        "pkg.a",
+        "pkg.sub",
+    }
 
 
 def test_one_exception_root():
