@@ -3,8 +3,9 @@
 AWRF (Sapiezynski et al. 2019; TREC Fair 2022) and nDCG × AWRF, TED / TExFAIR with the
 rank-biased discounting factor RBDF (Abolghasemi et al. 2024), NFaiRR (Rekabsaz et al.
 2021), CWEx(α) and ΔExposure (Mousavian et al. 2025), rank bias RaB and average rank bias
-ARaB (Rekabsaz & Schedl 2020), and a per-query Pearson correlation between any two metrics.
-``docs/fairness_metrics.md`` states every formula and convention.
+ARaB (Rekabsaz & Schedl 2020); the per-query Pearson correlation between two metrics is
+:func:`groupbias.evaluation.stats.per_query_correlation`. ``docs/fairness_metrics.md`` states
+every formula and convention.
 
 Layout and call shape follow :mod:`groupbias.evaluation.metrics`: one function per metric,
 flat arrays over all items of all queries with offsets ``qptr``, arrays positional
@@ -30,8 +31,6 @@ AWRF's group exposure. Our affected-group vector ``groups`` becomes the 2-column
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..core.errors import ParameterError
@@ -41,7 +40,6 @@ from ..rank.ranking import TIES, DeterministicRanking, Ranking, as_ranking
 from .exposure import tie_average_exposure
 from .inputs import check_reduce, item_vector, membership_matrix, reduce_queries
 from .metrics import ndcg
-from .stats import paired_values
 
 __all__ = [
     "awrf",
@@ -58,7 +56,6 @@ __all__ = [
     "delta_exposure",
     "rank_bias",
     "arab",
-    "per_query_correlation",
 ]
 
 TARGETS = ("uniform", "corpus", "relevant")
@@ -785,26 +782,3 @@ def arab(
     return reduce_queries(
         _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average=True), reduce
     )
-
-
-# --------------------------------------------------------------------------- correlation
-
-
-def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
-    """Pearson correlation between two metrics across queries (Abolghasemi et al. 2024, §5, compares
-    TExFAIR with NFaiRR this way); returns ``(r, p_value, n)``.
-
-    Queries where either value is NaN (skipped) are dropped; ``n`` is the number of pairs
-    used (at least 2, else :class:`ParameterError`). ``scipy.stats.pearsonr`` computes
-    ``r`` and the two-sided p-value; when either side is constant ``r`` is undefined and
-    ``(nan, nan, n)`` is returned."""
-    x, y = paired_values("metric_a", metric_a, "metric_b", metric_b)
-    n = int(x.size)
-    if np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan"), float("nan"), n
-    from scipy import stats  # imported here: scipy.stats is large and only this needs it
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = stats.pearsonr(x, y)
-    return float(res.statistic), float(res.pvalue), n

@@ -2,11 +2,13 @@
 
 The paper marks a corrected result with ``*`` when it is a significant improvement over the
 biased result with ``p < 0.001``; the test pairs the two conditions query by query.
+:func:`per_query_correlation` pairs two metrics of one condition the same way (Pearson's r).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -22,6 +24,7 @@ __all__ = [
     "significance_marker",
     "t_two_sided_p",
     "label_agreement",
+    "per_query_correlation",
 ]
 
 TESTS = ("ttest", "wilcoxon")
@@ -167,6 +170,26 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
         if abs(d * c - 1.0) < 1e-16:
             return h
     raise ArithmeticError(f"incomplete beta fraction did not converge (a={a}, b={b}, x={x})")
+
+
+def per_query_correlation(metric_a, metric_b) -> tuple[float, float, int]:
+    """Pearson correlation between two metrics across queries (Abolghasemi et al. 2024, §5, compares
+    TExFAIR with NFaiRR this way); returns ``(r, p_value, n)``.
+
+    Queries where either value is NaN (skipped) are dropped; ``n`` is the number of pairs
+    used (at least 2, else :class:`ParameterError`). ``scipy.stats.pearsonr`` computes
+    ``r`` and the two-sided p-value; when either side is constant ``r`` is undefined and
+    ``(nan, nan, n)`` is returned."""
+    x, y = paired_values("metric_a", metric_a, "metric_b", metric_b)
+    n = int(x.size)
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan"), n
+    from scipy import stats  # imported here: scipy.stats is large and only this needs it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.pearsonr(x, y)
+    return float(res.statistic), float(res.pvalue), n
 
 
 def significance_marker(p, *, alpha: float = 0.001) -> str:

@@ -119,7 +119,7 @@ def correlation_records(
     TExFAIR with
     NFaiRR this way). Pairs whose metrics were not computed raise ``ParameterError``;
     fewer than two queries with both defined give NaN."""
-    from ..evaluation.fairness import per_query_correlation
+    from ..evaluation.stats import per_query_correlation
 
     recs = []
     for a, b in pairs:

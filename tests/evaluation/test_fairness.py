@@ -14,13 +14,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from groupbias import fairness as F
 from groupbias import metrics as M
 from groupbias.core.errors import ParameterError
 from groupbias.data.membership import membership_from_groups, term_membership
 from groupbias.evaluation.catalog import EvalSpec, compute_metrics
+from groupbias.evaluation.stats import per_query_correlation
 
 L2 = math.log2
 V1, V2, V3, V4 = (1.0 / L2(1 + r) for r in (1, 2, 3, 4))  # 1, 0.63093, 0.5, 0.43068
@@ -750,28 +750,6 @@ def test_bad_parameters_raise(call, match):
         call(s, q, m)
 
 
-# ----------------------------------------------------------------------------- correlation
-
-
-def test_per_query_correlation():
-    a = np.array([1.0, 2.0, 3.0, np.nan])
-    b = np.array([2.0, 4.0, 7.0, 1.0])
-    # pairs (1,2), (2,4), (3,7): deviations (-1, 0, 1) and (-7/3, -1/3, 8/3);
-    # r = 5 / sqrt(2 * 114/9)
-    r, p, n = F.per_query_correlation(a, b)
-    assert n == 3
-    assert r == pytest.approx(5 / math.sqrt(2 * 114 / 9))
-    assert p == pytest.approx(stats.pearsonr([1, 2, 3], [2, 4, 7]).pvalue)
-    r, p, n = F.per_query_correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
-    assert math.isnan(r) and math.isnan(p) and n == 3
-    with pytest.raises(ParameterError, match="at least 2"):
-        F.per_query_correlation([1.0, np.nan], [np.nan, 2.0])
-    with pytest.raises(ParameterError, match="length"):
-        F.per_query_correlation([1.0, 2.0], [1.0, 2.0, 3.0])
-    with pytest.raises(ParameterError, match="infinite"):
-        F.per_query_correlation([1.0, np.inf], [1.0, 2.0])
-
-
 # ----------------------------------------------------------------------------- evaluator hook
 
 
@@ -886,5 +864,5 @@ def test_term_based_metrics_on_trec_fair_titles(trec_root, tmp_path, rng):
     check(ar, ref(lambda a, b: ref_arab(s[a:b], rows_c[a:b], k, "tf", (0, 1))[1]))
     assert np.all(np.isfinite(ar))
     # seed 000's comparison: per-query correlation between TExFAIR and NFaiRR
-    r, p, n = F.per_query_correlation(tex, nf)
+    r, p, n = per_query_correlation(tex, nf)
     assert n > 50 and -1 <= r <= 1

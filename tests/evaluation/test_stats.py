@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from groupbias.core.errors import ParameterError
-from groupbias.evaluation.stats import paired_test, significance_marker
+from groupbias.evaluation.stats import paired_test, per_query_correlation, significance_marker
 
 
 def test_ttest_matches_scipy_and_hand_formula(rng):
@@ -156,3 +156,25 @@ def test_t_distribution_tail_refuses_bad_input_by_name():
     for t in (math.nan, "1.0", None):
         with pytest.raises(ParameterError, match="t"):
             t_two_sided_p(5, t)
+
+
+# ----------------------------------------------------------------------------- correlation
+
+
+def test_per_query_correlation():
+    a = np.array([1.0, 2.0, 3.0, np.nan])
+    b = np.array([2.0, 4.0, 7.0, 1.0])
+    # pairs (1,2), (2,4), (3,7): deviations (-1, 0, 1) and (-7/3, -1/3, 8/3);
+    # r = 5 / sqrt(2 * 114/9)
+    r, p, n = per_query_correlation(a, b)
+    assert n == 3
+    assert r == pytest.approx(5 / math.sqrt(2 * 114 / 9))
+    assert p == pytest.approx(sps.pearsonr([1, 2, 3], [2, 4, 7]).pvalue)
+    r, p, n = per_query_correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+    assert math.isnan(r) and math.isnan(p) and n == 3
+    with pytest.raises(ParameterError, match="at least 2"):
+        per_query_correlation([1.0, np.nan], [np.nan, 2.0])
+    with pytest.raises(ParameterError, match="length"):
+        per_query_correlation([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ParameterError, match="infinite"):
+        per_query_correlation([1.0, np.inf], [1.0, 2.0])
