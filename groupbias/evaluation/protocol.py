@@ -25,7 +25,7 @@ candidates of each query by the evaluated scores before anything else (null: all
 ``top_n_ties`` which of the candidates tied at the cut it keeps: ``"first"`` (earliest in
 the list) or ``"last"`` (latest: the order of the released code's ``argsort()[::-1]``);
 ``single_group`` ``"drop"`` queries whose (kept) items are all in one group (their metrics
-are NaN, excluded from means and paired tests); ``ndcg_no_relevant`` / ``ndcg_zero``
+are NaN, excluded from means and paired tests); ``on_no_relevant`` / ``on_zero_ndcg``
 NDCG of queries without relevant items, and whether queries with NDCG = 0 count in the
 mean; ``ties`` of deterministic rankings.
 """
@@ -97,8 +97,8 @@ class EvaluationProtocol:
     top_n: int | None = None
     top_n_ties: str = "first"
     single_group: str = "keep"
-    ndcg_no_relevant: str = "skip"
-    ndcg_zero: str = "keep"
+    on_no_relevant: str = "skip"
+    on_zero_ndcg: str = "keep"
     ties: str = "average"
     learn: bool = True
     temperature: float = 1.0
@@ -135,8 +135,8 @@ class EvaluationProtocol:
             )
         self.top_n_ties = choice("top_n_ties", self.top_n_ties, CUT_TIES)
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
-        self.ndcg_no_relevant = choice("ndcg_no_relevant", self.ndcg_no_relevant, ON_NO_RELEVANT)
-        self.ndcg_zero = choice("ndcg_zero", self.ndcg_zero, ON_ZERO_NDCG)
+        self.on_no_relevant = choice("on_no_relevant", self.on_no_relevant, ON_NO_RELEVANT)
+        self.on_zero_ndcg = choice("on_zero_ndcg", self.on_zero_ndcg, ON_ZERO_NDCG)
         self.ties = choice("ties", self.ties, TIES)
         if not isinstance(self.learn, bool):
             raise ParameterError("learn", "true or false", self.learn)
@@ -183,8 +183,8 @@ class EvaluationProtocol:
         opts: dict = {}
         if name == "ndcg":
             opts = {
-                "on_no_relevant": (self.ndcg_no_relevant, "skip"),
-                "on_zero_ndcg": (self.ndcg_zero, "keep"),
+                "on_no_relevant": (self.on_no_relevant, "skip"),
+                "on_zero_ndcg": (self.on_zero_ndcg, "keep"),
                 "ties": (self.ties, "average"),
             }
         elif name == "rho_dtr":

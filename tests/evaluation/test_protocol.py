@@ -130,7 +130,7 @@ def test_top_n_truncation_and_dropping_single_group_queries():
     s = np.array([0.1, 0.9, 0.5, 0.7, 0.3, 0.2])
     lab = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
     spec = _spec(lab, [1, 0, 0, 1, 1, 1], [0, 4, 6], ["ndcg@10"])
-    p = EvaluationProtocol(top_n=2, single_group="drop", ndcg_no_relevant="zero")
+    p = EvaluationProtocol(top_n=2, single_group="drop", on_no_relevant="zero")
     kept, sub = p.truncate(s, spec)
     np.testing.assert_array_equal(kept, [0.9, 0.7, 0.3, 0.2])  # top 2 of q0, all of q1
     np.testing.assert_array_equal(sub.qptr, [0, 2, 4])
