@@ -18,7 +18,7 @@ Every registered metric has one call shape::
     fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries]
 
 ``spec`` has ``labels``, ``relevance``, ``groups``, ``qptr``, ``thresholds`` and
-``membership`` (:class:`groupbias.pipelines.evaluation.EvalSpec`); ``regime`` is
+``membership`` (:class:`groupbias.evaluation.catalog.EvalSpec`); ``regime`` is
 ``"tabular"`` (the scores are utility estimates) or ``"ltr"`` (the ranking by the scores).
 A metric declared with ``metric_info(ranked=True)`` gets a :class:`groupbias.rank.ranking.Ranking`
 of the scores instead of the array: :func:`compute_metrics` ranks a score vector once and

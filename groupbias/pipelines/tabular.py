@@ -101,8 +101,8 @@ def run_tabular(
     """One tabular-regime run; returns β̂, per-query metric vectors and tidy records.
 
     ``bias``: the group-bias model (simulates at ``beta``; ``beta_std`` overrides its noise);
-    ``estimator``: any :class:`~groupbias.estimate.ks.Estimator` (``clusters``: explicit query
-    clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
+    ``estimator``: any :class:`~groupbias.estimate.estimators.Estimator` (``clusters``:
+    explicit query clusters for it); ``metrics``: names of :data:`groupbias.core.registry.METRICS`;
     ``correlations``: metric pairs whose per-query Pearson correlation is recorded;
     ``diagnostics``: the assumption check run beside (None: skipped); ``protocol``: the
     :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic).
