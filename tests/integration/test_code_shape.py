@@ -61,7 +61,11 @@ def test_the_package_is_one_folder_per_stage():
         ["git", "ls-files", "groupbias"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
     top = {Path(p).parts[1] for p in tracked}
-    assert top - {"__init__.py", "py.typed"} == set(STAGES)
+    packages = top - {"__init__.py", "py.typed"}
+    assert packages == set(STAGES), (
+        f"not a stage: {sorted(packages - set(STAGES))}; "
+        f"missing stage: {sorted(set(STAGES) - packages)}"
+    )
 
 
 def test_the_tests_are_one_folder_per_stage():
