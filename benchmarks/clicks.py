@@ -35,12 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import interleaved, load  # noqa: E402
 
 from data_loaders.synthetic import make_synthetic  # noqa: E402
-from groupbias.simulate.clicks import (  # noqa: E402
-    UserModel,
-    simulate_click_log,
-    top_k_table,
-    use_click_loops,
-)
+from groupbias._fast import use_backend  # noqa: E402
+from groupbias.simulate.clicks import UserModel, simulate_click_log, top_k_table  # noqa: E402
 from groupbias.simulate.group_bias import draw_query_beta, relevance_from_labels  # noqa: E402
 
 
@@ -132,11 +128,8 @@ def main() -> None:
         )
 
     def ours_numpy():
-        previous = use_click_loops("never")
-        try:
+        with use_backend("numpy"):
             return ours()
-        finally:
-            use_click_loops(previous)
 
     def rates(click, position):
         return np.bincount(position, weights=click, minlength=11)[1:] / args.sessions

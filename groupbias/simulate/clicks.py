@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.compiled import CompiledLoops
+from .._fast.clicks import session_rows
 from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
 from ..core.segments import list_sizes, query_index, ranks_within
@@ -84,11 +84,6 @@ DRIFTS = ("none", "linear", "step")
 #: required columns and their kind (i: integer, f: float)
 COLUMNS = {"session": "i", "query": "i", "item": "i", "position": "i", "click": "i"}
 CHUNK = 1 << 17  # sessions simulated at a time (bounds memory, not a per-session loop)
-#: rows from which a simulation loads the compiled loop of
-#: :mod:`groupbias.simulate.click_loops` (importing numba and the loop, about half a second
-#: once per process, costs what it saves on about 10^6 rows); once loaded, it serves every size
-LOOPS_MIN_ROWS = 1 << 20
-_click_loops = CompiledLoops("groupbias.simulate.click_loops", LOOPS_MIN_ROWS)
 
 
 @dataclass(frozen=True)
@@ -305,29 +300,6 @@ def _intervened(lists, list_of, n_shown, kind: str, rate: float, rng):
     return hit, np.take_along_axis(rows, perm, axis=1)
 
 
-def _intervene(shown: np.ndarray, kind: str, rate: float, rng) -> np.ndarray:
-    """Swap or shuffle interventions in a fraction ``rate`` of the sessions (in place)."""
-    if kind == "none" or rate == 0:
-        return shown
-    hit, rows = _intervened(shown, None, (shown >= 0).sum(axis=1), kind, rate, rng)
-    shown[hit] = rows
-    return shown
-
-
-def _clicks(prob_click: np.ndarray, user: UserModel, theta: np.ndarray, rng) -> np.ndarray:
-    """Bool [S, k] clicks given the click probability of an examined slot (0 where empty)."""
-    u = rng.random(prob_click.shape)
-    if user.kind == "pbm":
-        return u < theta[None, :] * prob_click
-    out = np.zeros(prob_click.shape, dtype=bool)
-    examined = np.ones(prob_click.shape[0], dtype=bool)
-    go_on = rng.random(prob_click.shape) < user.continuation
-    for k in range(prob_click.shape[1]):  # a loop over positions, vectorized over sessions
-        out[:, k] = examined & (u[:, k] < prob_click[:, k])
-        examined = examined & (~out[:, k] | go_on[:, k])
-    return out
-
-
 # --------------------------------------------------------------------------- simulation
 
 
@@ -357,43 +329,6 @@ def _check_simulation_inputs(relevance, groups, qptr, logging_scores, beta_query
     if q.size < 2:
         raise ParameterError("qptr", "at least one query", "no queries")
     return rel, g, q, s
-
-
-def _full_columns(n_sessions: int, k: int) -> dict[str, np.ndarray]:
-    """The log's columns for ``k`` rows a session, written chunk by chunk in place (no
-    concatenation); the positions 1..k of every session are known beforehand."""
-    rows = n_sessions * k
-    cols = {c: np.empty(rows, dtype=np.int64) for c in ("session", "query", "item")}
-    cols["position"] = np.tile(np.arange(1, k + 1, dtype=np.int64), n_sessions)
-    cols["click"] = np.empty(rows, dtype=np.int8)
-    cols["time"] = np.empty(rows, dtype=np.float64)
-    return cols
-
-
-def _fill_rows(cols: dict, start: int, queries, times, items, clicked) -> None:
-    """Write the rows of a chunk of sessions (``k`` each, in session order) from ``start``."""
-    m, k = items.shape
-    end = start + m * k
-    cols["session"][start:end].reshape(m, k)[:] = (np.arange(m) + start // k)[:, None]
-    cols["query"][start:end].reshape(m, k)[:] = queries[:, None]
-    cols["item"][start:end] = items.ravel()
-    cols["click"][start:end] = clicked.ravel().view(np.int8)
-    cols["time"][start:end].reshape(m, k)[:] = times[:, None]
-
-
-def use_click_loops(mode: str) -> str:
-    """Whether click-log simulation writes its rows with the compiled loop of
-    :mod:`groupbias.simulate.click_loops`: ``"auto"`` (default: when numba is installed and
-    a log has at least :data:`LOOPS_MIN_ROWS` rows, or the loop is already loaded),
-    ``"never"`` or ``"always"`` (when numba is installed). Both paths give the same bits.
-    Returns the previous mode."""
-    return _click_loops.use(mode)
-
-
-def click_loops(n_rows: int):
-    """:mod:`groupbias.simulate.click_loops` when it serves a log of ``n_rows`` rows (see
-    :func:`use_click_loops`), else None (numba not installed: the numpy passes)."""
-    return _click_loops.serving(n_rows)
 
 
 def _empty_columns(rows: int) -> dict[str, np.ndarray]:
@@ -432,12 +367,11 @@ class _Sessions:
     sched: np.ndarray
 
 
-# long: the numpy path's draws in its order, then one pass of the compiled loop
-def _loop_chunk(loops, run: _Sessions, lo, queries, lists, list_of, n_shown, out, rng) -> int:
-    """Simulate the chunk of sessions ``lo ..`` with the compiled loop: session ``i`` shows
-    ``lists[list_of[i]]``, ``n_shown[i]`` results; its rows go to the columns ``out`` from
-    their first row on. ``out["u"]`` and ``out["go_on"]`` are scratch for the uniforms.
-    Returns the number of rows written."""
+def _chunk(run: _Sessions, lo, queries, lists, list_of, n_shown, out, rng) -> int:
+    """Simulate the chunk of sessions ``lo ..``: session ``i`` shows ``lists[list_of[i]]``,
+    ``n_shown[i]`` results; its rows go to the columns ``out`` from their first row on
+    (``out["u"]`` and ``out["go_on"]``: scratch for the uniforms). Returns the number of
+    rows written."""
     m, k = queries.size, lists.shape[1]
     hit, hit_lists = np.empty(0, np.int64), np.empty((0, k), np.int64)
     if run.intervention != "none" and run.rate != 0:
@@ -448,18 +382,20 @@ def _loop_chunk(loops, run: _Sessions, lo, queries, lists, list_of, n_shown, out
     user = run.user
     u = _uniforms((m, k), out["u"], rng)
     go_on = _uniforms((m, k), out["go_on"], rng) if user.kind == "cascade" else u[:0]
-    return loops.session_rows(
-        *(lists, list_of, hit, hit_lists, run.qptr, queries, run.rel, run.g, b, user.noise),
-        *(run.theta, u, go_on, user.continuation, lo),
-        *(out[c] for c in ("session", "query", "item", "position", "click", "time")),
+    return session_rows(
+        *(lists, list_of, hit, hit_lists, run.qptr, queries, run.rel, run.g, b),
+        (user.noise, run.theta, user.continuation),
+        (u, go_on),
+        lo,
+        out,
     )
 
 
-def _simulate_with_loops(loops, run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray]:
-    """Every chunk of sessions with the compiled loop (``table``: the deterministic
-    logging ranking's top-k table, else ``padded`` items and scores of Plackett–Luce
-    logging): the log's columns, written in place when every list is as long as the
-    positions, else chunk by chunk and concatenated."""
+def _simulate(run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray]:
+    """Every chunk of sessions (``table``: the deterministic logging ranking's top-k table,
+    else ``padded`` items and scores of Plackett–Luce logging): the log's columns, written
+    in place when every list is as long as the positions, else chunk by chunk and
+    concatenated."""
     n, k = run.n, run.k
     n_filled = (table >= 0).sum(axis=1) if table is not None else np.empty(0, np.int64)
     scratch = {c: np.empty(min(n, CHUNK) * k) for c in ("u", "go_on")}
@@ -477,49 +413,12 @@ def _simulate_with_loops(loops, run: _Sessions, table, padded: tuple, rng) -> di
         else:
             cols = _empty_columns(int(n_shown.sum()))
             parts.append(cols)
-        rows += _loop_chunk(loops, run, lo, queries, lists, list_of, n_shown, cols | scratch, rng)
+        rows += _chunk(run, lo, queries, lists, list_of, n_shown, cols | scratch, rng)
     if full is not None:
         return full
     if len(parts) == 1:
         return parts[0]
     return {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
-
-
-def _simulate_with_numpy(run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray]:
-    """Every chunk of sessions with numpy passes over ``[sessions, positions]`` arrays
-    (arguments of :func:`_simulate_with_loops`): the log's columns."""
-    n, k, q, rel, g, user = run.n, run.k, run.qptr, run.rel, run.g, run.user
-    parts: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, "time")}
-    full = _full_columns(n, k) if int(list_sizes(q).min()) >= k else None
-    for lo in range(0, n, CHUNK):
-        hi = min(n, lo + CHUNK)
-        queries = rng.integers(0, q.size - 1, size=hi - lo)
-        if table is not None:
-            shown = table[queries]
-        else:
-            shown = _sample_lists(padded[0], padded[1], queries, k, run.tau, rng)
-        shown = _intervene(shown, run.intervention, run.rate, rng)
-        times = np.arange(lo, hi, dtype=np.float64)
-        b, sc = _session_beta(queries, times / n, *run.beta)
-        run.beta_s[lo:hi], run.sched[lo:hi] = b, sc
-        filled = shown >= 0
-        it = np.where(filled, shown, 0)
-        gi = g[it]
-        att = rel[it] * (gi * b[:, None] + 1.0 - gi)
-        p = np.where(filled, user.noise + (1.0 - user.noise) * att, 0.0)
-        clicked = _clicks(p, user, run.theta, rng)
-        if full is not None:  # every list as long as the positions: k rows a session
-            _fill_rows(full, lo * k, queries, times, shown - q[queries][:, None], clicked)
-            continue
-        rows, cols = np.nonzero(filled)
-        flat = shown[rows, cols]
-        parts["session"].append(rows + lo)
-        parts["query"].append(queries[rows])
-        parts["item"].append(flat - q[queries[rows]])
-        parts["position"].append(cols + 1)
-        parts["click"].append(clicked[rows, cols].astype(np.int8))
-        parts["time"].append(times[rows])
-    return full if full is not None else {c: np.concatenate(v) for c, v in parts.items()}
 
 
 # long: one vectorized pass per chunk of sessions; the steps follow the module docstring
@@ -568,11 +467,7 @@ def simulate_click_log(
     beta = (beta_query, beta_mean, drift, bmin)
     theta, beta_s, sched = user.examination(k), np.empty(n), np.empty(n)
     run = _Sessions(n, k, q, rel, g, user, theta, tau, intervention, rate, beta, beta_s, sched)
-    loops = click_loops(n * k)
-    if loops is not None:
-        cols_out = _simulate_with_loops(loops, run, table, padded, rng)
-    else:
-        cols_out = _simulate_with_numpy(run, table, padded, rng)
+    cols_out = _simulate(run, table, padded, rng)
     log = ClickLog(  # (the columns are int64 already: no copies)
         session=cols_out["session"].astype(np.int64, copy=False),
         query=cols_out["query"].astype(np.int64, copy=False),

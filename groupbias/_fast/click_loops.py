@@ -1,18 +1,8 @@
-"""The compiled loop of click-log simulation, used when numba is installed (the ``fast``
-extra) and a log is large enough to pay for loading it
-(:func:`groupbias.simulate.clicks.click_loops`).
-
-:func:`session_rows` writes the rows of a chunk of sessions — every column of the log at
-once — from the random numbers the numpy path draws (the same draws, in the same order,
-drawn by numpy before the loop runs), so that the log has the same bits as the numpy
-passes of :func:`groupbias.simulate.clicks.simulate_click_log`: the click probability
-repeats numpy's operations one for one (no fused multiply-add, no fast-math), and the rows
-come in the order of ``np.nonzero`` over the sessions' slots. It replaces the gathered
-``[sessions, positions]`` temporaries of the numpy path (shown items, groups,
-attractiveness, click probability, clicks) and the ``nonzero`` over padding slots.
-
-``tests/simulate/test_click_loops.py`` compares the loop with the numpy path bit for bit. The loop
-releases the GIL and is compiled on first use, then cached on disk (``cache=True``).
+"""The compiled loop (numba) of click-log rows: one pass over a chunk's sessions and slots
+writing every column at once, from the random numbers drawn before it (the numpy path of
+:func:`groupbias._fast.clicks.session_rows` reads the same draws). Loaded only through
+:func:`groupbias._fast.backend.compiled`; releases the GIL; compiled on first use and
+cached on disk.
 """
 
 from __future__ import annotations
