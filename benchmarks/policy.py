@@ -5,8 +5,9 @@ Input: lists of ``--items`` items (default 120), logits standard normal, ``--sam
 rankings per query (default 100), no cutoff, discount ``1/log2(1 + r)``.
 
 * Ours: ``PlackettLuce(logits, qptr, samples=S, exact_max=0, device=--device,
-  threads=--threads).expected_exposure()`` as a user calls it: the path is picked by size
-  (numpy passes below 10^8 sampled keys, compiled loops from there when numba is installed),
+  workers=--workers).expected_exposure()`` as a user calls it: the path is picked by size
+  (numpy passes below 10^8 sampled keys of a block, compiled loops from there; ``--backend``
+  sets ``GROUPBIAS_BACKEND``),
   on the cores the process may use.
 * Peer (``numpy packed-key sort``): what a researcher writes with numpy on one thread:
   cache-sized chunks of rows, float32 uniforms from ``Generator.random``, exponential race
@@ -24,19 +25,18 @@ where ours would load them) are inside the timing. Large size (``--queries``, de
 the 1-minute load average is printed beside every ratio. Ours and the peer draw different
 random numbers, so they agree in distribution: the z-scores of their per-item difference
 are printed (mean ≈ 0, sd ≈ 1); the checks against exact enumeration are in
-tests/rank/test_policies.py. ``--numpy-log`` also times ours with numpy's float32 logarithm in
-place of the sampler's series (a path whose keys differ in the last bits; the largest
-difference of its exposures from ours is printed). Last line: ``ratio: <the smaller of
-the two ratios>``.
+tests/rank/test_policies.py. Last line: ``ratio: <the smaller of the two ratios>``.
 
     .venv/bin/python benchmarks/policy.py [--small 1000] [--queries 30000] [--rounds 5]
-        [--items 120] [--samples 100] [--device cpu|torch|cuda|auto] [--threads N]
+        [--items 120] [--samples 100] [--device cpu|torch|cuda|auto] [--workers N]
+        [--backend auto|numpy|numba]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -50,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import interleaved, load  # noqa: E402
 
+from groupbias._fast.threads import cores  # noqa: E402
 from groupbias.core.errors import ParameterError  # noqa: E402
-from groupbias.rank import sampler  # noqa: E402
 from groupbias.rank.plackett_luce import PlackettLuce  # noqa: E402
 
 #: values drawn per chunk of the peer (512 KiB of float32 keys, as ours)
@@ -116,7 +116,7 @@ def ours(logits, qptr, args, seed: int = 1):
         exact_max=0,
         seed=seed,
         device=args.device,
-        threads=args.threads,
+        workers=args.workers,
     )
     return policy.expected_exposure()
 
@@ -132,8 +132,8 @@ def fresh_round(args, order: str) -> dict:
     cmd = [sys.executable, __file__, "--_child", order, "--_queries", str(args.small)]
     for key in ("items", "samples", "device"):
         cmd += [f"--{key}", str(getattr(args, key))]
-    if args.threads is not None:
-        cmd += ["--threads", str(args.threads)]
+    if args.workers is not None:
+        cmd += ["--workers", str(args.workers)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -150,7 +150,7 @@ def child(args) -> None:
             results[name] = numpy_packed(logits, args.items, args.samples, 2)
         times[name] = time.perf_counter() - t0
     times["agreement"] = z_scores(results["ours"], results["peer"])
-    times["path"] = "compiled loops" if sampler._KERNELS_MODULE in sys.modules else "numpy passes"
+    times["path"] = path()
     print(json.dumps(times))
 
 
@@ -187,8 +187,7 @@ def large(args) -> float:
     }
     out = interleaved(cases, args.rounds)
     (t_ours, got), (t_peer, peer) = out["ours"], out["peer"]
-    path = "compiled loops" if sampler._KERNELS_MODULE in sys.modules else "numpy passes"
-    print(f"  ours ({path}, {threads_of(args)} thread(s)) {t_ours:8.2f} s")
+    print(f"  ours ({path()}, {threads_of(args)} thread(s)) {t_ours:8.2f} s")
     print(f"  numpy packed-key sort, 1 thread      {t_peer:8.2f} s")
     print(
         f"  agreement: {z_scores(got, peer)}; first call bit-identical: "
@@ -200,25 +199,15 @@ def large(args) -> float:
         f"  reference: per-query loop {t_loop * args.queries / n_loop:8.2f} s "
         f"(timed on {n_loop} queries, scaled)"
     )
-    if args.numpy_log:
-        numpy_log_line(logits, qptr, args, got)
     ratio = t_peer / t_ours
     print(f"ratio at {args.queries} queries: {ratio:.2f}  load: {load()}")
     return ratio
 
 
-def numpy_log_line(logits, qptr, args, exact) -> None:
-    """Ours with numpy's float32 logarithm in place of the series (last-bit-different
-    keys): its time and the largest difference of its exposures from ours."""
-    series, kernels = sampler.log32, sampler.compiled_kernels
-    sampler.log32 = lambda u, scratch=None: np.log(u, out=u)
-    sampler.compiled_kernels = lambda: None  # numpy passes only (the loops repeat the series)
-    try:
-        t, got = time_once(lambda: ours(logits, qptr, args))
-    finally:
-        sampler.log32, sampler.compiled_kernels = series, kernels
-    diff = float(np.max(np.abs(got.mean - exact.mean)))
-    print(f"  numpy passes with numpy's float32 log: {t:8.2f} s, largest difference {diff:.2e}")
+def path() -> str:
+    """Which path ours took (the compiled loops are imported only where they serve)."""
+    loaded = "groupbias._fast.plackett_luce_loops" in sys.modules
+    return "compiled loops" if loaded else "numpy passes"
 
 
 def time_once(fn):
@@ -228,9 +217,7 @@ def time_once(fn):
 
 
 def threads_of(args) -> int:
-    from groupbias.core.validation import check_threads
-
-    return check_threads(args.threads)
+    return args.workers or cores()
 
 
 def main(argv=None) -> None:
@@ -242,11 +229,13 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loop-queries", type=int, default=1000)
     ap.add_argument("--device", default="cpu", help="PlackettLuce device: cpu|torch|cuda|auto")
-    ap.add_argument("--threads", type=int, default=None, help="ours: threads (default: all)")
-    ap.add_argument("--numpy-log", action="store_true", help="also the numpy-log path")
+    ap.add_argument("--workers", type=int, default=None, help="ours: threads (default: all)")
+    ap.add_argument("--backend", default=None, help="ours: GROUPBIAS_BACKEND (auto|numpy|numba)")
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_queries", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.backend:
+        os.environ["GROUPBIAS_BACKEND"] = args.backend  # ours, and the fresh processes
     if args._child:
         child(args)
         return

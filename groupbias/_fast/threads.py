@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["cores", "in_parallel"]
+__all__ = ["cores", "in_parallel", "torch_cores"]
 
 T = TypeVar("T")
 
@@ -45,3 +46,18 @@ def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
         if exc is not None:
             raise exc
     return results
+
+
+@contextmanager
+def torch_cores(n: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` for the body (None: left as they are), and the
+    count found put back afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -33,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._fast.rows import padded_blocks
+from .._fast.threads import torch_cores
 from ..core.errors import ParameterError
 from ..core.memory import release_free_memory
 from ..core.validation import check_qptr, choice, integer, real, vector
@@ -57,7 +58,7 @@ class FairExposureLearner:
     disparate treatment ratio of the utilities; 0 where a group has no utility);
     ``init_temperature``: logits start at
     ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
-    ``"cpu"`` or ``"cuda"``; ``threads``: torch CPU threads while fitting (None: torch's
+    ``"cpu"`` or ``"cuda"``; ``workers``: torch CPU threads while fitting (None: torch's
     default; 1 keeps the many small steps fast when other work shares the cores).
     """
 
@@ -72,7 +73,7 @@ class FairExposureLearner:
         objective: str = "eel",
         seed: int = 0,
         device: str = "auto",
-        threads: int | None = 1,
+        workers: int | None = 1,
     ) -> None:
         self.tradeoff = real("tradeoff", tradeoff, low=0.0, high=1.0)
         self.epochs = integer("epochs", epochs, low=0)
@@ -83,7 +84,7 @@ class FairExposureLearner:
         self.init_temperature = real("init_temperature", init_temperature, low=0.0, low_open=True)
         self.seed = integer("seed", seed, low=0)
         self.device = choice("device", device, TRAIN_DEVICES)
-        self.threads = None if threads is None else integer("threads", threads, low=1)
+        self.workers = None if workers is None else integer("workers", workers, low=1)
 
     def fit(
         self,
@@ -115,10 +116,7 @@ class FairExposureLearner:
         dev = self._device(torch)
         logits = u / self.init_temperature
         out = logits.copy()
-        before = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
+        with torch_cores(self.workers):
             chunks = list(_chunks(_layouts(u, q), self.samples))
             for i, chunk in enumerate(chunks):
                 gen = torch.Generator(device=dev).manual_seed(_chunk_seed(self.seed, i))
@@ -131,8 +129,6 @@ class FairExposureLearner:
                 for bl in blocks:
                     bl.write(out)
                 del blocks  # the next chunk's tensors replace these
-        finally:
-            torch.set_num_threads(before)
         release_free_memory()  # the training tensors' heap pages, before the policy samples
         return PlackettLuce(out, q, **policy_options)
 

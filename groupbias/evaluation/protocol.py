@@ -39,10 +39,9 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import query_index, segment_sum
-from ..core.validation import check_threads, choice, integer, real
-from ..rank.plackett_luce import EXACT_MAX, PlackettLuce
+from ..core.validation import choice, integer, real
+from ..rank.plackett_luce import DEVICES, EXACT_MAX, PlackettLuce
 from ..rank.ranking import TIES, DeterministicRanking
-from ..rank.sampler import DEVICES
 from .catalog import compute_metrics, parse_metric
 from .exposure import check_offset, query_minmax_grades
 from .fair_exposure import OBJECTIVES, FairExposureLearner
@@ -59,7 +58,7 @@ POLICY_KEYS = (
     "exact_max",
     "seed",
     "exposure_device",
-    "exposure_threads",
+    "exposure_workers",
     "tradeoff",
     "epochs",
     "lr",
@@ -83,8 +82,8 @@ class EvaluationProtocol:
     ``init_temperature`` (:class:`~groupbias.evaluation.fair_exposure.FairExposureLearner`) and
     ``objective``: ``"eel"``, ``"dtr"`` or ``"per_metric"`` (ρ(DTR) from a policy learned
     for DTR, every other metric from one learned for EEL: each fairness metric judges the
-    policy optimized for it); ``exposure_device`` and ``exposure_threads``: where the
-    Monte-Carlo expected exposure runs (``device`` and ``threads`` of
+    policy optimized for it); ``exposure_device`` and ``exposure_workers``: where the
+    Monte-Carlo expected exposure runs (``device`` and ``workers`` of
     :class:`~groupbias.rank.plackett_luce.PlackettLuce`)."""
 
     mode: str = "deterministic"
@@ -106,7 +105,7 @@ class EvaluationProtocol:
     exact_max: int = EXACT_MAX
     seed: int = 0
     exposure_device: str = "cpu"
-    exposure_threads: int | None = None
+    exposure_workers: int | None = None
     tradeoff: float = 1.0
     epochs: int = 200
     lr: float = 0.1
@@ -145,8 +144,11 @@ class EvaluationProtocol:
         self.exact_max = integer("exact_max", self.exact_max, low=0, high=8)
         self.seed = integer("seed", self.seed, low=0)
         self.exposure_device = choice("exposure_device", self.exposure_device, DEVICES)
-        if self.exposure_threads is not None:
-            self.exposure_threads = check_threads(self.exposure_threads, "exposure_threads")
+        if self.exposure_workers is not None:
+            what = "an integer of at least 1, or null (all cores)"
+            self.exposure_workers = integer(
+                "exposure_workers", self.exposure_workers, low=1, what=what
+            )
         self.objective = choice("objective", self.objective, OBJECTIVES + ("per_metric",))
         self.learner = FairExposureLearner(
             tradeoff=self.tradeoff,
@@ -278,7 +280,7 @@ class EvaluationProtocol:
             "exact_max": self.exact_max,
             "seed": self.seed,
             "device": self.exposure_device,
-            "threads": self.exposure_threads,
+            "workers": self.exposure_workers,
         }
         if not self.learn:
             try:

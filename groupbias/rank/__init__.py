@@ -2,13 +2,11 @@
 
 :class:`Ranking` is the protocol (rank weights per item); :class:`DeterministicRanking`
 sorts a score vector within every query, :class:`PlackettLuce` is a stochastic policy judged
-by its expected exposure (:mod:`groupbias.rank.sampler`: its Monte-Carlo engine;
-:mod:`groupbias.rank.compiled`: optional compiled loops, numba).
+by its expected exposure (its Monte-Carlo engine: :mod:`groupbias._fast.plackett_luce`).
 """
 
-from .plackett_luce import EXACT_MAX, ExpectedExposure, PlackettLuce
+from .plackett_luce import DEVICES, EXACT_MAX, ExpectedExposure, PlackettLuce
 from .ranking import DeterministicRanking, Exposure, Ranking, as_ranking
-from .sampler import DEVICES, load_kernels
 
 __all__ = [
     "DEVICES",
@@ -19,5 +17,4 @@ __all__ = [
     "PlackettLuce",
     "Ranking",
     "as_ranking",
-    "load_kernels",
 ]

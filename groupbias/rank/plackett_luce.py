@@ -16,11 +16,11 @@ paper's §4.2) judges a policy by the **expected exposure** of every item,
 * **exactly** for every query with at most ``exact_max`` items (default 6), by enumerating
   the ``n!`` rankings (720 for 6 items) of all queries of one length at once;
 * by **Monte Carlo** for the longer queries: ``samples`` rankings per query drawn for all
-  queries at once (queries of similar length padded into blocks). The per-item standard
+  queries at once (queries of similar length padded together). The per-item standard
   error is ``sd / sqrt(samples)`` and comes back with the mean (:class:`ExpectedExposure`).
 
-The Monte-Carlo draws (numpy, compiled loops or torch; CPU or GPU) are the engine of
-:mod:`groupbias.rank.sampler`.
+The Monte-Carlo draws (an exponential race; numpy, compiled or torch, CPU or GPU) are the
+engine of :mod:`groupbias._fast.plackett_luce`.
 
 A policy implements the :class:`~groupbias.rank.ranking.Ranking` protocol: its rank weights
 are the expected exposures, so every metric of exposure accepts a policy:
@@ -37,21 +37,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._fast.rows import PaddedBlock, padded_blocks
-from ..core.errors import ParameterError
-from ..core.segments import segment_max
-from ..core.validation import check_k, check_qptr, check_threads, choice, integer, vector
-from .ranking import TIES, Exposure, Ranking, rank_weights
-from .sampler import (
+from .._fast.plackett_luce import (
     DEVICES,
     NUMPY_STEP,
     TORCH_STEP,
-    block_values,
     monte_carlo_exposure,
     resolve_device,
-    sample_slots,
-    sample_steps,
+    sample_ranks,
 )
+from ..core.errors import ParameterError
+from ..core.segments import segment_max
+from ..core.validation import check_k, check_qptr, choice, integer, vector
+from .ranking import TIES, Exposure, Ranking, rank_weights
 
 __all__ = [
     "PlackettLuce",
@@ -137,9 +134,9 @@ class PlackettLuce(Ranking):
     list enumerated exactly (0..8); ``seed``: the Monte-Carlo draws (every exposure of one
     policy uses the same draws, so metrics of one policy share them); ``batch_items``: the
     sampled values of one step (memory ≈ 16 bytes each per thread; default ``2^17`` on the
-    CPU, ``2^24`` with torch); ``threads``: worker threads of the numpy path (default: the
-    cores this process may use; the exposures do not depend on it); ``device``: one of
-    :data:`~groupbias.rank.sampler.DEVICES`.
+    CPU, ``2^24`` with torch); ``workers``: threads of the numpy path (default: the cores
+    this process may use; the exposures do not depend on it); ``device``: one of
+    :data:`~groupbias._fast.plackett_luce.DEVICES`.
     """
 
     def __init__(
@@ -151,7 +148,7 @@ class PlackettLuce(Ranking):
         exact_max: int = EXACT_MAX,
         seed: int = 0,
         batch_items: int | None = None,
-        threads: int | None = None,
+        workers: int | None = None,
         device: str = "cpu",
         name: str = "logits",
     ) -> None:
@@ -161,20 +158,12 @@ class PlackettLuce(Ranking):
         self.samples = integer("samples", samples, low=1)
         self.exact_max = integer("exact_max", exact_max, low=0, high=_ENUMERATE_LIMIT)
         self.seed = integer("seed", seed, low=0)
-        self.threads = check_threads(threads)
+        self.workers = None if workers is None else integer("workers", workers, low=1)
         self.device = resolve_device(choice("device", device, DEVICES))
         if batch_items is None:
             batch_items = NUMPY_STEP if self.device == "cpu" else TORCH_STEP
         self.batch_items = integer("batch_items", batch_items, low=1)
-        self._blocks: list[PaddedBlock] | None = None
         self._expected: dict[tuple, ExpectedExposure] = {}
-
-    def blocks(self) -> list[PaddedBlock]:
-        """The queries padded into blocks of similar length (shared with the rankings of
-        other values of the same queries)."""
-        if self._blocks is None:
-            self._blocks = padded_blocks(self.qptr)
-        return self._blocks
 
     # ------------------------------------------------------------------ sampling
 
@@ -189,36 +178,10 @@ class PlackettLuce(Ranking):
                 n_samples,
                 fix="use expected_exposure, which streams the samples",
             )
-        out = np.empty((n_samples, self.n_items), dtype=np.int32)
         draw = rng.bit_generator.random_raw
-        for b in self.blocks():
-            w = b.width
-            values, race = block_values(b, self.logits)
-            index = b.index()
-            valid = b.valid
-            rank = np.broadcast_to(np.arange(1, w + 1, dtype=np.int32), (1, 1, w))
-            for r0, rows_b, s0, s_b in sample_steps(
-                values.shape[0], w, n_samples, self.batch_items
-            ):
-                sl = slice(r0, r0 + rows_b)
-                cols = sample_slots(values[sl], s_b, draw, race=race)
-                ranks = np.empty(cols.shape, dtype=np.int32)
-                np.put_along_axis(ranks, cols, np.broadcast_to(rank, cols.shape), 2)
-                out[s0 : s0 + s_b, index[sl][valid[sl]]] = ranks[:, valid[sl]]
-        return out
+        return sample_ranks(self.logits, self.qptr, n_samples, draw, self.batch_items)
 
     # ------------------------------------------------------------------ exposure
-
-    def _blocks_to_sample(self) -> list[PaddedBlock]:
-        """The rows of every block longer than ``exact_max``."""
-        out = []
-        for b in self.blocks():
-            keep = b.sizes > self.exact_max
-            if keep.all():
-                out.append(b)
-            elif keep.any():
-                out.append(b.subset(keep))
-        return out
 
     def expected_exposure(
         self, k: int | None = None, *, offset: int = 1, table: np.ndarray | None = None
@@ -245,13 +208,14 @@ class PlackettLuce(Ranking):
                 exact[items] = True
         monte_carlo_exposure(
             self.logits,
-            self._blocks_to_sample(),
+            self.qptr,
             t,
             (mean, stderr),
+            exact_max=self.exact_max,
             samples=self.samples,
             seed=self.seed,
             device=self.device,
-            threads=self.threads,
+            workers=self.workers,
             batch_items=self.batch_items,
         )
         out = ExpectedExposure(mean, stderr, exact, self.samples)

@@ -171,23 +171,23 @@ def test_bogus_protocol_values_name_their_option():
         ("train_samples", 1),
         ("learn", "yes"),
         ("exposure_device", "gpu"),
-        ("exposure_threads", 0),
+        ("exposure_workers", 0),
     ):
         with pytest.raises(ParameterError) as info:
             EvaluationProtocol(**{key: value})
         assert info.value.name == key
 
 
-def test_exposure_device_and_threads_reach_the_policy():
+def test_exposure_device_and_workers_reach_the_policy():
     """The same Monte-Carlo draws on one thread or two; torch draws others (same law)."""
     rng = np.random.default_rng(0)
     s = rng.normal(size=40)
     spec = _spec(rng.integers(0, 2, 40), rng.integers(0, 2, 40), [0, 20, 40], ["ndcg@10"])
     pols = [
-        _preset("policy", learn=False, samples=500, exposure_threads=t).policy(s, spec)
+        _preset("policy", learn=False, samples=500, exposure_workers=t).policy(s, spec)
         for t in (1, 2)
     ]
-    assert [p.threads for p in pols] == [1, 2] and pols[0].device == "cpu"
+    assert [p.workers for p in pols] == [1, 2] and pols[0].device == "cpu"
     e = [p.expected_exposure().mean for p in pols]
     assert np.array_equal(e[0], e[1])
     pol = _preset("policy", learn=False, samples=500, exposure_device="torch").policy(s, spec)

@@ -1,0 +1,63 @@
+"""groupbias._fast.threads: calls in parallel on threads started for one call, from several
+callers at once; the policy sampler's exposures keep their bits when computed at once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from groupbias._fast.threads import in_parallel
+
+pytestmark = pytest.mark.reproducibility
+
+
+def test_parallel_calls_from_several_threads_at_once_all_end():
+    """Threads of the caller that each ask for parallel calls at the same time: every call
+    runs once and every caller gets its own results."""
+    start = threading.Barrier(4, timeout=10)
+    results: dict[int, list] = {}
+
+    def caller(i: int) -> None:
+        start.wait()
+        results[i] = in_parallel([lambda j=j: (i, j) for j in range(3)])
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert results == {i: [(i, 0), (i, 1), (i, 2)] for i in range(4)}
+
+
+def test_policy_exposures_computed_by_two_threads_at_once_keep_their_bits():
+    import numpy as np
+
+    from groupbias.rank.plackett_luce import PlackettLuce
+
+    rng = np.random.default_rng(3)
+    q = np.arange(0, 121 * 40, 121)
+    logits = rng.normal(size=int(q[-1]))
+
+    def exposure(seed: int) -> np.ndarray:
+        p = PlackettLuce(
+            logits, q, samples=50, exact_max=0, seed=seed, workers=2, batch_items=2000
+        )  # 8 tasks, taken by the two threads of each call
+        return p.expected_exposure().mean
+
+    want = {seed: exposure(seed) for seed in (1, 2)}
+    got: dict[int, np.ndarray] = {}
+    start = threading.Barrier(2, timeout=10)
+
+    def run(seed: int) -> None:
+        start.wait()
+        got[seed] = exposure(seed)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for seed in (1, 2):
+        np.testing.assert_array_equal(got[seed], want[seed])
