@@ -6,6 +6,7 @@ the call's size alone; threads live only inside a call."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -160,7 +161,10 @@ def test_a_small_call_takes_the_numpy_path_in_a_fresh_process():
         "q = np.array([0, 1000]); ndcg(np.arange(1000.0), np.ones(1000), qptr=q, k=10)\n"
         "print(used[-1])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "GROUPBIAS_BACKEND"}  # auto
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert out.stdout.split() == ["False", "False", "True", "True", "False"]
 
 

@@ -80,8 +80,8 @@ def test_every_config_file_builds_and_every_key_reaches_its_consumer(group, opti
     if group == "trainer" and option in ("gpu", "ddp"):
         import torch
 
-        # these files ask for a GPU, refused where none is present (tests/integration/test_hostile_inputs.py);
-        # here the keys are judged as if one were
+        # these files ask for a GPU, refused where none is present
+        # (tests/integration/test_hostile_inputs.py); here the keys are judged as if one were
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     cfg = _compose([f"{group}={option}"])
     load_data = group == "dataset"

@@ -17,6 +17,8 @@ from groupbias.app import runs
 from groupbias.app.cli import CONFIG_DIR, run
 from groupbias.data.datasets import DatasetSpec
 
+pytestmark = pytest.mark.reproducibility
+
 
 def _svmlight_lines(variant: int, n_features: int, qid: bool = True) -> list[str]:
     rng = np.random.default_rng(variant)

@@ -8,6 +8,8 @@ import pytest
 
 from groupbias.app import runs
 
+pytestmark = pytest.mark.reproducibility
+
 
 def test_run_once_skips_complete_and_resumes_steps(tmp_path):
     calls = []

@@ -11,6 +11,8 @@ from data_loaders.synthetic import (
 )
 from groupbias.core.errors import ParameterError
 
+pytestmark = pytest.mark.reproducibility
+
 
 def _same(a, b):
     return (

@@ -69,6 +69,7 @@ def test_bucketing_groups_similar_lengths(rng):
     assert padded == sum(8 * (i + 7) for i in range(1, 65, 8))  # width = longest of the run
 
 
+@pytest.mark.reproducibility
 def test_epochs_differ_seeds_reproduce(rng):
     data = _data(rng, rng.integers(20, 30, size=40))
 

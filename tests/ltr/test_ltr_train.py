@@ -94,6 +94,7 @@ def test_trec_fair_training_beats_random(trec_root, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.reproducibility
 def test_same_seed_same_predictions(rng, tmp_path):
     data = _synthetic(rng, 48)
     train, valid = data.subset(np.arange(36)), data.subset(np.arange(36, 48))

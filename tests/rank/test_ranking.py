@@ -11,6 +11,7 @@ import pytest
 import groupbias._fast.rows as R
 import groupbias.evaluation.fairness as F
 import groupbias.evaluation.metrics as M
+from groupbias._fast import use_backend
 from groupbias.core.errors import ParameterError
 from groupbias.evaluation.catalog import (
     EvalSpec,
@@ -18,6 +19,8 @@ from groupbias.evaluation.catalog import (
     eel_thresholds,
 )
 from groupbias.rank.ranking import DeterministicRanking
+
+pytestmark = pytest.mark.reproducibility
 
 
 def lists(rng, n_queries, max_len, ties):
@@ -232,9 +235,14 @@ def _metric_values(s, lab, rel, g, q):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_packed_sorts_give_the_exact_paths_bits(seed):
-    """The packed sorts (and int16 label sorts) give every metric the same bits as the
-    exact paths: random lists with ties, empty and one-item queries, lists long enough for
-    the top-k partition, scores of both signs and +-0."""
+    """The packed sorts of the numpy path give every metric the same bits as its exact
+    paths (per-row argsorts): random lists with ties, empty and one-item queries, scores of
+    both signs and +-0 (backend numpy: the compiled loops are compared in tests/_fast)."""
+    with use_backend("numpy"):
+        _packed_against_exact(seed)
+
+
+def _packed_against_exact(seed):
     rng = np.random.default_rng(seed)
     for trial in range(12):
         sizes = rng.integers(0, [2, 8, 40, 140][trial % 4] + 1, size=int(rng.integers(1, 60)))
