@@ -1,9 +1,9 @@
-"""Compiled loops (numba) of the Plackett–Luce Monte Carlo (:mod:`groupbias._fast.plackett_luce`):
-the race keys of a step in one pass, and the slot weights of the sorted keys added up per
-item. Same law and the same draws as the numpy passes; the logarithm is numba's, so keys may
-differ from numpy's in the last bit and the two paths agree in distribution (the equality
-contract). Release the GIL; compiled on first use, then cached on disk. Loaded only through
-:func:`groupbias._fast.backend.compiled`.
+"""The compiled loop (numba) of the Plackett–Luce Monte Carlo
+(:mod:`groupbias._fast.plackett_luce`): the slot weights of the sorted race keys added up per
+item in one pass, instead of a scatter into a [samples, rows, width] array and two sums over
+it. The same keys as the numpy path; the sums are taken in another order, so the two paths
+agree within the equality contract. Releases the GIL; compiled on first use, then cached on
+disk. Loaded only through :func:`groupbias._fast.backend.compiled`.
 """
 
 from __future__ import annotations
@@ -11,35 +11,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["race_keys", "accumulate"]
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def race_keys(bits, values, low):
-    """Raw 32-bit words [n_samples, m, w] → in place, as int32, the race keys ``log u ·
-    values`` (float32, ``values = -1 / p``; ``u`` the midpoint of one of ``2^22`` cells of
-    (0, 1)) with the column in the bits ``low``."""
-    n_samples, m, w = bits.shape
-    keys = bits.view(np.int32)
-    high = ~low
-    for s in range(n_samples):
-        for r in range(m):
-            for j in range(w):
-                u = np.uint32((bits[s, r, j] >> np.uint32(9)) | np.uint32(0x3F800001))
-                x = np.log(np.float32(u.view(np.float32) - np.float32(1.0))) * values[r, j]
-                keys[s, r, j] = (np.float32(x).view(np.int32) & high) | j
+__all__ = ["accumulate"]
 
 
 @numba.njit(nogil=True, cache=True)
 def accumulate(keys, low, tab, acc, acc2):
     """Sorted packed keys [n_samples, m, w] (slot ``j`` has rank ``j + 1``): adds to
     ``acc[r, item]`` the sum over the samples of ``tab[slot]`` and to ``acc2`` that of its
-    square."""
+    square (taken in float32, as the numpy path does)."""
     n_samples, m, w = keys.shape
     for s in range(n_samples):
         for r in range(m):
             for j in range(w):
                 c = keys[s, r, j] & low
-                x = np.float64(tab[j])
-                acc[r, c] += x
-                acc2[r, c] += x * x
+                acc[r, c] += np.float64(tab[j])
+                acc2[r, c] += np.float64(tab[j] * tab[j])  # squared in float32, as numpy
