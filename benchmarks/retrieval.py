@@ -1,4 +1,4 @@
-"""Benchmark: BM25 search of groupbias.rank.retrieval against rank_bm25, and the LLM
+"""Benchmark: BM25 search of groupbias.retrieval.bm25 against rank_bm25, and the LLM
 labeller's throughput against a sequential client.
 
 1. A synthetic collection of ``--docs`` documents (default 100,000; words drawn from a
@@ -36,9 +36,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from groupbias.data.labels import GENDER_PROMPTS, LLMLabeller  # noqa: E402
-from groupbias.data.llm import ChatEndpoint  # noqa: E402
-from groupbias.rank.retrieval import Analyzer, BM25Index  # noqa: E402
+from groupbias.retrieval.bm25 import Analyzer, BM25Index  # noqa: E402
+from groupbias.retrieval.labels import GENDER_PROMPTS, LLMLabeller  # noqa: E402
+from groupbias.retrieval.llm import ChatEndpoint  # noqa: E402
 
 
 def load() -> str:

@@ -20,9 +20,9 @@ import numpy as np
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError
 from groupbias.core.validation import integer, is_real, real
-from groupbias.data.labels import LLMLabeller, lexicon_bias
 from groupbias.pipelines.retrieval import RunJudge, run_records
-from groupbias.rank.expansion import RM3, debiased_feedback, expansion_terms
+from groupbias.retrieval.expansion import RM3, debiased_feedback, expansion_terms
+from groupbias.retrieval.labels import LLMLabeller, lexicon_bias
 
 from .common import check_common
 from .retrieval_common import (

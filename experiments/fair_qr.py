@@ -20,8 +20,8 @@ from groupbias.core.errors import ConfigError
 from groupbias.core.io import write_json_atomic
 from groupbias.data.datasets import DatasetSpec
 from groupbias.pipelines.retrieval import RunJudge, run_records
-from groupbias.rank.expansion import RM3
-from groupbias.rank.fair_qr import FairQR, LLMRefiner, LogOddsRefiner, target_distribution
+from groupbias.retrieval.expansion import RM3
+from groupbias.retrieval.fair_qr import FairQR, LLMRefiner, LogOddsRefiner, target_distribution
 
 from .retrieval_common import SystemsExperiment, baseline_runs, groups_of, save_runs, show
 

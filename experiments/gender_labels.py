@@ -18,9 +18,9 @@ import numpy as np
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError
 from groupbias.core.validation import real
-from groupbias.data.labels import GENDER_CLASSES, GENDER_PROMPTS, LexiconLabeller, LLMLabeller
 from groupbias.evaluation.fairness import neutrality
 from groupbias.pipelines.retrieval import agreement_records
+from groupbias.retrieval.labels import GENDER_CLASSES, GENDER_PROMPTS, LexiconLabeller, LLMLabeller
 
 from .common import check_common
 from .retrieval_common import check_wordlist, endpoint, text_collection, wordlist

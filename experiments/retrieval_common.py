@@ -15,12 +15,12 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import record_input_file
-from groupbias.data.labels import LexiconLabeller, load_gender_wordlist
-from groupbias.data.llm import ChatEndpoint
 from groupbias.data.membership import TermMembership
 from groupbias.data.text import Run, TextCollection
 from groupbias.data.trec import read_run
-from groupbias.rank.retrieval import Analyzer, BM25Index
+from groupbias.retrieval.bm25 import Analyzer, BM25Index
+from groupbias.retrieval.labels import LexiconLabeller, load_gender_wordlist
+from groupbias.retrieval.llm import ChatEndpoint
 
 #: the text datasets (configs/dataset/<name>.yaml)
 TEXT_DATASETS = ("grep_biasir", "trec2019_text", "trec2020_text", "text_files")
@@ -271,8 +271,8 @@ def baseline_runs(
     """``{system: run}`` of BM25 (``first``), BM25+RM3, MMR and FA*IR (see
     :class:`Baselines`); ``membership`` one-hot [n_docs, n_groups], ``target`` the groups'
     target distribution [n_queries, n_groups + 1]."""
-    from groupbias.rank.fair_qr import group_distribution
-    from groupbias.rank.rerank import fair_topk, mmr
+    from groupbias.retrieval.fair_qr import group_distribution
+    from groupbias.retrieval.rerank import fair_topk, mmr
 
     runs = {"bm25": first}
     runs["bm25+rm3"] = rm3.search(index, collection.queries, first, k=depth, tag="bm25+rm3")
@@ -290,7 +290,7 @@ def baseline_runs(
 class SystemsExperiment:
     """What ``fair_qr`` and ``retrieval_fairness`` share: ``datasets`` (text datasets; a
     dataset on the command line replaces them), ``bm25`` (:class:`BM25Settings`),
-    ``fair_qr`` (:class:`~groupbias.rank.fair_qr.FairQR`'s top_k, depth, max_iterations,
+    ``fair_qr`` (:class:`~groupbias.retrieval.fair_qr.FairQR`'s top_k, depth, max_iterations,
     smoothing), ``refiner`` (the offline refiner's terms, pool, prior), ``baselines``
     (:class:`Baselines`), ``llm`` (null, or an endpoint), ``alpha`` of the markers and
     ``skip_missing``."""
@@ -310,7 +310,7 @@ class SystemsExperiment:
     def check_systems(self) -> dict:
         """Validate the shared settings (errors name the key); the ``llm`` mapping's keys
         that are not endpoint settings are returned."""
-        from groupbias.rank.fair_qr import FairQR, LogOddsRefiner
+        from groupbias.retrieval.fair_qr import FairQR, LogOddsRefiner
 
         from .common import check_common
 

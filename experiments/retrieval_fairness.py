@@ -23,10 +23,10 @@ from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError
 from groupbias.core.validation import integer, real
 from groupbias.data.datasets import DatasetSpec
-from groupbias.data.labels import GENDER_CLASSES, LexiconLabeller, LLMLabeller, lexicon_bias
 from groupbias.pipelines.retrieval import RunJudge, run_records
-from groupbias.rank.expansion import RM3, debiased_feedback
-from groupbias.rank.fair_qr import LogOddsRefiner, target_distribution
+from groupbias.retrieval.expansion import RM3, debiased_feedback
+from groupbias.retrieval.fair_qr import LogOddsRefiner, target_distribution
+from groupbias.retrieval.labels import GENDER_CLASSES, LexiconLabeller, LLMLabeller, lexicon_bias
 
 from .retrieval_common import (
     SystemsExperiment,

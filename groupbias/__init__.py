@@ -15,7 +15,8 @@ report. The whole method is available flat::
 
 Subpackages, one per stage, each importing only the ones listed before it:
 :mod:`~groupbias.core`, :mod:`~groupbias.data`, :mod:`~groupbias.simulate`,
-:mod:`~groupbias.estimate`, :mod:`~groupbias.rank`, :mod:`~groupbias.evaluation`,
+:mod:`~groupbias.estimate`, :mod:`~groupbias.rank`, :mod:`~groupbias.retrieval` (BM25,
+feedback, re-ranking, FAIR-QR, gender labels), :mod:`~groupbias.evaluation`,
 :mod:`groupbias.ltr` (the attention ranker; imports torch, so it is imported on demand),
 :mod:`~groupbias.pipelines` (the two regimes), :mod:`~groupbias.app` (the command) and
 :mod:`~groupbias.reporting` (tables, figures, run comparisons). docs/architecture.md is the

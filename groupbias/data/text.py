@@ -1,5 +1,5 @@
 """Text collections: documents with their text, queries, relevance judgements and document
-labels (groups), the input of the retrieval side (:mod:`groupbias.rank.retrieval`).
+labels (groups), the input of the retrieval side (:mod:`groupbias.retrieval.bm25`).
 
 A :class:`TextCollection` holds
 

@@ -18,7 +18,7 @@
   matrix of all queries with them and keeps the top k of every query (ties: the earlier
   document first, as Lucene orders equal scores by document number). Only documents that
   contain a query term are retrieved. The term-count matrix of the documents is kept for
-  relevance feedback (:mod:`groupbias.rank.expansion`).
+  relevance feedback (:mod:`groupbias.retrieval.expansion`).
 - :class:`PyseriniSearcher`: Anserini through ``pyserini`` (an optional extra; it needs a
   JDK that pyserini supports) on an existing Lucene index, for the engine seed 003 used.
 """
@@ -259,7 +259,7 @@ class PyseriniSearcher:
 
     def search(self, queries: Sequence[str], *, doc_ids, k: int = 1000, rm3=None) -> Run:
         """The top ``k`` of every query as a Run over ``doc_ids`` (the collection's ids);
-        ``rm3``: an :class:`~groupbias.rank.expansion.RM3` to switch Anserini's RM3 on."""
+        ``rm3``: an :class:`~groupbias.retrieval.expansion.RM3` to switch Anserini's RM3 on."""
         if rm3 is not None:
             self.searcher.set_rm3(rm3.fb_terms, rm3.fb_docs, rm3.original_query_weight)
         pos = {str(d): i for i, d in enumerate(doc_ids)}

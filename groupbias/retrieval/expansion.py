@@ -20,7 +20,7 @@ RM3 (:class:`RM3`), for every query at once (sparse matrices over all queries):
 Bias-aware feedback (:func:`debiased_feedback`, Eq. 1): the top ``pool`` documents of the
 first retrieval are re-ranked by ``Rel_debiased(d) = (1 − λ) Rel(d) − λ Bias(d)``, with
 ``Rel`` the retrieval score min–max scaled to [0, 1] within the query's pool and ``Bias(d)``
-in [0, 1] (:func:`groupbias.data.labels.lexicon_bias`, or 1 for a document an LLM labelled
+in [0, 1] (:func:`groupbias.retrieval.labels.lexicon_bias`, or 1 for a document an LLM labelled
 male or female); the first ``fb_docs`` of that order are the feedback set, each keeping its
 retrieval score. With λ = 0 the order is the retrieval order (ties by it), so the feedback
 set, and the expanded query, are exactly plain RM3's.
@@ -35,7 +35,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.validation import choice, integer, real
 from ..data.text import Run
-from .retrieval import BM25Index, top_k_rows
+from .bm25 import BM25Index, top_k_rows
 
 __all__ = ["RM3", "debiased_feedback", "expansion_terms", "DOC_WEIGHTS", "TERM_SELECTIONS"]
 

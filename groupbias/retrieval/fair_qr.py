@@ -17,7 +17,7 @@ Refiners (:class:`Refiner`): :class:`LogOddsRefiner` (offline, no model: the ter
 associated with ``ĝ`` among the query's first retrieved documents against the rest, by the
 log-odds ratio with an informative Dirichlet prior, Monroe et al. 2008, the collection's
 term frequencies as the prior) and :class:`LLMRefiner` (seed 004's prompt, temperature 0.3,
-over the client of :mod:`groupbias.data.llm`, answers cached the same way). Every query's
+over the client of :mod:`groupbias.retrieval.llm`, answers cached the same way). Every query's
 refined keywords and Δ per iteration are kept in :class:`FairQRResult`.
 """
 
@@ -33,9 +33,9 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.validation import integer, real
-from ..data.llm import ChatClient, ChatEndpoint
 from ..data.text import Run
-from .retrieval import BM25Index, top_k_rows
+from .bm25 import BM25Index, top_k_rows
+from .llm import ChatClient, ChatEndpoint
 
 __all__ = [
     "FairQR",

@@ -12,7 +12,7 @@ the number of tokens of ``d`` in group ``g``'s word list
   ``|mag_a(d) − mag_b(d)|`` divided by its largest value over the collection (in [0, 1]).
 
 LLM (Mousavian et al. 2025, seed 002): :class:`LLMLabeller` asks an OpenAI-compatible
-endpoint (:mod:`groupbias.data.llm`) with the paper's prompts (:data:`GENDER_PROMPTS`:
+endpoint (:mod:`groupbias.retrieval.llm`) with the paper's prompts (:data:`GENDER_PROMPTS`:
 zero-, one-, three-shot and chain of thought) for every document, and parses the answer
 strictly: the zero/one/three-shot answer must be one of Male, Female, Neutral (markdown,
 quotes, a trailing period and a ``Class:`` prefix aside), the CoT answer must carry it after
@@ -32,8 +32,8 @@ import numpy as np
 
 from ..core.errors import DataFormatError, MissingFilesError, ParameterError
 from ..core.validation import choice
+from ..data.membership import TermMembership, term_membership, tokenize
 from .llm import ChatClient, ChatEndpoint
-from .membership import TermMembership, term_membership, tokenize
 
 __all__ = [
     "load_gender_wordlist",

@@ -21,7 +21,7 @@ import numpy as np
 from ..core.errors import ParameterError
 from ..core.validation import integer, real
 from ..data.text import Run
-from .retrieval import BM25Index
+from .bm25 import BM25Index
 
 __all__ = ["mmr", "fair_topk", "fair_table"]
 

@@ -24,7 +24,7 @@ from groupbias.data.text import (
     read_queries,
 )
 from groupbias.data.trec import read_qrels, read_run
-from groupbias.rank.retrieval import Analyzer, BM25Index
+from groupbias.retrieval.bm25 import Analyzer, BM25Index
 
 
 def _write(path, text):
@@ -246,7 +246,7 @@ def test_bm25s_and_anserini_agree_on_grep_biasir(grep_root, tmp_path):
     import json
 
     from data_loaders.text_collections import load_grep_biasir
-    from groupbias.rank.retrieval import PyseriniSearcher
+    from groupbias.retrieval.bm25 import PyseriniSearcher
 
     c = load_grep_biasir(grep_root)
     docs = tmp_path / "docs"
@@ -272,7 +272,7 @@ def test_bm25s_and_anserini_agree_on_grep_biasir(grep_root, tmp_path):
 
 def test_term_ids_do_not_depend_on_the_process_hash_seed():
     script = (
-        "from groupbias.rank.retrieval import BM25Index\n"
+        "from groupbias.retrieval.bm25 import BM25Index\n"
         "ix = BM25Index(['zebra apple mango', 'kiwi apple banana cherry'])\n"
         "print(sorted(ix.vocab.items(), key=lambda kv: kv[1]))\n"
     )

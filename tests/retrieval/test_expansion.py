@@ -10,8 +10,8 @@ import pytest
 
 from groupbias.core.errors import ParameterError
 from groupbias.data.text import Run
-from groupbias.rank.expansion import RM3, debiased_feedback, expansion_terms
-from groupbias.rank.retrieval import Analyzer, BM25Index
+from groupbias.retrieval.bm25 import Analyzer, BM25Index
+from groupbias.retrieval.expansion import RM3, debiased_feedback, expansion_terms
 
 DOCS = [
     "nurse salary nurse pay",
@@ -130,7 +130,7 @@ def test_biased_expansion_terms_are_counted_and_weighed():
 @pytest.mark.realdata
 def test_lambda_zero_equals_rm3_on_grep_biasir(grep_root):
     from data_loaders.text_collections import load_grep_biasir
-    from groupbias.data.labels import LexiconLabeller, lexicon_bias
+    from groupbias.retrieval.labels import LexiconLabeller, lexicon_bias
 
     c = load_grep_biasir(grep_root)
     ix = BM25Index(c.texts)

@@ -19,7 +19,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 from groupbias.core.errors import DataFormatError, ParameterError
-from groupbias.data.labels import (
+from groupbias.evaluation.stats import label_agreement
+from groupbias.retrieval.labels import (
     GENDER_PROMPTS,
     LexiconLabeller,
     LLMLabeller,
@@ -27,8 +28,7 @@ from groupbias.data.labels import (
     load_gender_wordlist,
     parse_gender,
 )
-from groupbias.data.llm import ChatClient, ChatEndpoint
-from groupbias.evaluation.stats import label_agreement
+from groupbias.retrieval.llm import ChatClient, ChatEndpoint
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = {"M": ("he", "his", "man", "father"), "F": ("she", "her", "woman", "mother")}
@@ -233,8 +233,8 @@ def test_a_killed_labelling_run_resumes_from_the_cache(server, tmp_path):
     (tmp_path / "texts.json").write_text(json.dumps(texts))
     script = (
         "import json, sys\n"
-        "from groupbias.data.llm import ChatEndpoint\n"
-        "from groupbias.data.labels import LLMLabeller\n"
+        "from groupbias.retrieval.llm import ChatEndpoint\n"
+        "from groupbias.retrieval.labels import LLMLabeller\n"
         f"ep = ChatEndpoint(base_url={server.url_for('/v1')!r}, model='test-model', "
         f"concurrency=2, cache_dir={str(tmp_path / 'cache')!r})\n"
         f"LLMLabeller(ep).label(json.load(open({str(tmp_path / 'texts.json')!r})))\n"

@@ -12,11 +12,11 @@ from pytest_httpserver import HTTPServer
 from scipy import sparse
 from werkzeug import Response
 
-from groupbias.data.llm import ChatEndpoint
 from groupbias.data.membership import term_membership
 from groupbias.data.text import Run, TextCollection
 from groupbias.pipelines.retrieval import RunJudge
-from groupbias.rank.fair_qr import (
+from groupbias.retrieval.bm25 import Analyzer, BM25Index
+from groupbias.retrieval.fair_qr import (
     FairQR,
     LLMRefiner,
     LogOddsRefiner,
@@ -24,8 +24,8 @@ from groupbias.rank.fair_qr import (
     parse_keywords,
     target_distribution,
 )
-from groupbias.rank.rerank import fair_table, fair_topk, mmr
-from groupbias.rank.retrieval import Analyzer, BM25Index
+from groupbias.retrieval.llm import ChatEndpoint
+from groupbias.retrieval.rerank import fair_table, fair_topk, mmr
 
 TEXTS = ["he he she x", "she y", "z w", "his father"]
 WORDS = {"M": ("he", "his", "father"), "F": ("she",)}
