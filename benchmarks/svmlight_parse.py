@@ -8,7 +8,7 @@ line), ``--lines`` lines each.
 Dense file, timed interleaved (``--rounds`` rounds, medians, the load printed):
 
 * ours: ``parse_svmlight(path, n_features=136, workers=<the cores this process may use>)``
-  (fresh parse, no cache; the compiled loop of ``data_loaders.svmlight_loops`` where numba is
+  (fresh parse, no cache; the compiled loop of ``groupbias._fast.svmlight_loops`` where numba is
   installed, loaded before the timing) and the same with ``workers=1``;
 * polars: ``read_csv`` with a space separator and every column as text, then each feature
   column sliced past its ``<id>:`` prefix and cast to float64 then float32 (the rounding of
@@ -43,12 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import interleaved, load  # noqa: E402
 
-from data_loaders.svmlight import (  # noqa: E402
-    LOOP_MIN_BYTES,
-    load_svmlight,
-    parse_loop,
-    parse_svmlight,
-)
+from data_loaders.svmlight import load_svmlight, parse_loop, parse_svmlight  # noqa: E402
+from groupbias._fast.svmlight import LOOPS_MIN_BYTES  # noqa: E402
 
 
 def _mslr_kind(j: int) -> str:
@@ -173,10 +169,10 @@ def pyarrow_dense(path: Path, nf: int):
 
 def dense_peers(path: Path, nf: int, rounds: int, size_mb: float) -> float:
     """Ours, polars, pyarrow and the raw read, interleaved: prints them, returns the ratio."""
-    from groupbias.core.validation import check_threads
+    from groupbias._fast.threads import cores as n_cores
 
-    cores = check_threads(None)
-    loop = parse_loop(LOOP_MIN_BYTES)
+    cores = n_cores()
+    loop = parse_loop(LOOPS_MIN_BYTES)
     print(f"  ours: {'compiled loop (numba)' if loop else 'numpy passes'}, workers={cores}")
     cases = {
         "ours": lambda: parse_svmlight(path, n_features=nf, workers=cores),

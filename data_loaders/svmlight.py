@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from groupbias._fast.svmlight import dense_chunk_loop
 from groupbias.core.errors import DataFormatError, MissingFilesError
 from groupbias.core.validation import is_integer
 from groupbias.data.ranking_data import RankingData
@@ -917,25 +918,10 @@ class _BadLine(Exception):
 _local = threading.local()
 
 
-#: file size from which a parse loads the compiled loop (importing numba and the loop,
-#: about half a second once per process, costs what it saves on about 32 MiB); once loaded,
-#: it serves every size
-LOOP_MIN_BYTES = 32 << 20
-_LOOP_MODULE = "data_loaders.svmlight_loops"
-
-
 def parse_loop(size: int):
-    """:mod:`data_loaders.svmlight_loops` when numba is installed and a file of ``size``
-    bytes is large enough to pay for loading it (or it is loaded), else None."""
-    import sys
-
-    if size < LOOP_MIN_BYTES and _LOOP_MODULE not in sys.modules:
-        return None
-    try:
-        from data_loaders import svmlight_loops
-    except ImportError:  # numba is not installed: the numpy passes
-        return None
-    return svmlight_loops
+    """The compiled loop of :mod:`groupbias._fast.svmlight` for a file of ``size`` bytes
+    (chosen by size and the ``backend`` knob), else None (the numpy passes)."""
+    return dense_chunk_loop(size)
 
 
 def _loop_chunk(loop, ba, cend, mode, nf, base) -> _Chunk | None:

@@ -3,6 +3,7 @@ error kind with its line and field, chunk boundaries, threads, fuzzing, and the 
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from data_loaders import cache as cache_mod
 from data_loaders import svmlight as svm
 from data_loaders.svmlight import load_svmlight, parse_svmlight, read_svmlight
+from groupbias._fast import use_backend
 from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
 
 # ---- independent reference ------------------------------------------------------------------
@@ -341,10 +343,7 @@ def test_fuzz_valid_files_round_trip(tmp_path_factory, loop, case, chunk, worker
     if not any(line.split("#")[0].strip() for line in text.split("\n")):
         return
     p = write(tmp_path_factory.mktemp("v"), text)
-    with pytest.MonkeyPatch.context() as mp:
-        if loop:
-            pytest.importorskip("data_loaders.svmlight_loops")
-            mp.setattr(svm, "LOOP_MIN_BYTES", 0)
+    with use_backend("numba" if loop else "numpy"):
         check_same(p, text, nf, base, chunk_bytes=chunk, workers=workers)
     data = parse_svmlight(p, n_features=nf, feature_id_base=base)
     assert data.n_items == len(reference(text, nf, base)[1])
@@ -717,12 +716,12 @@ def test_cache_detects_edit_in_the_middle_with_same_size_and_mtime(tmp_path):
     assert load_svmlight(p, n_features=2, cache_dir=cdir).meta["cache"] == "hit"
 
 
-# ---- the compiled loop (numba, the fast extra) ------------------------------------------------
+# ---- the compiled loop (numba, backend numba) --------------------------------------------------
 @pytest.fixture
 def loop_on(monkeypatch):
     """Every parse tries the compiled loop first; ``calls`` counts the chunks it took."""
-    loops = pytest.importorskip("data_loaders.svmlight_loops")
-    monkeypatch.setattr(svm, "LOOP_MIN_BYTES", 0)
+    loops = importlib.import_module("groupbias._fast.svmlight_loops")
+    monkeypatch.setenv("GROUPBIAS_BACKEND", "numba")
     calls = {"taken": 0, "declined": 0}
     parse = loops.parse_dense_chunk
 
@@ -746,8 +745,7 @@ def test_compiled_loop_takes_plain_files_and_matches_numpy(tmp_path, rng, loop_o
     p = write(tmp_path, text)
     rows = check_same(p, text, 3, chunk_bytes=4096)
     assert loop_on["taken"] > 0 and loop_on["declined"] == 0
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(svm, "parse_loop", lambda size: None)  # numpy only
+    with use_backend("numpy"):
         plain = read_svmlight(p, n_features=3, chunk_bytes=4096)
     for field in ("features", "labels", "qids", "line_numbers"):
         np.testing.assert_array_equal(getattr(rows, field), getattr(plain, field))

@@ -1,8 +1,9 @@
-"""Compiled loop of the SVMlight reader (numba, the ``fast`` extra): one pass over the bytes of
+"""Compiled loop of the SVMlight reader (numba; loaded only through
+:func:`groupbias._fast.svmlight.dense_chunk_loop`): one pass over the bytes of
 a chunk of whole lines, writing labels, query ids and the dense feature rows directly.
 
 It accepts the common spelling only and declines (returns False) on anything else, which
-then goes through the numpy path of :mod:`data_loaders.svmlight` exactly as before (that
+then goes through the numpy path of ``data_loaders.svmlight`` exactly as before (that
 path raises the errors, with file, line and field):
 
 * tokens separated by spaces, tabs, ``\\v``, ``\\f`` or ``\\r``; ``#`` starts a comment that
