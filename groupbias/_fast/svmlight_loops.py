@@ -94,6 +94,7 @@ def _integer(buf, pos, max_digits):
     return n > 0, v, pos
 
 
+# long: one pass over a chunk's bytes, every field of a line parsed where it is read
 @numba.njit(nogil=True, cache=True)
 def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_idx, block):
     """Parse ``buf[start:end]`` (whole lines, the last ending with ``\\n``, a space before
