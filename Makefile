@@ -32,12 +32,13 @@ demo: $(STAMP)
 figure: demo
 	cp runs/demo/demo.png docs/figures/demo.png
 
+# the suite runs on every core (pytest-xdist; the tests are independent of one another)
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 # the tests not marked slow, for the edit-test loop (tests/<stage>/ mirrors groupbias/<stage>/)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check groupbias data_loaders experiments tests benchmarks
