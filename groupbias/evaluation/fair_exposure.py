@@ -58,7 +58,7 @@ class FairExposureLearner:
     disparate treatment ratio of the utilities; 0 where a group has no utility);
     ``init_temperature``: logits start at
     ``utility / init_temperature``; ``seed``; ``device``: ``"auto"`` (GPU when present),
-    ``"cpu"`` or ``"cuda"``; ``workers``: torch CPU threads while fitting (None: torch's
+    ``"cpu"`` or ``"cuda"``; ``workers``: torch CPU workers while fitting (None: torch's
     default; 1 keeps the many small steps fast when other work shares the cores).
     """
 

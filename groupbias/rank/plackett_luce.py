@@ -19,7 +19,7 @@ paper's §4.2) judges a policy by the **expected exposure** of every item,
   queries at once (queries of similar length padded together). The per-item standard
   error is ``sd / sqrt(samples)`` and comes back with the mean (:class:`ExpectedExposure`).
 
-The Monte-Carlo draws (an exponential race; numpy, compiled or torch, CPU or GPU) are the
+The Monte-Carlo draws (an exponential race; numpy, numba or torch, CPU or GPU) are the
 engine of :mod:`groupbias._fast.plackett_luce`.
 
 A policy implements the :class:`~groupbias.rank.ranking.Ranking` protocol: its rank weights
@@ -134,7 +134,7 @@ class PlackettLuce(Ranking):
     list enumerated exactly (0..8); ``seed``: the Monte-Carlo draws (every exposure of one
     policy uses the same draws, so metrics of one policy share them); ``batch_items``: the
     sampled values of one step (memory ≈ 16 bytes each per thread; default ``2^17`` on the
-    CPU, ``2^24`` with torch); ``workers``: threads of the numpy path (default: the cores
+    CPU, ``2^24`` with torch); ``workers``: parallel workers of the numpy path (default: the cores
     this process may use; the exposures do not depend on it); ``device``: one of
     :data:`~groupbias._fast.plackett_luce.DEVICES`.
     """

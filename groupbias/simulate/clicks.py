@@ -1,5 +1,5 @@
-# long: one model of click logs: its columns, their simulation (the numpy passes and the
-# compiled loop's driver make the same draws from the same helpers) and the file format
+# long: one model of click logs: its columns, their simulation (one chunk loop over the draws,
+# the rows written by groupbias._fast.clicks) and the file format
 
 """Click logs: simulation at scale, and the columnar file users bring from their systems.
 
