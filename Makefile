@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo figure test test-fast bench lint wheel install clean-venv
+.PHONY: demo figure test test-fast bench lint wheel install clean-venv docs-tables
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ wheel: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# `make docs-tables` reruns the experiments behind every documented table and rewrites them.
+docs-tables: $(STAMP)
+	$(PY) -m experiments.docs_tables
 
 clean-venv:
 	rm -rf $(VENV)
