@@ -71,6 +71,7 @@ def test_beta_draws_follow_the_normal(rng):
     assert abs(b.mean() - 0.6) < 0.002 and abs(b.std() - 0.1) < 0.002
 
 
+@pytest.mark.reproducibility
 def test_beta_draws_are_seeded():
     b1 = draw_query_beta(50, beta_mean=0.8, beta_std=0.1, rng=np.random.default_rng(0))
     b2 = draw_query_beta(50, beta_mean=0.8, beta_std=0.1, rng=np.random.default_rng(0))
