@@ -33,7 +33,15 @@ from ..core.segments import segment_sum
 from .backend import compiled
 from .threads import cores, in_parallel
 
-__all__ = ["PaddedBlock", "RowSort", "Slots", "loop_rows", "padded_blocks", "ranking_loops"]
+__all__ = [
+    "PaddedBlock",
+    "RowSort",
+    "Slots",
+    "flat64",
+    "loop_rows",
+    "padded_blocks",
+    "ranking_loops",
+]
 
 #: widths of one padded block differ by at most this factor
 _WIDTH_RATIO = 1.25
@@ -41,6 +49,11 @@ _WIDTH_RATIO = 1.25
 LOOPS_MIN_ITEMS = 1 << 14
 #: items from which a loop's rows are split between threads
 _THREAD_MIN_ITEMS = 1 << 17
+
+
+def flat64(*arrays: np.ndarray) -> bool:
+    """Every array is float64 and contiguous (what the compiled loops are compiled for)."""
+    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
 
 
 def ranking_loops(n_items: int):
@@ -521,21 +534,19 @@ class RowSort:
         values: np.ndarray,
         g: np.ndarray,
         table: np.ndarray,
-        k: int | None,
-        stable: bool,
+        dense: Callable[[], np.ndarray],
         target: Callable[[], np.ndarray] | None = None,
         grading: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Per query ``[sum e g, sum e (1 - g), sum v g, sum v (1 - g)]`` (float64
-        [n_queries, 4]) with ``e`` the rank weights ``table[slot]`` down to ``k`` and ``v``
-        = ``values`` or the EEL target exposure (``target()``: it computed, ``grading =
+        [n_queries, 4]) with ``e`` the rank weights ``table[slot]`` (cut at the cutoff) and
+        ``v`` = ``values`` or the EEL target exposure (``target()``: it computed, ``grading =
         (thresholds, prefix)``: the same for the compiled loops). The compiled loops read
         the packed sorts (no dense weights); blocks with ties, and the numpy path, take the
-        dense weights."""
+        dense weights ``dense()`` (the caller's, cached with its other metrics)."""
         loops = ranking_loops(self.n_items)
-        exact = values.dtype == g.dtype == np.float64 and values.flags.c_contiguous
-        if loops is None or not self.n_items or not (exact and g.flags.c_contiguous):
-            e = self.weights(table, k, stable).dense()
+        if loops is None or not self.n_items or not flat64(values, g):
+            e = dense()
             v = values if target is None else target()
             ng = 1.0 - g
             sums = [segment_sum(x * y, self.qptr) for x in (e, v) for y in (g, ng)]
@@ -543,7 +554,7 @@ class RowSort:
         out = np.zeros((self.n_queries, 4))
         redo = _loop_group_sums(loops, self, values, g, table, grading, out)
         if redo:  # the dense weights (exact paths where ties are) for these blocks
-            e = self.weights(table, k, stable).dense()
+            e = dense()
             v = values if target is None else target()
             for b in redo:
                 rows_out = np.empty((b.rows.size, 4))

@@ -12,20 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.segments import segment_sum
-from .rows import loop_rows, ranking_loops
+from .rows import flat64, loop_rows, ranking_loops
 
 __all__ = ["group_sums", "threshold_target"]
-
-
-def _flat64(*arrays: np.ndarray) -> bool:
-    return all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
 
 
 def group_sums(a: np.ndarray, b: np.ndarray | None, g: np.ndarray, qptr: np.ndarray):
     """``(A_A, A_N)`` or, with ``b``, ``(A_A, A_N, B_A, B_N)``: the per-query sums of
     ``a g``, ``a (1 - g)`` (and of ``b``), float64 [n_queries] each."""
     loops = ranking_loops(a.size)
-    if loops is not None and _flat64(a, g) and (b is None or _flat64(b)):
+    if loops is not None and flat64(a, g) and (b is None or flat64(b)):
         out = np.empty((qptr.size - 1, 4))
         starts, sizes = qptr[:-1], np.diff(qptr)
         second = a if b is None else b
@@ -47,7 +43,7 @@ def threshold_target(
     ``#{t in thresholds : t <= value}`` by the compiled loops, or None where they do not
     serve or the grades span too many levels for the numpy path to count them."""
     loops = ranking_loops(values.size)
-    if loops is None or not _flat64(values):
+    if loops is None or not flat64(values):
         return None
     prefix = np.concatenate([[0.0], np.cumsum(table)])
     out = np.empty(values.size)

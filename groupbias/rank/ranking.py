@@ -230,8 +230,11 @@ class DeterministicRanking(Ranking):
         ``offset``) and ``v`` = ``values`` or, given ``target`` (a function computing it)
         and ``grading = (thresholds, prefix)``, the EEL target exposure of the grades
         ``#{t <= value}`` (``prefix``: 0 and the cumulative discounts)."""
-        table = self._table(k, offset)
-        return self._rows.group_sums(values, g, table, k, ties == "stable", target, grading)
+
+        def dense() -> np.ndarray:  # the cached weights, shared with the other metrics
+            return self.weights(k, ties, offset=offset).dense()
+
+        return self._rows.group_sums(values, g, self._table(k, offset), dense, target, grading)
 
     def slot_weights(self, fn: Callable, ties: str = "average", k: int | None = None) -> Exposure:
         """Rank weights ``fn(ranks, rows)`` of the slots down to rank ``k`` (``ranks`` 1-based
