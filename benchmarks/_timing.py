@@ -132,3 +132,20 @@ def first_call_line(name: str, res: dict) -> str:
         f"warm there {res['warm'] * 1000:8.1f} ms (medians of {res['processes']} processes; "
         f"the first call {path})"
     )
+
+
+def add_path_options(ap) -> None:
+    """``--backend`` (GROUPBIAS_BACKEND for ours) and ``--first-call`` (fresh processes
+    timing ours' first call), the options of the metric benchmarks."""
+    ap.add_argument(
+        "--backend",
+        choices=["auto", "numpy", "numba"],
+        default=None,
+        help="sets GROUPBIAS_BACKEND for ours (default: as the environment has it, else auto)",
+    )
+    ap.add_argument(
+        "--first-call",
+        type=int,
+        default=3,
+        help="fresh processes timing ours' first call at the smallest --queries (0: none)",
+    )

@@ -53,6 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import (  # noqa: E402
+    add_path_options,
     cores,
     first_call_child,
     first_call_line,
@@ -478,18 +479,7 @@ def main(argv=None) -> None:
     ap.add_argument("--k", type=int, default=10, help="cutoff (0 = no cutoff)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--reference-queries", type=int, default=2000, help="0: no reference lines")
-    ap.add_argument(
-        "--backend",
-        choices=["auto", "numpy", "numba"],
-        default=None,
-        help="sets GROUPBIAS_BACKEND for ours (default: as the environment has it, else auto)",
-    )
-    ap.add_argument(
-        "--first-call",
-        type=int,
-        default=3,
-        help="fresh processes timing ours' first call at the smallest --queries (0: none)",
-    )
+    add_path_options(ap)
     ap.add_argument("--related", type=int, default=1, help="0: skip the related-work part")
     ap.add_argument("--_first-call", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -60,6 +60,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import (  # noqa: E402
+    add_path_options,
     cores,
     first_call_child,
     first_call_line,
@@ -489,18 +490,7 @@ def main(argv=None) -> None:
     ap.add_argument("--slow-repeats", type=int, default=3, help="(--others) the loop's")
     ap.add_argument("--lengths", nargs="+", default=["fixed", "mslr"], choices=["fixed", "mslr"])
     ap.add_argument("--others", action="store_true", help="also the other metrics vs the loop")
-    ap.add_argument(
-        "--backend",
-        choices=["auto", "numpy", "numba"],
-        default=None,
-        help="sets GROUPBIAS_BACKEND for ours (default: as the environment has it, else auto)",
-    )
-    ap.add_argument(
-        "--first-call",
-        type=int,
-        default=3,
-        help="fresh processes timing ours' first call at the smallest --queries (0: none)",
-    )
+    add_path_options(ap)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--_first-call", nargs=2, default=None, help=argparse.SUPPRESS)
