@@ -173,7 +173,7 @@ def dense_peers(path: Path, nf: int, rounds: int, size_mb: float) -> float:
 
     cores = n_cores()
     loop = parse_loop(LOOPS_MIN_BYTES)
-    print(f"  ours: {'compiled loop (numba)' if loop else 'numpy passes'}, workers={cores}")
+    print(f"  ours: {'compiled loop (numba)' if loop else 'line-by-line parser'}, workers={cores}")
     cases = {
         "ours": lambda: parse_svmlight(path, n_features=nf, workers=cores),
         "ours, workers=1": lambda: parse_svmlight(path, n_features=nf),

@@ -4,30 +4,21 @@ Format (one item per line; see ``docs/data_svmlight.md``)::
 
     <label> qid:<query id> <feature id>:<value> <feature id>:<value> ... [# comment]
 
-The reader parses whole chunks of the file at once with numpy, with no Python work per line
-or per number:
+The file is read in chunks of whole lines (1 MiB by default) into reused buffers, and each
+chunk is parsed in one of two ways:
 
-1. the file is read in chunks of whole lines (1 MiB by default) into reused buffers;
-2. comments (``#`` to the end of the line) are blanked;
-3. every whitespace byte and every ``:`` is an *event*; the non-empty gaps between events are
-   the *pieces* (label, ``qid``, query id, feature ids, values); the line structure is checked
-   on the events (a colon has a piece on both sides, pieces alternate ``key:value``, every
-   line starts with its label);
-4. numbers are decoded eight bytes at a time (SWAR): a piece is loaded right-aligned into a
-   little-endian 64-bit word (two words for 9..16 bytes, a 32-bit word for ids of at most 4
-   digits), every byte is checked to be a digit, one ``.`` or a leading sign, the decimal
-   point is squeezed out, and multiply-shift steps combine the digits into an integer
-   mantissa ``M`` (at most 2**53); the value is then ``M / 10**F`` (``F`` = digits after the
-   point), one correctly rounded IEEE division of exact operands, hence the same double as
-   ``float(token)``; single characters are read directly; rarer spellings (exponents, more
-   than 16 characters) go through ``float`` after a full-match regex check;
-5. values are written into the dense float32 output chunk by chunk (a plain copy when every
-   line lists all ids in order, a scatter otherwise).
+1. the compiled loop (:mod:`groupbias._fast.svmlight_loops`, where the ``backend`` knob
+   and the file's size say it serves: :func:`parse_loop`) reads every byte once and writes
+   labels, query ids and features straight into the output (dense rows with
+   ``n_features``, (row, id, value) triples without). It takes the common spelling
+   (decimal numbers of at most 2**53 as mantissa, feature ids in increasing order) and
+   declines anything else;
+2. the line-by-line parser takes every chunk the loop declines or does not serve. It
+   applies the whole grammar and raises :class:`DataFormatError` naming the file, the
+   1-based line and the field.
 
-Any check that fails in the vectorized path sends the chunk to a line-by-line parser that
-applies the same grammar and raises :class:`DataFormatError` naming the file, the 1-based
-line and the field (or, if the chunk only used a spelling the fast path declines, returns
-the same values the fast path would have).
+Both give every value as ``float(token)`` (the loop as ``M / 10**F``, one correctly rounded
+division of exact operands), then float32 for features, so the path never changes a value.
 
 Conventions: column ``j`` of ``features`` holds feature id ``feature_ids[j]``, with
 ``feature_ids = feature_id_base + arange(n_features)``, so ids stay stable (Yahoo! ids
@@ -42,10 +33,8 @@ number in the source file. Feature values and labels that round to infinity in f
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias._fast.svmlight import dense_chunk_loop
+from groupbias._fast.svmlight import chunk_loop
 from groupbias.core.errors import DataFormatError, MissingFilesError
 from groupbias.core.validation import is_integer
 from groupbias.data.ranking_data import RankingData
@@ -84,8 +73,8 @@ F32_OVERFLOW = 2.0**128 - 2.0**103
 
 QID_MODES = ("required", "optional")
 
-_PAD = 16  # spaces before every chunk (word gathers reach 16 bytes back)
-_TAIL = 32  # slack after every chunk (word gathers reach 16 bytes forward)
+_PAD = 1  # a space before every chunk
+_TAIL = 8  # slack after every chunk
 DEFAULT_CHUNK_BYTES = 1 << 20
 
 _NUM_RE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -102,482 +91,6 @@ _NONFINITE = {
     b"-infinity",
 }
 
-# ---- SWAR number decoding ---------------------------------------------------------------------
-# A piece of L <= 8 bytes ending at ``end`` is loaded right-aligned into one little-endian
-# 64-bit word (its first byte at byte 8 - L, its last byte in the top byte). After XOR with
-# '0' in every byte, digits are the bytes 0..9.
-_U = np.uint64
-_ONE, _S7, _S8, _S16, _S32, _S56 = _U(1), _U(7), _U(8), _U(16), _U(32), _U(56)
-_W64 = _U(64)
-_FF = _U(0xFF)
-_M80 = _U(0x8080808080808080)
-_M7F = _U(0x7F7F7F7F7F7F7F7F)
-_X30 = _U(0x3030303030303030)  # '0' in every byte
-_X1E = _U(0x1E1E1E1E1E1E1E1E)  # '.' XOR '0'
-_P76 = _U(0x7676767676767676)  # + 0x76 sets the high bit of bytes >= 10
-_C1 = _U(2561)  # 10 * 256 + 1
-_C1M, _C2 = _U(0x00FF00FF00FF00FF), _U(6553601)  # 100 * 65536 + 1
-_C2M, _C3 = _U(0x0000FFFF0000FFFF), _U(42949672960001)  # 10000 * 2**32 + 1
-_MAXM = _U(1 << 53)
-_E8 = _U(100_000_000)
-
-
-def _top_bytes(n: int) -> int:
-    """Mask of the top ``n`` bytes of a 64-bit word (0 <= n <= 8)."""
-    return (((1 << (8 * n)) - 1) << (8 * (8 - n))) & 0xFFFFFFFFFFFFFFFF
-
-
-_V = np.array([_top_bytes(n) for n in range(9)], dtype=np.uint64)  # bytes of the piece
-_V80 = _V & _M80  # their high bits
-# one word: divisor by  bytes-before-point + 8 * n_points  (10**digits after the point)
-_DIV1 = np.ones(16)
-_DIV1[8:] = 10.0 ** (7 - np.arange(8))
-# 9..16 bytes: divisor by  bytes-before-point + 16 * n_points
-_DIVL = np.ones(32)
-_DIVL[16:] = 10.0 ** (15 - np.arange(16))
-_FLO8 = np.array(
-    [0x80 << (8 * (8 - n)) if 0 < n <= 8 else 0 for n in range(9)], dtype=np.uint64
-)  # high bit of the first byte of an n-byte right-aligned piece
-_ALL = _U(0xFFFFFFFFFFFFFFFF)
-_SGN = np.array([1.0, -1.0])
-_QID_X = _U(int.from_bytes(b"\0" * 5 + b"qid", "little")) ^ (_X30 & _U(_top_bytes(3)))
-_BATCH = 1 << 15
-
-
-class _Decoder:
-    """SWAR decoders of integer and decimal pieces, with scratch buffers reused across
-    batches so that the hot loop allocates nothing.
-
-    Per word ``x`` (piece bytes XOR '0', so digits are 0..9): non-digit bytes are flagged by
-    the high bit of ``((x & 0x7F) + 0x76) | x``; apart from a leading sign they must all be
-    ``'.'`` (``x & S == ('.' ^ '0') & S`` with ``S`` the flagged bytes spread to 0xFF), at
-    most one; the bytes before the point move one byte up (``B = min((point >> 7) - 1,
-    point)`` is the mask of those bytes, 0 without a point); eight digits combine into an
-    integer with three multiply-shift steps (``* 2561 >> 8``, ``* 6553601 >> 16``,
-    ``* 42949672960001 >> 32`` with masks in between).
-    """
-
-    def __init__(self, n: int = _BATCH) -> None:
-        self.n = n
-        u = [np.empty(n, np.uint64) for _ in range(12)]
-        (
-            self.q,
-            self.r,
-            self.rl,
-            self.a,
-            self.b,
-            self.x,
-            self.x2,
-            self.nd,
-            self.zd,
-            self.t,
-            self.B,
-            self.m,
-        ) = u
-        self.i64 = np.empty(n, np.int64)
-        self.i64b = np.empty(n, np.int64)
-        self.g = np.empty(n)
-        self.u8 = [np.empty(n, np.uint8) for _ in range(5)]
-        self.bl = [np.empty(n, bool) for _ in range(3)]
-        self.w32 = [np.empty(n, np.uint32) for _ in range(4)]
-
-    # -- building blocks (k = batch length) --
-    def _load(self, A, end, k, back, out):
-        """``out`` = the 8 bytes before ``end - back`` as a word, XOR '0' in every byte."""
-        i64, q, r, rl, a, b = (
-            self.i64[:k],
-            self.q[:k],
-            self.r[:k],
-            self.rl[:k],
-            self.a[:k],
-            self.b[:k],
-        )
-        np.subtract(end, 8 + back, out=i64)
-        qi = q.view(np.int64)
-        np.right_shift(i64, 3, out=qi)
-        np.bitwise_and(i64, 7, out=i64)
-        np.left_shift(i64, 3, out=r.view(np.int64))
-        np.subtract(_W64, r, out=rl)  # a shift by 64 gives 0, as r == 0 needs
-        A.take(qi, out=a, mode="wrap")
-        np.add(qi, 1, out=qi)
-        A.take(qi, out=b, mode="wrap")
-        np.right_shift(a, r, out=out)
-        np.left_shift(b, rl, out=b)
-        np.bitwise_or(out, b, out=out)
-        np.bitwise_xor(out, _X30, out=out)
-
-    def _masks(self, Lw, k):
-        """``(V, V80)``: bytes of a right-aligned piece of ``Lw`` (0..8) bytes in a word and
-        their high bits (``~0 << 8 * (8 - Lw)``; numpy shifts by >= 64 give 0)."""
-        V, V80, i64 = self.t[:k], self.rl[:k], self.i64[:k]
-        np.subtract(8, Lw, out=i64)
-        np.left_shift(i64, 3, out=i64)
-        np.left_shift(_ALL, i64.view(np.uint64), out=V)
-        np.bitwise_and(V, _M80, out=V80)
-        return V, V80
-
-    def _core(self, x, Lw, k, fb, need_digit, M, cd, fidx, ok, neg):
-        """Validate and decode one word ``x`` holding ``Lw`` piece bytes.
-
-        ``fb``: first byte of the piece (a sign is allowed there) or None. Outputs: ``M``
-        the digits as an integer (point squeezed out), ``cd`` number of non-digits other
-        than the sign (valid: at most one, a point), ``fidx`` bytes-before-point + 8 * cd,
-        ``ok``, ``neg`` (only with ``fb``). Returns whether any piece has a point (when
-        none has, ``fidx`` is not computed).
-        """
-        nd, zd, a, B = self.nd[:k], self.zd[:k], self.a[:k], self.B[:k]
-        tmp = self.u8[1][:k]
-        b1 = self.bl[1][:k]
-        V, V80 = self._masks(Lw, k)
-        np.bitwise_and(x, _M7F, out=nd)
-        np.add(nd, _P76, out=nd)
-        np.bitwise_or(nd, x, out=nd)
-        np.bitwise_and(nd, V80, out=nd)  # non-digit bytes (high bits)
-        if need_digit:  # not every byte a non-digit
-            np.not_equal(nd, V80, out=ok)
-        else:
-            ok.fill(True)
-        if fb is not None:  # leave out a sign opening the piece
-            sg = self.bl[2][:k]
-            np.equal(fb, 45, out=neg)
-            np.equal(fb, 43, out=sg)
-            np.bitwise_or(sg, neg, out=sg)
-            np.subtract(8, Lw, out=self.i64[:k])
-            np.left_shift(self.i64[:k], 3, out=self.i64[:k])
-            np.left_shift(_U(0x80), self.i64[:k].view(np.uint64), out=a)
-            np.multiply(a, sg, out=a)
-            np.invert(a, out=a)
-            np.bitwise_and(nd, a, out=zd)
-        else:
-            np.copyto(zd, nd)
-        # every other non-digit must be a '.', at most one of them
-        np.right_shift(zd, _S7, out=a)
-        np.multiply(a, _FF, out=a)
-        np.bitwise_and(x, a, out=B)
-        np.bitwise_and(a, _X1E, out=a)
-        np.equal(B, a, out=b1)
-        np.bitwise_and(ok, b1, out=ok)
-        np.bitwise_count(zd, out=cd)
-        np.less_equal(cd, 1, out=b1)
-        np.bitwise_and(ok, b1, out=ok)
-        # keep the digits only
-        np.right_shift(nd, _S7, out=nd)
-        np.multiply(nd, _FF, out=nd)
-        np.invert(nd, out=nd)
-        np.bitwise_and(x, nd, out=x)
-        np.bitwise_and(x, V, out=x)  # digit values, 0 elsewhere
-        points = bool(zd.any())
-        if points:
-            np.right_shift(zd, _S7, out=B)
-            np.subtract(B, _ONE, out=B)
-            np.minimum(B, zd, out=B)  # bytes before the point (0 without one)
-            np.bitwise_and(x, B, out=a)
-            np.left_shift(a, _S8, out=a)
-            np.invert(B, out=zd)
-            np.bitwise_and(x, zd, out=x)
-            np.bitwise_or(x, a, out=x)
-            np.bitwise_count(B, out=fidx)
-            np.right_shift(fidx, 3, out=fidx)
-            np.left_shift(cd, 3, out=tmp)
-            np.add(fidx, tmp, out=fidx)
-        np.multiply(x, _C1, out=M)
-        np.right_shift(M, _S8, out=M)
-        np.bitwise_and(M, _C1M, out=M)
-        np.multiply(M, _C2, out=M)
-        np.right_shift(M, _S16, out=M)
-        np.bitwise_and(M, _C2M, out=M)
-        np.multiply(M, _C3, out=M)
-        np.right_shift(M, _S32, out=M)
-        return points
-
-    # -- decoders --
-    def words(self, A, end):
-        """The 8 bytes before each ``end`` as words (XOR '0' in every byte)."""
-        n = end.size
-        out = np.empty(n, np.uint64)
-        for i in range(0, n, self.n):
-            j = min(n, i + self.n)
-            self._load(A, end[i:j], j - i, 0, out[i:j])
-        return out
-
-    def ids(self, A, end, length):
-        """Unsigned integers of 1..8 digits: ``(value int64, ok)`` (32-bit words when every
-        piece of a batch has at most 4 bytes)."""
-        n = end.size
-        out = np.empty(n, np.int64)
-        ok = np.empty(n, bool)
-        A32 = A.view(np.uint32)
-        for i in range(0, n, self.n):
-            j = min(n, i + self.n)
-            k = j - i
-            Lb = length[i:j]
-            if int(Lb.max()) <= 4:
-                self._ids4(A32, end[i:j], Lb, k, out[i:j], ok[i:j])
-                continue
-            x, t, nd = self.x[:k], self.t[:k], self.nd[:k]
-            self._load(A, end[i:j], k, 0, x)
-            _V80.take(Lb, out=t, mode="wrap")
-            np.bitwise_and(x, _M7F, out=nd)
-            np.add(nd, _P76, out=nd)
-            np.bitwise_or(nd, x, out=nd)
-            np.bitwise_and(nd, t, out=nd)
-            np.equal(nd, 0, out=ok[i:j])
-            np.less_equal(Lb, 8, out=self.bl[0][:k])
-            np.bitwise_and(ok[i:j], self.bl[0][:k], out=ok[i:j])
-            _V.take(Lb, out=t, mode="wrap")
-            np.bitwise_and(x, t, out=x)
-            M = out[i:j].view(np.uint64)
-            np.multiply(x, _C1, out=M)
-            np.right_shift(M, _S8, out=M)
-            np.bitwise_and(M, _C1M, out=M)
-            np.multiply(M, _C2, out=M)
-            np.right_shift(M, _S16, out=M)
-            np.bitwise_and(M, _C2M, out=M)
-            np.multiply(M, _C3, out=M)
-            np.right_shift(M, _S32, out=M)
-        return out, ok
-
-    def _ids4(self, A32, e, Lb, k, out, ok):
-        """1..4 digit pieces from 32-bit words: two multiply-shift steps."""
-        i64 = self.i64[:k]
-        q = self.i64b[:k]
-        w, r, rl, t = (b[:k] for b in self.w32)
-        np.subtract(e, 4, out=i64)
-        np.right_shift(i64, 2, out=q)
-        np.bitwise_and(i64, 3, out=i64)
-        np.left_shift(i64, 3, out=r.view(np.int32))
-        np.subtract(np.uint32(32), r, out=rl)
-        A32.take(q, out=w, mode="wrap")
-        np.right_shift(w, r, out=w)
-        np.add(q, 1, out=q)
-        A32.take(q, out=t, mode="wrap")
-        np.left_shift(t, rl, out=t)
-        np.bitwise_or(w, t, out=w)
-        np.bitwise_xor(w, np.uint32(0x30303030), out=w)
-        np.subtract(4, Lb, out=i64)  # bytes of the piece: ~0 << 8 * (4 - L)
-        np.left_shift(i64, 3, out=rl.view(np.int32), casting="same_kind")
-        np.left_shift(np.uint32(0xFFFFFFFF), rl, out=t)
-        np.bitwise_and(w, np.uint32(0x7F7F7F7F), out=r)
-        np.add(r, np.uint32(0x76767676), out=r)
-        np.bitwise_or(r, w, out=r)
-        np.bitwise_and(r, t, out=r)
-        np.bitwise_and(r, np.uint32(0x80808080), out=r)
-        np.equal(r, 0, out=ok)
-        np.bitwise_and(w, t, out=w)
-        np.multiply(w, np.uint32(2561), out=w)
-        np.right_shift(w, np.uint32(8), out=w)
-        np.bitwise_and(w, np.uint32(0x00FF00FF), out=w)
-        np.multiply(w, np.uint32(0x00640001), out=w)
-        np.right_shift(w, np.uint32(16), out=w)
-        np.copyto(out, w)
-
-    def _short(self, arr, A, end, length, out, ok, signs):
-        """Pieces of 1..8 bytes."""
-        n = end.size
-        for i in range(0, n, self.n):
-            j = min(n, i + self.n)
-            k = j - i
-            e, Lb = end[i:j], length[i:j]
-            x, M, g = self.x[:k], self.m[:k], self.g[:k]
-            cd, fidx, neg = self.u8[2][:k], self.u8[3][:k], self.bl[0][:k]
-            self._load(A, e, k, 0, x)
-            fb = None
-            if signs:
-                fb = self.u8[4][:k]
-                np.subtract(e, Lb, out=self.i64[:k])
-                arr.take(self.i64[:k], out=fb, mode="wrap")
-            o = out[i:j]
-            if self._core(x, Lb, k, fb, True, M, cd, fidx, ok[i:j], neg):
-                _DIV1.take(fidx, out=g, mode="wrap")
-                np.divide(M.view(np.int64), g, out=o)  # exact M, exact 10**F: one rounding
-            else:
-                np.copyto(o, M.view(np.int64), casting="unsafe")
-            if signs:
-                _SGN.take(neg.view(np.uint8), out=g, mode="wrap")
-                np.multiply(o, g, out=o)
-
-    def _long(self, arr, A, end, length, out, ok, signs):
-        """Pieces of 9..16 bytes, loaded as two words (lo: the bytes before the last 8)."""
-        n = end.size
-        for i in range(0, n, self.n):
-            j = min(n, i + self.n)
-            k = j - i
-            e, Lb, o, okb = end[i:j], length[i:j], out[i:j], ok[i:j]
-            i64, q = self.i64[:k], self.q[:k].view(np.int64)
-            r, rl, a, lo, hi = self.r[:k], self.rl[:k], self.a[:k], self.x[:k], self.x2[:k]
-            ndl, ndh, rest, t, B, M = (
-                self.nd[:k],
-                self.zd[:k],
-                self.b[:k],
-                self.t[:k],
-                self.B[:k],
-                self.m[:k],
-            )
-            u0, u1, cnt = self.u8[0][:k], self.u8[1][:k], self.u8[2][:k]
-            b1, neg = self.bl[1][:k], self.bl[0][:k]
-            Ll = self.i64b[:k]
-            # load 16 bytes: words q, q+1, q+2 shifted by r bits
-            np.subtract(e, 16, out=i64)
-            np.right_shift(i64, 3, out=q)
-            np.bitwise_and(i64, 7, out=i64)
-            np.left_shift(i64, 3, out=r.view(np.int64))
-            np.subtract(_W64, r, out=rl)
-            A.take(q, out=lo, mode="wrap")
-            np.right_shift(lo, r, out=lo)
-            np.add(q, 1, out=q)
-            A.take(q, out=a, mode="wrap")
-            np.left_shift(a, rl, out=t)
-            np.bitwise_or(lo, t, out=lo)
-            np.right_shift(a, r, out=hi)
-            np.add(q, 1, out=q)
-            A.take(q, out=a, mode="wrap")
-            np.left_shift(a, rl, out=a)
-            np.bitwise_or(hi, a, out=hi)
-            np.bitwise_xor(lo, _X30, out=lo)
-            np.bitwise_xor(hi, _X30, out=hi)
-            np.subtract(Lb, 8, out=Ll)
-            # non-digit bytes
-            _V80.take(Ll, out=t, mode="wrap")
-            np.bitwise_and(lo, _M7F, out=ndl)
-            np.add(ndl, _P76, out=ndl)
-            np.bitwise_or(ndl, lo, out=ndl)
-            np.bitwise_and(ndl, t, out=ndl)
-            np.bitwise_and(hi, _M7F, out=ndh)
-            np.add(ndh, _P76, out=ndh)
-            np.bitwise_or(ndh, hi, out=ndh)
-            np.bitwise_and(ndh, _M80, out=ndh)
-            if signs:  # a sign may open the piece (in lo)
-                fb = self.u8[4][:k]
-                np.subtract(e, Lb, out=i64)
-                arr.take(i64, out=fb, mode="wrap")
-                sg = b1
-                np.equal(fb, 45, out=neg)
-                np.equal(fb, 43, out=sg)
-                np.bitwise_or(sg, neg, out=sg)
-                _FLO8.take(Ll, out=t, mode="wrap")
-                np.multiply(t, sg, out=t)
-                np.invert(t, out=t)
-                np.bitwise_and(ndl, t, out=rest)
-            else:
-                np.copyto(rest, ndl)
-            # the other non-digits must be '.' bytes, at most one in all
-            np.right_shift(rest, _S7, out=t)
-            np.multiply(t, _FF, out=t)
-            np.bitwise_and(lo, t, out=a)
-            np.bitwise_and(t, _X1E, out=t)
-            np.equal(a, t, out=okb)
-            np.right_shift(ndh, _S7, out=t)
-            np.multiply(t, _FF, out=t)
-            np.bitwise_and(hi, t, out=a)
-            np.invert(t, out=B)
-            np.bitwise_and(hi, B, out=hi)  # digits of hi (the point zeroed)
-            np.bitwise_and(t, _X1E, out=t)
-            np.equal(a, t, out=b1)
-            np.bitwise_and(okb, b1, out=okb)
-            np.bitwise_count(rest, out=u0)
-            np.bitwise_count(ndh, out=u1)
-            np.add(u0, u1, out=cnt)
-            np.less_equal(cnt, 1, out=b1)
-            np.bitwise_and(okb, b1, out=okb)
-            # digits of lo: bytes of the piece that are digits
-            _V.take(Ll, out=t, mode="wrap")
-            np.right_shift(ndl, _S7, out=a)
-            np.multiply(a, _FF, out=a)
-            np.invert(a, out=a)
-            np.bitwise_and(a, t, out=a)
-            np.bitwise_and(lo, a, out=lo)
-            # squeeze the point out: bytes before it move one byte up (across the words)
-            np.right_shift(ndh, _S7, out=B)
-            np.subtract(B, _ONE, out=B)
-            np.minimum(B, ndh, out=B)  # bytes of hi before a point in hi
-            np.right_shift(rest, _S7, out=t)
-            np.subtract(t, _ONE, out=t)
-            np.minimum(t, rest, out=t)  # bytes of lo before a point in lo
-            np.not_equal(ndh, 0, out=b1)
-            np.multiply(b1, _ALL, out=a)
-            np.bitwise_or(t, a, out=t)  # ... or all of lo when the point is in hi
-            np.bitwise_and(lo, t, out=a)
-            np.right_shift(a, _S56, out=rest)  # the byte carried into hi
-            np.left_shift(a, _S8, out=a)
-            np.invert(t, out=ndl)
-            np.bitwise_and(lo, ndl, out=lo)
-            np.bitwise_or(lo, a, out=lo)
-            np.bitwise_and(hi, B, out=a)
-            np.left_shift(a, _S8, out=a)
-            np.invert(B, out=ndl)
-            np.bitwise_and(hi, ndl, out=hi)
-            np.bitwise_or(hi, a, out=hi)
-            np.bitwise_or(hi, rest, out=hi)
-            # divisor index: bytes before the point + 16 * n_points
-            np.bitwise_count(t, out=u0)
-            np.bitwise_count(B, out=u1)
-            np.add(u0, u1, out=u0)
-            np.right_shift(u0, 3, out=u0)
-            np.left_shift(cnt, 4, out=u1)
-            np.add(u0, u1, out=u0)
-            # digits: lo * 10**8 + hi
-            for w in (lo, hi):
-                np.multiply(w, _C1, out=w)
-                np.right_shift(w, _S8, out=w)
-                np.bitwise_and(w, _C1M, out=w)
-                np.multiply(w, _C2, out=w)
-                np.right_shift(w, _S16, out=w)
-                np.bitwise_and(w, _C2M, out=w)
-                np.multiply(w, _C3, out=w)
-                np.right_shift(w, _S32, out=w)
-            np.multiply(lo, _E8, out=M)
-            np.add(M, hi, out=M)
-            np.less_equal(M, _MAXM, out=b1)
-            np.bitwise_and(okb, b1, out=okb)
-            g = self.g[:k]
-            _DIVL.take(u0, out=g, mode="wrap")
-            np.divide(M.view(np.int64), g, out=o)
-            if signs:
-                _SGN.take(neg.view(np.uint8), out=g, mode="wrap")
-                np.multiply(o, g, out=o)
-
-    def numbers(self, arr, A, end, length, signs=True):
-        """Decimal pieces ``[+-]digits[.digits]`` (at least one digit, at most 16 bytes and
-        2**53 as mantissa): ``(value float64, ok)``; ``ok`` is False for other spellings.
-        The value is ``M / 10**F`` (``M`` all digits as an integer, ``F`` digits after the
-        point), one correctly rounded division of exact operands: the same double as
-        ``float(piece)``. ``signs=False`` promises that no piece starts with a sign."""
-        n = end.size
-        out = np.empty(n)
-        ok = np.empty(n, bool)
-        if n == 0:
-            return out, ok
-        one = length == 1
-        n1 = int(np.count_nonzero(one))
-        big = length > 8
-        nbig = int(np.count_nonzero(big))
-        if n1 * 4 > n:  # many single characters: a cheap path
-            i1 = np.flatnonzero(one)
-            d = arr.take(end.take(i1) - 1)
-            d -= 48
-            out[i1] = d
-            ok[i1] = d < 10
-            if n1 == n:
-                return out, ok
-            rest = ~(one | big)
-        elif nbig == 0:  # one class: no partition
-            self._short(arr, A, end, length, out, ok, signs)
-            return out, ok
-        else:
-            rest = ~big
-        for idx, fn in (
-            (np.flatnonzero(rest), self._short),
-            (np.flatnonzero(big) if nbig else None, self._long),
-        ):
-            if idx is not None and idx.size:
-                v, o = np.empty(idx.size), np.empty(idx.size, bool)
-                fn(arr, A, end.take(idx), length.take(idx), v, o, signs)
-                out[idx] = v
-                ok[idx] = o
-        if nbig and int(length.max()) > 16:
-            ok &= length <= 16
-        return out, ok
-
 
 # ---- result of one chunk ------------------------------------------------------------------
 @dataclass
@@ -588,174 +101,11 @@ class _Chunk:
     qids: np.ndarray  # int64 [R], -1 where the line has no qid
     rows: np.ndarray | None  # int64 [P], row of each feature pair (None if complete)
     fids: np.ndarray  # int64 [P]
-    vals: np.ndarray  # float64 [P]
-    complete: bool = False  # every row lists all n_features ids in increasing order
-
-
-def _fast_chunk(ba, arr, A, cend, mode, base, nf, dec: _Decoder) -> _Chunk | None:
-    """Vectorized parse of ``arr[_PAD:cend]`` (whole lines); None when any check fails."""
-    off = _PAD - 1  # arr[_PAD - 1] is a pad space: the first event
-    reg = arr[off:cend]
-    if ba.find(b"#", _PAD, cend) >= 0:
-        _blank_comments(reg)
-    ev = reg <= 32
-    ev |= reg == 58
-    E = np.flatnonzero(ev)
-    del ev
-    evb = reg.take(E)
-    # whitespace bytes that split() treats as such: \t \n \v \f \r and space
-    if np.any((evb < 9) | ((evb > 13) & (evb < 32))):
-        return None
-    gap = E[1:] - E[:-1]
-    gap -= 1
-    iscol = evb == 58
-    if int(gap.min()) > 0:
-        # every gap holds a piece (single separators): pieces are indexed by the event
-        # before them, and a colon always has a piece on both sides
-        length = gap
-        pend = E[1:]
-        pend += off  # absolute end (exclusive) of each piece
-        f = iscol[1:]  # piece is followed by ':' (a key)
-        N = np.flatnonzero(evb == 10)
-        fe = N  # pieces of line l: [fe[l-1], fe[l])
-    else:
-        P = np.flatnonzero(gap)  # non-empty gaps, indexed by the preceding event
-        length = gap.take(P)
-        P1 = P + 1
-        pend = E.take(P1)
-        pend += off
-        n_colon = int(np.count_nonzero(iscol))
-        f = iscol.take(P1)
-        if int(np.count_nonzero(f)) != n_colon or int(np.count_nonzero(iscol.take(P))) != n_colon:
-            return None  # a colon without a piece on one side
-        N = np.flatnonzero(evb == 10)
-        fe = np.searchsorted(P, N)
-        del P, P1
-    del gap, E, evb, iscol
-    n_lines = int(N.size)
-    fs = np.empty_like(fe)
-    fs[:1] = 0
-    fs[1:] = fe[:-1]
-    cnt = fe - fs
-    nb = np.flatnonzero(cnt)  # non-blank lines
-    s = fs.take(nb)
-    c = cnt.take(nb)
-    del fe, fs, cnt, N
-    R = int(nb.size)
-    if R == 0:
-        e = np.empty(0, np.int64)
-        return _Chunk(n_lines, e, np.empty(0), e, e, e, np.empty(0))
-    # keys and values alternate inside a line, which starts and ends with a non-key
-    if f.size > 1:
-        alt = f[1:] != f[:-1]
-        alt[s[1:] - 1] = True
-        if not alt.all():
-            return None
-        del alt
-    if f.take(s).any() or f.take(s + c - 1).any():
-        return None
-    f = f.copy()  # (a view of iscol in the single-separator case)
-    # qid: second piece of the line is 'qid', third its value
-    has_q = c >= 3
-    qi = s[has_q] + 1
-    if qi.size:
-        w = dec.words(A, pend.take(qi))
-        has_q[has_q] = (length.take(qi) == 3) & ((w & _V[3]) == _QID_X)
-    if mode == "required" and not has_q.all():
-        return None
-    qids = np.full(R, -1, dtype=np.int64)
-    if has_q.any():
-        qv = s[has_q] + 2
-        q, okq = dec.ids(A, pend.take(qv), length.take(qv))
-        if not okq.all():
-            return None
-        qids[has_q] = q
-        f[qv - 1] = False  # the 'qid' key is not a feature
-    signs = ba.find(b"-", _PAD, cend) >= 0 or ba.find(b"+", _PAD, cend) >= 0
-    # labels
-    lend, llen = pend.take(s), length.take(s)
-    lab, okl = dec.numbers(arr, A, lend, llen, signs)
-    if not okl.all() and not _fallback_numbers(arr, lend, llen, lab, okl):
-        return None
-    # feature pairs: key pieces K, values K + 1
-    K = np.flatnonzero(f)
-    del f
-    fids, okf = dec.ids(A, pend.take(K), length.take(K))
-    if not okf.all():
-        return None
-    del okf
-    K += 1
-    vend = pend.take(K)
-    vlen = length.take(K)
-    del K, pend, length
-    vals, okv = dec.numbers(arr, A, vend, vlen, signs)
-    if not okv.all() and not _fallback_numbers(arr, vend, vlen, vals, okv):
-        return None
-    del vend, vlen, okv
-    npairs = (c - 1) // 2 - has_q
-    if fids.size:
-        if int(fids.min()) < base:
-            return None
-        top = int(fids.max())
-        if top >= base + nf if nf is not None else top > MAX_FEATURE_ID:
-            return None
-    increasing, inc = True, None
-    if fids.size > 1:
-        inc = fids[1:] > fids[:-1]
-        first = np.cumsum(npairs) - npairs  # first pair of each row
-        first = first[(npairs > 0) & (first > 0)]
-        inc[first - 1] = True
-        increasing = bool(inc.all())
-    # increasing ids within base..base+nf-1, nf of them in every row: exactly that sequence
-    complete = increasing and nf is not None and fids.size == R * nf and bool((npairs == nf).all())
-    rows = None if complete else np.repeat(np.arange(R, dtype=np.int64), npairs)
-    if not increasing and _has_duplicate(rows, fids, np.flatnonzero(~inc) + 1):
-        return None
-    return _Chunk(n_lines, nb, lab, qids, rows, fids, vals, complete)
-
-
-def _blank_comments(reg: np.ndarray) -> None:
-    """Overwrite every ``#`` ... end of line with spaces, in place (``reg`` ends with \\n)."""
-    hashes = np.flatnonzero(reg == 35)
-    nls = np.flatnonzero(reg == 10)
-    line = np.searchsorted(nls, hashes)
-    first = np.r_[True, line[1:] != line[:-1]]  # the first '#' of each line
-    mark = np.zeros(reg.size + 1, dtype=np.int8)
-    mark[hashes[first]] = 1
-    mark[nls[line[first]]] = -1
-    inside = np.cumsum(mark[:-1], dtype=np.int8).view(bool)
-    reg[inside] = 32
-
-
-def _has_duplicate(rows, fids, where) -> bool:
-    """Whether any row among ``rows[where]`` has a feature id twice."""
-    bad_rows = np.unique(rows.take(where))
-    sel = np.flatnonzero(np.isin(rows, bad_rows))
-    r, f = rows.take(sel), fids.take(sel)
-    o = np.lexsort((f, r))
-    r, f = r.take(o), f.take(o)
-    return bool(np.any((r[1:] == r[:-1]) & (f[1:] == f[:-1])))
-
-
-def _fallback_numbers(arr, end, length, out, ok) -> bool:
-    """Parse the pieces with ``ok == False`` by ``float`` after a full-match check; False if
-    one is not a finite number (the caller then reports the line)."""
-    for i in np.flatnonzero(~ok).tolist():
-        e = int(end[i])
-        tok = arr[e - int(length[i]) : e].tobytes()
-        if not _NUM_RE.fullmatch(tok):
-            return False
-        v = float(tok)
-        if not math.isfinite(v):
-            return False
-        out[i] = v
-    return True
+    vals: np.ndarray  # float64 or float32 [P]
+    complete: bool = False  # vals are the dense rows [R, n_features], row-major
 
 
 # ---- line-by-line path ----------------------------------------------------------------------
-def _overflows32(a: np.ndarray) -> bool:
-    """Whether a value of ``a`` (float64) becomes infinite as a float32."""
-    return bool(a.size) and (a.max() >= F32_OVERFLOW or a.min() <= -F32_OVERFLOW)
 
 
 def _parse_number(tok: bytes, lineno: int, field: str) -> float:
@@ -862,7 +212,7 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
 
 # ---- file level -----------------------------------------------------------------------------
 def _buffer(cap: int) -> bytearray:
-    ba = bytearray(_PAD + cap + _TAIL + (-(cap + _TAIL) % 8))
+    ba = bytearray(_PAD + cap + _TAIL)
     ba[:_PAD] = b" " * _PAD
     return ba
 
@@ -915,58 +265,51 @@ class _BadLine(Exception):
         self.line, self.message, self.field = line, message, field
 
 
-_local = threading.local()
-
-
 def parse_loop(size: int):
-    """The compiled loop of :mod:`groupbias._fast.svmlight` for a file of ``size`` bytes
-    (chosen by size and the ``backend`` knob), else None (the numpy passes)."""
-    return dense_chunk_loop(size)
+    """The compiled loop (:mod:`groupbias._fast.svmlight_loops`) for a file of ``size``
+    bytes, chosen by size and the ``backend`` knob; None: the line-by-line parser."""
+    return chunk_loop(size)
 
 
 def _loop_chunk(loop, ba, cend, mode, nf, base) -> _Chunk | None:
-    """The chunk parsed by the compiled loop straight into dense rows, or None where the
-    loop declines (then the numpy path parses it, as without the loop)."""
+    """The chunk parsed by the compiled loop, or None where the loop declines (then the
+    line-by-line parser takes it). With ``nf`` the values go straight into dense rows;
+    without, as (row, feature id, value) triples."""
     n_lines = ba.count(b"\n", _PAD, cend)
-    if ba[cend - 1] != 10:
-        return None
     arr = np.frombuffer(ba, dtype=np.uint8)
     labels, qids = np.empty(n_lines), np.empty(n_lines, dtype=np.int64)
     line_idx = np.empty(n_lines, dtype=np.int64)
-    block = np.zeros((n_lines, nf), dtype=np.float32)
-    args = (arr, _PAD, cend, mode == "required", base, labels, qids, line_idx, block)
-    ok, rows = loop.parse_dense_chunk(*args)
+    n_pairs = 0 if nf is not None else ba.count(b":", _PAD, cend)
+    rows, fids = np.empty(n_pairs, np.int64), np.empty(n_pairs, np.int64)
+    vals = np.empty(n_pairs, np.float32)
+    block = np.zeros((n_lines, nf) if nf is not None else (0, 0), dtype=np.float32)
+    limit = base + nf if nf is not None else MAX_FEATURE_ID + 1
+    head = (arr, _PAD, cend, mode == "required", base, limit)
+    ok, R, P = loop.parse_chunk(*head, labels, qids, line_idx, block, rows, fids, vals)
     del arr
     if not ok:
         return None
-    e = np.empty(0, np.int64)
-    vals = block[:rows].reshape(-1)
-    return _Chunk(n_lines, line_idx[:rows], labels[:rows], qids[:rows], None, e, vals, True)
+    head = (n_lines, line_idx[:R], labels[:R], qids[:R])
+    if nf is not None:  # the dense rows, in order
+        return _Chunk(*head, None, fids, block[:R].reshape(-1), True)
+    return _Chunk(*head, rows[:P], fids[:P], vals[:P])
 
 
 def _process(ba, cend, mode, base, nf, loop=None):
     """Parse one chunk (runs in a worker): ``(chunk, lin, vals, width)`` with ``lin`` the
-    flat positions of the values in a dense ``[rows, width]`` block (None when the values
-    fill it in order); ``loop``: :func:`parse_loop`'s module, tried first."""
-    if loop is not None and nf is not None:
-        ch = _loop_chunk(loop, ba, cend, mode, nf, base)
-        if ch is not None:
-            return ch, None, ch.vals, nf
-    dec = getattr(_local, "decoder", None)
-    if dec is None:
-        dec = _local.decoder = _Decoder()
-    arr = np.frombuffer(ba, dtype=np.uint8)
-    ch = _fast_chunk(ba, arr, arr.view(np.uint64), cend, mode, base, nf, dec)
-    del arr
-    if ch is None or _overflows32(ch.vals) or _overflows32(ch.labels):
-        ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)  # raises on an overflow
+    flat positions of the float32 ``vals`` in a dense ``[rows, width]`` block (None when
+    they fill it in order); ``loop``: :func:`parse_loop`'s module, tried first."""
+    ch = None if loop is None else _loop_chunk(loop, ba, cend, mode, nf, base)
+    if ch is None:
+        ch = _slow_chunk(bytes(ba[_PAD:cend]), mode, base, nf)
     w = nf if nf is not None else (int(ch.fids.max()) - base + 1 if ch.fids.size else 0)
+    vals = ch.vals.astype(np.float32, copy=False)
     if ch.complete:  # values already in row-major order
-        return ch, None, ch.vals.astype(np.float32), w
+        return ch, None, vals, w
     lin = ch.rows * w
     lin += ch.fids
     lin -= base
-    return ch, lin, ch.vals.astype(np.float32), w
+    return ch, lin, vals, w
 
 
 #: a dense feature matrix above this size must hold at least :data:`MIN_FILL` of its cells
@@ -1096,8 +439,8 @@ def read_svmlight(
     chunk_bytes : size of a chunk of whole lines (the unit of work).
     progress : a progress bar over the bytes read (tqdm, on stderr); None (default) shows it
         for files over 64 MiB when stderr is a terminal.
-    workers : threads parsing chunks (numpy releases the GIL; on a busy 2-core machine one
-        thread is usually as fast). The result does not depend on it.
+    workers : threads parsing chunks (the compiled loop releases the GIL; on a busy 2-core
+        machine one thread is usually as fast). The result does not depend on it.
 
     Raises :class:`DataFormatError` (file, 1-based line, field) on malformed input and
     :class:`MissingFilesError` when the file does not exist.

@@ -1,8 +1,8 @@
 """The knob of the fast paths: ``backend = auto | numpy | numba``.
 
 * ``numpy``: every primitive runs its numpy passes;
-* ``numba``: every primitive that has compiled loops runs them (numba must be installed:
-  the ``fast`` extra);
+* ``numba``: every primitive that has compiled loops runs them (numba, a dependency of
+  the package, must import);
 * ``auto`` (the default): the compiled loops where numba is installed and the call is
   large enough for them to pay, the numpy passes otherwise.
 

@@ -1,23 +1,24 @@
 """Compiled loop of the SVMlight reader (numba; loaded only through
-:func:`groupbias._fast.svmlight.dense_chunk_loop`): one pass over the bytes of
-a chunk of whole lines, writing labels, query ids and the dense feature rows directly.
+:func:`groupbias._fast.svmlight.chunk_loop`): one pass over the bytes of a chunk of whole
+lines, writing labels, query ids and the features, as dense rows or as (row, feature id,
+value) triples.
 
 It accepts the common spelling only and declines (returns False) on anything else, which
-then goes through the numpy path of ``data_loaders.svmlight`` exactly as before (that
-path raises the errors, with file, line and field):
+then goes through the line-by-line parser of ``data_loaders.svmlight`` (that parser raises
+the errors, with file, line and field):
 
 * tokens separated by spaces, tabs, ``\\v``, ``\\f`` or ``\\r``; ``#`` starts a comment that
   runs to the end of the line; blank and comment-only lines are skipped (and counted);
 * a line is ``<label> [qid:<id>] <feature id>:<value> ...`` with feature ids in increasing
-  order inside ``base .. base + n_features - 1`` (``qid`` required in ``"required"`` mode);
+  order from ``base`` and below ``limit`` (``qid`` required in ``"required"`` mode);
 * numbers are ``[+-]digits[.digits]`` (``1.`` and ``.5`` too) with at most 22 digits after
   the point and an integer mantissa ``M`` of at most ``2**53``: the value is ``M / 10**F``,
-  one correctly rounded division of exact operands, hence ``float(token)`` (the numpy
-  path computes the same); feature values are then rounded to float32 as there;
+  one correctly rounded division of exact operands, hence ``float(token)`` (what the
+  line-by-line parser computes); feature values are then rounded to float32 as there;
 * a value or label that rounds to infinity in float32, a query id of more than 18 digits,
   an exponent, or a longer mantissa: declined.
 
-``tests/loaders/test_svmlight.py`` compares both paths on the same files.
+``tests/loaders/test_svmlight.py`` compares both parsers on the same files.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["parse_dense_chunk"]
+__all__ = ["parse_chunk"]
 
 _POW10 = np.array([10.0**i for i in range(23)])
 _MAX_MANTISSA = 1 << 53
@@ -96,17 +97,21 @@ def _integer(buf, pos, max_digits):
 
 # long: one pass over a chunk's bytes, every field of a line parsed where it is read
 @numba.njit(nogil=True, cache=True)
-def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_idx, block):
-    """Parse ``buf[start:end]`` (whole lines, the last ending with ``\\n``, a space before
-    ``start``): ``(ok, rows)``; row ``r`` has its label in ``labels[r]``, query id in
-    ``qids[r]`` (-1 without one), 0-based line in ``line_idx[r]`` and features in
-    ``block[r]`` (float32, zeros where absent; ``block.shape[1]`` ids from ``base``).
-    ``ok`` False: a spelling this loop declines (see the module docstring)."""
-    nf = block.shape[1]
+def parse_chunk(
+    buf, start, end, qid_required, base, limit, labels, qids, line_idx, block, rows, fids, vals
+):
+    """Parse ``buf[start:end]`` (whole lines, the last ending with ``\\n``): ``(ok, R, P)``;
+    row ``r`` has its label in ``labels[r]``, query id in ``qids[r]`` (-1 without one) and
+    0-based line in ``line_idx[r]``. Features: into ``block[r]`` (float32, zeros where
+    absent; ids from ``base``) when ``block`` has rows, else as the ``P`` triples
+    ``rows``, ``fids``, ``vals`` (room for one per ``:`` of the chunk). ``ok`` False: a
+    spelling this loop declines (see the module docstring)."""
+    dense = block.shape[0] > 0
     pow10 = _POW10
     pos = start
     line = 0
-    rows = 0
+    R = 0
+    P = 0
     while pos < end:
         while _space(buf[pos]):
             pos += 1
@@ -120,10 +125,10 @@ def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_id
             line += 1
             continue
         if b < 32 and not 9 <= b <= 13:
-            return False, rows
+            return False, R, P
         ok, label, pos = _decimal(buf, pos, pow10)
         if not ok or abs(label) >= _F32_OVERFLOW:
-            return False, rows
+            return False, R, P
         qid = np.int64(-1)
         prev = base - 1
         while True:
@@ -142,24 +147,30 @@ def parse_dense_chunk(buf, start, end, qid_required, base, labels, qids, line_id
             ):
                 ok, qid, pos = _integer(buf, pos + 4, 18)
                 if not ok or not _ends(buf[pos]):
-                    return False, rows
+                    return False, R, P
                 continue
             ok, fid, pos = _integer(buf, pos, 9)
-            if not ok or buf[pos] != _COLON or fid <= prev or fid >= base + nf:
-                return False, rows
+            if not ok or buf[pos] != _COLON or fid <= prev or fid >= limit:
+                return False, R, P
             ok, value, pos = _decimal(buf, pos + 1, pow10)
             if not ok or abs(value) >= _F32_OVERFLOW:
-                return False, rows
-            block[rows, fid - base] = np.float32(value)
+                return False, R, P
+            if dense:
+                block[R, fid - base] = np.float32(value)
+            else:
+                rows[P] = R
+                fids[P] = fid
+                vals[P] = np.float32(value)
+                P += 1
             prev = fid
         if qid_required and qid < 0:
-            return False, rows
+            return False, R, P
         while buf[pos] != _NEWLINE:  # a comment to the end of the line
             pos += 1
         pos += 1
-        labels[rows] = label
-        qids[rows] = qid
-        line_idx[rows] = line
-        rows += 1
+        labels[R] = label
+        qids[R] = qid
+        line_idx[R] = line
+        R += 1
         line += 1
-    return True, rows
+    return True, R, P

@@ -160,7 +160,8 @@ def test_chunk_boundaries_and_workers_agree(tmp_path, rng, monkeypatch):
         lines.append(f"{rng.integers(0, 5)} qid:{i // 7} {feats}".rstrip())
     text = "\n".join(lines) + "\n"
     p = write(tmp_path, text)
-    monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
+    monkeypatch.setattr(svm, "_slow_chunk", None)  # the compiled loop only
+    monkeypatch.setenv("GROUPBIAS_BACKEND", "numba")
     a = check_same(p, text, 30, chunk_bytes=1024, workers=1)
     b = read_svmlight(p, n_features=30, chunk_bytes=4096, workers=2)
     np.testing.assert_array_equal(a.features, b.features)
@@ -183,10 +184,11 @@ def decimal_tokens(rng, n: int) -> list[str]:
 
 
 def test_decimal_decoder_matches_float(tmp_path, rng, monkeypatch):
-    # many spellings through the vectorized path: lengths 1..16, signs, points anywhere
+    # many spellings through the compiled loop: lengths 1..16, signs, points anywhere
     toks = decimal_tokens(rng, 4000)
     text = "".join(f"0 qid:1 1:{t}\n" for t in toks)
-    monkeypatch.setattr(svm, "_slow_chunk", None)  # the vectorized path only
+    monkeypatch.setattr(svm, "_slow_chunk", None)  # the compiled loop only
+    monkeypatch.setenv("GROUPBIAS_BACKEND", "numba")
     rows = read_svmlight(write(tmp_path, text), n_features=1)
     expect = np.array([float(t) for t in toks], dtype=np.float64).astype(np.float32)
     np.testing.assert_array_equal(rows.features[:, 0], expect)
@@ -320,6 +322,8 @@ def valid_files(draw, fast_only=False):
             if draw(st.integers(0, 9)) == 0:
                 out.append(draw(st.sampled_from(["", "# comment: 1:2 qid:9", "   "])))
             ids = draw(st.lists(st.integers(base, base + nf - 1), unique=True, max_size=nf))
+            if fast_only:  # the compiled loop takes ids in increasing order
+                ids.sort()
             toks = [draw(st.sampled_from(["0", "1", "4", "2.5", "-1", "3."])), f"qid:{q}"]
             for f in ids:
                 v = draw(st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
@@ -338,7 +342,7 @@ def valid_files(draw, fast_only=False):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_files(), st.sampled_from([1024, 1 << 20]), st.sampled_from([1, 2]))
 def test_fuzz_valid_files_round_trip(tmp_path_factory, loop, case, chunk, workers):
-    # loop: the compiled loop first (numba), the numpy path where it declines
+    # loop: the compiled loop first (numba), the line-by-line parser where it declines
     text, nf, base = case
     if not any(line.split("#")[0].strip() for line in text.split("\n")):
         return
@@ -349,10 +353,12 @@ def test_fuzz_valid_files_round_trip(tmp_path_factory, loop, case, chunk, worker
     assert data.n_items == len(reference(text, nf, base)[1])
 
 
+@pytest.mark.parametrize("dense", [True, False])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_files(fast_only=True))
-def test_fuzz_vectorized_path_alone(tmp_path_factory, case):
-    """Plain decimal spellings are handled without the line-by-line parser."""
+def test_fuzz_compiled_loop_alone(tmp_path_factory, dense, case):
+    """The plain spelling is parsed by the compiled loop without the line-by-line parser:
+    into dense rows with ``n_features``, as triples without."""
     text, nf, base = case
     if not any(line.split("#")[0].strip() for line in text.split("\n")):
         return
@@ -364,7 +370,8 @@ def test_fuzz_vectorized_path_alone(tmp_path_factory, case):
 
     svm._slow_chunk = refuse
     try:
-        check_same(p, text, nf, base, chunk_bytes=1024, workers=1)
+        with use_backend("numba"):
+            check_same(p, text, nf if dense else None, base, chunk_bytes=1024, workers=1)
     finally:
         svm._slow_chunk = orig
 
@@ -723,18 +730,18 @@ def loop_on(monkeypatch):
     loops = importlib.import_module("groupbias._fast.svmlight_loops")
     monkeypatch.setenv("GROUPBIAS_BACKEND", "numba")
     calls = {"taken": 0, "declined": 0}
-    parse = loops.parse_dense_chunk
+    parse = loops.parse_chunk
 
     def counted(*args):
-        ok, rows = parse(*args)
+        ok, rows, pairs = parse(*args)
         calls["taken" if ok else "declined"] += 1
-        return ok, rows
+        return ok, rows, pairs
 
-    monkeypatch.setattr(loops, "parse_dense_chunk", counted)
+    monkeypatch.setattr(loops, "parse_chunk", counted)
     return calls
 
 
-def test_compiled_loop_takes_plain_files_and_matches_numpy(tmp_path, rng, loop_on):
+def test_compiled_loop_takes_plain_files_and_matches_the_line_parser(tmp_path, rng, loop_on):
     # plain decimals with signs, points anywhere, comments, blank lines, CRLF, ids skipped
     toks = decimal_tokens(rng, 3000)
     lines = [f"{t} qid:{i // 7} 1:{t} 3:{toks[-i]}" for i, t in enumerate(toks)]
@@ -756,14 +763,14 @@ def test_compiled_loop_takes_plain_files_and_matches_numpy(tmp_path, rng, loop_o
     ["1 qid:2 1:1e3", "1 qid:2 2:1 1:3", "1 qid:2 1:12345678901234567890", "1e1 qid:2 1:1"],
 )
 def test_compiled_loop_declines_other_spellings(tmp_path, loop_on, line):
-    # exponents, unordered ids and long mantissas go through the numpy path, same values
+    # exponents, unordered ids and long mantissas go through the line-by-line parser
     text = GOOD + line + "\n"
     check_same(write(tmp_path, text), text, 2)
     assert loop_on["declined"] == 1
 
 
 @pytest.mark.parametrize("bad_line, field", [("1 qid:2 1:abc", "feature 1"), ("1 1:2", "qid")])
-def test_compiled_loop_leaves_errors_to_the_numpy_path(tmp_path, loop_on, bad_line, field):
+def test_compiled_loop_leaves_errors_to_the_line_parser(tmp_path, loop_on, bad_line, field):
     p = write(tmp_path, GOOD + bad_line + "\n")
     with pytest.raises(DataFormatError) as ei:
         parse_svmlight(p, n_features=2)
