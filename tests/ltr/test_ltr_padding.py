@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from groupbias._fast import use_backend
 from groupbias.core.errors import ParameterError
 from groupbias.ltr.normalization import zscore_within_queries
 from groupbias.ltr.padding import from_padded, pad_segments, to_padded
@@ -76,11 +77,13 @@ def test_padding_errors(rng):
         pad_segments(x, y, np.arange(3), np.array([2, 2]))
 
 
-def test_zscore_matches_per_query_formula(rng):
+@pytest.mark.parametrize("path", ["numpy", "numba"])
+def test_zscore_matches_per_query_formula(rng, path):
     x, _, qptr = _flat(rng, [4, 1, 0, 6], f=4)
     x[4:, 2] = 7.5  # constant within the single-item and the last query
     x[qptr[3] :, 3] = -1.0  # constant within the last query
-    z = zscore_within_queries(x, qptr=qptr)
+    with use_backend(path):
+        z = zscore_within_queries(x, qptr=qptr)
     assert z.dtype == np.float32 and z.shape == x.shape
     for i in range(4):  # independent per-query reference
         seg = x[qptr[i] : qptr[i + 1]].astype(np.float64)
@@ -99,11 +102,14 @@ def test_zscore_matches_per_query_formula(rng):
     np.testing.assert_allclose(seg.std(0), 1, atol=1e-6)
 
 
-def test_zscore_does_not_mutate_and_rejects_nan(rng):
+@pytest.mark.parametrize("path", ["numpy", "numba"])
+def test_zscore_does_not_mutate_and_rejects_nan(rng, path):
     x, _, qptr = _flat(rng, [3, 3])
     x0 = x.copy()
-    zscore_within_queries(x, qptr=qptr)
-    np.testing.assert_array_equal(x, x0)
-    x[1, 1] = np.nan
-    with pytest.raises(ParameterError, match="features"):
+    with use_backend(path):
         zscore_within_queries(x, qptr=qptr)
+        np.testing.assert_array_equal(x, x0)
+        for bad in (np.nan, np.inf):
+            x[4, 1] = bad  # in the second query
+            with pytest.raises(ParameterError, match="features"):
+                zscore_within_queries(x, qptr=qptr)
