@@ -152,7 +152,15 @@ class Demo:
         )
 
     def _ltr(
-        self, setup: Setup, splits, title: str, rd, beta: float | None, full=(), reuse=False
+        self,
+        setup: Setup,
+        splits,
+        prepared,
+        title: str,
+        rd,
+        beta: float | None,
+        full=(),
+        reuse=False,
     ) -> dict:
         """Every repetition's rankers: full information (``beta`` None), else biased and
         corrected at ``beta``; with ``reuse`` the biased ranker is the repetition's
@@ -175,6 +183,7 @@ class Demo:
                 out_dir=where if beta is None else where / f"beta{_b(beta)}",
                 dataset=title,
                 protocol=setup.evaluation,
+                prepared=prepared,
             )
             out += [
                 {**r, "repetition": rep}
@@ -201,7 +210,11 @@ class Demo:
         summaries = {name: d.summary() for name, d in splits.items()}
         print(_data_line(entry.title, summaries, time.perf_counter() - start))
         tab = functools.partial(self._tabular, setup, splits["train"], entry.title)
-        ltr = functools.partial(self._ltr, setup, splits, entry.title, rd)
+        from groupbias.ltr.datamodule import PreparedSplits
+
+        # the LTR steps' lists, normalized once when the first of them asks
+        prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
+        ltr = functools.partial(self._ltr, setup, splits, prepared, entry.title, rd)
         records = rd.step("tabular_full", lambda: tab(None), label="tabular, full information")[
             "records"
         ]

@@ -92,7 +92,7 @@ class Impact:
         )
         return {"records": [r for r in res["records"] if r["condition"] == "biased"]}
 
-    def _ltr(self, setup, rd, splits, title, beta):
+    def _ltr(self, setup, rd, splits, prepared, title, beta):
         res = run_ltr(
             splits,
             beta=beta,
@@ -106,6 +106,7 @@ class Impact:
             seed=setup.seed,
             out_dir=rd.path / "models" / title / f"beta{beta}",
             dataset=title,
+            prepared=prepared,
         )
         return {"records": [r for r in res.records if r["condition"] == "biased"]}
 
@@ -120,8 +121,12 @@ class Impact:
                     self._tabular, setup, splits, entry.title
                 )
             if "ltr" in self.regimes and "test" in splits:
+                from groupbias.ltr.datamodule import PreparedSplits
+
+                # normalized once, when the first LTR step asks; shared by every β
+                prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
                 steps["ltr_{title}_beta{beta}"] = functools.partial(
-                    self._ltr, setup, rd, splits, entry.title
+                    self._ltr, setup, rd, splits, prepared, entry.title
                 )
             records += step_records(rd, entry, steps, beta_grid(setup.bias.betas))
         for r in records:  # β = 1 is the full-information case of the figures

@@ -32,7 +32,7 @@ from .common import (
 
 
 def _ltr_step(
-    splits, setup: Setup, exp, rd, *, title: str, tag: str, beta: float, conditions: tuple
+    splits, prepared, setup: Setup, exp, rd, *, title: str, tag: str, beta: float, conditions: tuple
 ) -> dict:
     """One resumable step: rankers for ``conditions`` at ``beta`` on one dataset."""
     full = conditions == ("full",)
@@ -52,6 +52,7 @@ def _ltr_step(
         protocol=setup.evaluation,
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
         out_dir=rd.path / "models" / title / sub,
+        prepared=prepared,
     )
     # β̂ and the assumption check (null β̂, the `!` flag) belong to the β steps
     beside = () if full else ("estimate", "diagnostic")
@@ -60,6 +61,8 @@ def _ltr_step(
 
 def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     """Full / biased / corrected LTR records for every dataset entry and β (resumable)."""
+    from groupbias.ltr.datamodule import PreparedSplits
+
     records: list = []
     skipped: list = []
     for entry, splits in available(
@@ -67,7 +70,9 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
-        step = functools.partial(_ltr_step, splits, setup, exp, rd, title=title, tag=tag)
+        # normalized once, when the first step that trains asks; shared by every step
+        prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
+        step = functools.partial(_ltr_step, splits, prepared, setup, exp, rd, title=title, tag=tag)
         records += rd.step(
             f"{tag}_{title}_full",
             functools.partial(step, beta=setup.bias.betas[0], conditions=("full",)),

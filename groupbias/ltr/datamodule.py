@@ -20,8 +20,8 @@ Empty queries are left out of all batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -37,12 +37,14 @@ from .padding import pad_segments
 
 @dataclass(frozen=True, eq=False)
 class FlatLists:
-    """Flat lists ready for batching: features float32 [n, f] (normalized when asked),
-    labels float32 [n] or None, qptr int64 [n_queries + 1]."""
+    """Flat lists ready for batching: features float32 [n, f], labels float32 [n] or None,
+    qptr int64 [n_queries + 1]; ``normalize``: the normalization the features went through
+    (``"zscore"`` or None)."""
 
     features: np.ndarray
     labels: np.ndarray | None
     qptr: np.ndarray
+    normalize: str | None = None
 
     @property
     def n_queries(self) -> int:
@@ -64,7 +66,19 @@ def as_flat_lists(
     must be finite and non-negative. ``normalize``: ``"zscore"`` (within each query, see
     :func:`zscore_within_queries`) or None.
     """
-    if isinstance(data, tuple):
+    if normalize not in NORMALIZATIONS:
+        raise ParameterError("normalize", "'zscore' or None", normalize)
+    done = None  # the normalization the features already went through
+    if isinstance(data, FlatLists):
+        feats, base_labels, qptr, done = data.features, data.labels, data.qptr, data.normalize
+        if done not in (None, normalize):
+            raise ParameterError(
+                f"{name} normalization",
+                f"lists normalized by {normalize!r} (the recipe's batching.normalize)",
+                done,
+                fix="prepare the splits with the recipe's normalize",
+            )
+    elif isinstance(data, tuple):
         if len(data) != 3:
             raise ParameterError(
                 name, "a RankingData or a (features, labels, qptr) tuple", f"a tuple of {len(data)}"
@@ -98,13 +112,39 @@ def as_flat_lists(
                 which, "finite non-negative values", f"min {low}, {int(np.sum(~finite))} non-finite"
             )
         y_arr = y_arr.astype(np.float32)
+    if isinstance(data, FlatLists) and done == normalize:  # the features as they are
+        return replace(data, labels=y_arr)
     if normalize == "zscore":
         feats = zscore_within_queries(feats, qptr=qptr)
-    elif normalize is None:
-        feats = np.ascontiguousarray(feats, dtype=np.float32)
     else:
-        raise ParameterError("normalize", "'zscore' or None", normalize)
-    return FlatLists(feats, y_arr, qptr)
+        feats = np.ascontiguousarray(feats, dtype=np.float32)
+    return FlatLists(feats, y_arr, qptr, normalize)
+
+
+class PreparedSplits(Mapping):
+    """The splits of one dataset (name -> ``RankingData``) as :class:`FlatLists` normalized
+    by ``normalize``, each made once, when first asked for: every condition, β and
+    repetition of a run trains and scores on the same lists, and only their labels
+    differ."""
+
+    def __init__(self, splits: Mapping, normalize: str | None) -> None:
+        if normalize not in NORMALIZATIONS:
+            raise ParameterError("normalize", "'zscore' or None", normalize)
+        self.splits, self.normalize = splits, normalize
+        self._lists: dict[str, FlatLists] = {}
+
+    def __getitem__(self, name: str) -> FlatLists:
+        if name not in self._lists:
+            self._lists[name] = as_flat_lists(
+                self.splits[name], normalize=self.normalize, name=name
+            )
+        return self._lists[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.splits)
+
+    def __len__(self) -> int:
+        return len(self.splits)
 
 
 def _batch_dict(

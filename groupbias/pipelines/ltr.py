@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, relevance_from_labels
 from .records import correlation_records, estimate_record, record_base, records_for
 from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
+
+if TYPE_CHECKING:  # torch and Lightning are imported when a ranker is trained
+    from ..ltr.datamodule import PreparedSplits
 
 CONDITIONS = ("full", "biased", "corrected")
 
@@ -161,6 +165,7 @@ def run_ltr(
     beta_std: float | None = None,
     diagnostics: Diagnostics | None = DEFAULT_DIAGNOSTICS,
     protocol: EvaluationProtocol = DETERMINISTIC,
+    prepared: PreparedSplits | None = None,
 ) -> LTRResult:
     """Train full / biased / corrected rankers and evaluate them on the test split.
 
@@ -170,7 +175,9 @@ def run_ltr(
     ``diagnostics``: the assumption check on the train split (None: skipped);
     ``protocol``: the :class:`~groupbias.evaluation.protocol.EvaluationProtocol` of the test scores
     (default: deterministic; a policy protocol evaluates each ranker's scores as a
-    Plackett–Luce policy)."""
+    Plackett–Luce policy); ``prepared``: the splits' normalized lists, shared by every call
+    of a run on this dataset (default: made here, once for all ``conditions``)."""
+    from ..ltr.datamodule import PreparedSplits
     from ..ltr.train import train_ranker
 
     _check_splits(splits, conditions)
@@ -190,18 +197,20 @@ def run_ltr(
     named = with_usable_ids(test)  # what the test runs are judged against, as TREC files
     write_qrels(out / "test.qrels", named)
     write_groups(out / "test.groups", named)
+    if prepared is None or prepared.splits is not splits:
+        prepared = PreparedSplits(splits, recipe.batching.normalize)
     per_query, preds = {}, {}
     for cond in conditions:
         ranker = train_ranker(
-            train,
-            splits.get("valid"),
+            prepared["train"],
+            prepared["valid"] if splits.get("valid") is not None else None,
             recipe=recipe,
             train_labels=labels[cond],
             valid_labels=vlabels[cond],
             seed=seed,
             out_dir=out / cond,
         )
-        preds[cond] = scores = ranker.predict(test)
+        preds[cond] = scores = ranker.predict(prepared["test"])
         per_query[cond] = protocol.evaluate(scores, spec, regime="ltr")
         write_npz_atomic(out / cond / "test_scores.npz", scores=scores)
         write_run(out / cond / "test.run", scores, named, tag=f"groupbias-{cond}")

@@ -352,6 +352,40 @@ def test_table2_with_related_work_metrics(tmp_path):
     assert nf and all(r["value"] is None for r in nf)
 
 
+@pytest.mark.slow
+def test_table2_normalizes_each_split_once(tmp_path, monkeypatch):
+    # two β: five rankers (full, biased and corrected at each β) train and score on the
+    # same normalized train / valid / test lists: three z-scores, not one per condition
+    import groupbias.ltr.datamodule as dm
+
+    calls: list[tuple[int, int]] = []
+    zscore = dm.zscore_within_queries
+
+    def counted(features, *, qptr):
+        calls.append(features.shape)
+        return zscore(features, qptr=qptr)
+
+    monkeypatch.setattr(dm, "zscore_within_queries", counted)
+    cfg = _compose(
+        [
+            "experiment=table2",
+            f"paths.runs={tmp_path}",
+            *TINY_SYNTH,
+            *TINY_TRAIN,
+            "experiment.datasets=[synthetic]",
+            "bias.betas=[0.8,0.6]",
+        ]
+    )
+    recs = run(cfg)["records"]
+    assert {r["condition"] for r in recs if r["metric"] == "ndcg@10"} == {
+        "full",
+        "biased",
+        "corrected",
+    }
+    assert len(calls) == 3, calls  # train, valid, test
+    assert len({c[0] for c in calls}) == 3  # three different splits
+
+
 @pytest.mark.parametrize(
     "override, key",
     [

@@ -9,6 +9,7 @@ from groupbias.data.ranking_data import RankingData
 from groupbias.ltr.datamodule import (
     EpochBatchSampler,
     EvalBatches,
+    PreparedSplits,
     RankingDataModule,
     as_flat_lists,
     plan_epoch,
@@ -140,6 +141,33 @@ def test_zscore_applied_within_queries(rng):
         np.testing.assert_allclose(x[s:e].mean(0), 0, atol=1e-6)
         np.testing.assert_allclose(x[s:e].std(0), 1, atol=1e-5)
     assert data.features[0, 0] == 0  # input not modified
+
+
+def test_prepared_splits_normalize_once_and_carry_only_new_labels(rng, monkeypatch):
+    import groupbias.ltr.datamodule as module
+
+    calls = []
+    real = module.zscore_within_queries
+    monkeypatch.setattr(
+        module, "zscore_within_queries", lambda x, qptr: calls.append(1) or real(x, qptr=qptr)
+    )
+    data = _data(rng, [6, 5])
+    prepared = PreparedSplits({"train": data, "test": data}, "zscore")
+    assert calls == []  # nothing until asked
+    biased = np.arange(11, dtype=np.float64) % 3
+    a = RankingDataModule(prepared["train"], train_labels=biased, batch_size=2)
+    b = RankingDataModule(prepared["train"], batch_size=2)
+    assert len(calls) == 1
+    assert a.train_lists.features is b.train_lists.features  # one normalized matrix
+    np.testing.assert_array_equal(a.train_lists.labels, biased.astype(np.float32))
+    np.testing.assert_array_equal(b.train_lists.labels, data.labels.astype(np.float32))
+    fresh = RankingDataModule(data, batch_size=2)  # the same numbers as normalizing anew
+    np.testing.assert_array_equal(fresh.train_lists.features, a.train_lists.features)
+    # lists normalized one way are refused where the recipe asks for another
+    with pytest.raises(ParameterError, match="normalization"):
+        RankingDataModule(prepared["train"], batch_size=2, normalize=None)
+    with pytest.raises(ParameterError, match="normalize"):
+        PreparedSplits({"train": data}, "minmax")
 
 
 def test_tuple_input_and_feature_count_check(rng):
