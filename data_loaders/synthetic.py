@@ -36,6 +36,8 @@ from groupbias.data.ranking_data import RankingData
 SENSITIVE_FEATURE_ID = 1
 SENSITIVE_THRESHOLD = 0.5
 DEFAULT_FRACTIONS = {"train": 0.6, "valid": 0.2, "test": 0.2}
+#: float64 values drawn at once (a block of rows; the working memory of the generator)
+_DRAW_VALUES = 1 << 21
 
 
 def _rng_or_seed(rng, seed) -> np.random.Generator:
@@ -159,13 +161,21 @@ def make_synthetic(
     )
     labels = np.minimum(labels, n_grades - 1).astype(np.float64)
 
-    feats = np.empty((n, n_features), dtype=np.float64)
+    feats = np.empty((n, n_features), dtype=np.float32)
     feats[:, 0] = np.where(aff, gen.uniform(0.0, 0.2, n), gen.uniform(0.8, 1.0, n))
     scales = np.linspace(0.5, 2.0, n_informative)
-    feats[:, 1 : 1 + n_informative] = labels[:, None] + scales * gen.standard_normal(
-        (n, n_informative)
-    )
-    feats[:, 1 + n_informative :] = gen.standard_normal((n, n_features - 1 - n_informative))
+    # the normals are drawn in float64, row block by row block (the same stream as one draw
+    # of every row, without a float64 copy of the matrix), and rounded into the output
+    step = max(1, _DRAW_VALUES // n_features)
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        z = gen.standard_normal((b - a, n_informative))
+        feats[a:b, 1 : 1 + n_informative] = labels[a:b, None] + scales * z
+    noise = np.empty((min(step, n), n_features - 1 - n_informative))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        gen.standard_normal(out=noise[: b - a])
+        feats[a:b, 1 + n_informative :] = noise[: b - a]
 
     mu_a, mu_n = labels[aff].mean(), labels[~aff].mean()
     meta = {
@@ -225,6 +235,15 @@ def make_synthetic_splits(
     bounds = np.concatenate(([0], np.cumsum(counts)))
     out = {}
     for (split, _), a, b in zip(fr.items(), bounds[:-1], bounds[1:]):
-        part = data.subset(np.arange(a, b))
-        out[split] = replace(part, name=f"{name}/{split}", meta=dict(data.meta, split=split))
+        lo, hi = int(data.qptr[a]), int(data.qptr[b])  # consecutive queries: views, no copy
+        out[split] = replace(
+            data,
+            features=data.features[lo:hi],
+            labels=data.labels[lo:hi],
+            qptr=data.qptr[a : b + 1] - lo,
+            query_ids=data.query_ids[a:b],
+            groups=None if data.groups is None else data.groups[lo:hi],
+            name=f"{name}/{split}",
+            meta=dict(data.meta, split=split),
+        )
     return out

@@ -116,3 +116,45 @@ def test_parameter_errors(kwargs, name):
 def test_split_fraction_errors():
     with pytest.raises(ParameterError, match="fractions"):
         make_synthetic_splits(seed=0, fractions={"train": 0.5, "test": 0.2})
+
+
+def test_features_are_one_float64_draw_per_column_block_rounded_to_float32(monkeypatch):
+    # the generator draws in row blocks; the values are those of one draw of every row
+    # (the documented model with one generator), whatever the block
+    import data_loaders.synthetic as syn
+
+    kw = dict(n_queries=40, list_size=(3, 9), n_features=7, n_informative=2, seed=5)
+    monkeypatch.setattr(syn, "_DRAW_VALUES", 10)  # blocks of one row
+    small = make_synthetic(**kw)
+    monkeypatch.setattr(syn, "_DRAW_VALUES", 1 << 30)  # one block
+    one = make_synthetic(**kw)
+    np.testing.assert_array_equal(small.features, one.features)
+    # independent reconstruction of the stream, in the order of the module docstring
+    g = np.random.default_rng(5)
+    sizes = g.integers(3, 10, size=40)
+    n = int(sizes.sum())
+    aff = np.zeros(n, bool)
+    aff[g.permutation(n)[: round(0.3 * n)]] = True
+    g.random(n)  # the labels' uniforms
+    f0 = np.where(aff, g.uniform(0.0, 0.2, n), g.uniform(0.8, 1.0, n))
+    inf = one.labels[:, None] + np.linspace(0.5, 2.0, 2) * g.standard_normal((n, 2))
+    noise = g.standard_normal((n, 4))
+    expect = np.column_stack([f0, inf, noise]).astype(np.float32)
+    np.testing.assert_array_equal(one.features, expect)
+    assert one.features.dtype == np.float32
+
+
+def test_splits_are_the_queries_of_one_dataset_in_order():
+    parts = make_synthetic_splits(n_queries=30, list_size=(2, 6), n_features=4, seed=2)
+    whole = make_synthetic(n_queries=30, list_size=(2, 6), n_features=4, seed=2)
+    np.testing.assert_array_equal(
+        np.concatenate([p.features for p in parts.values()]), whole.features
+    )
+    start = 0
+    for p in parts.values():
+        ref = whole.subset(np.arange(start, start + p.n_queries))
+        np.testing.assert_array_equal(p.qptr, ref.qptr)
+        np.testing.assert_array_equal(p.labels, ref.labels)
+        np.testing.assert_array_equal(p.groups, ref.groups)
+        np.testing.assert_array_equal(p.query_ids, ref.query_ids)
+        start += p.n_queries
