@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 
 from .._fast import use_backend
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
+from ..core.io import writes_files
 from ..core.memory import release_free_memory
 from .command import CONFIG_DIR, data_chosen
 from .config import build_setup, plain
@@ -271,7 +272,11 @@ def main() -> None:  # pragma: no cover - exercised through the console script
 
         print(help_text(CONFIG_DIR), end="")
         return
-    sys.stdout = QuietPipe(sys.stdout)
+    if writes_files():
+        sys.stdout = QuietPipe(sys.stdout)
+    else:  # a worker of a distributed run: rank 0 prints (and writes) every result
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+        warnings.simplefilter("ignore")
     logging.raiseExceptions = False  # a full disk under cli.log: no logging tracebacks
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)

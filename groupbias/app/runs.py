@@ -42,7 +42,7 @@ import yaml
 
 from .. import __version__
 from ..core.errors import DataFormatError, NothingComputedError
-from ..core.io import read_json, write_json_atomic, write_text_atomic
+from ..core.io import jsonable, read_json, write_json_atomic, write_text_atomic, writes_files
 from ..data.datasets import current_input, recording_inputs
 
 #: Config keys that do not change results (where to write, how to launch, how verbose).
@@ -136,6 +136,8 @@ class RunDir:
         return read_json(self.metrics_path)
 
     def start(self) -> None:
+        if not writes_files():  # a worker of a distributed run: rank 0 keeps the folder
+            return
         self.path.mkdir(parents=True, exist_ok=True)
         remove_leftovers(self.path)
         # records of an earlier run on other data are not this run's: gone until it finishes
@@ -201,12 +203,17 @@ class RunDir:
             f"[groupbias] {label}: {took}" if label else f"[groupbias] {name}: done in {took}",
             flush=True,
         )
-        return read_json(p)["result"]
+        return read_json(p)["result"] if writes_files() else _as_stored(result)
 
     def finish(self, metrics: Mapping) -> dict:
         write_json_atomic(self.metrics_path, metrics)
         self._meta("complete", finished=_now())
-        return read_json(self.metrics_path)
+        return read_json(self.metrics_path) if writes_files() else _as_stored(metrics)
+
+
+def _as_stored(value):
+    """``value`` as reading it back from its JSON file gives it (where nothing is written)."""
+    return json.loads(json.dumps(jsonable(value), sort_keys=True))
 
 
 class Interrupted(BaseException):

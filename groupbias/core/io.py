@@ -1,8 +1,12 @@
-"""Atomic result files: nothing is ever half-written.
+"""Atomic result files: nothing is ever half-written, and only one process writes.
 
 Every writer writes to a temporary file in the destination directory, flushes and fsyncs it,
 then ``os.replace``-s it over the destination, so a crash leaves either the old file or the
 new one, never a truncated one.
+
+In a distributed run (Lightning's DDP re-runs the command in one process per device, torchrun,
+``srun``) the process of rank 0 writes every file; in the others (:func:`writes_files` is
+false) the writers write nothing and return the path.
 """
 
 from __future__ import annotations
@@ -26,6 +30,21 @@ CONTENT_HASH = "sha256"
 _DIGESTS: dict[tuple, str] = {}
 
 
+#: environment variables that hold a process's rank in a distributed run: torchrun's, those
+#: of Lightning's launcher for the processes it starts, Slurm's task rank
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID")
+
+
+def writes_files() -> bool:
+    """Whether this process writes results: false in the processes of rank > 0 of a
+    distributed run (any of :data:`RANK_VARIABLES` above 0)."""
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "0").strip() or "0"
+        if value.isdigit() and int(value) > 0:
+            return False
+    return True
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -34,8 +53,11 @@ def _umask() -> int:
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (see the module docstring). An OS error (a full
-    disk, a file size limit) names ``path``; the temporary file is removed."""
+    disk, a file size limit) names ``path``; the temporary file is removed. Nothing is
+    written where :func:`writes_files` is false."""
     path = Path(path)
+    if not writes_files():
+        return path
     try:
         return _write_atomic(path, data)
     except OSError as exc:

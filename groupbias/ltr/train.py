@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import io
 import json
 import sys
 import warnings
@@ -27,7 +28,7 @@ import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 
 from ..core.errors import ParameterError
-from ..core.io import jsonable
+from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
 from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
 from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
 from .losses import LambdaLoss
@@ -148,11 +149,13 @@ class TrainedRanker:
         return out
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``model.pt`` (state_dict) and ``ranker.json`` into ``directory``."""
+        """Write ``model.pt`` (state_dict) and ``ranker.json`` into ``directory``, each
+        atomically (by rank 0 alone in a distributed run)."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu() for k, v in self.scorer.state_dict().items()}
-        torch.save(state, d / "model.pt")
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        write_bytes_atomic(d / "model.pt", buf.getvalue())
         info = {
             "model_cfg": jsonable(self.model_cfg),
             "n_features": int(self.n_features),
@@ -160,7 +163,7 @@ class TrainedRanker:
             "best_score": self.best_score,
             **jsonable(self.meta),
         }
-        (d / "ranker.json").write_text(json.dumps(info, indent=2))
+        write_json_atomic(d / "ranker.json", info)
         return d
 
     @classmethod
