@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import io
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -207,8 +208,9 @@ class TrainerSpec:
     only where standard output is a terminal, and not with the run's ``progress=false``);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
     package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
-    torch's intra-op threads while training (``torch.set_num_threads``; None: the cores
-    this process may use, ``os.sched_getaffinity``; restored afterwards).
+    torch's intra-op threads while training (``torch.set_num_threads``, restored
+    afterwards; None: the cores this process may use that the 1-minute load average leaves
+    idle when training starts, at least 1, see :func:`idle_cores`).
     """
 
     max_epochs: int = 20
@@ -302,8 +304,8 @@ class TrainerSpec:
                 raise ParameterError(f"extra.{k}", "a pytorch_lightning.Trainer keyword", k)
 
     def n_threads(self) -> int:
-        """``threads``, or the number of cores this process may use."""
-        return check_threads(self.threads)
+        """``threads``, or :func:`idle_cores`."""
+        return idle_cores() if self.threads is None else check_threads(self.threads)
 
     def trainer_kwargs(self) -> dict:
         """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
@@ -319,6 +321,21 @@ class TrainerSpec:
             "enable_model_summary": False,
             **dict(self.extra),
         }
+
+
+def idle_cores() -> int:
+    """The cores this process may use less the 1-minute load average (rounded), at least 1.
+
+    torch's threads spin while they wait for each other, so on a machine whose cores are
+    busy with other jobs every thread beyond the idle cores slows a step down several times
+    over (measured in docs/performance.md, "LTR training"); on an idle machine this is
+    every core."""
+    cores = check_threads(None)
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average on this platform
+        return cores
+    return max(1, min(cores, cores - round(load)))
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ def test_threads_hold_while_training_and_are_restored(rng, tmp_path, monkeypatch
         return fit(self, *a, **kw)
 
     monkeypatch.setattr(pl.Trainer, "fit", recording_fit)
+    monkeypatch.setattr("groupbias.ltr.train.os.getloadavg", lambda: (0.0, 0.0, 0.0))
     before = torch.get_num_threads()
     target = 1 if before > 1 else 2
     data = _synthetic(rng, 12)
@@ -192,9 +193,10 @@ class _ThreadProbe(LambdaLoss):
 
 
 @pytest.mark.parametrize("threads", [1, None])
-def test_trainer_threads_set_during_training_and_restored(rng, tmp_path, threads):
+def test_trainer_threads_set_during_training_and_restored(rng, tmp_path, threads, monkeypatch):
     import os
 
+    monkeypatch.setattr("groupbias.ltr.train.os.getloadavg", lambda: (0.0, 0.0, 0.0))
     data = _synthetic(rng, 12)
     _ThreadProbe.seen = []
     before = torch.get_num_threads()
@@ -215,7 +217,7 @@ def test_trainer_threads_set_during_training_and_restored(rng, tmp_path, threads
         assert torch.get_num_threads() == outside  # the caller's setting is restored
     finally:
         torch.set_num_threads(before)
-    # default: the cores this process may use (its CPU affinity)
+    # default: the cores this process may use (its CPU affinity) that are idle (load 0 here)
     want = threads if threads is not None else len(os.sched_getaffinity(0))
     assert _ThreadProbe.seen and set(_ThreadProbe.seen) == {want}
 
@@ -256,3 +258,14 @@ def test_loggers_by_name(tmp_path):
     ):
         with pytest.raises(ParameterError, match="tensorboard"):
             make_loggers(["tensorboard"], tmp_path)
+
+
+def test_default_threads_leave_out_the_busy_cores(monkeypatch):
+    import groupbias.ltr.train as T
+
+    monkeypatch.setattr(T.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    for load, expect in ((0.2, 8), (2.6, 5), (7.6, 1), (30.0, 1)):
+        monkeypatch.setattr(T.os, "getloadavg", lambda load=load: (load, load, load))
+        assert T.idle_cores() == expect
+        assert T.TrainerSpec().n_threads() == expect
+    assert T.TrainerSpec(threads=3).n_threads() == 3  # given: used as it is
