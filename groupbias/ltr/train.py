@@ -17,7 +17,9 @@ import inspect
 import io
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -456,8 +458,26 @@ def _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices):
             use_distributed_sampler=False,
             **settings,
         )
-        trainer.fit(module, datamodule=dm)
+        _fit_interruptibly(trainer, module, dm)
     return module, trainer
+
+
+def _fit_interruptibly(trainer: pl.Trainer, module, dm) -> None:
+    """``trainer.fit`` where Ctrl-C stops the run as anywhere else: Lightning answers a
+    KeyboardInterrupt with its teardown, then ignores SIGINT for the rest of the process and
+    exits with status 1; here the interrupt is raised again as a KeyboardInterrupt (the run
+    ends ``interrupted`` and resumes) and the SIGINT handler found before is put back."""
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        trainer.fit(module, datamodule=dm)
+    except SystemExit:
+        if trainer.interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        if main and handler is not None:
+            signal.signal(signal.SIGINT, handler)
 
 
 def train_ranker(
