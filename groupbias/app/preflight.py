@@ -190,6 +190,8 @@ def _composition_error(exc: Exception, job: list[str]) -> ConfigError:
                 "the chosen dataset reads no files; choose the dataset as well "
                 "(dataset=<name> dataset.root=<folder>) or set its environment variable"
             )
+        if not tip and not keys:  # a map that lists no keys (a loader's keywords, say)
+            tip = f"+{key}=... adds a key the config does not list"
         shown = ", ".join(k.rsplit(".", 1)[-1] for k in keys)
         return ConfigError(
             key,

@@ -650,6 +650,11 @@ def _check(args, tmp_path):
             "dataset.root",
             "dataset=<name> dataset.root",
         ),
+        (  # a map listing no keys: the hint says how to add one
+            ["experiment=table1", "dataset=yahoo", "dataset.params.fold=1"],
+            "dataset.params.fold",
+            "+dataset.params.fold=... adds a key",
+        ),
     ],
 )
 def test_11_hydra_errors_become_one_line_naming_the_key(args, key, words, tmp_path):
@@ -660,6 +665,13 @@ def test_11_hydra_errors_become_one_line_naming_the_key(args, key, words, tmp_pa
     assert info.value.key == key
     assert words in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "runs").exists()
+
+
+def test_11_the_documented_movielens_keys_are_accepted(tmp_path):
+    # docs/datasets.md: dataset.params.metadata / dataset.params.links, without a '+'
+    for name in ("movielens_country", "movielens_bo"):
+        args = [f"dataset={name}", "dataset.params.metadata=/m.csv", "dataset.params.links=/l.csv"]
+        _check(["experiment=table1", *args], tmp_path)
 
 
 @pytest.mark.parametrize(
