@@ -23,6 +23,7 @@ from ..simulate.group_bias import relevance_from_labels
 from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
 from .inputs import check_both_groups, check_reduce, reduce_queries
 from .protocol import EvaluationProtocol
+from .trec_eval import trec_measures
 
 __all__ = ["evaluate", "evaluate_run", "run_data"]
 
@@ -148,6 +149,16 @@ def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None)
     return data, run.scores[keep]
 
 
+#: how :func:`evaluate_run` computes nDCG, MRR and MAP of a run
+SEMANTICS = ("trec_eval", "candidates")
+#: our metric names computed by :mod:`.trec_eval` under ``semantics="trec_eval"``
+_TREC = ("ndcg", "mrr", "map")
+
+
+def _trec_name(r) -> str:
+    return r.name if r.k is None else f"{r.name}@{r.k}"
+
+
 def evaluate_run(
     run,
     qrels,
@@ -158,6 +169,7 @@ def evaluate_run(
     label_max=None,
     protocol: EvaluationProtocol | None = None,
     reduce: str | None = "mean",
+    semantics: str = "trec_eval",
 ) -> dict:
     """``{metric key: value}`` of an external TREC run (a ranking: the LTR regime) against
     ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
@@ -165,7 +177,12 @@ def evaluate_run(
     ``label / label_max``). ``metrics``: names of :data:`groupbias.core.registry.METRICS`,
     ir-measures style names too (``nDCG@10``); ``protocol``: an
     :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic);
-    ``reduce``: as in :func:`evaluate`. Example::
+    ``reduce``: as in :func:`evaluate`; ``semantics``: ``"trec_eval"`` (default) computes
+    nDCG, MRR and MAP as ``trec_eval`` / ``ir_measures`` do
+    (:mod:`groupbias.evaluation.trec_eval`: every judged query of the run scores, the ideal
+    from every judged document, linear gains, ties by document id), ``"candidates"`` judges
+    the run's candidates as a ranking of their own, as every other metric (the metrics'
+    own conventions: ``2^l - 1`` gains, queries without a relevant candidate skipped). Example::
 
         import groupbias as gb
 
@@ -173,7 +190,23 @@ def evaluate_run(
                         metrics=["nDCG@10", "rho_dtr", "delta_eel", "awrf"])
     """
     check_reduce(reduce)
+    choice("semantics", semantics, SEMANTICS)
+    run, qrels = _load(run, read_run), _load(qrels, read_qrels)
     data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
+    requests = [parse_metric(m) for m in metrics]
+    trec = [
+        r for r in requests if semantics == "trec_eval" and r.name in _TREC and r.group == "all"
+    ]
+    if trec:
+        _, values = trec_measures(run, qrels, [_trec_name(r) for r in trec])
+        done = {r.key: values[_trec_name(r)] for r in trec}
+        rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
+        out = evaluate_run(
+            run, qrels, groups, metrics=rest, affected=affected, label_max=label_max,
+            protocol=protocol, reduce=None, semantics="candidates",
+        ) if rest else {}  # fmt: skip
+        merged = {**out, **done}
+        return {r.key: reduce_queries(merged[r.key], reduce) for r in requests}
     _refuse_one_group_means(data, metrics, reduce)
     if protocol is None:
         per_query = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)

@@ -27,7 +27,7 @@ from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
 from ..core.validation import choice, real
 from ..evaluation.catalog import direction_of
-from ..evaluation.evaluate import evaluate, run_data
+from ..evaluation.evaluate import evaluate_run, run_data
 from ..evaluation.stats import CORRECTIONS, TESTS, adjust_p_values, paired_test
 from .tables import METRIC_LABELS, better_than, tex_text
 
@@ -245,20 +245,26 @@ def compare_runs(
     test: str = "ttest",
     correction: str = "holm",
     alpha: float = 0.05,
+    semantics: str = "trec_eval",
 ) -> Comparison:
     """:func:`compare` of TREC runs (``{name: path or TrecRun}``) evaluated per query on
     ``qrels`` and ``groups`` as :func:`groupbias.evaluation.evaluate.evaluate_run` does
-    (the LTR regime: each run's ranking of its candidates)."""
-    from ..data.trec import read_groups, read_qrels
+    (nDCG, MRR and MAP with ``trec_eval``'s semantics unless ``semantics="candidates"``;
+    the fairness metrics on each run's ranking of its candidates)."""
+    from ..data.trec import read_groups, read_qrels, read_run
 
     if isinstance(qrels, (str, os.PathLike)):
         qrels = read_qrels(qrels)
     if isinstance(groups, (str, os.PathLike)):
         groups = read_groups(groups, affected=affected)
     per_query = {}
-    for name, run in runs.items():
-        data, scores = run_data(run, qrels, groups, label_max=label_max)
-        vals = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
+    for name, given in runs.items():
+        run = read_run(given) if isinstance(given, (str, os.PathLike)) else given
+        data, _ = run_data(run, qrels, groups, label_max=label_max)
+        vals = evaluate_run(
+            run, qrels, groups, metrics=metrics, label_max=label_max, reduce=None,
+            semantics=semantics,
+        )  # fmt: skip
         qids = pd.Index(np.asarray(data.query_ids).astype(str), name="query")
         per_query[name] = {k: pd.Series(v, index=qids) for k, v in vals.items()}
     keys = list(next(iter(per_query.values())))

@@ -6,8 +6,10 @@
     groupbias-report compare runs/table2/models/synthetic      # the conditions' test runs
     groupbias-report export trec2020 --split test --out trec/  # trec2020_test.{qrels,groups}
 
-``evaluate`` prints each metric's mean over the judged queries (the LTR regime: the run
-ranks its candidates; :func:`groupbias.evaluation.evaluate.evaluate_run`); ``compare``
+``evaluate`` prints each metric's mean over the run's judged queries
+(:func:`groupbias.evaluation.evaluate.evaluate_run`: nDCG, MRR and MAP as ``trec_eval`` computes
+them unless ``--semantics candidates``; the fairness metrics over the run's candidates, the
+LTR regime); ``compare``
 writes the ranx-style table (:mod:`groupbias.reporting.compare`); ``export`` writes the
 qrels and item→group file of a registered dataset's split (:mod:`groupbias.data.trec`: the
 dataset's item ids, or ``<qid>_<position>`` where it has none), the files a run of that
@@ -50,7 +52,8 @@ def _common(p: argparse.ArgumentParser, *, files_required: bool) -> None:
 
 def evaluate_command(argv: list[str]) -> int:
     """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
-    from ..evaluation.evaluate import evaluate, run_data
+    from ..data.trec import read_qrels, read_run
+    from ..evaluation.evaluate import SEMANTICS, evaluate_run, run_data
 
     p = argparse.ArgumentParser(
         prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness"
@@ -58,9 +61,26 @@ def evaluate_command(argv: list[str]) -> int:
     p.add_argument("--run", required=True, help="run file (qid Q0 docno rank score tag)")
     _common(p, files_required=True)
     p.add_argument("--out", default=None, help="write STEM.csv and STEM_per_query.csv")
+    p.add_argument(
+        "--semantics",
+        default="trec_eval",
+        choices=SEMANTICS,
+        help="nDCG, MRR, MAP as trec_eval / ir_measures compute them (default: every judged "
+        "query scores, the ideal from all judged documents, linear gains, ties by document "
+        "id), or over the run's candidates with the metrics' own conventions",
+    )
     a = p.parse_args(argv)
-    data, scores = run_data(a.run, a.qrels, a.groups, affected=a.affected)
-    per_query = evaluate(scores, data, regime="ltr", metrics=_metric_list(a.metrics), reduce=None)
+    run, qrels = read_run(a.run), read_qrels(a.qrels)
+    data, _ = run_data(run, qrels, a.groups, affected=a.affected)
+    per_query = evaluate_run(
+        run,
+        qrels,
+        a.groups,
+        metrics=_metric_list(a.metrics),
+        affected=a.affected,
+        reduce=None,
+        semantics=a.semantics,
+    )
     rows = [
         {"metric": k, "value": float(np.nanmean(v)), "n_queries": int(np.sum(~np.isnan(v)))}
         for k, v in per_query.items()
@@ -119,6 +139,7 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--correction", default="holm", choices=CORRECTIONS)
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--out", default="comparison", help="output stem (.md, .tex, .csv)")
+    p.add_argument("--semantics", default="trec_eval", choices=("trec_eval", "candidates"))
     a = p.parse_args(argv)
     runs, qrels, groups = expand_runs(a.runs)
     qrels, groups = a.qrels or qrels, a.groups or groups
@@ -142,6 +163,7 @@ def compare_command(argv: list[str]) -> int:
         test=a.test,
         correction=a.correction,
         alpha=a.alpha,
+        semantics=a.semantics,
     )
     print(result.to_markdown(), end="")
     for kind, path in result.save(a.out).items():

@@ -1,0 +1,106 @@
+"""Run evaluation with trec_eval's semantics: equal to ir_measures (pytrec_eval, and MS
+MARCO's evaluation for RR@k) on runs with ties, unjudged documents, queries with nothing
+relevant retrieved or judged, and queries the qrels do not judge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import groupbias as gb
+from groupbias.data.trec import Qrels, TrecRun
+from groupbias.evaluation.trec_eval import trec_measures
+
+ir_measures = pytest.importorskip("ir_measures")
+
+# ours -> ir_measures
+PAIRS = {
+    "ndcg@10": "nDCG@10",
+    "ndcg": "nDCG",
+    "mrr@10": "RR@10",
+    "mrr": "RR",
+    "map@10": "AP@10",
+    "map": "AP",
+    "p@5": "P@5",
+    "recall@10": "R@10",
+}
+
+
+def _case(seed: int):
+    rng = np.random.default_rng(seed)
+    qids, qptr, docs, scores, jq, jd, jl = [], [0], [], [], [], [], []
+    for q in range(80):
+        n = int(rng.integers(1, 30))
+        picked = rng.choice(300, n, replace=False)
+        qids.append(f"q{q}")
+        docs += [f"d{d}" for d in picked]
+        scores += rng.integers(0, 4, n).astype(float).tolist()  # many ties
+        qptr.append(qptr[-1] + n)
+        if q % 9 == 8:
+            continue  # not judged: left out, as trec_eval does
+        judged = rng.choice(300, 40, replace=False)
+        labels = rng.integers(0, 4, 40) * (rng.random(40) < 0.4)
+        if q % 13 == 5:
+            labels[:] = 0  # nothing relevant judged
+        jq += [f"q{q}"] * 40
+        jd += [f"d{d}" for d in judged]
+        jl += labels.tolist()
+    run = TrecRun(np.array(qids), np.array(qptr), np.array(docs), np.array(scores))
+    qrels = Qrels(np.array(jq), np.array(jd), np.array(jl, dtype=float))
+    return run, qrels
+
+
+def _reference(run, qrels, measure):
+    qr = [
+        ir_measures.Qrel(q, d, int(v))
+        for q, d, v in zip(qrels.query_ids, qrels.item_ids, qrels.labels, strict=True)
+    ]
+    qi = np.repeat(run.query_ids, np.diff(run.qptr))
+    rn = [
+        ir_measures.ScoredDoc(q, d, float(s))
+        for q, d, s in zip(qi, run.item_ids, run.scores, strict=True)
+    ]
+    m = ir_measures.parse_measure(measure)
+    return {r.query_id: r.value for r in ir_measures.iter_calc([m], qr, rn)}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_measure_equals_ir_measures_query_by_query(seed):
+    run, qrels = _case(seed)
+    qids, ours = trec_measures(run, qrels, list(PAIRS))
+    judged = set(qrels.query_ids)
+    assert list(qids) == [q for q in run.query_ids if q in judged]
+    for name, ref_name in PAIRS.items():
+        ref = _reference(run, qrels, ref_name)
+        expect = np.array([ref.get(q, 0.0) for q in qids])
+        np.testing.assert_allclose(ours[name], expect, rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_the_run_file_through_the_command_and_the_library(tmp_path, capsys):
+    from groupbias.reporting.interop import evaluate_command
+
+    run, qrels = _case(3)
+    run.write(tmp_path / "r.run")
+    qrels.write(tmp_path / "r.qrels")
+    items = np.unique(np.concatenate([run.item_ids, qrels.item_ids]))
+    (tmp_path / "r.groups").write_text("".join(f"{d} {i % 2}\n" for i, d in enumerate(items)))
+    args = ["--run", str(tmp_path / "r.run"), "--qrels", str(tmp_path / "r.qrels")]
+    args += ["--groups", str(tmp_path / "r.groups"), "--metrics", "nDCG@10,MRR@10,rho_dtr"]
+    assert evaluate_command([*args, "--out", str(tmp_path / "e")]) == 0
+    shown = capsys.readouterr().out
+    ndcg = _reference(run, qrels, "nDCG@10")
+    judged = [q for q in run.query_ids if q in set(qrels.query_ids)]
+    mean = np.mean([ndcg.get(q, 0.0) for q in judged])
+    assert f"{mean:.4f}" in shown and f"{len(judged):>7}" in shown
+    lib = gb.evaluate_run(
+        tmp_path / "r.run", tmp_path / "r.qrels", tmp_path / "r.groups", metrics=["nDCG@10"]
+    )
+    assert lib["nDCG@10"] == pytest.approx(mean, abs=1e-12)
+    # the candidates' convention stays a named option, and differs here (dropped queries)
+    cand = gb.evaluate_run(
+        tmp_path / "r.run", tmp_path / "r.qrels", tmp_path / "r.groups",
+        metrics=["nDCG@10"], semantics="candidates",
+    )  # fmt: skip
+    assert cand["nDCG@10"] != pytest.approx(mean, abs=1e-6)
+    with pytest.raises(gb.ParameterError, match="semantics"):
+        gb.evaluate_run(run, qrels, tmp_path / "r.groups", metrics=["ndcg"], semantics="x")
