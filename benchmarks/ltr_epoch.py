@@ -9,8 +9,8 @@ batch size and slate length (the project's ``batching`` defaults unless ``--batc
 both):
 
 * ours: the whole ``train_ranker`` call with ``trainer.max_epochs=1``,
-  ``trainer.patience=null``, no progress bar and no extra loggers (Lightning's CSV logger
-  stays: ``train_ranker`` always writes one): Lightning's sanity check, the epoch, its
+  ``trainer.patience=null``, no progress bar and no logger (``trainer.loggers=[]``):
+  Lightning's sanity check, the epoch, its
   validation (NDCG@10), the best checkpoint and the saved ranker;
 * allRank: ``allrank.training.train_utils.fit(epochs=1, ...)``, its published loop: the
   epoch, then the training metrics (NDCG@10), the validation loss and metrics, and the

@@ -75,10 +75,11 @@ ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu", "hpu")
 
 def make_loggers(names, out: Path) -> list:
     """Lightning loggers writing under ``out/logs`` (``names``: a name or a list of names of
-    :data:`LOGGERS`; the CSV logger needs nothing extra)."""
+    :data:`LOGGERS`, None for the CSV logger, which needs nothing extra; an empty list: no
+    logger)."""
     import pytorch_lightning.loggers as L
 
-    names = [names] if isinstance(names, str) else list(names or ["csv"])
+    names = ["csv"] if names is None else [names] if isinstance(names, str) else list(names)
     out_loggers = []
     for name in names:
         if name not in LOGGERS:

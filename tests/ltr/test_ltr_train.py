@@ -269,3 +269,14 @@ def test_default_threads_leave_out_the_busy_cores(monkeypatch):
         assert T.idle_cores() == expect
         assert T.TrainerSpec().n_threads() == expect
     assert T.TrainerSpec(threads=3).n_threads() == 3  # given: used as it is
+
+
+def test_no_loggers_means_no_logs(rng, tmp_path):
+    data = _synthetic(rng, 12)
+    r = recipe(trainer={"max_epochs": 1, "loggers": []})
+    ranker = train_ranker(data, None, recipe=r, seed=0, out_dir=tmp_path / "quiet")
+    assert not (tmp_path / "quiet" / "logs").exists() and ranker.log_dir is None
+    train_ranker(
+        data, None, recipe=recipe(trainer={"max_epochs": 1}), seed=0, out_dir=tmp_path / "csv"
+    )
+    assert list((tmp_path / "csv" / "logs").rglob("metrics.csv"))  # the default: CSV
