@@ -12,6 +12,8 @@ report. The whole method is available flat::
                            beta_hat_per_query=est.beta_hat_per_query)
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
     gb.evaluate_run("bm25.run", "test.qrels", "test.groups", metrics=["nDCG@10", "rho_dtr"])
+    ranker = gb.load_ranker("runs/table2/<run>/models/synthetic/beta0.8/corrected")
+    scores = ranker.predict(gb.load_dataset("synthetic", split="test"))
 
 Subpackages, one per stage, each importing only the ones listed before it:
 :mod:`~groupbias.core`, :mod:`~groupbias.data`, :mod:`~groupbias.simulate`,
@@ -70,6 +72,19 @@ from .simulate.group_bias import (
 
 __version__ = "0.1.0"
 
+#: names of :mod:`groupbias.ltr.train`, imported when first used (torch and Lightning load
+#: with them)
+_LTR_NAMES = ("TrainedRanker", "load_ranker", "train_ranker")
+
+
+def __getattr__(name: str):
+    if name in _LTR_NAMES:
+        from .ltr import train
+
+        return train.TrainedRanker.load if name == "load_ranker" else getattr(train, name)
+    raise AttributeError(f"module 'groupbias' has no attribute {name!r}")
+
+
 __all__ = [
     "BetaEstimate",
     "BuiltinGrouping",
@@ -116,6 +131,9 @@ __all__ = [
     "simulate_clicks",
     "simulate_group_bias",
     "theory",
+    "TrainedRanker",
+    "load_ranker",
+    "train_ranker",
     "write_groups",
     "write_qrels",
     "write_run",

@@ -172,8 +172,13 @@ class TrainedRanker:
 
     @classmethod
     def load(cls, directory: str | Path) -> TrainedRanker:
-        """Rebuild a ranker written by :meth:`save` (weights loaded with weights_only=True)."""
+        """Rebuild a ranker written by :meth:`save` (weights loaded with weights_only=True):
+        ``directory`` is the folder holding ``model.pt`` and ``ranker.json``, or a
+        condition's folder of a run (``runs/table2/.../models/<dataset>/beta0.8/corrected``)
+        holding it as ``ranker/``."""
         d = Path(directory)
+        if not (d / "ranker.json").is_file() and (d / "ranker" / "ranker.json").is_file():
+            d = d / "ranker"
         for name in ("model.pt", "ranker.json"):
             if not (d / name).is_file():
                 raise ParameterError("directory", f"a folder holding {name}", str(d))

@@ -280,3 +280,18 @@ def test_no_loggers_means_no_logs(rng, tmp_path):
         data, None, recipe=recipe(trainer={"max_epochs": 1}), seed=0, out_dir=tmp_path / "csv"
     )
     assert list((tmp_path / "csv" / "logs").rglob("metrics.csv"))  # the default: CSV
+
+
+def test_a_saved_ranker_through_the_flat_api(rng, tmp_path):
+    import groupbias as gb
+
+    data = _synthetic(rng, 12)
+    trained = gb.train_ranker(
+        data, None, recipe=recipe(trainer={"max_epochs": 1}), seed=0, out_dir=tmp_path / "corrected"
+    )
+    for where in (tmp_path / "corrected", tmp_path / "corrected" / "ranker"):
+        again = gb.load_ranker(where)  # a condition's folder, or the ranker's own
+        assert isinstance(again, gb.TrainedRanker)
+        np.testing.assert_array_equal(again.predict(data), trained.predict(data))
+    with pytest.raises(gb.ParameterError, match="model.pt"):
+        gb.load_ranker(tmp_path)
