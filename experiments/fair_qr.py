@@ -96,6 +96,8 @@ class FairQRExperiment(SystemsExperiment):
             for rerank in (False, True):
                 loop = FairQR(**{**self.fair_qr, "rerank": rerank})
                 out = loop.run(index, c.queries, m, target, refiner, group_names=classes)
+                if isinstance(refiner, LLMRefiner):
+                    refiner.check()  # too many answers that do not parse: nothing stored
                 system = name if rerank else f"{name} [no re-rank]"
                 runs[system] = out.run
             keywords[name] = {

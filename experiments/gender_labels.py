@@ -21,6 +21,7 @@ from groupbias.core.validation import real
 from groupbias.evaluation.fairness import neutrality
 from groupbias.pipelines.retrieval import agreement_records
 from groupbias.retrieval.labels import GENDER_CLASSES, GENDER_PROMPTS, LexiconLabeller, LLMLabeller
+from groupbias.retrieval.llm import check_results
 
 from .common import check_common
 from .retrieval_common import check_wordlist, endpoint, text_collection, wordlist
@@ -149,6 +150,9 @@ def _pivot(records, cols):
 
 def _llm_step(ep, prompt: str, c, progress: bool) -> dict:
     res = LLMLabeller(ep, prompt).label(list(c.texts), progress=progress)
+    # a failed request, or unparsed answers beyond the endpoint's share: nothing is stored,
+    # and the same command asks again for what is missing
+    check_results(res, ep, f"LLM gender labels ({prompt})")
     return {
         "labels": res.labels.tolist(),
         "report": res.summary(),

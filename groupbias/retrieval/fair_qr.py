@@ -35,7 +35,7 @@ from ..core.errors import ParameterError
 from ..core.validation import integer, real
 from ..data.text import Run
 from .bm25 import BM25Index, top_k_rows
-from .llm import ChatClient, ChatEndpoint
+from .llm import ChatClient, ChatEndpoint, RemoteCallError, check_results
 
 __all__ = [
     "FairQR",
@@ -233,12 +233,28 @@ def parse_keywords(answer: str, max_words: int = 12) -> str | None:
 @dataclass
 class LLMRefiner:
     """Refines with an LLM (module docstring); temperature 0.3 as the paper, unless the
-    endpoint sets another. Unparsed answers and failed requests leave the query as it is
-    (counted in ``unparsed`` / ``failed``)."""
+    endpoint sets another. A failed request stops the run
+    (:func:`~groupbias.retrieval.llm.check_results`: nothing is stored, the answers received
+    are cached); an answer that does not parse leaves its query as it is (counted in
+    ``unparsed`` of ``asked``; :meth:`check` stops a run where more than the endpoint's
+    ``max_failed_share`` of them did not parse)."""
+
+    def check(self) -> None:
+        """Raise :class:`~groupbias.retrieval.llm.RemoteCallError` naming the endpoint when
+        more than ``max_failed_share`` of the answers so far did not parse."""
+        share = self.endpoint.max_failed_share
+        if self.asked and self.unparsed > share * self.asked:
+            raise RemoteCallError(
+                f"FAIR-QR refinements: {self.unparsed} of {self.asked} answers of "
+                f"{self.endpoint.base_url} (model {self.endpoint.model}) did not parse (more "
+                f"than max_failed_share = {share}); nothing is stored. Hint: check the model "
+                "and prompt; answers that do not parse are not cached"
+            )
 
     endpoint: ChatEndpoint
     unparsed: int = 0
     failed: int = 0
+    asked: int = 0
 
     def prepare(self, index: BM25Index, first: Run, membership: np.ndarray) -> None:
         return None
@@ -257,13 +273,15 @@ class LLMRefiner:
                 "subgroup": names[int(state.group[j])],
             }
             prompts.append(REFINE_PROMPT.format(**fmt))
-        res = ChatClient(self.endpoint).complete_many(prompts, desc="FAIR-QR refine")
-        words = []
-        for answer in res.answers:
-            kw = None if answer is None else parse_keywords(answer)
-            self.failed += answer is None
-            self.unparsed += answer is not None and kw is None
-            words.append(kw or "")
+        res = ChatClient(self.endpoint).complete_many(
+            prompts, desc="FAIR-QR refine", parse=parse_keywords
+        )
+        self.failed += len(res.failed)
+        self.unparsed += len(res.unparsed)
+        self.asked += len(prompts)
+        if res.failed:  # stops the run; unparsed answers are judged over the whole run
+            check_results(res, self.endpoint, "FAIR-QR refinements")
+        words = [("" if a is None else parse_keywords(a)) or "" for a in res.answers]
         added = index.query_weights([w for w in words])
         return sparse.csr_matrix(added), words
 

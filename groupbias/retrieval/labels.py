@@ -189,6 +189,9 @@ class LabelResult:
     from_cache: int = 0
     requested: int = 0
 
+    def __len__(self) -> int:
+        return len(self.labels)
+
     def summary(self) -> dict:
         return {
             "labelled": int(np.sum(self.labels != "")),
@@ -212,19 +215,22 @@ class LLMLabeller:
     def label(self, texts: Sequence[str], *, progress: bool = False) -> LabelResult:
         template = GENDER_PROMPTS[self.prompt]
         prompts = [template.replace("{passage}", t) for t in texts]
+        cot = self.prompt == "cot"
         res = ChatClient(self.endpoint).complete_many(
-            prompts, progress=progress, desc=f"labels ({self.prompt})"
+            prompts,
+            progress=progress,
+            desc=f"labels ({self.prompt})",
+            parse=lambda answer: parse_gender(answer, cot=cot),
         )
         labels = np.full(len(texts), "", dtype=object)
         out = LabelResult(
-            labels, failed=res.failed, from_cache=res.from_cache, requested=res.requested
+            labels,
+            unparsed=res.unparsed,
+            failed=res.failed,
+            from_cache=res.from_cache,
+            requested=res.requested,
         )
         for i, answer in enumerate(res.answers):
-            if answer is None:
-                continue
-            lab = parse_gender(answer, cot=self.prompt == "cot")
-            if lab is None:
-                out.unparsed[i] = answer
-            else:
-                labels[i] = lab
+            if answer is not None:
+                labels[i] = parse_gender(answer, cot=cot)
         return out

@@ -4,18 +4,26 @@ progress bar and an answer cache on disk.
 
 - :class:`ChatEndpoint`: ``base_url`` (``.../v1``), ``model``, ``api_key`` (else
   ``$GROUPBIAS_LLM_API_KEY``, else ``$OPENAI_API_KEY``, else none), ``temperature``,
-  ``max_tokens``, ``timeout`` (seconds per request), ``retries`` and ``backoff`` (seconds
-  before the first retry, doubled each time; a ``Retry-After`` header is honoured, at most
-  ``max_backoff``), ``concurrency`` (requests in flight) and ``cache_dir``.
+  ``max_tokens``, ``timeout`` (seconds per request, from sending it to the last byte of the
+  reply, however slowly the bytes come), ``max_reply_bytes`` (a longer reply is an error, not
+  read into memory), ``retries`` and ``backoff`` (seconds before the first retry, doubled
+  each time; a ``Retry-After`` header is honoured, at most ``max_backoff``), ``concurrency``
+  (requests in flight), ``cache_dir`` and ``max_failed_share`` (see :func:`check_results`).
 - :meth:`ChatClient.complete_many`: one user message per prompt to ``POST
   {base_url}/chat/completions``; answers come back in prompt order. Timeouts, connection
   errors, HTTP 429 and 5xx and bodies that are not a chat completion are retried; other
   HTTP errors are not. What still fails is reported in :class:`ChatResults` (``failed``:
-  index -> reason), never replaced by a guess.
+  index -> reason), never replaced by a guess. With ``parse``, an answer that does not parse
+  is reported in ``unparsed`` (index -> answer) instead of ``answers``.
 - The cache: one JSON file per answer under ``cache_dir``, named by the SHA-256 of the
   model, the sampling settings and the full prompt (instructions with the document's text
   in it), written atomically as each answer arrives, so a killed run re-run asks only for
-  what it had not received, and a corpus is never labelled twice.
+  what it had not received, and a corpus is never labelled twice. Only answers are cached:
+  never a failed request, never an answer that does not parse (it is asked again).
+- :func:`check_results`: a run whose requests failed, or whose answers did not parse beyond
+  ``max_failed_share``, stops with a :class:`RemoteCallError` naming the endpoint, so that
+  nothing computed from missing answers is stored; the same command asks again for what is
+  missing.
 """
 
 from __future__ import annotations
@@ -26,16 +34,23 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import ParameterError
+from ..core.errors import GroupBiasError, ParameterError
 from ..core.io import read_json, write_json_atomic
 from ..core.validation import integer, real
 
-__all__ = ["ChatEndpoint", "ChatClient", "ChatResults", "RETRIED_STATUS"]
+__all__ = [
+    "ChatEndpoint",
+    "ChatClient",
+    "ChatResults",
+    "RETRIED_STATUS",
+    "RemoteCallError",
+    "check_results",
+]
 
 #: HTTP statuses that are retried (rate limits and server errors)
 RETRIED_STATUS = (408, 429, 500, 502, 503, 504)
@@ -56,6 +71,8 @@ class ChatEndpoint:
     max_backoff: float = 30.0
     concurrency: int = 8
     cache_dir: str | None = None
+    max_reply_bytes: int = 8 << 20
+    max_failed_share: float = 0.05
 
     def __post_init__(self) -> None:
         for name in ("base_url", "model"):
@@ -73,6 +90,8 @@ class ChatEndpoint:
         real("backoff", self.backoff, low=0.0)
         real("max_backoff", self.max_backoff, low=0.0)
         integer("concurrency", self.concurrency, low=1)
+        integer("max_reply_bytes", self.max_reply_bytes, low=1024)
+        real("max_failed_share", self.max_failed_share, low=0.0, high=1.0)
         if self.cache_dir is not None and not isinstance(self.cache_dir, str):
             raise ParameterError("cache_dir", "a folder (string) or null", self.cache_dir)
 
@@ -85,13 +104,46 @@ class ChatEndpoint:
 
 @dataclass
 class ChatResults:
-    """Answers in prompt order (None where the request failed), the failures (index ->
-    reason), and how many answers came from the cache and from requests."""
+    """Answers in prompt order (None where the request failed or, with ``parse``, the
+    answer did not parse), the failures (index -> reason), the answers that did not parse
+    (index -> answer), and how many answers came from the cache and from requests."""
 
     answers: list[str | None]
     failed: dict[int, str] = field(default_factory=dict)
+    unparsed: dict[int, str] = field(default_factory=dict)
     from_cache: int = 0
     requested: int = 0
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+
+class RemoteCallError(GroupBiasError):
+    """Requests to an endpoint failed, or too many of its answers did not parse: nothing
+    computed from them is stored (the answers received are cached)."""
+
+
+def check_results(res, endpoint: ChatEndpoint, what: str) -> None:
+    """Raise :class:`RemoteCallError` naming the endpoint when a request of ``res`` (a
+    :class:`ChatResults`, or any result with ``failed`` and ``unparsed`` by index and
+    ``len(res)``) failed, or when more than ``endpoint.max_failed_share`` of its answers did
+    not parse."""
+    n = len(res)
+    where = f"{endpoint.base_url} (model {endpoint.model})"
+    if res.failed:
+        reason = next(iter(res.failed.values()))
+        raise RemoteCallError(
+            f"{what}: {len(res.failed)} of {n} requests to {where} failed (first: {reason}); "
+            "nothing is stored. Hint: check the endpoint and run the same command again: the "
+            "answers received are cached and only the missing ones are asked"
+        )
+    if n and len(res.unparsed) > endpoint.max_failed_share * n:
+        sample = next(iter(res.unparsed.values()))[:120]
+        raise RemoteCallError(
+            f"{what}: {len(res.unparsed)} of {n} answers of {where} did not parse (more than "
+            f"max_failed_share = {endpoint.max_failed_share}; first: {sample!r}); nothing is "
+            "stored. Hint: check the model and prompt; answers that do not parse are not cached"
+        )
 
 
 class _Retry(Exception):
@@ -141,15 +193,18 @@ class ChatClient:
         req = urllib.request.Request(
             self.url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
         )
+        deadline = time.monotonic() + e.timeout
         try:
             with urllib.request.urlopen(req, timeout=e.timeout) as resp:
-                raw = resp.read()
+                raw = _read_reply(resp, deadline, e.max_reply_bytes)
         except urllib.error.HTTPError as exc:
             if exc.code in RETRIED_STATUS:
                 raise _Retry(f"HTTP {exc.code}", _retry_after(exc)) from None
             raise RuntimeError(f"HTTP {exc.code}: {exc.reason}") from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             raise _Retry(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", None) from None
+        except _TooLong as exc:
+            raise RuntimeError(str(exc)) from None
         try:
             content = json.loads(raw)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
@@ -173,11 +228,21 @@ class ChatClient:
         raise AssertionError("unreachable")
 
     def complete_many(
-        self, prompts: Sequence[str], *, progress: bool = False, desc: str = "LLM"
+        self,
+        prompts: Sequence[str],
+        *,
+        progress: bool = False,
+        desc: str = "LLM",
+        parse: Callable[[str], object] | None = None,
     ) -> ChatResults:
         """The answer to every prompt (module docstring): cached answers first, the rest
-        with at most ``concurrency`` requests in flight, each stored as it arrives."""
+        with at most ``concurrency`` requests in flight, each stored as it arrives. With
+        ``parse`` (answer -> value, None when it does not parse), an answer that does not
+        parse goes to ``unparsed`` and is not cached (a cached one is asked again)."""
         from tqdm.auto import tqdm
+
+        def parses(answer: str) -> bool:
+            return parse is None or parse(answer) is not None
 
         answers: list[str | None] = [None] * len(prompts)
         out = ChatResults(answers)
@@ -185,7 +250,7 @@ class ChatClient:
         for i, p in enumerate(prompts):
             key = self.cache_key(p)
             hit = self._cached(key)
-            if hit is not None:
+            if hit is not None and parses(hit):
                 answers[i] = hit
                 out.from_cache += 1
             else:
@@ -203,15 +268,42 @@ class ChatClient:
                     for i in ix:
                         out.failed[i] = str(exc)
                 else:
-                    path = self._cache_path(key)
-                    if path is not None:
-                        write_json_atomic(path, {"model": self.endpoint.model, "answer": answer})
-                    for i in ix:
-                        answers[i] = answer
+                    if parses(answer):
+                        path = self._cache_path(key)
+                        if path is not None:
+                            write_json_atomic(
+                                path, {"model": self.endpoint.model, "answer": answer}
+                            )
+                        for i in ix:
+                            answers[i] = answer
+                    else:
+                        for i in ix:
+                            out.unparsed[i] = answer
                 out.requested += 1
                 bar.update(1)
         bar.close()
         return out
+
+
+def _read_reply(resp, deadline: float, cap: int) -> bytes:
+    """The reply's bytes, read as they come: a timeout once ``deadline`` (monotonic) has
+    passed however slowly they come, an error (not retried) beyond ``cap`` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the reply took longer than the timeout")
+        chunk = resp.read1(65536)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > cap:
+            raise _TooLong(f"the reply exceeds max_reply_bytes = {cap}")
+        parts.append(chunk)
+
+
+class _TooLong(Exception):
+    """A reply longer than the endpoint's ``max_reply_bytes``."""
 
 
 def _retry_after(exc: urllib.error.HTTPError) -> float | None:

@@ -150,11 +150,63 @@ def test_labeller_labels_counts_unparsed_answers_and_reuses_its_cache(server, tm
     assert any(b["messages"][0]["content"].endswith("Document: she runs Class:") for b in sent)
     n_before = len(server.log)
     again = LLMLabeller(ep, "zero_shot").label(texts)
-    assert len(server.log) == n_before  # nothing asked twice
-    assert again.from_cache == 5 and again.labels.tolist() == res.labels.tolist()
+    # the answers are not asked twice; the two that did not parse were not cached
+    assert len(server.log) == n_before + 2
+    assert again.from_cache == 3 and again.labels.tolist() == res.labels.tolist()
     # another prompt is another question
     LLMLabeller(ep, "one_shot").label(texts[:1])
-    assert len(server.log) == n_before + 1
+    assert len(server.log) == n_before + 3
+
+
+def test_garbage_is_not_stored_and_the_fixed_endpoint_is_asked_again(server, tmp_path):
+    from groupbias.retrieval.llm import RemoteCallError, check_results
+
+    texts = ["she runs", "he walks", "the weather"]
+    server.expect_request("/v1/chat/completions").respond_with_handler(
+        lambda request: _chat("<html>bad gateway page</html>")
+    )
+    ep = _endpoint(server, tmp_path)
+    res = LLMLabeller(ep, "zero_shot").label(texts)
+    assert res.labels.tolist() == ["", "", ""] and len(res.unparsed) == 3
+    with pytest.raises(RemoteCallError, match=r"3 of 3 answers of http://127\.0\.0\.1"):
+        check_results(res, ep, "labels")
+    assert not list((tmp_path / "cache").rglob("*.json"))  # nothing cached
+    server.clear()
+    server.expect_request("/v1/chat/completions").respond_with_handler(_by_text)
+    fixed = LLMLabeller(ep, "zero_shot").label(texts)
+    assert fixed.labels.tolist() == ["F", "M", "N"] and fixed.requested == 3
+    check_results(fixed, ep, "labels")  # nothing missing: no error
+    # a failed request stops the run whatever the share
+    server.clear()
+    server.expect_request("/v1/chat/completions").respond_with_response(Response("x", status=500))
+    broken = LLMLabeller(_endpoint(server, tmp_path / "b"), "zero_shot").label(texts[:1])
+    with pytest.raises(RemoteCallError, match="1 of 1 requests .* failed"):
+        check_results(broken, ep, "labels")
+
+
+def test_a_trickling_reply_times_out_and_a_huge_one_is_refused(server, tmp_path):
+    def trickle(request):
+        def body():
+            yield b'{"choices": [{"message": {"content": "Fem'
+            for _ in range(20):
+                time.sleep(0.2)
+                yield b" "
+            yield b'ale"}}]}'
+
+        return Response(body(), content_type="application/json")
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(trickle)
+    ep = _endpoint(server, tmp_path, timeout=1.0, retries=0)
+    started = time.monotonic()
+    res = ChatClient(ep).complete_many(["a"])
+    assert time.monotonic() - started < 3.0  # the deadline, not 20 reads of 1 s each
+    assert res.answers == [None] and "TimeoutError" in res.failed[0]
+    server.clear()
+    big = b"x" * (2 << 20)
+    server.expect_request("/v1/chat/completions").respond_with_response(Response(big))
+    res = ChatClient(_endpoint(server, tmp_path, max_reply_bytes=1 << 20)).complete_many(["b"])
+    assert res.answers == [None] and "max_reply_bytes" in res.failed[0]
+    assert len(server.log) == 1  # refused, not retried
 
 
 def test_429_and_500_are_retried_and_what_still_fails_is_reported(server, tmp_path):

@@ -24,7 +24,7 @@ from groupbias.retrieval.fair_qr import (
     parse_keywords,
     target_distribution,
 )
-from groupbias.retrieval.llm import ChatEndpoint
+from groupbias.retrieval.llm import ChatEndpoint, RemoteCallError
 from groupbias.retrieval.rerank import fair_table, fair_topk, mmr
 
 TEXTS = ["he he she x", "she y", "z w", "his father"]
@@ -279,4 +279,9 @@ def test_llm_refiner_asks_with_seed_004_prompt_against_a_local_server(tmp_path):
     assert "query: nurse salary are from diverse" in prompt
     assert '"F": "67%"' in prompt and "the subgroup: F." in prompt and "first 3 documents" in prompt
     assert out.keywords == [["women"]] and refiner.unparsed == 1 and refiner.failed == 0
+    assert refiner.asked == 2
     assert "nurse salary women" in seen[1]["messages"][0]["content"]
+    # one answer in two did not parse: beyond the endpoint's share, the run stops naming it
+    with pytest.raises(RemoteCallError, match="1 of 2 answers of http://127.0.0.1"):
+        refiner.check()
+    LLMRefiner(ep, unparsed=1, asked=40).check()  # within 5 %: the query stays as it was
