@@ -192,32 +192,34 @@ def evaluate_run(
     check_reduce(reduce)
     choice("semantics", semantics, SEMANTICS)
     run, qrels = _load(run, read_run), _load(qrels, read_qrels)
-    data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
     requests = [parse_metric(m) for m in metrics]
     trec = [
-        r for r in requests if semantics == "trec_eval" and r.name in _TREC and r.group == "all"
+        r
+        for r in requests
+        if semantics == "trec_eval" and r.name in _TREC and r.group == "all" and not r.options
     ]
+    per_query: dict = {}
     if trec:
         _, values = trec_measures(run, qrels, [_trec_name(r) for r in trec])
-        done = {r.key: values[_trec_name(r)] for r in trec}
-        rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
-        out = evaluate_run(
-            run, qrels, groups, metrics=rest, affected=affected, label_max=label_max,
-            protocol=protocol, reduce=None, semantics="candidates",
-        ) if rest else {}  # fmt: skip
-        merged = {**out, **done}
-        return {r.key: reduce_queries(merged[r.key], reduce) for r in requests}
-    _refuse_one_group_means(data, metrics, reduce)
+        per_query.update({r.key: values[_trec_name(r)] for r in trec})
+    rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
+    if rest:
+        data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
+        _refuse_one_group_means(data, rest, reduce)
+        per_query.update(_on_candidates(data, scores, rest, protocol))
+    return {r.key: reduce_queries(per_query[r.key], reduce) for r in requests}
+
+
+def _on_candidates(data: RankingData, scores, metrics, protocol) -> dict:
+    """Per-query values of ``metrics`` on the run's candidates (the LTR regime)."""
     if protocol is None:
-        per_query = evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
-    else:
-        spec = EvalSpec(
-            labels=data.labels,
-            relevance=relevance_from_labels(data.labels, label_max=data.label_max),
-            groups=data.groups,
-            qptr=data.qptr,
-            thresholds=eel_thresholds(data.labels, data.label_max),
-            metrics=tuple(metrics),
-        )
-        per_query = protocol.evaluate(scores, spec, regime="ltr")
-    return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
+        return evaluate(scores, data, regime="ltr", metrics=metrics, reduce=None)
+    spec = EvalSpec(
+        labels=data.labels,
+        relevance=relevance_from_labels(data.labels, label_max=data.label_max),
+        groups=data.groups,
+        qptr=data.qptr,
+        thresholds=eel_thresholds(data.labels, data.label_max),
+        metrics=tuple(metrics),
+    )
+    return protocol.evaluate(scores, spec, regime="ltr")

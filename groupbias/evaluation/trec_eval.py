@@ -21,11 +21,11 @@ first relevant document), ``map@k`` (average precision), ``p@k`` (precision), ``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import segment_sum
 
 __all__ = ["TREC_MEASURES", "trec_measures"]
 
@@ -46,76 +46,106 @@ def _parse(name: str) -> tuple[str, int | None]:
     return base, int(cut)
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """A run's judged queries in trec_eval's order: per retrieved document its query
+    ``q_of``, 1-based ``rank``, ``label`` and MS MARCO's rank ``rank_up`` (ties by document
+    id, ascending); per query the offsets ``qptr``, sizes and relevant judged documents
+    ``n_rel``; every judged document's query ``jq`` and label ``jl``."""
+
+    qids: np.ndarray
+    q_of: np.ndarray
+    rank: np.ndarray
+    rank_up: np.ndarray
+    label: np.ndarray
+    qptr: np.ndarray
+    n_rel: np.ndarray
+    jq: np.ndarray
+    jl: np.ndarray
+
+    @classmethod
+    def of(cls, run, qrels) -> _Judged:
+        judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
+        if not judged.any():
+            raise ParameterError(
+                "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
+            )
+        sizes = np.diff(run.qptr)
+        keep = np.repeat(judged, sizes)
+        qids = run.query_ids[judged].astype(str)
+        sizes = sizes[judged]
+        q_of = np.repeat(np.arange(qids.size), sizes)
+        docs, scores = run.item_ids[keep].astype(str), run.scores[keep]
+        _, doc_rank = np.unique(docs, return_inverse=True)
+        qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        order = np.lexsort((-doc_rank, -scores, q_of))  # trec_eval: ids descending
+        up = np.lexsort((doc_rank, -scores, q_of))  # MS MARCO: ids ascending
+        rank = np.empty(docs.size, dtype=np.int64)
+        rank[order] = np.arange(docs.size) - qptr[q_of[order]] + 1
+        rank_up = np.empty(docs.size, dtype=np.int64)
+        rank_up[up] = np.arange(docs.size) - qptr[q_of[up]] + 1
+        label = qrels.lookup(qids[q_of], docs)
+        on = np.isin(qrels.query_ids.astype(str), qids)
+        by_id = np.argsort(qids)
+        jq = by_id[np.searchsorted(qids[by_id], qrels.query_ids.astype(str)[on])]
+        jl = qrels.labels[on]
+        n_rel = np.bincount(jq, weights=(jl >= 1).astype(float), minlength=qids.size)
+        return cls(qids, q_of, rank, rank_up, label, qptr, n_rel, jq, jl)
+
+    def per_query(self, values: np.ndarray) -> np.ndarray:
+        return np.bincount(self.q_of, weights=values, minlength=self.qids.size)
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a / b``, 0 where ``b`` is 0."""
+    return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+
+def _ndcg(j: _Judged, k: int | None) -> np.ndarray:
+    cut = j.rank <= (k or j.rank.size)
+    dcg = j.per_query(np.where(cut, j.label / np.log2(1.0 + j.rank), 0.0))
+    o = np.lexsort((-j.jl, j.jq))  # the ideal: each query's judged labels, descending
+    sl, sq = j.jl[o], j.jq[o]
+    ir = np.arange(sl.size) - np.searchsorted(sq, np.arange(j.qids.size))[sq] + 1
+    gain = np.where(ir <= (k or ir.size), sl / np.log2(1.0 + ir), 0.0)
+    return _ratio(dcg, np.bincount(sq, weights=gain, minlength=j.qids.size))
+
+
+def _mrr(j: _Judged, k: int | None) -> np.ndarray:
+    rank = j.rank if k is None else j.rank_up
+    hit = (j.label >= 1) & (rank <= (k or rank.size))
+    first = np.full(j.qids.size, np.inf)
+    np.minimum.at(first, j.q_of[hit], rank[hit].astype(float))
+    return np.where(np.isfinite(first), 1.0 / first, 0.0)
+
+
+def _map(j: _Judged, k: int | None) -> np.ndarray:
+    hit = (j.label >= 1) & (j.rank <= (k or j.rank.size))
+    # relevant documents at or above each rank: a cumulative count within the query
+    o = np.lexsort((j.rank, j.q_of))
+    seen = np.empty(hit.size)
+    c = np.cumsum(hit[o])
+    seen[o] = c - np.concatenate([[0], c])[j.qptr[:-1]][j.q_of[o]]
+    return _ratio(j.per_query(np.where(hit, seen / j.rank, 0.0)), j.n_rel)
+
+
+def _precision(j: _Judged, k: int | None) -> np.ndarray:
+    return j.per_query(((j.label >= 1) & (j.rank <= (k or 1))).astype(float)) / float(k or 1)
+
+
+def _recall(j: _Judged, k: int | None) -> np.ndarray:
+    hits = j.per_query(((j.label >= 1) & (j.rank <= (k or j.rank.size))).astype(float))
+    return _ratio(hits, j.n_rel)
+
+
+_MEASURES = {"ndcg": _ndcg, "mrr": _mrr, "map": _map, "p": _precision, "recall": _recall}
+
+
 def trec_measures(run, qrels, metrics: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(query_ids, {name: per-query values})`` of ``run`` (a
     :class:`~groupbias.data.trec.TrecRun`) against ``qrels`` (a
     :class:`~groupbias.data.trec.Qrels`): the run's judged queries in run order and each
     measure of ``metrics`` (names as in the module docstring, any case: ``nDCG@10``)."""
     parsed = {name: _parse(name) for name in metrics}
-    judged_q = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
-    if not judged_q.any():
-        raise ParameterError(
-            "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
-        )
-    sizes = np.diff(run.qptr)
-    keep = np.repeat(judged_q, sizes)
-    qids = run.query_ids[judged_q].astype(str)
-    n_q = qids.size
-    sizes = sizes[judged_q]
-    q_of = np.repeat(np.arange(n_q), sizes)
-    docs = run.item_ids[keep].astype(str)
-    scores = run.scores[keep]
-    # trec_eval's order: score descending, then document id descending
-    _, doc_rank = np.unique(docs, return_inverse=True)
-    order = np.lexsort((-doc_rank, -scores, q_of))
-    docs, q_of = docs[order], q_of[order]
-    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    rank = np.arange(docs.size) - qptr[q_of] + 1  # 1-based
-    labels = qrels.lookup(qids[q_of], docs)
-    rel = labels >= 1
-    # every judged document of each kept query: the ideal and the count of relevant ones
-    on = np.isin(qrels.query_ids.astype(str), qids)
-    jq = np.searchsorted(np.sort(qids), qrels.query_ids.astype(str)[on])
-    jq = np.argsort(qids)[jq]  # index into qids
-    jl = qrels.labels[on]
-    n_rel = np.bincount(jq, weights=(jl >= 1).astype(float), minlength=n_q)
-    out: dict[str, np.ndarray] = {}
-    for name, (base, k) in parsed.items():
-        cut = rank <= k if k is not None else np.ones(rank.size, dtype=bool)
-        if base == "ndcg":
-            disc = 1.0 / np.log2(1.0 + rank)
-            dcg = segment_sum(np.where(cut, labels * disc, 0.0), qptr)
-            # the ideal: the query's judged labels in descending order
-            o = np.lexsort((-jl, jq))
-            sl, sq = jl[o], jq[o]
-            starts = np.searchsorted(sq, np.arange(n_q))
-            ir = np.arange(sl.size) - starts[sq] + 1
-            keep_i = ir <= k if k is not None else np.ones(ir.size, dtype=bool)
-            ideal = np.bincount(
-                sq, weights=np.where(keep_i, sl / np.log2(1.0 + ir), 0.0), minlength=n_q
-            )
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[name] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
-        elif base == "mrr":
-            r, hit = rank, rel & cut
-            if k is not None:  # MS MARCO's order: ties by document id, ascending
-                doc_up = np.lexsort((doc_rank[order], -scores[order], q_of))
-                r = np.empty(rank.size, dtype=np.int64)
-                r[doc_up] = np.arange(rank.size) - qptr[q_of[doc_up]] + 1
-                hit = rel & (r <= k)
-            first = np.full(n_q, np.inf)
-            np.minimum.at(first, q_of[hit], r[hit].astype(float))
-            out[name] = np.where(np.isfinite(first), 1.0 / first, 0.0)
-        elif base == "map":
-            hit = (rel & cut).astype(float)
-            seen = np.cumsum(hit) - np.repeat(
-                np.concatenate([[0.0], np.cumsum(hit)])[qptr[:-1]], sizes
-            )
-            prec = segment_sum(np.where(hit > 0, seen / rank, 0.0), qptr)
-            out[name] = np.where(n_rel > 0, prec / np.where(n_rel > 0, n_rel, 1.0), 0.0)
-        elif base == "p":
-            out[name] = segment_sum((rel & cut).astype(float), qptr) / float(k or 1)
-        else:  # recall
-            hits = segment_sum((rel & cut).astype(float), qptr)
-            out[name] = np.where(n_rel > 0, hits / np.where(n_rel > 0, n_rel, 1.0), 0.0)
-    return qids, out
+    judged = _Judged.of(run, qrels)
+    return judged.qids, {name: _MEASURES[b](judged, k) for name, (b, k) in parsed.items()}

@@ -95,23 +95,9 @@ def as_flat_lists(
     if feats.ndim != 2:
         raise ParameterError(f"{name}.features", "a 2-D array [n_items, n_features]", feats.shape)
     qptr = check_qptr(qptr, feats.shape[0], name=f"{name}.qptr")
-    y = labels if labels is not None else base_labels
-    if y is None:
-        if need_labels:
-            raise ParameterError(f"{name} labels", "an array of n_items labels", None)
-        y_arr = None
-    else:
-        y_arr = np.asarray(y, dtype=np.float64)
-        which = f"{name} labels"
-        if y_arr.shape != (feats.shape[0],):
-            raise ParameterError(which, f"shape ({feats.shape[0]},)", y_arr.shape)
-        finite = np.isfinite(y_arr)
-        if not finite.all() or (y_arr.size and y_arr.min() < 0):
-            low = float(y_arr[finite].min()) if finite.any() else None
-            raise ParameterError(
-                which, "finite non-negative values", f"min {low}, {int(np.sum(~finite))} non-finite"
-            )
-        y_arr = y_arr.astype(np.float32)
+    y_arr = _checked_labels(
+        labels if labels is not None else base_labels, feats.shape[0], name, need_labels
+    )
     if isinstance(data, FlatLists) and done == normalize:  # the features as they are
         return replace(data, labels=y_arr)
     if normalize == "zscore":
@@ -119,6 +105,26 @@ def as_flat_lists(
     else:
         feats = np.ascontiguousarray(feats, dtype=np.float32)
     return FlatLists(feats, y_arr, qptr, normalize)
+
+
+def _checked_labels(y, n: int, name: str, need: bool) -> np.ndarray | None:
+    """``y`` as float32 [n] after checking it is finite and non-negative (None when absent
+    and not ``need``-ed)."""
+    which = f"{name} labels"
+    if y is None:
+        if need:
+            raise ParameterError(which, "an array of n_items labels", None)
+        return None
+    y_arr = np.asarray(y, dtype=np.float64)
+    if y_arr.shape != (n,):
+        raise ParameterError(which, f"shape ({n},)", y_arr.shape)
+    finite = np.isfinite(y_arr)
+    if not finite.all() or (y_arr.size and y_arr.min() < 0):
+        low = float(y_arr[finite].min()) if finite.any() else None
+        raise ParameterError(
+            which, "finite non-negative values", f"min {low}, {int(np.sum(~finite))} non-finite"
+        )
+    return y_arr.astype(np.float32)
 
 
 class PreparedSplits(Mapping):
