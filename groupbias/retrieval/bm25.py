@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._fast.topk import top_k_rows as _top_k_rows
 from ..core.errors import ParameterError
 from ..core.validation import check_k, choice, real
 from ..data.text import Run
@@ -104,19 +105,11 @@ class Analyzer:
 
 def top_k_rows(matrix, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(qptr, columns, values)`` of the ``k`` largest stored entries of every row of the
-    CSR ``matrix``, largest first (ties: smaller column first); vectorized over rows."""
+    CSR ``matrix``, largest first (ties: smaller column first); vectorized over rows, only
+    the entries that can make a row's top ``k`` sorted."""
     m = matrix.tocsr()
     m.sum_duplicates()
-    rows = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
-    order = np.lexsort((m.indices, -m.data, rows))
-    rows, cols, vals = rows[order], m.indices[order].astype(np.int64), m.data[order]
-    if k is not None:
-        rank = np.arange(rows.size) - np.repeat(m.indptr[:-1], np.diff(m.indptr))
-        keep = rank < k
-        rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    counts = np.bincount(rows, minlength=m.shape[0])
-    qptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return qptr, cols, vals
+    return _top_k_rows(m.indptr, m.indices, m.data, k)
 
 
 class BM25Index:
@@ -219,7 +212,8 @@ class BM25Index:
                 "no terms" if not isinstance(queries, Sequence) else queries[int(empty[0])],
                 fix="on_empty='skip' counts such queries and returns no documents for them",
             )
-        qptr, docs, scores = top_k_rows(q @ self.weights, k)
+        m = q @ self.weights  # a product of CSR matrices: no duplicate entries
+        qptr, docs, scores = _top_k_rows(m.indptr, m.indices, m.data, k)
         return Run(qptr, docs, scores, tag, meta={"empty_queries": empty.tolist()})
 
     def score_pairs(self, queries, query_index, docs) -> np.ndarray:
