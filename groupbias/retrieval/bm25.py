@@ -55,7 +55,8 @@ LUCENE_STOPWORDS = frozenset(
 STEMMERS = ("porter", "snowball", "none")
 #: what a query with no term left after analysis does: an error, or an empty result counted
 ON_EMPTY = ("raise", "skip")
-_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+#: ``'s`` after a word character (the quote first: the engine then skips ahead to quotes)
+_POSSESSIVE = re.compile(r"['’](?<=\w['’])s\b")
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -94,13 +95,72 @@ class Analyzer:
 
     def analyze(self, texts: Sequence[str]) -> list[list[str]]:
         """The analyzed tokens of every text (each distinct word stemmed once)."""
-        words = [self.words(t) for t in texts]
-        if self._stem is None:
-            return words
-        vocab = sorted({w for ws in words for w in ws if len(w) > 2})
-        stem = dict(zip(vocab, self._stem.stemWords(vocab)))
-        stem.update((w, w) for ws in words for w in ws if len(w) <= 2 or not stem.get(w))
-        return [[stem[w] for w in ws] for ws in words]
+        terms, ids, lengths = self.term_ids(texts)
+        return _split(np.asarray(terms, dtype=object)[ids].tolist(), lengths)
+
+    def term_ids(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """``(terms, ids, lengths)``: the analyzed terms of ``texts`` in sorted order, the
+        term of every token of every text (int64, the texts one after another) and every
+        text's number of tokens (int64). The same tokens as :meth:`analyze`, found in one
+        pass: the texts are joined by a separator, lower-cased and tokenised at once, and
+        stop words and stems are decided once per distinct word."""
+        words, ids, sep = _word_ids(list(texts))
+        stop, stemmer = self._stop, self._stem
+        keep = [w not in stop for w in words]
+        if sep is not None:
+            keep[sep] = False
+        kept = [w for w, k in zip(words, keep, strict=True) if k]
+        if stemmer is not None:
+            long = [w for w in kept if len(w) > 2]
+            stems = dict(zip(long, stemmer.stemWords(long), strict=True))
+            kept = [stems.get(w) or w for w in kept]
+        terms = sorted(set(kept))
+        column = {t: j for j, t in enumerate(terms)}
+        word_term = np.full(len(words), -1, dtype=np.int64)
+        word_term[np.flatnonzero(keep)] = [column[t] for t in kept]
+        doc = np.cumsum(ids == sep) if sep is not None else np.zeros(ids.size, dtype=np.int64)
+        tid = word_term[ids]
+        mask = tid >= 0
+        lengths = np.bincount(doc[mask], minlength=len(texts)).astype(np.int64)
+        return terms, tid[mask], lengths
+
+
+#: joins the texts for one pass of the tokeniser: not a word character, not cased and not
+#: case-ignorable (lower-casing and the possessive rule see a text's end at it)
+_SEP = "\x00"
+_WORD_OR_SEP = re.compile(r"[^\W_]+|\x00")
+
+
+def _word_ids(texts: list[str]) -> tuple[list[str], np.ndarray, int | None]:
+    """``(words, ids, sep)``: the distinct lower-cased tokens (possessives dropped) of the
+    texts in order of first appearance, every token's index into them (int64; the texts
+    one after another with the separator ``words[sep]`` between two texts) and ``sep``
+    (None for fewer than two texts). A text that holds the separator itself is tokenised
+    alone (the same tokens)."""
+    if len(texts) < 2:
+        tokens = _WORD.findall(_POSSESSIVE.sub("", texts[0].lower())) if texts else []
+    else:
+        joined = _SEP.join(texts)
+        if joined.count(_SEP) == len(texts) - 1:
+            tokens = _WORD_OR_SEP.findall(_POSSESSIVE.sub("", joined.lower()))
+        else:
+            tokens = []
+            for t in texts:
+                tokens += _WORD.findall(_POSSESSIVE.sub("", t.lower()))
+                tokens.append(_SEP)
+            tokens.pop()
+    import pandas as pd
+
+    ids, uniques = pd.factorize(np.array(tokens, dtype=object))  # in order of appearance
+    words = uniques.tolist()
+    sep = words.index(_SEP) if len(texts) > 1 else None
+    return words, ids.astype(np.int64, copy=False), sep
+
+
+def _split(flat: list, lengths: np.ndarray) -> list[list]:
+    """``flat`` cut into consecutive lists of ``lengths``."""
+    ends = np.cumsum(lengths)
+    return [flat[i:j] for i, j in zip((ends - lengths).tolist(), ends.tolist(), strict=True)]
 
 
 def top_k_rows(matrix, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -132,27 +192,20 @@ class BM25Index:
         self.k1 = real("k1", k1, low=0.0)
         self.b = real("b", b, low=0.0, high=1.0)
         self.analyzer = analyzer or Analyzer()
-        tokens = self.analyzer.analyze(list(texts))
+        terms, ids, lengths = self.analyzer.term_ids(list(texts))
+        n_docs, n_cols = lengths.size, len(terms)
+        docs = _split(ids.tolist(), lengths)
+        # term ids in sorted term order (bm25s would number them in set order, which
+        # changes from process to process; ties broken by term id must not)
+        self.vocab: dict[str, int] = {t: j for j, t in enumerate(terms)}
         engine = bm25s.BM25(k1=self.k1, b=self.b, method="lucene", dtype="float64")
-        engine.index(tokens, show_progress=False)
+        engine.index((docs, dict(self.vocab)), show_progress=False)
         sc = engine.scores
-        n_cols = len(sc["indptr"]) - 1
-        n_docs = len(tokens)
-        weights = sparse.csr_matrix(
+        self.weights = sparse.csr_matrix(
             (sc["data"], sc["indices"], sc["indptr"]), shape=(n_cols, n_docs)
         )
-        # term ids in sorted term order: bm25s numbers terms in set order, which changes
-        # from process to process; ties broken by term id must not
-        terms = sorted(t for t, i in engine.vocab_dict.items() if t != "" and i < n_cols)
-        self.vocab: dict[str, int] = {t: j for j, t in enumerate(terms)}
-        self.weights = weights[[engine.vocab_dict[t] for t in terms]].tocsr()
-        n_cols = len(terms)
-        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=n_docs)
-        ids = np.fromiter(
-            (self.vocab[w] for ws in tokens for w in ws), dtype=np.int64, count=int(lengths.sum())
-        )
-        doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        self.counts = sparse.csr_matrix((np.ones(ids.size), (doc, ids)), shape=(n_docs, n_cols))
+        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        self.counts = sparse.csr_matrix((np.ones(ids.size), ids, indptr), shape=(n_docs, n_cols))
         self.counts.sum_duplicates()
         self.lengths = lengths
         self.n_docs = n_docs
