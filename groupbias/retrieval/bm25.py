@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._fast.topk import product_top_k
 from .._fast.topk import top_k_rows as _top_k_rows
 from ..core.errors import ParameterError
 from ..core.validation import check_k, choice, real
@@ -265,8 +266,7 @@ class BM25Index:
                 "no terms" if not isinstance(queries, Sequence) else queries[int(empty[0])],
                 fix="on_empty='skip' counts such queries and returns no documents for them",
             )
-        m = q @ self.weights  # a product of CSR matrices: no duplicate entries
-        qptr, docs, scores = _top_k_rows(m.indptr, m.indices, m.data, k)
+        qptr, docs, scores = product_top_k(q, self.weights, k)
         return Run(qptr, docs, scores, tag, meta={"empty_queries": empty.tolist()})
 
     def score_pairs(self, queries, query_index, docs) -> np.ndarray:

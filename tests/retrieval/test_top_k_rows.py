@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from groupbias._fast import use_backend
+from groupbias._fast.topk import product_top_k
 from groupbias.retrieval.bm25 import BM25Index, top_k_rows
 
 
@@ -78,3 +80,33 @@ def test_search_keeps_the_brute_force_top_k_of_frequent_terms():
         want = hit[np.lexsort((hit, -dense[i, hit]))][:50]
         got = run.docs[run.qptr[i] : run.qptr[i + 1]]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("k", [None, 1, 9, 40, 1000])
+def test_both_paths_equal_a_per_row_sort(backend, k):
+    rng = np.random.default_rng(11)
+    for levels, dtype in ((3, np.float64), (40, np.float32), (100_000, np.float64)):
+        m = _random_csr(rng, 60, 400, levels, dtype)
+        with use_backend(backend):
+            got = top_k_rows(m, k)
+        for g, w in zip(got, _brute(m, k), strict=True):
+            np.testing.assert_array_equal(g, w)
+        assert got[1].dtype == np.int64 and got[2].dtype == dtype
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("k", [None, 1, 7, 60, 1000])
+def test_product_top_k_equals_the_top_k_of_the_dense_product(backend, k):
+    rng = np.random.default_rng(5)
+    w = _random_csr(rng, 50, 3000, 4)  # [terms, docs], many tied weights
+    w.data[~np.isfinite(w.data)] = 1.0
+    # query weights: cancelling sums (dropped like scipy drops them), empty queries
+    entries = (rng.integers(0, 20, 40), rng.integers(0, 50, 40))
+    q = sparse.csr_matrix((rng.choice([-1.0, 0.5, 1.0, 2.0], size=40), entries), shape=(25, 50))
+    with use_backend(backend):
+        got = product_top_k(q, w, k)
+    dense = q.toarray() @ w.toarray()
+    want = _brute(sparse.csr_matrix(dense), k)  # the stored entries: nonzero sums
+    for g, x in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, x)
