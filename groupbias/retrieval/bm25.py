@@ -5,7 +5,9 @@
   dropped; tokens are maximal runs of Unicode letters and digits; stop words (``"lucene"``:
   the 33 words of Lucene's English analyzer, which Anserini uses; ``"none"``; or a list);
   stemming (``"porter"``: the Porter stemmer as in Anserini; ``"snowball"``: English
-  Snowball; ``"none"``), through PyStemmer.
+  Snowball; ``"none"``), through PyStemmer. A collection is analyzed in one pass
+  (:meth:`Analyzer.term_ids`: the texts joined, tokenised at once, stop words and stems
+  decided once per distinct word).
 - :class:`BM25Index`: the Lucene variant of BM25 (Kamphuis et al. 2020, as Anserini / Lucene
   8+ score it) with ``k1`` and ``b`` (Anserini's defaults 0.9 / 0.4)::
 
