@@ -12,6 +12,37 @@ import numpy as np
 __all__ = ["product_top_k", "top_k"]
 
 
+#: buckets of the histogram that narrows a long row down before its partition
+_BUCKETS = 4096
+
+
+@numba.njit(nogil=True, cache=True)
+def _kth_largest(vals, k):
+    """The ``k``-th largest of ``vals`` (finite or infinite, ``k < vals.size``). Long rows
+    are narrowed by a histogram first: ``bucket(v) = floor((v - lo) * scale)`` is monotone
+    in ``v``, so the bucket holding the k-th largest is the first from the top where the
+    counts reach ``k``; only the values in it and above are partitioned."""
+    n = vals.size
+    lo, hi = vals.min(), vals.max()
+    scale = (_BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
+    if n < 8 * k or not (scale > 0.0 and scale < np.inf):
+        return np.partition(vals, n - k)[n - k]
+    counts = np.zeros(_BUCKETS, dtype=np.int64)
+    for i in range(n):
+        counts[int((vals[i] - lo) * scale)] += 1
+    top, above = _BUCKETS - 1, 0
+    while above + counts[top] < k:
+        above += counts[top]
+        top -= 1
+    cand = np.empty(above + counts[top], dtype=vals.dtype)
+    j = 0
+    for i in range(n):
+        if int((vals[i] - lo) * scale) >= top:
+            cand[j] = vals[i]
+            j += 1
+    return np.partition(cand, cand.size - k)[cand.size - k]
+
+
 @numba.njit(nogil=True, cache=True)
 def _select(docs, vals, k, out_cols, out_vals, o):
     """The ``min(k, n)`` largest of ``vals`` (ties: smaller ``docs`` first, ``docs``
@@ -21,7 +52,7 @@ def _select(docs, vals, k, out_cols, out_vals, o):
     if m == 0:
         return 0
     if n > k:
-        thr = np.partition(vals, n - k)[n - k]
+        thr = _kth_largest(vals, k)
         sel = np.flatnonzero(vals >= thr)
     else:
         sel = np.arange(n)
