@@ -215,16 +215,24 @@ REFINE_PROMPT = (
     "you might want to include keywords about {subgroup}."
 )
 _KEYWORDS = re.compile(r"(?:refined\s+(?:keywords|query)|keywords)\s*[:\-]\s*(.+)", re.I)
+#: a one-line answer that is a sentence, not keywords: a question or exclamation, a clause
+#: break, or words of a refusal / hedge
+_NOT_KEYWORDS = re.compile(
+    r"[?!;]|\.\s|\b(?:i|i'm|cannot|can't|sorry|unable|unsure|maybe|not sure|as an ai)\b", re.I
+)
 
 
 def parse_keywords(answer: str, max_words: int = 12) -> str | None:
     """The refined keywords of an answer: the text after ``Refined keywords:`` (or
-    ``Refined query:`` / ``Keywords:``) on its line, else a one-line answer; quotes,
-    markdown and list punctuation dropped. None (not refined, counted) when nothing is left
-    or more than ``max_words`` words remain."""
+    ``Refined query:`` / ``Keywords:``) on its line, else a one-line answer that reads as
+    keywords, not as a sentence (:data:`_NOT_KEYWORDS`: a question, a refusal, first-person
+    words); quotes, markdown and list punctuation dropped. None (not refined, counted) when
+    nothing is left or more than ``max_words`` words remain."""
     m = _KEYWORDS.search(answer)
     lines = [ln for ln in answer.strip().splitlines() if ln.strip()]
     text = m.group(1) if m else (lines[0] if len(lines) == 1 else "")
+    if not m and _NOT_KEYWORDS.search(text):
+        return None
     text = re.sub(r"[*_`\"“”\[\]]", " ", text).replace(",", " ")
     words = text.split()
     return " ".join(words) if 0 < len(words) <= max_words else None

@@ -72,7 +72,7 @@ class ChatEndpoint:
     concurrency: int = 8
     cache_dir: str | None = None
     max_reply_bytes: int = 8 << 20
-    max_failed_share: float = 0.05
+    max_failed_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("base_url", "model"):

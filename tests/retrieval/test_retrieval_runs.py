@@ -243,6 +243,11 @@ def test_offline_refiner_adds_terms_of_the_under_represented_group():
         ("female, women", "female women"),
         ("Here are some thoughts.\nI cannot decide.", None),
         ("", None),
+        # one line that is a sentence, not keywords: a refusal is not a refinement
+        ("I cannot determine this; maybe non-binary?", None),
+        ("Sorry, unable to help", None),
+        ("Not sure. Nurse pay", None),
+        ("nurse salary women", "nurse salary women"),
     ],
 )
 def test_refined_keywords_parse(answer, expected):
@@ -284,4 +289,5 @@ def test_llm_refiner_asks_with_seed_004_prompt_against_a_local_server(tmp_path):
     # one answer in two did not parse: beyond the endpoint's share, the run stops naming it
     with pytest.raises(RemoteCallError, match="1 of 2 answers of http://127.0.0.1"):
         refiner.check()
-    LLMRefiner(ep, unparsed=1, asked=40).check()  # within 5 %: the query stays as it was
+    lenient = ChatEndpoint(base_url=ep.base_url, model="m", max_failed_share=0.05)
+    LLMRefiner(lenient, unparsed=1, asked=40).check()  # within the share it allows
