@@ -24,6 +24,7 @@ TINY_SYNTH = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 TINY_TRAIN = [
     "trainer.max_epochs=2",
     "trainer.enable_progress_bar=false",
+    "trainer.threads=1",  # tiny tensors: more threads only wait on each other (xdist: 2 workers)
     "model.fc_model.sizes=[16]",
     "model.transformer.d_ff=16",
 ]

@@ -135,6 +135,7 @@ def test_trained_loss_is_the_configured_one(option, tmp_path):
         "dataset.params.n_queries=40",
         "dataset.params.list_size=[4,12]",
         "trainer.max_epochs=1",
+        "trainer.threads=1",  # one intra-op thread: tiny tensors, and xdist runs 2 workers
         "model.fc_model.sizes=[8]",
         "model.transformer.d_ff=8",
         "model.transformer.h=1",

@@ -228,6 +228,7 @@ def test_demo_evaluates_tables_and_rankers_as_policies(tmp_path):
         "dataset.params.n_queries=40",
         "dataset.params.list_size=[4,12]",
         "trainer.max_epochs=1",
+        "trainer.threads=1",
         "model.fc_model.sizes=[8]",
         "model.transformer.d_ff=8",
         "bias.betas=[0.6]",

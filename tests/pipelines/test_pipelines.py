@@ -165,7 +165,12 @@ def tiny_recipe():
         loss=LambdaLoss(weighting="lambdaRank"),
         optimizer=functools.partial(torch.optim.Adam, lr=0.003),
         trainer=TrainerSpec(
-            max_epochs=6, patience=None, accelerator="cpu", devices=1, enable_progress_bar=False
+            max_epochs=6,
+            patience=None,
+            accelerator="cpu",
+            devices=1,
+            enable_progress_bar=False,
+            threads=1,  # tiny tensors: more threads only wait on each other (xdist: 2 workers)
         ),
         batching=BatchSpec(batch_size=16, slate_length=64),
     )
