@@ -161,7 +161,9 @@ def build(node, key: str, *, probe: Callable[[Any], Any] | None = None):
     _signature_check(fn, kwargs, key, partial)
     try:
         # one level at a time: nested _target_ mappings are built (strictly) by their owner
-        obj = instantiate(dict(cfg), _convert_="all", _recursive_=False)
+        # the options in the node itself: as instantiate's keyword arguments they would be
+        # merged into the node by OmegaConf, a quarter of the call's time
+        obj = instantiate({**cfg, "_convert_": "all", "_recursive_": False})
         if probe is not None:
             probe(obj)
         return obj
