@@ -102,11 +102,15 @@ def test_selection_serves_and_matches_per_block(rng, monkeypatch, lengths):
 
 def _expected_dcg(scores, labels, ks):
     """DCG@k for every k of ``ks``, averaged over every order of the tied items (brute
-    force; one pass over the orders serves every k)."""
-    items = list(range(len(scores)))
+    force over every order of each block of equal scores, blocks by descending score: the
+    orders a stable sort of all the permutations of the list gives, each as often; one pass
+    over the orders serves every k)."""
+    blocks = [
+        [i for i in range(len(scores)) if scores[i] == v] for v in sorted(set(scores), reverse=True)
+    ]
     totals, count = dict.fromkeys(ks, 0.0), 0
-    for perm in itertools.permutations(items):
-        order = sorted(perm, key=lambda i: -scores[i])  # stable: the permutation breaks ties
+    for orders in itertools.product(*(itertools.permutations(b) for b in blocks)):
+        order = [i for block in orders for i in block]
         dcg = 0.0
         for r, i in enumerate(order[: max(ks)]):
             dcg += (2.0 ** labels[i] - 1) / np.log2(r + 2)
