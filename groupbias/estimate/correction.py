@@ -54,7 +54,17 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
             f"value {bad[0]!r}",
         )
     factor = item_propensity(g, np.where(known, b, 1.0), q)
-    return np.divide(a, factor, out=factor)
+    with np.errstate(over="ignore"):
+        out = np.divide(a, factor)
+    if not np.isfinite(out).all():
+        i = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise ParameterError(
+            "attractiveness",
+            "scores whose corrections a / propensity stay finite",
+            f"item {i}: {float(a[i])!r} / {float(factor[i])!r} overflows",
+            fix="rescale the scores (their scale does not matter to the correction's ranking)",
+        )
+    return out
 
 
 def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:

@@ -100,3 +100,14 @@ def test_estimate_then_correct_restores_group_balance(rng):
     assert abs(biased_ratio - 0.7) < 0.03
     assert abs(corrected_ratio - 1.0) < 0.03
     np.testing.assert_array_equal(corrected[g == 0], a[g == 0])
+
+
+def test_an_overflowing_correction_is_refused_naming_the_item():
+    # 1.7e308 / 0.01 is beyond the largest float: an error, not an inf score
+    a = np.array([1.0, 1.7e308, 2.0])
+    g = np.array([0.0, 1.0, 1.0])
+    with pytest.raises(ParameterError, match=r"item 1: 1\.7e\+308 / 0\.01 overflows"):
+        ips_correct(a, g, qptr=np.array([0, 3]), beta_hat_per_query=np.array([0.01]))
+    # the same scores corrected by a propensity that keeps them finite are fine
+    out = ips_correct(a, g, qptr=np.array([0, 3]), beta_hat_per_query=np.array([1.0]))
+    np.testing.assert_array_equal(out, a)
