@@ -87,6 +87,10 @@ def _theory(beta: float, n: dict, fit) -> dict:
     }
 
 
+#: the fewest simulated queries of a table (the default is 4000)
+MIN_QUERIES = 100
+
+
 @dataclass
 class Theory:
     """``experiment=theory``: ``n_queries`` simulated lists of ``n_N`` non-affected items
@@ -104,7 +108,9 @@ class Theory:
 
     def __post_init__(self) -> None:
         check_common(self)
-        integer("n_queries", self.n_queries, low=1)
+        # the simulated column is a Monte-Carlo mean over queries, set beside the closed
+        # form: from one query (or a handful) it is noise printed as a result
+        integer("n_queries", self.n_queries, low=MIN_QUERIES)
         integer("n_N", self.n_N, low=1)
         integer("n_A", self.n_A, low=1)
         integer("n_pos_N", self.n_pos_N, low=0, high=self.n_N)

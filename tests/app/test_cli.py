@@ -166,6 +166,15 @@ def test_report_without_runs_fails_clearly(tmp_path, capsys):
     assert "no complete run" in capsys.readouterr().err
 
 
+def test_theory_refuses_a_table_from_one_query(tmp_path):
+    from groupbias.core.errors import ConfigError, ParameterError
+
+    with pytest.raises((ConfigError, ParameterError), match="n_queries"):
+        from groupbias.app.config import build_setup
+
+        build_setup(_compose(["experiment=theory", "experiment.n_queries=1"]))
+
+
 def test_theory_experiment_agrees_with_simulation(tmp_path):
     cfg = _compose(
         [
