@@ -29,6 +29,7 @@ naming the file and line; every file is written atomically.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass, replace
@@ -323,6 +324,25 @@ def write_groups(path: str | os.PathLike, data: RankingData) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
+def _utf8_bytes(path: Path) -> bytes:
+    """The bytes of a UTF-8 text file (a UTF-8 byte-order mark dropped); UTF-16 and bytes
+    that are not UTF-8 are a :class:`DataFormatError` naming the line."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataFormatError(
+            path, 1, "UTF-16 text (its byte-order mark); TREC files are read as UTF-8: save "
+            "it as UTF-8",
+        )  # fmt: skip
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DataFormatError(path, line, f"not UTF-8 text ({exc.reason})") from None
+    return data
+
+
 def _read_columns(
     path: str | os.PathLike, layouts: tuple[tuple[str, ...], ...], what: str
 ) -> pd.DataFrame:
@@ -335,10 +355,12 @@ def _read_columns(
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
     shown = " or ".join(f"{len(x)} fields ({' '.join(x)})" for x in layouts)
+    data = _utf8_bytes(path)
     try:
         df = pd.read_csv(
-            path, sep=r"\s+", header=None, dtype=object, keep_default_na=False, engine="c"
-        )
+            io.BytesIO(data), sep=r"\s+", header=None, dtype=object, keep_default_na=False,
+            engine="c",
+        )  # fmt: skip
     except pd.errors.EmptyDataError:
         raise DataFormatError(path, None, f"empty: no {what} lines") from None
     except pd.errors.ParserError as exc:

@@ -218,3 +218,27 @@ def test_cli_evaluates_a_run_and_exports_a_dataset(tmp_path, capsys, synthetic_t
     full = gb.load_dataset("synthetic", split="test")
     np.testing.assert_array_equal(exported.labels, full.labels)
     assert gb.read_groups(tmp_path / "synthetic_test.groups").groups.size == full.n_items
+
+
+@pytest.mark.parametrize("reader", ["run", "qrels", "groups"])
+def test_utf16_and_non_utf8_files_are_named_with_their_line(tmp_path, reader):
+    from groupbias.core.errors import DataFormatError
+    from groupbias.data.trec import read_groups, read_qrels, read_run
+
+    read = {"run": read_run, "qrels": read_qrels, "groups": read_groups}[reader]
+    text = {
+        "run": "1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n",
+        "qrels": "1 0 a 1\n1 0 b 0\n",
+        "groups": "a 1\nb 0\n",
+    }[reader]
+    p = tmp_path / "f"
+    p.write_text(text, encoding="utf-16")
+    with pytest.raises(DataFormatError, match="UTF-16") as info:
+        read(p)
+    assert info.value.line == 1 and str(p) in str(info.value)
+    p.write_bytes(text.encode().replace(b"b", b"\xffb"))  # a byte that is not UTF-8, line 2
+    with pytest.raises(DataFormatError, match="not UTF-8") as info:
+        read(p)
+    assert info.value.line == 2
+    p.write_bytes(b"\xef\xbb\xbf" + text.encode())  # a UTF-8 byte-order mark is dropped
+    assert read(p) is not None
