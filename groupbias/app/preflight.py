@@ -226,8 +226,12 @@ def _check_folder(cfg, job: list[str]) -> None:
             hint="run folders stay inside paths.runs; choose another place with paths.runs",
         )
     keys = [o.split("=", 1)[0].lstrip("+~") for o in job]
+    placed = {k: o.split("=", 1)[1] for k, o in zip(keys, job, strict=True) if "=" in o}
+    for key in ("hydra.run.dir", "hydra.sweep.dir"):
+        if key in placed and "${" not in placed[key]:  # the user placed the folder
+            check_writable(Path(placed[key]).expanduser(), key=key)
     if any(k.startswith("hydra.") for k in keys):
-        return  # the user placed the folder: Hydra's business
+        return  # Hydra's folders: checked above where given as plain paths
     target = Path(runs).expanduser() / name / run_dirname(job)
     if not target.resolve().is_relative_to(Path(runs).expanduser().resolve()):
         raise ConfigError("experiment.name", f"{name!r} leads outside paths.runs")
@@ -237,6 +241,7 @@ def _check_folder(cfg, job: list[str]) -> None:
 def check_writable(folder: Path, *, key: str = "paths.runs") -> None:
     """Refuse a folder that cannot be made or written: a file on its path, or the deepest
     existing folder read-only for us (named, with what to do)."""
+    env = " (or GROUPBIAS_RUNS=<folder>)" if key == "paths.runs" else ""
     probe = folder
     while not probe.exists():
         if probe.parent == probe:
@@ -246,13 +251,13 @@ def check_writable(folder: Path, *, key: str = "paths.runs") -> None:
         raise ConfigError(
             key,
             f"{probe} is a file, not a folder",
-            hint=f"choose a folder: {key}=<folder> (or GROUPBIAS_RUNS=<folder>)",
+            hint=f"choose a folder: {key}=<folder>{env}",
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(
             key,
             f"cannot write in {probe} (read-only or not ours)",
-            hint=f"choose a writable folder: {key}=<folder> (or GROUPBIAS_RUNS=<folder>)",
+            hint=f"choose a writable folder: {key}=<folder>{env}",
         )
     # what Hydra writes before the run starts (its config files, the log) needs this much;
     # later failures of a full disk or a size limit are reported by the command itself

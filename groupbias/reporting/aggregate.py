@@ -219,6 +219,18 @@ def _slug(s) -> str:
     return "".join(c if c.isalnum() else "_" for c in str(s)).strip("_")
 
 
+def _fail_os(exc: OSError) -> int:
+    """An output that cannot be written: the path and the reason, what to do, exit code 2."""
+    where = exc.filename or "the output"
+    print(f"groupbias-report: error: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+    print(
+        "groupbias-report: hint: choose an --out in a folder you can write (a file stands "
+        "where a folder belongs, or the disk is full or read-only)",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def _fail(exc: BaseException) -> int:
     """An expected error: one line and a hint on stderr, exit code 2."""
     print(f"groupbias-report: error: {exc}", file=sys.stderr)
@@ -237,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
             return COMMANDS[argv[0]](argv[1:])
         except (GroupBiasError, FileNotFoundError) as exc:
             return _fail(exc)
+        except OSError as exc:  # an output folder that cannot be made or written
+            return _fail_os(exc)
     if "--compare" in argv:  # `groupbias-report --compare RUN ...` = the compare command
         argv.remove("--compare")
         return main(["compare", *argv])
@@ -257,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         written = report(a.roots, out)
     except GroupBiasError as exc:
         return _fail(exc)
+    except OSError as exc:
+        return _fail_os(exc)
     if not written["records"]:
         print(f"groupbias-report: no complete run under {', '.join(a.roots)}", file=sys.stderr)
         return 1

@@ -1060,3 +1060,49 @@ def test_16_the_report_names_a_damaged_run_file(name, damage, tmp_path, capsys):
     assert report_main([str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert str(target) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "export", "aggregate"])
+@pytest.mark.parametrize("where", ["a_file/x", "/dev/null/x"])
+def test_14_an_out_that_cannot_be_a_folder_is_one_line(tmp_path, capsys, command, where):
+    from groupbias.reporting.aggregate import main as report_main
+
+    (tmp_path / "a_file").write_text("x")
+    out = str(tmp_path / where) if not where.startswith("/") else where
+    (tmp_path / "r.run").write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    (tmp_path / "q.qrels").write_text("1 0 a 1\n1 0 b 0\n")
+    (tmp_path / "g.groups").write_text("a 1\nb 0\n")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    args = {
+        "evaluate": ["evaluate", "--run", str(tmp_path / "r.run"), "--qrels",
+                     str(tmp_path / "q.qrels"), "--groups", str(tmp_path / "g.groups")],
+        "export": ["export", "synthetic"],
+        "aggregate": [str(runs)],
+    }[command]  # fmt: skip
+    if command == "aggregate":  # a complete run to aggregate
+        _tiny_run(runs)
+    assert report_main([*args, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Traceback" not in err and len(err.splitlines()) == 2
+
+
+def _tiny_run(root):
+    from hydra import compose, initialize_config_dir
+
+    from groupbias.app.cli import run
+    from groupbias.app.command import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(
+            config_name="config",
+            overrides=["experiment=theory", f"paths.runs={root}", "experiment.n_queries=100"],
+        )
+    run(cfg)
+
+
+def test_14_a_hydra_run_dir_under_a_file_is_refused_before_hydra(tmp_path):
+    from groupbias.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="hydra.run.dir: /dev/null is a file"):
+        _check(["experiment=theory", "hydra.run.dir=/dev/null/x"], tmp_path)
