@@ -718,6 +718,41 @@ def gender_neutrality(runs: Runs) -> str:
     return markdown(["τ (ω on the lexicon's counts)", "n", "accuracy", "κ"], rows)
 
 
+def retrieval_datasets(runs: Runs) -> str:
+    """The text datasets of docs/retrieval.md with their sizes as the loaders read them."""
+    from data_loaders.text_collections import load_grep_biasir, load_trec_fair_text
+
+    grep = load_grep_biasir(os.environ["GROUPBIAS_GREP_BIASIR"])
+    relevant = int((grep.qrels.data > 0).sum())
+    trec = [load_trec_fair_text(trec_root(), year) for year in (2019, 2020)]
+    sizes = "; ".join(f"{thousands(len(c.doc_ids))} / {len(c.query_ids)}" for c in trec)
+    rows = [
+        [
+            "`grep_biasir`",
+            "`load_grep_biasir(root, both=)`",
+            "`$GROUPBIAS_GREP_BIASIR`",
+            f"{len(grep.doc_ids)} / {len(grep.query_ids)}, {relevant} relevant",
+            "`gender` M / F / N (human), `stereotype`, `category`",
+        ],
+        [
+            "`trec2019_text`, `trec2020_text`",
+            "`load_trec_fair_text(root, year, author_rule=, high_level=)`",
+            "`$GROUPBIAS_TREC_FAIR`",
+            sizes,
+            "`h_class` L / H",
+        ],
+        [
+            "`text_files`",
+            "`load_text_collection` on your files (`dataset.params.corpus`, `queries`, "
+            "`qrels`, `groups`, `group_label`; relative to `dataset.root`)",
+            "–",
+            "yours",
+            "`group_label` (its classes in sorted order; `N` is the neutral class when present)",
+        ],
+    ]
+    return markdown(["config", "loader", "location", "documents / queries", "label"], rows)
+
+
 def ltr_table2(runs: Runs) -> str:
     _, out = runs.experiment("experiment=table2", "experiment.datasets=[trec2019,trec2020]")
     with open(out / "table2.csv", newline="") as f:
@@ -883,6 +918,14 @@ TABLES: dict[str, Table] = {
             gender_neutrality,
             "3 s",
             data=("grep-biasir", "gender-wordlist"),
+        ),
+        Table(
+            "retrieval_datasets",
+            "docs/retrieval.md",
+            "load_grep_biasir(root), load_trec_fair_text(root, year)",
+            retrieval_datasets,
+            "5 s",
+            data=("trec-fair", "grep-biasir"),
         ),
         Table(
             "ltr_table2",

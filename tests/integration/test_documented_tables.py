@@ -99,6 +99,11 @@ def test_the_gender_label_tables_equal_a_fresh_run(grep, tmp_path, name):
     fresh_check(name, tmp_path)
 
 
+@pytest.mark.realdata
+def test_the_text_dataset_sizes_equal_a_fresh_load(trec, grep, tmp_path):
+    fresh_check("retrieval_datasets", tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_the_trec_ltr_table_equals_a_fresh_run(trec, tmp_path):
