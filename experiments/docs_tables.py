@@ -12,7 +12,8 @@ Every table of numbers that our code computes sits in its document between
 ``<!-- end generated -->``; :data:`TABLES` holds, per name, the document, the command whose
 run the table shows (the same experiment configuration, run in-process, or the named script),
 the function that writes the block's markdown from a fresh run, and the tolerance of the
-check. A rewrite replaces the blocks with fresh runs; ``--check`` compares every number of a
+check. A rewrite replaces each block that a fresh run does not confirm (every block with
+``--force``); ``--check`` compares every number of a
 block with the fresh run: integers (counts, sessions) exactly, a decimal within one unit of
 its last printed digit plus the table's ``tolerance`` (0 where the run is deterministic; the
 spread of a sampled or learned quantity otherwise), a p-value with an exponent within its last
@@ -974,6 +975,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare only; exit 1 on a difference")
     ap.add_argument("--list", action="store_true", help="the tables, their docs and cost")
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="rewrite a block even where the fresh run is within its tolerance",
+    )
     ap.add_argument("--only", nargs="+", metavar="NAME", help="these tables (default: all)")
     ap.add_argument(
         "--evaluations",
@@ -1015,7 +1021,11 @@ def main(argv=None) -> int:
                 diffs = check(table, runs)
             else:
                 path = REPO / table.doc
-                path.write_text(replace_block(path.read_text(), name, table.compute(runs)))
+                old, new = documented_block(table), table.compute(runs)
+                if old is not None and not args.force and not table.differences(old, new):
+                    print(f"kept {table.doc} ({name}): a fresh run confirms it")
+                    continue
+                path.write_text(replace_block(path.read_text(), name, new))
                 print(f"rewrote {table.doc} ({name})")
                 continue
             for d in diffs:
