@@ -200,7 +200,7 @@ def number(value: float, fine: bool = False) -> str:
 
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += [re.sub(r"\|  (?=\|)", "| ", "| " + " | ".join(r) + " |") for r in rows]
     return "\n".join(lines)
 
 

@@ -22,8 +22,15 @@ def grep(grep_root, gender_wordlist, monkeypatch):
     monkeypatch.setenv("GROUPBIAS_GENDER_WORDLIST", str(gender_wordlist))
 
 
-def fresh_check(name: str, tmp_path) -> None:
-    assert T.check(T.TABLES[name], T.Runs(tmp_path)) == []
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One set of fresh runs for the module: tables drawn from the same command (Table 1's
+    policy rows and their p-values, the two clicks tables) share its run."""
+    return T.Runs(tmp_path_factory.mktemp("runs"))
+
+
+def fresh_check(name: str, runs) -> None:
+    assert T.check(T.TABLES[name], runs) == []
 
 
 def test_every_generated_block_is_a_table_of_the_registry():
@@ -38,9 +45,9 @@ def test_every_generated_block_is_a_table_of_the_registry():
 
 
 @pytest.mark.realdata
-def test_the_deterministic_rows_of_table1_equal_a_fresh_run(trec, tmp_path):
+def test_the_deterministic_rows_of_table1_equal_a_fresh_run(trec, runs):
     documented = {s: T.documented_block(T.TABLES[f"table1_{s}"]) for s in T.SPLITS}
-    fresh = T.fresh_blocks({"deterministic"}, tmp_path)
+    fresh = T.fresh_blocks({"deterministic"}, runs)
     diffs = [d for s in T.SPLITS for d in T.differences(documented[s], fresh[s], {"deterministic"})]
     assert diffs == []
     for split in T.SPLITS:  # the comparison saw every deterministic row: 2 datasets a split
@@ -50,64 +57,63 @@ def test_the_deterministic_rows_of_table1_equal_a_fresh_run(trec, tmp_path):
 @pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("split", list(T.SPLITS))
-def test_table1_equals_a_fresh_run(trec, tmp_path, split):
-    fresh_check(f"table1_{split}", tmp_path)
+def test_table1_equals_a_fresh_run(trec, runs, split):
+    fresh_check(f"table1_{split}", runs)
 
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_table1_pvalues_equal_a_fresh_run(trec, tmp_path):
-    fresh_check("table1_pvalues", tmp_path)
+def test_table1_pvalues_equal_a_fresh_run(trec, runs):
+    fresh_check("table1_pvalues", runs)
 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["table1_sizes", "datasets_ppg_sizes", "method_ties"])
-def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, tmp_path, name):
-    fresh_check(name, tmp_path)
+def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, runs, name):
+    fresh_check(name, runs)
 
 
-def test_the_estimator_accuracy_table_equals_a_fresh_benchmark(tmp_path):
-    fresh_check("estimator_accuracy", tmp_path)
+def test_the_estimator_accuracy_table_equals_a_fresh_benchmark(runs):
+    fresh_check("estimator_accuracy", runs)
 
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_the_estimator_robustness_table_equals_a_fresh_run(trec, tmp_path):
-    fresh_check("estimator_robustness", tmp_path)
+def test_the_estimator_robustness_table_equals_a_fresh_run(trec, runs):
+    fresh_check("estimator_robustness", runs)
 
 
 @pytest.mark.slow
-def test_the_propensity_accuracy_table_equals_a_fresh_run(tmp_path):
-    fresh_check("clicks_propensity", tmp_path)
+def test_the_propensity_accuracy_table_equals_a_fresh_run(runs):
+    fresh_check("clicks_propensity", runs)
 
 
 @pytest.mark.slow
-def test_the_clicks_tables_equal_a_fresh_run(tmp_path):
+def test_the_clicks_tables_equal_a_fresh_run(runs):
     """``groupbias experiment=clicks`` at its defaults (about 14 minutes on 2 cores): the
     table of rankers trained from clicks and its paired tests, from one run."""
-    runs = T.Runs(tmp_path)
     assert T.check(T.TABLES["clicks"], runs) + T.check(T.TABLES["clicks_pvalues"], runs) == []
 
 
-def test_the_drift_table_equals_a_fresh_run(tmp_path):
-    fresh_check("drift", tmp_path)
+def test_the_drift_table_equals_a_fresh_run(runs):
+    fresh_check("drift", runs)
 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["gender_labels", "gender_neutrality"])
-def test_the_gender_label_tables_equal_a_fresh_run(grep, tmp_path, name):
-    fresh_check(name, tmp_path)
+def test_the_gender_label_tables_equal_a_fresh_run(grep, runs, name):
+    fresh_check(name, runs)
 
 
 @pytest.mark.realdata
-def test_the_text_dataset_sizes_equal_a_fresh_load(trec, grep, tmp_path):
-    fresh_check("retrieval_datasets", tmp_path)
+def test_the_text_dataset_sizes_equal_a_fresh_load(trec, grep, runs):
+    fresh_check("retrieval_datasets", runs)
 
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_the_trec_ltr_table_equals_a_fresh_run(trec, tmp_path):
-    fresh_check("ltr_table2", tmp_path)
+def test_the_trec_ltr_table_equals_a_fresh_run(trec, runs):
+    fresh_check("ltr_table2", runs)
 
 
 def test_an_edited_number_or_mark_is_found():
