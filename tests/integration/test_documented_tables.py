@@ -155,7 +155,7 @@ def test_the_generic_check_finds_an_edited_number(name):
                 shift = 3 + table.p_decades + table.p_share * abs(_log10(num.value))
                 new = _fmt_like(m.group(0), num.value * 10**-shift)
             elif num.unit:
-                new = _fmt_like(m.group(0), num.value + 2 * num.unit + 2 * table.tolerance)
+                new = _fmt_like(m.group(0), num.value + 2 * num.unit + 2 * _widest(table))
             elif i > 1 and not num.exponent:
                 new = _fmt_like(m.group(0), num.value + 1)
             else:
@@ -186,3 +186,7 @@ def _fmt_like(text: str, value: float) -> str:
     sign = "+" if text.startswith("+") else ""
     body = f"{abs(value):,.{digits}f}" if "," in text else f"{abs(value):.{digits}f}"
     return ("−" if value < 0 else sign) + body
+
+
+def _widest(table: T.Table) -> float:
+    return max([table.tolerance, *(table.columns or {}).values()])
