@@ -817,7 +817,7 @@ TABLES: dict[str, Table] = {
                 f"groupbias experiment=table1 evaluation={{{','.join(EVALUATIONS)}}} "
                 f"experiment.split={split} 'experiment.datasets=[trec2019,trec2020]'",
                 (lambda runs, s=split: fresh_table1(runs, s)),
-                "3.5 min (deterministic rows: a few s)",
+                "3.5 min (deterministic rows: a few s; all three Table 1 blocks 28 min under load)",
                 why="per evaluation (TOLERANCE): deterministic 0, learned policies 0.01",
                 data=("trec-fair",),
                 slow=True,
@@ -831,7 +831,7 @@ TABLES: dict[str, Table] = {
             "groupbias experiment=table1 evaluation=policy experiment.split={train,test} "
             "'experiment.datasets=[trec2019,trec2020]'",
             table1_pvalues,
-            "3 min (the policy runs of both splits)",
+            "3 min (the policy runs of both splits, shared with table1_*)",
             tolerance=0.0,
             p_decades=1.0,
             p_share=0.15,
@@ -948,7 +948,7 @@ TABLES: dict[str, Table] = {
             "docs/ltr.md",
             "groupbias experiment=table2 'experiment.datasets=[trec2019,trec2020]'",
             ltr_table2,
-            "3 min",
+            "3 min on quiet 2 cores (9-14 min with other work)",
             tolerance=0.02,
             why=TRAINING,
             data=("trec-fair",),
