@@ -77,13 +77,11 @@ def test_the_estimator_accuracy_table_equals_a_fresh_benchmark(runs):
     fresh_check("estimator_accuracy", runs)
 
 
-@pytest.mark.slow
 @pytest.mark.realdata
 def test_the_estimator_robustness_table_equals_a_fresh_run(trec, runs):
     fresh_check("estimator_robustness", runs)
 
 
-@pytest.mark.slow
 def test_the_propensity_accuracy_table_equals_a_fresh_run(runs):
     fresh_check("clicks_propensity", runs)
 
