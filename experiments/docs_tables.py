@@ -126,7 +126,7 @@ class Runs:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.done: dict[tuple, dict] = {}
+        self.done: dict[tuple, tuple[dict, Path]] = {}
 
     def experiment(self, *overrides: str) -> tuple[dict, Path]:
         """``groupbias <overrides>`` in-process: its metrics (records) and run folder."""
