@@ -88,7 +88,7 @@ def test_the_propensity_accuracy_table_equals_a_fresh_run(runs):
 
 @pytest.mark.slow
 def test_the_clicks_tables_equal_a_fresh_run(runs):
-    """``groupbias experiment=clicks`` at its defaults (about 14 minutes on 2 cores): the
+    """``groupbias experiment=clicks`` at its defaults (10 to 29 minutes on 2 shared cores): the
     table of rankers trained from clicks and its paired tests, from one run."""
     assert T.check(T.TABLES["clicks"], runs) + T.check(T.TABLES["clicks_pvalues"], runs) == []
 
