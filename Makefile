@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo figure test test-fast bench lint wheel install clean-venv docs-tables
+.PHONY: demo figure test test-fast bench lint wheel install clean-venv docs-tables docs-check
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,10 @@ demo: $(STAMP)
 figure: demo
 	cp runs/demo/demo.png docs/figures/demo.png
 
-# the suite runs on every core (pytest-xdist; the tests are independent of one another)
+# the suite runs on every core (pytest-xdist; the tests are independent of one another),
+# except the minutes-long reruns behind the documented tables (make docs-check)
 test: lint
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto -m "not documented"
 
 # the tests not marked slow, for the edit-test loop (tests/<stage>/ mirrors groupbias/<stage>/)
 test-fast: $(STAMP)
@@ -53,9 +54,13 @@ wheel: $(STAMP)
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# `make docs-tables` reruns the experiments behind every documented table and rewrites them.
+# `make docs-tables` reruns the experiments behind every documented table and rewrites them;
+# `make docs-check` runs the tests that compare the longest of them with a fresh run (CI does)
 docs-tables: $(STAMP)
 	$(PY) -m experiments.docs_tables
+
+docs-check: $(STAMP)
+	$(PY) -m pytest -q -m documented -p no:cacheprovider
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,8 +1,10 @@
 """The documented tables of numbers equal a fresh run (experiments/docs_tables.py): one test
 per generated block of docs/*.md, each running the command the block names (in-process, same
-configuration) and comparing every number with the table's tolerance. Table 1's deterministic
-rows run unmarked (a few seconds); every row, the Monte-Carlo evaluations included, runs in
-the slow tests and by ``python -m experiments.docs_tables --check``."""
+configuration) and comparing every number with the table's tolerance. Tables a fresh run
+makes in a few seconds run unmarked (Table 1's deterministic rows among them), those of
+seconds to a minute are ``slow`` (``make test``), and the ones whose run takes minutes
+(Table 1's learned policies, the click-log rankers, the TREC LTR table) are ``documented``:
+``make docs-check``, which CI runs after ``make test``."""
 
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ def test_the_deterministic_rows_of_table1_equal_a_fresh_run(trec, runs):
         assert documented[split].count("| deterministic |") == 2
 
 
+@pytest.mark.documented
 @pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("split", list(T.SPLITS))
@@ -61,6 +64,7 @@ def test_table1_equals_a_fresh_run(trec, runs, split):
     fresh_check(f"table1_{split}", runs)
 
 
+@pytest.mark.documented
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_table1_pvalues_equal_a_fresh_run(trec, runs):
@@ -73,19 +77,23 @@ def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, runs, name):
     fresh_check(name, runs)
 
 
+@pytest.mark.slow
 def test_the_estimator_accuracy_table_equals_a_fresh_benchmark(runs):
     fresh_check("estimator_accuracy", runs)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_the_estimator_robustness_table_equals_a_fresh_run(trec, runs):
     fresh_check("estimator_robustness", runs)
 
 
+@pytest.mark.slow
 def test_the_propensity_accuracy_table_equals_a_fresh_run(runs):
     fresh_check("clicks_propensity", runs)
 
 
+@pytest.mark.documented
 @pytest.mark.slow
 def test_the_clicks_tables_equal_a_fresh_run(runs):
     """``groupbias experiment=clicks`` at its defaults (10 to 29 minutes on 2 shared cores): the
@@ -93,6 +101,7 @@ def test_the_clicks_tables_equal_a_fresh_run(runs):
     assert T.check(T.TABLES["clicks"], runs) + T.check(T.TABLES["clicks_pvalues"], runs) == []
 
 
+@pytest.mark.slow
 def test_the_drift_table_equals_a_fresh_run(runs):
     fresh_check("drift", runs)
 
@@ -108,6 +117,7 @@ def test_the_text_dataset_sizes_equal_a_fresh_load(trec, grep, runs):
     fresh_check("retrieval_datasets", runs)
 
 
+@pytest.mark.documented
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_the_trec_ltr_table_equals_a_fresh_run(trec, runs):
