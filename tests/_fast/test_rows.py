@@ -107,7 +107,9 @@ def _everything(s, lab, rel, g, q):
     return out
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2))]
+)  # one seed in the fast suite, three in make test
 def test_numba_and_numpy_paths_agree_within_the_contract(seed):
     rng = np.random.default_rng(seed)
     for trial in range(15):

@@ -430,6 +430,7 @@ def test_bad_config_values_name_the_key(override, key, tmp_path):
     assert not (tmp_path / "table1").exists()  # nothing ran, nothing was written
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_tabular_experiment_builds_no_ranker_and_never_imports_torch(tmp_path):
     """A tabular run imports neither torch nor, until its report, pandas / scipy.stats /
     matplotlib: the libraries are part of the run's memory peak (~200 MB together)."""
@@ -476,6 +477,7 @@ def test_cli_reports_a_bad_key_in_one_line_with_exit_code_2(tmp_path):
     assert "hint" in res.stderr
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
     res = _groupbias(
         [
@@ -495,6 +497,7 @@ def test_command_line_dataset_replaces_the_experiment_list(tmp_path):
     assert rows == ["synthetic"]
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_missing_licensed_data_fails_with_the_variable_to_set(tmp_path):
     res = _groupbias(
         [

@@ -126,7 +126,10 @@ def test_unknown_top_level_key_and_bad_seed():
         assert info.value.key == blamed
 
 
-@pytest.mark.parametrize("option", _options("loss"))
+@pytest.mark.parametrize(
+    "option",
+    [o if o == "lambdarank" else pytest.param(o, marks=pytest.mark.slow) for o in _options("loss")],
+)  # the default loss in the fast suite, every loss in make test
 def test_trained_loss_is_the_configured_one(option, tmp_path, monkeypatch):
     if option != "lambdarank":
         # the demo's tables and figure (60 % of a run, and no part of what the loss is) are
@@ -175,6 +178,7 @@ def test_trainer_threads_bogus_value_is_refused_by_name(value):
     assert info.value.key == "trainer.threads"
 
 
+@pytest.mark.slow  # a whole run: seconds
 def test_progress_key_reaches_policy_evaluation_and_lightning(capsys):
     """`progress` (top level) is read: policy evaluation reports how far each learned
     policy is, and Lightning's bars follow it; progress=false silences both."""
@@ -249,6 +253,7 @@ def test_every_target_in_the_config_tree_resolves():
         assert callable(obj), f"{where}: {target}"
 
 
+@pytest.mark.slow  # a whole run: seconds
 def test_backend_key_reaches_the_fast_paths_and_meta_json(tmp_path, monkeypatch):
     """``backend`` is in force while the run computes (every call to the fast paths sees
     it), is written to meta.json, and comes from $GROUPBIAS_BACKEND when not given."""

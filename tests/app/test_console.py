@@ -9,6 +9,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
+
 from groupbias.app.cli import configure_warnings
 from groupbias.core.errors import GroupBiasWarning
 
@@ -80,6 +82,7 @@ def test_help_lists_experiments_datasets_and_the_most_used_keys():
     assert "  seed=0 " in text and f"  trainer.max_epochs={cfg.trainer.max_epochs} " in text
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_help_through_the_command():
     from groupbias.app.cli import CONFIG_DIR
     from groupbias.app.usage import help_text

@@ -232,6 +232,7 @@ def test_meta_records_version_commit_and_inputs(tmp_path, monkeypatch):
     assert step["inputs"] == meta["inputs"]
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_the_command_recomputes_when_the_dataset_variable_changes(tmp_path, monkeypatch):
     monkeypatch.setenv("GROUPBIAS_CACHE", str(tmp_path / "cache"))
     envs = [write_lightgbm(tmp_path / d, v) for d, v in (("a", 0), ("b", 1))]

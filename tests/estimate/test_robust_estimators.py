@@ -233,6 +233,7 @@ def test_null_check_warns_on_unequal_merit_and_flags_the_table_row():
     assert cell.endswith("!") and float(cell[:-1]) == pytest.approx(diag["null_beta_hat"], abs=1e-3)
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_null_check_passes_on_equal_merit_and_with_the_calibrated_estimator():
     with warnings.catch_warnings():
         warnings.simplefilter("error", AssumptionWarning)

@@ -294,6 +294,7 @@ def test_9_small_data_trains_in_one_piece_and_large_data_in_chunks_within_the_bu
     np.testing.assert_array_equal(rows, layouts[0][0])  # every query once, in order
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_9_chunked_training_learns_the_policy_of_one_piece(monkeypatch):
     from groupbias.evaluation import fair_exposure as F
 
@@ -1062,7 +1063,9 @@ def test_16_the_report_names_a_damaged_run_file(name, damage, tmp_path, capsys):
     assert str(target) in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", ["evaluate", "export", "aggregate"])
+@pytest.mark.parametrize(
+    "command", ["evaluate", "export", pytest.param("aggregate", marks=pytest.mark.slow)]
+)  # aggregate makes a run first: seconds
 @pytest.mark.parametrize("where", ["a_file/x", "/dev/null/x"])
 def test_14_an_out_that_cannot_be_a_folder_is_one_line(tmp_path, capsys, command, where):
     from groupbias.reporting.aggregate import main as report_main

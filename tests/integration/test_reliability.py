@@ -39,6 +39,7 @@ def _cli(args, tmp_path, env_extra=None):
     )
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_a_run_where_every_dataset_was_skipped_fails_and_stores_nothing(tmp_path):
     env = {"GROUPBIAS_TREC_FAIR": str(tmp_path / "nowhere")}
     res = _cli(["experiment=table1", "experiment.datasets=[trec2019,trec2020]"], tmp_path, env)
@@ -143,6 +144,7 @@ def test_one_group_data_is_refused_saying_how_many_queries_have_both_groups():
     assert BuiltinGrouping(min_two_group_queries=3).apply({"train": d.with_groups(g)}, info)
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_cli_errors_are_one_line_and_verbose_shows_the_traceback(tmp_path):
     res = _cli(["bias.relevance=foo"], tmp_path)
     assert res.returncode == 2 and "Traceback" not in res.stderr

@@ -270,6 +270,7 @@ def test_bm25s_and_anserini_agree_on_grep_biasir(grep_root, tmp_path):
     assert np.mean(same) > 0.9  # Lucene's lossy length norms reorder near-ties
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_term_ids_do_not_depend_on_the_process_hash_seed():
     script = (
         "from groupbias.retrieval.bm25 import BM25Index\n"

@@ -275,6 +275,7 @@ def test_requests_in_flight_never_exceed_the_bound(server, tmp_path):
     assert res.answers == ["Neutral"] * 12 and 2 <= state["max"] <= 3
 
 
+@pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_a_killed_labelling_run_resumes_from_the_cache(server, tmp_path):
     def slow(request):
         time.sleep(0.3)
