@@ -219,26 +219,26 @@ def _slug(s) -> str:
     return "".join(c if c.isalnum() else "_" for c in str(s)).strip("_")
 
 
+#: what to do after an expected error of the report commands
+_HINT = (
+    "`groupbias-report --help`, `groupbias-report evaluate --help`, `groupbias-report "
+    "compare --help`; file formats in docs/interop.md"
+)
+
+
 def _fail_os(exc: OSError) -> int:
     """An output that cannot be written: the path and the reason, what to do, exit code 2."""
-    where = exc.filename or "the output"
-    print(f"groupbias-report: error: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
-    print(
-        "groupbias-report: hint: choose an --out in a folder you can write (a file stands "
-        "where a folder belongs, or the disk is full or read-only)",
-        file=sys.stderr,
+    return _fail(
+        f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}",
+        "choose an --out in a folder you can write (a file stands where a folder belongs, or "
+        "the disk is full or read-only)",
     )
-    return 2
 
 
-def _fail(exc: BaseException) -> int:
+def _fail(exc: BaseException | str, hint: str = _HINT) -> int:
     """An expected error: one line and a hint on stderr, exit code 2."""
     print(f"groupbias-report: error: {exc}", file=sys.stderr)
-    print(
-        "groupbias-report: hint: `groupbias-report --help`, `groupbias-report evaluate "
-        "--help`, `groupbias-report compare --help`; file formats in docs/interop.md",
-        file=sys.stderr,
-    )
+    print(f"groupbias-report: hint: {hint}", file=sys.stderr)
     return 2
 
 
