@@ -217,8 +217,10 @@ class TrainerSpec:
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
     package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
     torch's intra-op threads while training (``torch.set_num_threads``, restored
-    afterwards; None: the cores this process may use that the 1-minute load average leaves
-    idle when training starts, at least 1, see :func:`idle_cores`).
+    afterwards; None: the cores this process may use, so the same machine always trains
+    with the same count and gives the same bits; ``"auto"``: the cores the 1-minute load
+    average leaves idle when training starts, at least 1, see :func:`idle_cores`, for a
+    machine shared with other jobs).
     """
 
     max_epochs: int = 20
@@ -234,11 +236,16 @@ class TrainerSpec:
     log_every_n_steps: int = 10
     loggers: tuple[str, ...] = ("csv",)
     extra: Mapping = field(default_factory=dict)
-    threads: int | None = None
+    threads: int | str | None = None
 
     def __post_init__(self) -> None:
         integer("max_epochs", self.max_epochs, low=1)
-        if self.threads is not None:
+        if isinstance(self.threads, str) and self.threads != "auto":
+            raise ParameterError(
+                "threads", "an integer >= 1, null (every core) or 'auto' (the idle cores)",
+                self.threads,
+            )  # fmt: skip
+        if self.threads is not None and self.threads != "auto":
             check_threads(self.threads)
         if self.patience is not None:
             integer("patience", self.patience, low=1)
@@ -312,8 +319,8 @@ class TrainerSpec:
                 raise ParameterError(f"extra.{k}", "a pytorch_lightning.Trainer keyword", k)
 
     def n_threads(self) -> int:
-        """``threads``, or :func:`idle_cores`."""
-        return idle_cores() if self.threads is None else check_threads(self.threads)
+        """``threads``; None: every core this process may use; ``"auto"``: :func:`idle_cores`."""
+        return idle_cores() if self.threads == "auto" else check_threads(self.threads)
 
     def trainer_kwargs(self) -> dict:
         """Keywords of ``pytorch_lightning.Trainer`` (without callbacks and loggers)."""
@@ -337,7 +344,9 @@ def idle_cores() -> int:
     torch's threads spin while they wait for each other, so on a machine whose cores are
     busy with other jobs every thread beyond the idle cores slows a step down several times
     over (measured in docs/performance.md, "LTR training"); on an idle machine this is
-    every core."""
+    every core. The count then depends on the load, and torch's sums (so the trained
+    weights' last bits) on the count: ``trainer.threads: auto`` trades bit-for-bit reruns
+    for speed on a shared machine."""
     cores = check_threads(None)
     try:
         load = os.getloadavg()[0]

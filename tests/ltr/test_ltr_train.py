@@ -260,15 +260,19 @@ def test_loggers_by_name(tmp_path):
             make_loggers(["tensorboard"], tmp_path)
 
 
-def test_default_threads_leave_out_the_busy_cores(monkeypatch):
+def test_auto_threads_leave_out_the_busy_cores(monkeypatch):
     import groupbias.ltr.train as T
 
     monkeypatch.setattr(T.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     for load, expect in ((0.2, 8), (2.6, 5), (7.6, 1), (30.0, 1)):
         monkeypatch.setattr(T.os, "getloadavg", lambda load=load: (load, load, load))
         assert T.idle_cores() == expect
-        assert T.TrainerSpec().n_threads() == expect
+        assert T.TrainerSpec(threads="auto").n_threads() == expect
+        # the default does not depend on the load: the same machine, the same bits
+        assert T.TrainerSpec().n_threads() == 8
     assert T.TrainerSpec(threads=3).n_threads() == 3  # given: used as it is
+    with pytest.raises(ParameterError, match="'auto'"):
+        T.TrainerSpec(threads="fast")
 
 
 def test_no_loggers_means_no_logs(rng, tmp_path):
