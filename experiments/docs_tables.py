@@ -798,6 +798,10 @@ TRAINING = (
     "another CPU or torch build sums in another order and early stopping may pick another "
     "epoch"
 )
+#: the spread of the TREC LTR table's NDCG@10, ρ(DTR) and Δ(EEL) (per column): the same
+#: revision trained with another intra-op thread count (1 instead of 2, on a fresh clone on
+#: this machine) moved them by up to 0.010, 0.009 and 0.023; about twice that
+LTR_SPREAD = (0.02, 0.02, 0.05)
 #: the spread of the clicks rankers' NDCG@10, ρ(DTR) and Δ(EEL): a run of this revision
 #: against the documented run of an earlier one, with the same click logs (θ̂ and β̂ equal to
 #: the last digit) but rankers trained by the earlier revision's code, differed by up to
@@ -947,7 +951,7 @@ TABLES: dict[str, Table] = {
             "groupbias experiment=table2 'experiment.datasets=[trec2019,trec2020]'",
             ltr_table2,
             "3 min on quiet 2 cores (9-14 min with other work)",
-            tolerance=0.02,
+            columns={c: LTR_SPREAD[(c - 1) % 3] for c in range(1, 10)},
             why=TRAINING,
             data=("trec-fair",),
             slow=True,
