@@ -23,7 +23,7 @@ from ..simulate.group_bias import relevance_from_labels
 from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
 from .inputs import check_both_groups, check_reduce, reduce_queries
 from .protocol import EvaluationProtocol
-from .trec_eval import trec_measures
+from .trec_eval import judged_queries, trec_measures
 
 __all__ = ["evaluate", "evaluate_run", "run_data"]
 
@@ -124,11 +124,7 @@ def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None)
     run = _load(run, read_run)
     qrels = _load(qrels, read_qrels)
     groups = _load(groups, read_groups, affected=affected)
-    judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
-    if not judged.any():
-        raise ParameterError(
-            "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
-        )
+    judged = judged_queries(run, qrels)
     keep = np.repeat(judged, np.diff(run.qptr))
     sizes = np.diff(run.qptr)[judged]
     qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

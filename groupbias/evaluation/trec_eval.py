@@ -27,7 +27,7 @@ import numpy as np
 
 from ..core.errors import ParameterError
 
-__all__ = ["TREC_MEASURES", "trec_measures"]
+__all__ = ["TREC_MEASURES", "judged_queries", "trec_measures"]
 
 #: measure names (lower case, before ``@k``) this module computes
 TREC_MEASURES = ("ndcg", "mrr", "map", "p", "recall")
@@ -44,6 +44,17 @@ def _parse(name: str) -> tuple[str, int | None]:
     if not cut.isdigit() or int(cut) < 1:
         raise ParameterError("metrics", "a cutoff k >= 1 after '@'", name)
     return base, int(cut)
+
+
+def judged_queries(run, qrels) -> np.ndarray:
+    """Which queries of ``run`` the ``qrels`` judge (bool [run.n_queries]): the queries a run
+    is evaluated on, as ``trec_eval`` does; none is a :class:`ParameterError`."""
+    judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
+    if not judged.any():
+        raise ParameterError(
+            "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
+        )
+    return judged
 
 
 @dataclass(frozen=True)
@@ -65,11 +76,7 @@ class _Judged:
 
     @classmethod
     def of(cls, run, qrels) -> _Judged:
-        judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
-        if not judged.any():
-            raise ParameterError(
-                "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
-            )
+        judged = judged_queries(run, qrels)
         sizes = np.diff(run.qptr)
         keep = np.repeat(judged, sizes)
         qids = run.query_ids[judged].astype(str)

@@ -53,7 +53,8 @@ def _common(p: argparse.ArgumentParser, *, files_required: bool) -> None:
 def evaluate_command(argv: list[str]) -> int:
     """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
     from ..data.trec import read_qrels, read_run
-    from ..evaluation.evaluate import SEMANTICS, evaluate_run, run_data
+    from ..evaluation.evaluate import SEMANTICS, evaluate_run
+    from ..evaluation.trec_eval import judged_queries
 
     p = argparse.ArgumentParser(
         prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness"
@@ -71,7 +72,6 @@ def evaluate_command(argv: list[str]) -> int:
     )
     a = p.parse_args(argv)
     run, qrels = read_run(a.run), read_qrels(a.qrels)
-    data, _ = run_data(run, qrels, a.groups, affected=a.affected)
     per_query = evaluate_run(
         run,
         qrels,
@@ -92,7 +92,8 @@ def evaluate_command(argv: list[str]) -> int:
     if a.out:
         stem = Path(a.out)
         write_text_atomic(stem.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
-        table = pd.DataFrame(per_query, index=pd.Index(data.query_ids, name="query"))
+        queries = run.query_ids[judged_queries(run, qrels)]  # evaluate_run's queries
+        table = pd.DataFrame(per_query, index=pd.Index(queries, name="query"))
         write_text_atomic(
             stem.parent / f"{stem.name}_per_query.csv", table.to_csv(float_format="%.17g")
         )
