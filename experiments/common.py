@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -300,3 +301,11 @@ def evaluation_title(setup) -> str:
     if ev is None or ev.mode == "deterministic":
         return ""
     return " (stochastic: Plackett–Luce policies, expected exposure)"
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table of string cells (an empty cell written ``| |``)."""
+    lines = [re.sub(r"\|  (?=\|)", "| ", "| " + " | ".join(header) + " |")]
+    lines.append("|" + "---|" * len(header))
+    lines += [re.sub(r"\|  (?=\|)", "| ", "| " + " | ".join(r) + " |") for r in rows]
+    return "\n".join(lines)

@@ -42,6 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.common import markdown
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 DOC = REPO / "docs" / "table1_trec.md"
@@ -196,13 +198,6 @@ def number(value: float, fine: bool = False) -> str:
     if fine and 0.99 <= value and f"{value:.4f}" != "1.0000":
         return f"{value:.4f}"
     return f"{value:.3f}"
-
-
-def markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = [re.sub(r"\|  (?=\|)", "| ", "| " + " | ".join(header) + " |")]
-    lines.append("|" + "---|" * len(header))
-    lines += [re.sub(r"\|  (?=\|)", "| ", "| " + " | ".join(r) + " |") for r in rows]
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -450,6 +445,13 @@ def datasets_ppg_sizes(runs: Runs) -> str:
         for split in ("train", "test")
     ]
     return markdown(["year / split", "rows", "queries", "queries with both groups"], rows)
+
+
+def eel_scale(runs: Runs) -> str:  # noqa: ARG001 - no experiment run: the script's utilities
+    """docs/method.md: Δ(EEL) of Table 1 on TREC 2020 under every convention tried."""
+    from experiments.eel_scale import HEADER, rows, trec2020_utilities
+
+    return markdown(HEADER, rows(trec2020_utilities()))
 
 
 def method_ties(runs: Runs) -> str:
@@ -866,6 +868,14 @@ TABLES: dict[str, Table] = {
             "docs/method.md",
             "the code below the table (estimate_beta per tie rule, TREC 2019 train)",
             method_ties,
+            "3 s",
+            data=("trec-fair",),
+        ),
+        Table(
+            "eel_scale",
+            "docs/method.md",
+            "python -m experiments.eel_scale",
+            eel_scale,
             "3 s",
             data=("trec-fair",),
         ),

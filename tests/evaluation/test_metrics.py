@@ -662,3 +662,28 @@ def test_bad_parameters_raise(call, match):
     g = np.array([1.0, 0.0, 0.0, 1.0])
     with pytest.raises(ParameterError, match=match):
         call(s, lab, q, g)
+
+
+def test_delta_eel_scale_behaviour():
+    """docs/method.md: with fixed grade thresholds (0.25 / 0.5 / 0.75) Δ(EEL) depends on the
+    utilities' scale, with per-query min-max levels it does not. One query, item 0 affected
+    and relevant, item 1 not: truth grades [3, 0] give targets [1, 1/log2 3]."""
+    e2 = 1 / math.log2(3)
+    truth, groups, qptr = np.array([1.0, 0.0]), np.array([1, 0]), np.array([0, 2])
+    est = np.array([0.3, 0.45])
+
+    def delta(scale, **kw):
+        return M.delta_eel_tabular(
+            est * scale, truth, qptr=qptr, groups=groups, thresholds=(0.25, 0.5, 0.75), **kw
+        )
+
+    # x1: grades [1, 1], a tie: both get (1 + e2) / 2, so E_A moves by (1 - e2) / 2
+    assert delta(1) == pytest.approx(math.sqrt(2) * (1 - e2) / 2, abs=1e-12)
+    # x2: [0.6, 0.9] -> grades [2, 3]: item 1 first, E_A moves by 1 - e2
+    assert delta(2) == pytest.approx(math.sqrt(2) * (1 - e2), abs=1e-12)
+    # per-query min-max levels: item 1 in the upper level at every scale
+    minmax = [
+        M.delta_eel_tabular(est * s, truth, qptr=qptr, groups=groups, bins="query_minmax", levels=2)
+        for s in (1, 2, 1000)
+    ]
+    assert minmax == pytest.approx([math.sqrt(2) * (1 - e2)] * 3, abs=1e-12)
