@@ -145,7 +145,7 @@ def main() -> None:
             n_queries=args.queries, list_size=(60, 180), n_features=136, seed=0
         ),
     )
-    prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
+    prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)
     stage("normalize", lambda: [prepared[k] for k in ("train", "valid", "test")])
     rng = np.random.default_rng(0)
     labels, vlabels, est, _ = stage(

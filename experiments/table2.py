@@ -70,8 +70,9 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
-        # normalized once, when the first step that trains asks; shared by every step
-        prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
+        # normalized once, when the first step that trains asks, over the loaded features
+        # (nothing after it reads a raw feature); shared by every step
+        prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)
         step = functools.partial(_ltr_step, splits, prepared, setup, exp, rd, title=title, tag=tag)
         records += rd.step(
             f"{tag}_{title}_full",

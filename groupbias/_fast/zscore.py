@@ -21,11 +21,18 @@ LOOPS_MIN_VALUES = 1 << 18
 _BAND = 32
 
 
-def zscore_rows(x: np.ndarray, qptr: np.ndarray) -> np.ndarray | None:
+def zscore_rows(
+    x: np.ndarray, qptr: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray | None:
     """``x`` [n, f] (float32 or float64) standardized within every query of ``qptr``, as
     float32 (a feature constant in a query, single-item queries included, becomes 0); None
-    when ``x`` holds a non-finite value."""
-    out = np.zeros(x.shape, dtype=np.float32)
+    when ``x`` holds a non-finite value. ``out``: a float32 C-order [n, f] array to write
+    into, ``x`` itself included (every query's rows are read before they are written);
+    after a None it may hold some queries standardized."""
+    if out is None:
+        out = np.zeros(x.shape, dtype=np.float32)
+    elif out is not x:
+        out[...] = 0.0
     sizes = np.diff(qptr)
     if not (sizes > 0).any() or x.shape[1] == 0:
         return out if np.isfinite(x).all() else None

@@ -58,13 +58,14 @@ def as_flat_lists(
     normalize: str | None = "zscore",
     name: str = "data",
     need_labels: bool = False,
+    in_place: bool = False,
 ) -> FlatLists:
     """Flat lists from a ``RankingData`` (or any object with ``features``, ``labels`` and
     ``qptr``) or a ``(features, labels, qptr)`` tuple.
 
     ``labels`` replaces the data's labels (e.g. biased or IPS-corrected training labels); they
     must be finite and non-negative. ``normalize``: ``"zscore"`` (within each query, see
-    :func:`zscore_within_queries`) or None.
+    :func:`zscore_within_queries`; ``in_place``: over the data's own float32 features) or None.
     """
     if normalize not in NORMALIZATIONS:
         raise ParameterError("normalize", "'zscore' or None", normalize)
@@ -101,7 +102,7 @@ def as_flat_lists(
     if isinstance(data, FlatLists) and done == normalize:  # the features as they are
         return replace(data, labels=y_arr)
     if normalize == "zscore":
-        feats = zscore_within_queries(feats, qptr=qptr)
+        feats = zscore_within_queries(feats, qptr=qptr, in_place=in_place)
     else:
         feats = np.ascontiguousarray(feats, dtype=np.float32)
     return FlatLists(feats, y_arr, qptr, normalize)
@@ -131,18 +132,20 @@ class PreparedSplits(Mapping):
     """The splits of one dataset (name -> ``RankingData``) as :class:`FlatLists` normalized
     by ``normalize``, each made once, when first asked for: every condition, β and
     repetition of a run trains and scores on the same lists, and only their labels
-    differ."""
+    differ. ``in_place=True``: the z-score is written over the splits' own float32 features
+    (one matrix in memory instead of two) — for a run that loaded the splits itself and reads
+    no raw feature after training starts; the splits' ``features`` are then standardized."""
 
-    def __init__(self, splits: Mapping, normalize: str | None) -> None:
+    def __init__(self, splits: Mapping, normalize: str | None, *, in_place: bool = False) -> None:
         if normalize not in NORMALIZATIONS:
             raise ParameterError("normalize", "'zscore' or None", normalize)
-        self.splits, self.normalize = splits, normalize
+        self.splits, self.normalize, self.in_place = splits, normalize, in_place
         self._lists: dict[str, FlatLists] = {}
 
     def __getitem__(self, name: str) -> FlatLists:
         if name not in self._lists:
             self._lists[name] = as_flat_lists(
-                self.splits[name], normalize=self.normalize, name=name
+                self.splits[name], normalize=self.normalize, name=name, in_place=self.in_place
             )
         return self._lists[name]
 

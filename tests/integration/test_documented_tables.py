@@ -72,9 +72,7 @@ def test_table1_pvalues_equal_a_fresh_run(trec, runs):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(
-    "name", ["table1_sizes", "datasets_ppg_sizes", "method_ties", "eel_scale"]
-)
+@pytest.mark.parametrize("name", ["table1_sizes", "datasets_ppg_sizes", "method_ties", "eel_scale"])
 def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, runs, name):
     fresh_check(name, runs)
 

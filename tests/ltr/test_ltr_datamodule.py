@@ -149,7 +149,7 @@ def test_prepared_splits_normalize_once_and_carry_only_new_labels(rng, monkeypat
     calls = []
     real = module.zscore_within_queries
     monkeypatch.setattr(
-        module, "zscore_within_queries", lambda x, qptr: calls.append(1) or real(x, qptr=qptr)
+        module, "zscore_within_queries", lambda x, **kw: calls.append(1) or real(x, **kw)
     )
     data = _data(rng, [6, 5])
     prepared = PreparedSplits({"train": data, "test": data}, "zscore")
@@ -168,6 +168,35 @@ def test_prepared_splits_normalize_once_and_carry_only_new_labels(rng, monkeypat
         RankingDataModule(prepared["train"], batch_size=2, normalize=None)
     with pytest.raises(ParameterError, match="normalize"):
         PreparedSplits({"train": data}, "minmax")
+
+
+def test_prepared_splits_in_place_write_over_the_features_with_the_same_values(rng):
+    """``in_place=True`` (table2's MSLR-sized runs: one feature matrix in memory, not two):
+    the z-score is written over the split's float32 features, equal to the copying path; a
+    read-only or float64 matrix is copied instead, and a non-finite value is refused before
+    anything is written."""
+    data = _data(rng, [6, 5, 1])
+    assert data.features.dtype == np.float32
+    raw = data.features.copy()
+    copied = PreparedSplits({"train": data}, "zscore")["train"].features
+    lists = PreparedSplits({"train": data}, "zscore", in_place=True)["train"]
+    assert lists.features is data.features  # written over, no second matrix
+    np.testing.assert_array_equal(lists.features, copied)
+    assert not np.array_equal(data.features, raw)
+
+    frozen = _data(rng, [4, 4])
+    frozen.features.flags.writeable = False
+    before = frozen.features.copy()
+    out = PreparedSplits({"train": frozen}, "zscore", in_place=True)["train"].features
+    assert out is not frozen.features
+    np.testing.assert_array_equal(frozen.features, before)
+
+    bad = _data(rng, [3, 3])
+    bad.features[4, 1] = np.nan  # in the second query: the first must stay raw too
+    before = bad.features.copy()
+    with pytest.raises(ParameterError, match="finite"):
+        PreparedSplits({"train": bad}, "zscore", in_place=True)["train"]
+    np.testing.assert_array_equal(bad.features, before)
 
 
 def test_tuple_input_and_feature_count_check(rng):
