@@ -300,6 +300,8 @@ def evaluation_title(setup) -> str:
     ev = getattr(setup, "evaluation", None)
     if ev is None or ev.mode == "deterministic":
         return ""
+    if getattr(ev, "learner", "pl") == "ppg":
+        return " (the released permutation-graph learner: mean exposure of its best rankings)"
     return " (stochastic: Plackett–Luce policies, expected exposure)"
 
 

@@ -42,10 +42,12 @@ from ..core.segments import query_index, segment_sum
 from ..core.validation import choice, integer, real
 from ..rank.plackett_luce import DEVICES, EXACT_MAX, PlackettLuce
 from ..rank.ranking import TIES, DeterministicRanking
+from ..rank.sampled import SampledRankings
 from .catalog import compute_metrics, parse_metric
 from .exposure import check_offset, query_minmax_grades
 from .fair_exposure import OBJECTIVES, FairExposureLearner
 from .metrics import BINS, EEL_DISTANCES, ON_NO_RELEVANT, ON_ZERO_NDCG, ON_ZERO_UTILITY
+from .ppg import PPGLearner
 
 __all__ = ["EvaluationProtocol", "MODES", "POLICY_KEYS", "DETERMINISTIC"]
 
@@ -67,7 +69,16 @@ POLICY_KEYS = (
     "init_temperature",
     "objective",
     "train_levels",
+    "learner",
+    "sessions",
+    "patience",
 )
+#: the learners of ``mode="policy"``: Plackett–Luce policies, or the released code's
+#: permutation graph (:mod:`groupbias.evaluation.ppg`)
+LEARNERS = ("pl", "ppg")
+#: settings only the Plackett–Luce learner and policy read: refused with ``learner="ppg"``
+#: when they differ from their defaults
+PL_ONLY = ("temperature", "samples", "exact_max", "tradeoff", "level", "init_temperature")
 SINGLE_GROUP = ("keep", "drop")
 #: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list
 CUT_TIES = ("first", "last")
@@ -84,7 +95,11 @@ class EvaluationProtocol:
     for DTR, every other metric from one learned for EEL: each fairness metric judges the
     policy optimized for it); ``exposure_device`` and ``exposure_workers``: where the
     Monte-Carlo expected exposure runs (``device`` and ``workers`` of
-    :class:`~groupbias.rank.plackett_luce.PlackettLuce`)."""
+    :class:`~groupbias.rank.plackett_luce.PlackettLuce`). ``learner="ppg"``: the released
+    code's permutation-graph learner instead (:class:`~groupbias.evaluation.ppg.PPGLearner`,
+    with ``epochs``, ``lr``, ``train_samples`` as its samples per epoch, ``sessions`` and
+    ``patience``; the ``paper_code_ppg`` preset), judged by the mean exposure of the best
+    ``sessions`` rankings it found."""
 
     mode: str = "deterministic"
     offset: int = 1
@@ -113,6 +128,9 @@ class EvaluationProtocol:
     level: str = "item"
     init_temperature: float = 0.1
     objective: str = "eel"
+    learner: str = "pl"
+    sessions: int | None = None
+    patience: int | None = None
     #: print how far each learned policy is (set from the run's ``progress`` key; not a
     #: key of the evaluation group)
     progress: bool = field(default=False, init=False, repr=False, compare=False)
@@ -150,7 +168,7 @@ class EvaluationProtocol:
                 "exposure_workers", self.exposure_workers, low=1, what=what
             )
         self.objective = choice("objective", self.objective, OBJECTIVES + ("per_metric",))
-        self.learner = FairExposureLearner(
+        self.pl_learner = FairExposureLearner(
             tradeoff=self.tradeoff,
             epochs=self.epochs,
             lr=self.lr,
@@ -159,7 +177,33 @@ class EvaluationProtocol:
             init_temperature=self.init_temperature,
             seed=self.seed,
         )
-        self.dtr_learner = replace_learner(self.learner, objective="dtr")
+        self.dtr_learner = replace_learner(self.pl_learner, objective="dtr")
+        self.ppg = self._ppg_learner()
+
+    def _ppg_learner(self) -> PPGLearner | None:
+        """The permutation-graph learner of ``learner="ppg"`` (None for ``"pl"``, which
+        refuses its keys ``sessions`` and ``patience``)."""
+        kind = choice("learner", self.learner, LEARNERS)
+        if kind == "pl":
+            for key in ("sessions", "patience"):
+                if getattr(self, key) is not None:
+                    raise ParameterError(key, "unset: it is a setting of learner='ppg'", key)
+            return None
+        defaults = EvaluationProtocol.__dataclass_fields__
+        for key in PL_ONLY:
+            if getattr(self, key) != defaults[key].default:
+                raise ParameterError(key, "unset: learner='ppg' does not read it", key)
+        if not self.learn:
+            raise ParameterError("learn", "true with learner='ppg' (mode=deterministic "
+                                 "ranks by the scores themselves)", self.learn)  # fmt: skip
+        return PPGLearner(
+            epochs=self.epochs,
+            lr=self.lr,
+            samples=self.train_samples,
+            sessions=4 if self.sessions is None else self.sessions,
+            patience=10 if self.patience is None else self.patience,
+            seed=self.seed,
+        )
 
     # ------------------------------------------------------------------ metric options
 
@@ -270,11 +314,14 @@ class EvaluationProtocol:
                 del pol  # its exposures are not needed while the next policy trains
         return {parse_metric(e).key: out[parse_metric(e).key] for e in spec.metrics}
 
-    def policy(self, scores: np.ndarray, spec, objective: str | None = None) -> PlackettLuce:
+    def policy(
+        self, scores: np.ndarray, spec, objective: str | None = None
+    ) -> PlackettLuce | SampledRankings:
         """The PL policy of ``scores``: learned (``learn``) for ``objective`` (``"eel"``:
         against the EEL grades of the scores under this protocol's binning; ``"dtr"``:
         exposure proportional to the scores' group utilities; default this protocol's),
-        or ``scores / temperature``."""
+        or ``scores / temperature``; with ``learner="ppg"`` the best rankings of the
+        permutation-graph learner for ``objective``."""
         opts: dict = {
             "samples": self.samples,
             "exact_max": self.exact_max,
@@ -290,14 +337,27 @@ class EvaluationProtocol:
                     "evaluation.temperature", exc.expected, self.temperature, exc.fix
                 ) from None
         objective = self.objective if objective in (None, "per_metric") else objective
-        learner = self.learner if objective == "eel" else self.dtr_learner
+        unit = "query" if self.ppg is not None else "epoch"  # PPG learns query by query
+        n = spec.qptr.size - 1
+        progress = PolicyProgress(objective, n, unit) if self.progress else None
+        if self.ppg is not None:
+            return self.ppg.fit(
+                scores,
+                self.grades(scores, spec),
+                qptr=spec.qptr,
+                groups=spec.groups,
+                objective="eel" if objective == "per_metric" else objective,
+                offset=self.offset,
+                progress=progress,
+            )
+        learner = self.pl_learner if objective == "eel" else self.dtr_learner
         return learner.fit(
             scores,
             self.grades(scores, spec),
             qptr=spec.qptr,
             groups=spec.groups,
             offset=self.offset,
-            progress=PolicyProgress(objective, spec.qptr.size - 1) if self.progress else None,
+            progress=progress,
             **opts,
         )
 
@@ -313,17 +373,20 @@ class EvaluationProtocol:
 
 
 class PolicyProgress:
-    """Prints how far a policy's learning is: a line at each quarter of its epochs, with
-    the time so far (``[groupbias] policy (eel, 200 queries): epoch 100/200, 21.3 s``)."""
+    """Prints how far a policy's learning is: a line at each quarter of its epochs (or, for
+    a learner that goes query by query, ``unit="query"``, of its queries), with the time so
+    far (``[groupbias] policy (eel, 200 queries): epoch 100/200, 21.3 s``)."""
 
-    def __init__(self, objective: str, n_queries: int) -> None:
+    def __init__(self, objective: str, n_queries: int, unit: str = "epoch") -> None:
         self.what = f"policy ({objective}, {n_queries} queries)"
+        self.unit = unit
         self.start = time.perf_counter()
 
     def __call__(self, epoch: int, epochs: int) -> None:
         if epoch * 4 // epochs != (epoch - 1) * 4 // epochs:
             took = time.perf_counter() - self.start
-            print(f"[groupbias] {self.what}: epoch {epoch}/{epochs}, {took:.1f} s", flush=True)
+            line = f"[groupbias] {self.what}: {self.unit} {epoch}/{epochs}, {took:.1f} s"
+            print(line, flush=True)
 
 
 def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:

@@ -67,6 +67,13 @@ def test_table1_equals_a_fresh_run(trec, runs, split):
 @pytest.mark.documented
 @pytest.mark.slow
 @pytest.mark.realdata
+def test_table1_under_the_released_learner_equals_a_fresh_run(trec, runs):
+    fresh_check("table1_ppg", runs)
+
+
+@pytest.mark.documented
+@pytest.mark.slow
+@pytest.mark.realdata
 def test_table1_pvalues_equal_a_fresh_run(trec, runs):
     fresh_check("table1_pvalues", runs)
 
