@@ -472,7 +472,9 @@ class TextCollection:
         own order, no ties). ``judged=True`` (utility metrics): after the retrieved documents
         every relevant document the top k missed, preceded by non-relevant fillers up to rank
         ``k``, so that an ideal ranking sees every relevant document and the retrieved ones
-        keep their ranks (fillers and missed documents have ``item_ids`` −1)."""
+        keep their ranks (fillers have ``item_ids`` −1; the missed documents keep their
+        positions, so that a group target over the relevant documents sees them, and sit
+        below rank ``k``, where a top-``k`` metric gives them no exposure)."""
         top = run.top(k)
         if top.n_queries != self.n_queries:
             raise ParameterError("run", f"a run of the {self.n_queries} queries", top.n_queries)
@@ -508,7 +510,7 @@ class TextCollection:
             has_missed = np.bincount(rq, minlength=self.n_queries) > 0
             fill = np.where(has_missed, np.maximum(k - n_ret, 0), 0)
         q_all = np.concatenate([qi, np.repeat(np.arange(self.n_queries), fill), rq])
-        d_all = np.concatenate([top.docs, np.full(fill.sum(), -1), np.full(rq.size, -1)])
+        d_all = np.concatenate([top.docs, np.full(fill.sum(), -1), rd.astype(np.int64)])
         g_all = np.concatenate([self.grades(qi, top.docs), np.zeros(fill.sum()), rg])
         order = np.argsort(q_all, kind="stable")
         counts = np.bincount(q_all, minlength=self.n_queries)

@@ -16,9 +16,11 @@ names (option ``membership``, default ``"groups"``):
 Utility metrics (``ndcg``, ``map``, ``mrr``) and the AWRF family (whose target is the group
 share among all judged relevant documents) are computed on the judged view of the run
 (:meth:`TextCollection.ranking_data` with ``judged=True``: the relevant documents the run
-missed count for the ideal and the target, never for the ranking); the others on the
-retrieved documents only. :func:`run_records` turns the per-query values of several systems
-into records with paired tests against a reference system (``records_for``).
+missed count for the ideal and the target, never for the ranking: they sit below rank
+``k`` with their own group rows, and a judged metric's cutoff may not exceed ``k``); the
+others on the retrieved documents only. :func:`run_records` turns the per-query values of
+several systems into records with paired tests against a reference system
+(``records_for``).
 """
 
 from __future__ import annotations
@@ -90,7 +92,12 @@ class RunJudge:
             entry = dict(entry) if isinstance(entry, Mapping) else entry
             source = entry.pop("membership", "groups") if isinstance(entry, dict) else "groups"
             req = parse_metric(entry)
-            plan.setdefault((req.name in JUDGED_VIEW, source), []).append(entry)
+            judged = req.name in JUDGED_VIEW
+            if judged and (req.k is None or req.k > self.k):
+                # the judged view lists the missed relevant documents below rank k: a deeper
+                # cutoff would count them as retrieved
+                raise ParameterError("k", f"a cutoff of at most the judge's k={self.k}", req.key)
+            plan.setdefault((judged, source), []).append(entry)
             order.append(req.key)
         out: dict[str, np.ndarray] = {}
         for (judged, source), entries in plan.items():

@@ -136,10 +136,11 @@ def test_ranking_data_of_a_run_keeps_its_order_and_completes_the_judged_view(tmp
     d = c.ranking_data(run, k=2)
     assert d.item_ids.tolist() == [1, 0] and d.labels.tolist() == [0.0, 1.0]
     j = c.ranking_data(run, k=2, judged=True)
-    # q1: d2 at rank 1, a filler at rank 2, then the two relevant documents it missed
+    # q1: d2 at rank 1, a filler at rank 2, then the two relevant documents it missed (with
+    # their positions, for a group target over all relevant documents)
     assert j.qptr.tolist() == [0, 4, 5]
     assert j.labels.tolist() == [0.0, 0.0, 1.0, 1.0, 1.0]
-    assert j.item_ids.tolist() == [1, -1, -1, -1, 0]
+    assert j.item_ids.tolist() == [1, -1, 0, 2, 0]
     assert np.all(np.diff(j.features[:4, 0]) < 0)
 
 

@@ -12,6 +12,7 @@ from pytest_httpserver import HTTPServer
 from scipy import sparse
 from werkzeug import Response
 
+from groupbias.core.errors import ParameterError
 from groupbias.data.membership import term_membership
 from groupbias.data.text import Run, TextCollection
 from groupbias.pipelines.retrieval import RunJudge
@@ -139,6 +140,28 @@ def test_fair_table_is_the_binomial_quantile_of_fa_ir():
                 cdf += math.comb(i, m) * p**m * (1 - p) ** (i - m)
             want.append(m)
         assert fair_table(k, p, alpha).tolist() == want
+
+
+def test_awrf_target_counts_the_relevant_documents_a_run_missed():
+    """AWRF@2 by hand: q0's relevant documents are d1 (M) and d2 (F), so the target is
+    (1/2, 1/2) although the run retrieves only M documents (d1, d3); exposure (1, 0);
+    JS = ½ log2(4/3) + ½ (½ log2(2/3) + ½ log2 2) = 0.311278, AWRF = 0.688722. q1 retrieves
+    no relevant document (target (0, 1): d4; exposure all M, JS = 1, AWRF = 0); q2
+    retrieves nothing: no exposure, undefined."""
+    c = _collection(
+        texts=["a", "b", "c", "d"],
+        labels=("M", "F", "M", "F"),
+        qrels=np.array([[1, 1, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0]]),
+    )
+    run = Run(np.array([0, 2, 3, 3]), np.array([0, 2, 0]), np.array([2.0, 1.0, 1.0]))
+    judge = RunJudge(c, "gender", ("M", "F"), None, k=2)
+    got = judge.per_query(run, [{"name": "awrf", "key": "awrf@2", "k": 2, "target": "relevant"}])
+    js = 0.5 * math.log2(4 / 3) + 0.5 * (0.5 * math.log2(2 / 3) + 0.5)
+    assert got["awrf@2"][0] == pytest.approx(1 - js, abs=1e-12)
+    assert got["awrf@2"][1] == pytest.approx(0.0, abs=1e-12)
+    assert np.isnan(got["awrf@2"][2])
+    with pytest.raises(ParameterError, match="judge's k=2"):
+        judge.per_query(run, ["ndcg@5"])
 
 
 def test_fa_ir_lifts_protected_documents_to_the_required_positions():
