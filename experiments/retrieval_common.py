@@ -291,9 +291,9 @@ class SystemsExperiment:
     """What ``fair_qr`` and ``retrieval_fairness`` share: ``datasets`` (text datasets; a
     dataset on the command line replaces them), ``bm25`` (:class:`BM25Settings`),
     ``fair_qr`` (:class:`~groupbias.retrieval.fair_qr.FairQR`'s top_k, depth, max_iterations,
-    smoothing), ``refiner`` (the offline refiner's terms, pool, prior), ``baselines``
-    (:class:`Baselines`), ``llm`` (null, or an endpoint), ``alpha`` of the markers and
-    ``skip_missing``."""
+    smoothing, rerank_depth, refined_weight), ``refiner`` (the offline refiner's terms, pool,
+    prior), ``baselines`` (:class:`Baselines`), ``llm`` (null, or an endpoint), ``alpha`` of
+    the markers and ``skip_missing``."""
 
     trains_ranker = False
 

@@ -10,8 +10,12 @@ For every query at once (one batched BM25 search per iteration):
    under-represented group ``ĝ = argmax_g (ε*_g − ε_g)``;
 3. a refiner adds keywords for ``ĝ`` to the query; retrieve again; keep the refinement while
    Δ strictly falls, at most ``max_iterations`` times (5, as the paper);
-4. re-rank the documents of the last accepted retrieval with BM25 on the *original* query
-   (the paper's relevance re-ranking; ties in the retrieval's order).
+4. re-rank the first ``rerank_depth`` documents of the last accepted retrieval (default
+   ``top_k``: the list whose group shares the loop measured, seed 004's "retrieved
+   documents") with BM25 on the *original* query (the paper's relevance re-ranking; ties in
+   the retrieval's order), the rest in the retrieval's order below them
+   (:func:`rerank`). ``refined_weight`` > 0 (not the paper's) adds that share of the BM25
+   score of the refinement's terms: 1 keeps the refined order.
 
 Refiners (:class:`Refiner`): :class:`LogOddsRefiner` (offline, no model: the terms most
 associated with ``ĝ`` among the query's first retrieved documents against the rest, by the
@@ -40,6 +44,7 @@ from .llm import ChatClient, ChatEndpoint, RemoteCallError, check_results
 __all__ = [
     "FairQR",
     "FairQRResult",
+    "rerank",
     "Refiner",
     "LogOddsRefiner",
     "LLMRefiner",
@@ -301,13 +306,17 @@ def _percent(names, dist) -> dict:
 @dataclass
 class FairQRResult:
     """The final run, and per query: the keywords added at each accepted iteration, Δ of the
-    first retrieval and of every tried iteration, and the iterations accepted."""
+    first retrieval and of every tried iteration, and the iterations accepted; ``refined``:
+    the accepted retrieval in its own order (the final run without re-ranking), ``added``:
+    the term weights the accepted refinements added, CSR [n_queries, n_terms]."""
 
     run: Run
     keywords: list[list[str]]
     kl: list[list[float | None]]
     iterations: np.ndarray
     no_target: int = 0
+    refined: Run | None = None
+    added: Any = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +328,8 @@ class FairQR:
     max_iterations: int = 5
     smoothing: float = 1e-3
     rerank: bool = True
+    rerank_depth: int | None = None
+    refined_weight: float = 0.0
 
     def __post_init__(self) -> None:
         integer("top_k", self.top_k, low=1)
@@ -327,6 +338,9 @@ class FairQR:
         real("smoothing", self.smoothing, low=0.0, low_open=True)
         if not isinstance(self.rerank, bool):
             raise ParameterError("rerank", "true or false", self.rerank)
+        if self.rerank_depth is not None:
+            integer("rerank_depth", self.rerank_depth, low=1, high=self.depth)
+        real("refined_weight", self.refined_weight, low=0.0, high=1.0)
 
     # long: the loop of the paper's Fig. 1, step by step, over all queries at once
     def run(
@@ -345,7 +359,7 @@ class FairQR:
 
         names = (*group_names, "Unknown")
         n = len(queries)
-        current = index.query_weights(list(queries))
+        current = original = index.query_weights(list(queries))
         first = index.search(current, k=self.depth, on_empty="skip", tag="fair_qr")
         refiner.prepare(index, first, membership)
         dist = group_distribution(first, membership, self.top_k)
@@ -386,18 +400,28 @@ class FairQR:
             best_kl[acc] = new_kl[better]
             dist[acc] = new[better]
             active = acc
-        final = self._final(index, queries, runs, accepted)
+        refined_run = self._accepted(runs, accepted)
+        added = sparse.csr_matrix(current - original)
+        final = refined_run
+        if self.rerank:
+            depth = self.top_k if self.rerank_depth is None else self.rerank_depth
+            final = rerank(
+                index, queries, refined_run, added, depth=depth,
+                refined_weight=self.refined_weight,
+            )  # fmt: skip
         return FairQRResult(
             final,
             [[w for w in row if w] for row in keywords.tolist()],
             [[v for v in row if v == v] for row in kl.tolist()],
             accepted,
             int((~defined).sum()),
+            refined_run,
+            added,
         )
 
-    def _final(self, index: BM25Index, queries, runs, accepted: np.ndarray) -> Run:
+    def _accepted(self, runs, accepted: np.ndarray) -> Run:
         """The accepted retrieval of every query (``runs``: ``(queries, run)`` of each
-        iteration), re-ranked by BM25 on the original query."""
+        iteration) in its own order, scored ``depth − rank``."""
         parts_q, parts_d = [], []
         for it, (which, run) in enumerate(runs):
             qi = which[run.query_index()]
@@ -411,11 +435,35 @@ class FairQR:
         counts = np.bincount(qi, minlength=accepted.size)
         qptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         rank = _rank_in(qptr)
-        if not self.rerank:
-            return Run(qptr, docs, (self.depth - rank).astype(np.float64), "fair_qr")
-        s = index.score_pairs(list(queries), qi, docs)
-        order = np.lexsort((rank, -s, qi))
-        return Run(qptr, docs[order], s[order], "fair_qr")
+        return Run(qptr, docs, (self.depth - rank).astype(np.float64), "fair_qr")
+
+
+def rerank(
+    index: BM25Index,
+    queries: Sequence[str],
+    run: Run,
+    added=None,
+    *,
+    depth: int | None,
+    refined_weight: float = 0.0,
+) -> Run:
+    """FAIR-QR's relevance re-ranking (seed 004, §2.2): the first ``depth`` documents of every
+    query of ``run`` (None: all) ordered by ``s(q, d) + refined_weight · s(added, d)``, BM25
+    of the original query ``q`` plus that share of the BM25 of the ``added`` term weights
+    (CSR [n_queries, n_terms]; None: none), ties in the run's order; the documents below
+    ``depth`` follow in the run's order. Scores: ``size − rank`` per query (the re-ranked
+    head and the tail share no BM25 scale)."""
+    qi = run.query_index()
+    rank = _rank_in(run.qptr)
+    head = rank < (rank.size if depth is None else depth)
+    s = index.score_pairs(list(queries), qi, run.docs)
+    if added is not None and refined_weight > 0:
+        wt = index.weights.T.tocsr()
+        s = s + refined_weight * np.asarray(added[qi].multiply(wt[run.docs]).sum(axis=1)).ravel()
+    order = np.lexsort((rank, np.where(head, -s, 0.0), ~head, qi))
+    sizes = np.diff(run.qptr)
+    scores = (np.repeat(sizes, sizes) - rank).astype(np.float64)
+    return Run(run.qptr, run.docs[order], scores, run.tag)
 
 
 def _rank_in(qptr: np.ndarray) -> np.ndarray:

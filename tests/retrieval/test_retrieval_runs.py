@@ -238,11 +238,24 @@ def test_fair_qr_refines_while_kl_falls_and_reranks_by_the_original_query():
         and len(out.kl[0]) == 3
         and out.kl[0][1] < out.kl[0][0]
     )
-    # the final list: what 'nurse salary women' retrieved, ordered by BM25 on 'nurse salary'
+    # the final list: what 'nurse salary women' retrieved, its top_k = 3 re-ordered by BM25 on
+    # 'nurse salary' (seed 004: the retrieved list re-ranked), the rest in the refined order
+    refined = out.refined.docs.tolist()
     docs = out.run.docs.tolist()
-    assert set(docs) == {0, 1, 2, 3, 4, 5}
+    assert sorted(docs[:3]) == sorted(refined[:3]) and docs[3:] == refined[3:]
     base = ix.score_pairs(["nurse salary"], np.zeros(6, int), np.array(docs))
-    assert np.all(np.diff(base) <= 0)
+    assert np.all(np.diff(base[:3]) <= 0)
+    assert np.all(np.diff(out.run.scores) < 0)  # the order a TREC run file keeps
+    # re-ranking all six by the original query, or keeping the refined order (weight 1)
+    deep = FairQR(top_k=3, depth=6, max_iterations=3, rerank_depth=6).run(
+        ix, ["nurse salary"], m, target, _AddWords(["women", "garden"]), group_names=("M", "F")
+    )
+    assert np.all(np.diff(ix.score_pairs(["nurse salary"], np.zeros(6, int), deep.run.docs)) <= 0)
+    assert deep.run.docs.tolist()[:3] != docs[:3]  # the original query's documents come back
+    same = FairQR(top_k=3, depth=6, max_iterations=3, refined_weight=1.0).run(
+        ix, ["nurse salary"], m, target, _AddWords(["women", "garden"]), group_names=("M", "F")
+    )
+    assert same.run.docs.tolist() == refined
     dist = group_distribution(ix.search(["nurse salary women"], k=6), m, 3)
     assert dist[0, 1] > group_distribution(ix.search(["nurse salary"], k=6), m, 3)[0, 1]
 
