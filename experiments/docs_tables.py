@@ -742,6 +742,42 @@ def gender_neutrality(runs: Runs) -> str:
     return markdown(["τ (ω on the lexicon's counts)", "n", "accuracy", "κ"], rows)
 
 
+#: seed 004's Table 1 (TREC Fair 2022, biographic gender): nDCG@20, AWRF@20, nDCG × AWRF
+FAIR_QR_PAPER = (
+    ("BM25", "0.6638", "0.8857", "0.5879"),
+    ("FAIR-QR [no re-rank]", "0.6423", "0.9296", "0.5971"),
+    ("FAIR-QR", "0.6530", "0.9316", "0.6083"),
+)
+
+
+def fair_qr(runs: Runs) -> str:
+    """docs/retrieval.md: seed 004's Table 1 layout on TREC 2020 text, ``*`` where FAIR-QR
+    differs from the system (paired t-test, p < 0.05), and the paper's rows beside."""
+    metrics, _ = runs.experiment("experiment=fair_qr", "dataset=trec2020_text")
+    recs = metrics["records"]
+    cell = {(r["condition"], r["metric"]): r for r in recs}
+    cols = ("ndcg@20", "awrf@20", "ndcg×awrf@20")
+    rows = []
+    for system in dict.fromkeys(r["condition"] for r in recs):
+        row = [system]
+        for col in cols:
+            p = cell[("fair_qr", col)].get(f"p_vs_{system}")
+            mark = "*" if p is not None and p < 0.05 else ""
+            row.append(f"{cell[(system, col)]['value']:.4f}{mark}")
+        rows.append(row)
+    rows += [[f"seed 004, {name}", *vals] for name, *vals in FAIR_QR_PAPER]
+    n = cell[("bm25", "ndcg@20")]["n_queries"]
+    head = ["system (TREC 2020 text, L / H)", "nDCG@20", "AWRF@20", "nDCG × AWRF"]
+    return markdown(head, rows) + f"\n\nMeans over {n} queries; * FAIR-QR differs (p < 0.05)."
+
+
+def fair_qr_rerank(runs: Runs) -> str:  # noqa: ARG001 - no experiment run: the script's loop
+    """docs/retrieval.md: FAIR-QR's re-ranking variants on TREC 2020 text."""
+    from experiments.fair_qr_rerank import measure, table
+
+    return table(measure())
+
+
 def retrieval_datasets(runs: Runs) -> str:
     """The text datasets of docs/retrieval.md with their sizes as the loaders read them."""
     from data_loaders.text_collections import load_grep_biasir, load_trec_fair_text
@@ -975,6 +1011,22 @@ TABLES: dict[str, Table] = {
             gender_neutrality,
             "3 s",
             data=("grep-biasir", "gender-wordlist"),
+        ),
+        Table(
+            "fair_qr",
+            "docs/retrieval.md",
+            "groupbias experiment=fair_qr dataset=trec2020_text",
+            fair_qr,
+            "12 s",
+            data=("trec-fair",),
+        ),
+        Table(
+            "fair_qr_rerank",
+            "docs/retrieval.md",
+            "python -m experiments.fair_qr_rerank",
+            fair_qr_rerank,
+            "7 s",
+            data=("trec-fair",),
         ),
         Table(
             "retrieval_datasets",

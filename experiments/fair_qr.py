@@ -34,7 +34,7 @@ METRICS = (
 COLUMNS = ("ndcg@20", "awrf@20", "ndcg×awrf@20")
 
 
-def _same_queries(values: dict) -> dict:
+def same_queries(values: dict) -> dict:
     """The three columns over the same queries: those where nDCG and AWRF are both defined
     (AWRF is undefined without a relevant document of a known group), so that the mean of
     nDCG × AWRF is comparable with the means of its factors."""
@@ -117,7 +117,7 @@ class FairQRExperiment(SystemsExperiment):
         folder = Path(rd.path) / spec.name
         write_json_atomic(folder / "refined_keywords.json", keywords)
         summary["run_files"] = save_runs(folder, c, runs)
-        per_query = {s: _same_queries(judge.per_query(r, METRICS)) for s, r in runs.items()}
+        per_query = {s: same_queries(judge.per_query(r, METRICS)) for s, r in runs.items()}
         base = {"dataset": spec.label, "groups": "/".join(classes)}
         return {
             "records": run_records(per_query, base=base, against="bm25", focus="fair_qr"),

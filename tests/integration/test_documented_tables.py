@@ -119,6 +119,15 @@ def test_the_gender_label_tables_equal_a_fresh_run(grep, runs, name):
     fresh_check(name, runs)
 
 
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["fair_qr", "fair_qr_rerank"])
+def test_the_fair_qr_tables_equal_a_fresh_run(trec, runs, name):
+    """``groupbias experiment=fair_qr dataset=trec2020_text`` (12 s) and
+    ``python -m experiments.fair_qr_rerank`` (7 s)."""
+    fresh_check(name, runs)
+
+
 @pytest.mark.realdata
 def test_the_text_dataset_sizes_equal_a_fresh_load(trec, grep, runs):
     fresh_check("retrieval_datasets", runs)
