@@ -252,12 +252,14 @@ class GrepBiasirOptions:
     """Grep-BiasIR as a text collection (``text_collections.load_grep_biasir``)."""
 
     both: str = "unknown"
+    text: str = "title+document"
 
     def __post_init__(self) -> None:
         choice("both", self.both, text_collections.BOTH_POLICIES)
+        choice("text", self.text, tuple(text_collections.TEXT_FIELDS))
 
     def load(self, root, split: str):
-        return text_collections.load_grep_biasir(root, both=self.both)
+        return text_collections.load_grep_biasir(root, both=self.both, text=self.text)
 
 
 @dataclass(frozen=True)

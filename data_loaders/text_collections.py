@@ -6,13 +6,13 @@ queries) and seven ``queries-documents_<Category>.csv`` files (names with spaces
 quoted CSV with commas, curly quotes, non-ASCII text). Every document row belongs to one
 query (one relevant and one non-relevant document, each in a male, female and neutral
 version): 702 documents. A document's text is ``doc_title`` + ``document`` (seed 002 labels
-both). Labels: ``gender`` (the human ``content_gender``: ``M`` / ``F`` / ``N``),
-``stereotype`` (``exp_stereotype``: ``female`` / ``male`` / ``""`` for no annotation
-agreement), ``category``. Five rows say ``both`` (4) or ``botrh`` (1), a typo of it: the
-``both`` policy decides, never a guess: ``"unknown"`` (default; ``gender`` is ``""``, so
-these documents are left out of label agreement and counted, but stay in the corpus),
-``"neutral"`` (seed 002's annotation guideline: a document about both genders equally is
-Neutral) or ``"raise"``. Any other value is an error naming the file and line.
+both; ``text`` chooses either alone). Labels: ``gender`` (the human ``content_gender``:
+``M`` / ``F`` / ``N``), ``stereotype`` (``exp_stereotype``: ``female`` / ``male`` / ``""``
+for no annotation agreement), ``category``. Five rows say ``both`` (4) or ``botrh`` (1), a
+typo of it: the ``both`` policy decides, never a guess: ``"unknown"`` (default; ``gender``
+is ``""``, so these documents are left out of label agreement and counted, but stay in the
+corpus), ``"neutral"`` (seed 002's annotation guideline: a document about both genders
+equally is Neutral) or ``"raise"``. Any other value is an error naming the file and line.
 
 TREC Fair as text (``$GROUPBIAS_TREC_FAIR``): the documents are the corpus subset's papers
 (``paper_title``, ``paper_venue``, ``paper_year`` joined with spaces), the queries and
@@ -53,6 +53,12 @@ GREP_FILES = ("queries.csv", *(f"queries-documents_{c}.csv" for c in CATEGORIES)
 BOTH_POLICIES = ("unknown", "neutral", "raise")
 _GENDER = {"M": "M", "F": "F", "N": "N"}
 _BOTH = ("both", "botrh")
+#: the text of a Grep-BiasIR document: which columns, joined with a space
+TEXT_FIELDS = {
+    "title+document": ("doc_title", "document"),
+    "document": ("document",),
+    "title": ("doc_title",),
+}
 _DOC_COLUMNS = ("q_id", "d_id", "relevant", "doc_title", "document", "content_gender")
 
 
@@ -94,10 +100,14 @@ def _stereotype(value: str) -> str:
     return "female" if v == "towards female" else "male" if v == "towards male" else ""
 
 
-def load_grep_biasir(root: str | os.PathLike | None = None, *, both: str = "unknown"):
+def load_grep_biasir(
+    root: str | os.PathLike | None = None, *, both: str = "unknown", text: str = "title+document"
+):
     """Grep-BiasIR as a :class:`TextCollection` (module docstring); ``root``: the folder of
-    the CSV files (``$GROUPBIAS_GREP_BIASIR`` if None)."""
+    the CSV files (``$GROUPBIAS_GREP_BIASIR`` if None); ``text``: a document's text is
+    ``"title+document"`` (default), ``"document"`` or ``"title"`` (:data:`TEXT_FIELDS`)."""
     both = choice("both", both, BOTH_POLICIES)
+    fields = TEXT_FIELDS[choice("text", text, tuple(TEXT_FIELDS))]
     base = resolve_path(root, env=ENV_VAR, expected=list(GREP_FILES), what="Grep-BiasIR")
     require_files(base, list(GREP_FILES), hint=f"point {ENV_VAR} at the Grep-BiasIR folder")
     qpath = base / "queries.csv"
@@ -128,7 +138,7 @@ def load_grep_biasir(root: str | os.PathLike | None = None, *, both: str = "unkn
             n_both += r["content_gender"].strip().lower() in _BOTH
             gender = _gender(r["content_gender"], both, path, line)
             ids.append(did)
-            texts.append(f"{r['doc_title'].strip()} {r['document'].strip()}")
+            texts.append(" ".join(r[f].strip() for f in fields))
             labels.append((gender, _stereotype(r.get("exp_stereotype", "")), cat))
             qi.append(qpos[qid])
             di.append(len(ids) - 1)

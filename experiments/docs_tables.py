@@ -778,6 +778,13 @@ def fair_qr_rerank(runs: Runs) -> str:  # noqa: ARG001 - no experiment run: the 
     return table(measure())
 
 
+def gender_neutrality_grid(runs: Runs) -> str:  # noqa: ARG001 - the script's own grid
+    """docs/retrieval.md: seed 002's Table 4 under every setting tried."""
+    from experiments.neutrality_grid import measure, table
+
+    return table(measure())
+
+
 def retrieval_datasets(runs: Runs) -> str:
     """The text datasets of docs/retrieval.md with their sizes as the loaders read them."""
     from data_loaders.text_collections import load_grep_biasir, load_trec_fair_text
@@ -789,7 +796,7 @@ def retrieval_datasets(runs: Runs) -> str:
     rows = [
         [
             "`grep_biasir`",
-            "`load_grep_biasir(root, both=)`",
+            "`load_grep_biasir(root, both=, text=)`",
             "`$GROUPBIAS_GREP_BIASIR`",
             f"{len(grep.doc_ids)} / {len(grep.query_ids)}, {relevant} relevant",
             "`gender` M / F / N (human), `stereotype`, `category`",
@@ -1009,6 +1016,14 @@ TABLES: dict[str, Table] = {
             "docs/retrieval.md",
             "groupbias experiment=gender_labels",
             gender_neutrality,
+            "3 s",
+            data=("grep-biasir", "gender-wordlist"),
+        ),
+        Table(
+            "gender_neutrality_grid",
+            "docs/retrieval.md",
+            "python -m experiments.neutrality_grid",
+            gender_neutrality_grid,
             "3 s",
             data=("grep-biasir", "gender-wordlist"),
         ),

@@ -273,13 +273,16 @@ def _term_lists(term_lists) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def term_membership(texts, term_lists: Mapping[str, Iterable[str]]) -> TermMembership:
+def term_membership(
+    texts, term_lists: Mapping[str, Iterable[str]], *, tokenizer=None
+) -> TermMembership:
     """Count every group's terms in every item's text.
 
     ``texts``: one text per item (None or NaN = missing: no tokens, no association).
     ``term_lists``: ``{group name: terms}`` (e.g. from :func:`load_term_lists`); a term
-    listed for several groups counts for each. Texts are tokenized once
-    (:func:`tokenize`); the counting is vectorized over all tokens. Returns a
+    listed for several groups counts for each. Texts are tokenized once (``tokenizer``, a
+    function text → tokens; default :func:`tokenize`); the counting is vectorized over all
+    tokens. Returns a
     :class:`TermMembership` whose ``membership`` / ``term_exposure`` / ``counts`` feed the
     metrics of :mod:`groupbias.evaluation.fairness`."""
     docs = _texts(texts)
@@ -287,8 +290,9 @@ def term_membership(texts, term_lists: Mapping[str, Iterable[str]]) -> TermMembe
     n = len(docs)
     tokens: list[str] = []
     lengths = np.zeros(n, dtype=np.int64)
+    split = tokenize if tokenizer is None else tokenizer
     for i, text in enumerate(docs):
-        toks = tokenize(text)
+        toks = split(text)
         lengths[i] = len(toks)
         tokens.extend(toks)
     doc = np.repeat(np.arange(n, dtype=np.int64), lengths)

@@ -137,6 +137,10 @@ def test_term_membership_counts_by_hand():
     np.testing.assert_array_equal(tm2.counts, tm.counts)
     empty = term_membership([], lists)
     assert empty.counts.shape == (0, 2) and empty.lengths.shape == (0,)
+    # another tokenizer: whitespace tokens keep punctuation, so 'late.' and 'son:' stay whole
+    ws = term_membership(texts[:2], lists, tokenizer=lambda t: t.lower().split())
+    np.testing.assert_array_equal(ws.counts, [[2, 1], [0, 2]])  # 'son:' is not 'son'
+    np.testing.assert_array_equal(ws.lengths, [7, 3])
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,7 @@ def test_the_drift_table_equals_a_fresh_run(runs):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["gender_labels", "gender_neutrality"])
+@pytest.mark.parametrize("name", ["gender_labels", "gender_neutrality", "gender_neutrality_grid"])
 def test_the_gender_label_tables_equal_a_fresh_run(grep, runs, name):
     fresh_check(name, runs)
 

@@ -213,6 +213,14 @@ def test_grep_biasir_loader_reads_the_real_files(grep_root):
     assert Counter(load_grep_biasir(grep_root, both="neutral").label("gender").tolist())["N"] == 238
     with pytest.raises(DataFormatError, match="Sex & Relationship.csv, line .*content_gender"):
         load_grep_biasir(grep_root, both="raise")
+    # the text: title + document (default), either alone
+    alone = {t: load_grep_biasir(grep_root, text=t).texts for t in ("document", "title")}
+    assert all(
+        full == f"{title} {doc}"
+        for full, title, doc in zip(c.texts, alone["title"], alone["document"])
+    )
+    with pytest.raises(ParameterError, match="text"):
+        load_grep_biasir(grep_root, text="body")
 
 
 @pytest.mark.realdata
