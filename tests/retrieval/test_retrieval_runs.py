@@ -256,6 +256,10 @@ def test_fair_qr_refines_while_kl_falls_and_reranks_by_the_original_query():
         ix, ["nurse salary"], m, target, _AddWords(["women", "garden"]), group_names=("M", "F")
     )
     assert same.run.docs.tolist() == refined
+    with pytest.raises(ParameterError, match="rerank_depth"):
+        FairQR(depth=100, rerank_depth=101)
+    with pytest.raises(ParameterError, match="refined_weight"):
+        FairQR(refined_weight=1.5)
     dist = group_distribution(ix.search(["nurse salary women"], k=6), m, 3)
     assert dist[0, 1] > group_distribution(ix.search(["nurse salary"], k=6), m, 3)[0, 1]
 
