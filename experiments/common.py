@@ -131,10 +131,16 @@ def load(entry: Entry, *, only=None) -> dict[str, RankingData]:
 
 
 def available(
-    items: Sequence[Entry], *, skip_missing: bool, skipped: list, only=None
+    items: Sequence[Entry],
+    *,
+    skip_missing: bool,
+    skipped: list,
+    only=None,
+    on_skip: Callable[[], object] | None = None,
 ) -> Iterator[tuple[Entry, dict[str, RankingData]]]:
     """``(entry, splits)`` for each entry whose data is present; with ``skip_missing`` the
-    reasons for the absent ones go into ``skipped`` (and the log), else they raise."""
+    reasons for the absent ones go into ``skipped`` (and the log), else they raise.
+    ``on_skip()``: called for each skipped entry (``rd.forgo`` of its planned steps)."""
     for entry in items:
         try:
             splits = load(entry, only=only)
@@ -144,6 +150,8 @@ def available(
             reason = f"{entry.title}: skipped, data not found ({exc})"
             log.warning(reason)
             skipped.append(reason)
+            if on_skip is not None:
+                on_skip()
             continue
         yield entry, splits
 

@@ -107,6 +107,11 @@ class Demo:
                     fix=f"choose table_betas among {key}",
                 )
 
+    def planned_steps(self, setup: Setup) -> int:
+        """The run's steps: tabular full information and each β, LTR full information and
+        each β of ``ltr_betas``."""
+        return 2 + len(setup.bias.betas) + len(self.ltr_betas)
+
     def _tabular(self, setup: Setup, split, title: str, beta: float | None) -> dict:
         """Every repetition at ``beta``; ``None``: full information (the true relevance,
         evaluated once: nothing is random about it)."""

@@ -31,10 +31,18 @@ class Fig7:
         check_setups(self)
         self.entries = parse_entries(self.datasets)
 
+    def planned_steps(self, setup: Setup) -> int:
+        """One step per β, for every dataset."""
+        return len(setups(self, setup)) * len(setup.bias.betas)
+
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
         for entry, splits in available(
-            setups(self, setup), skip_missing=self.skip_missing, skipped=skipped, only=(self.split,)
+            setups(self, setup),
+            skip_missing=self.skip_missing,
+            skipped=skipped,
+            only=(self.split,),
+            on_skip=lambda: rd.forgo(len(setup.bias.betas)),
         ):
             split = splits[self.split]
             step = functools.partial(tabular_step, setup, split, entry.title, tag="fig7")

@@ -54,6 +54,10 @@ class Table1:
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
         self.entries = parse_entries(self.datasets, required=True)
 
+    def planned_steps(self, setup: Setup) -> int:
+        """One step per β, for every dataset."""
+        return len(entries(self.entries, setup)) * len(setup.bias.betas)
+
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
         for entry, data in available(
@@ -61,6 +65,7 @@ class Table1:
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
+            on_skip=lambda: rd.forgo(len(setup.bias.betas)),
         ):
             step = functools.partial(
                 tabular_step,

@@ -59,6 +59,11 @@ def _ltr_step(
     return {"records": [r for r in res.records if r["condition"] in conditions + beside]}
 
 
+def ltr_steps(setup: Setup) -> int:
+    """The steps of one dataset in :func:`ltr_records`: full information, then each β."""
+    return 1 + len(setup.bias.betas)
+
+
 def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     """Full / biased / corrected LTR records for every dataset entry and β (resumable)."""
     from groupbias.ltr.datamodule import PreparedSplits
@@ -66,7 +71,10 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     records: list = []
     skipped: list = []
     for entry, splits in available(
-        entries(exp.entries, setup), skip_missing=exp.skip_missing, skipped=skipped
+        entries(exp.entries, setup),
+        skip_missing=exp.skip_missing,
+        skipped=skipped,
+        on_skip=lambda: rd.forgo(ltr_steps(setup)),
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
@@ -105,6 +113,10 @@ class Table2:
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.metrics, self.correlations = check_metrics(self.metrics, self.correlations)
         self.entries = parse_entries(self.datasets, required=True)
+
+    def planned_steps(self, setup: Setup) -> int:
+        """One full-information step and one per β, for every dataset."""
+        return len(entries(self.entries, setup)) * ltr_steps(setup)
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = ltr_records(self, setup, rd, tag="table2")

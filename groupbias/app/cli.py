@@ -36,6 +36,7 @@ from ..core.io import writes_files
 from ..core.memory import release_free_memory
 from .command import CONFIG_DIR, data_chosen
 from .config import build_setup, plain
+from .progress import StepProgress
 from .runs import Interrupted, run_once, shown_path
 
 log = logging.getLogger("groupbias")
@@ -153,13 +154,14 @@ def run(
     container = plain(cfg)
     container.pop("hydra", None)
     out = Path(run_dir) if run_dir is not None else resolve_run_dir(cfg)
-    with use_backend(setup.backend):
+    with use_backend(setup.backend), step_progress(setup, experiment) as progress:
         metrics, skipped = run_once(
             out,
             container,
             lambda rd: experiment.run(setup, rd),
             seed=setup.seed,
             overrides=command_line_overrides(),
+            progress=progress,
         )
     if skipped:
         log.info("run already complete, results loaded from %s", out)
@@ -168,6 +170,16 @@ def run(
     with use_backend(setup.backend):
         experiment.present(setup, metrics, out)
     return metrics
+
+
+def step_progress(setup, experiment) -> StepProgress:
+    """Where the run's steps report (:mod:`groupbias.app.progress`): the experiment's
+    planned count of steps (its ``planned_steps(setup)``, when it has one), and the live bar
+    where standard output is a terminal and ``progress`` is true."""
+    plan = getattr(experiment, "planned_steps", None)
+    total = plan(setup) if plan is not None else None
+    bar = setup.progress and sys.stdout.isatty()
+    return StepProgress(total, title=str(getattr(experiment, "name", "")), bar=bar)
 
 
 def show_info_on_console() -> None:

@@ -44,6 +44,7 @@ from .. import __version__
 from ..core.errors import DataFormatError, NothingComputedError
 from ..core.io import jsonable, read_json, write_json_atomic, write_text_atomic, writes_files
 from ..data.datasets import current_input, recording_inputs
+from .progress import StepProgress
 
 #: Config keys that do not change results (where to write, how to launch, how verbose).
 NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "report")
@@ -80,8 +81,11 @@ class RunDir:
         *,
         seed: int | None = None,
         overrides: list[str] | None = None,
+        progress: StepProgress | None = None,
     ):
         self.path = Path(path)
+        #: where each step reports (``step n/total`` lines, the terminal's bar)
+        self.progress = progress if progress is not None else StepProgress()
         self.cfg = dict(cfg)
         self.seed = seed
         self.overrides = list(overrides or [])
@@ -177,33 +181,33 @@ class RunDir:
         """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
         under the same config (and ``key``), else computed with ``fn()`` and stored.
 
-        Without ``label`` a line is printed when the step starts and one when it ends; with
-        it, one line when it is done (``[groupbias] <label>: 1.2 s``, or ``reused``), for
-        short steps."""
+        Each step reports to :attr:`progress` (:mod:`groupbias.app.progress`): without
+        ``label`` a line when it starts and one when it ends (``step 3/7 name: done in 1.2 s;
+        about 40 s left``); with it (short steps) one line when it is done (``step 3/7 <label>:
+        1.2 s``); a step loaded from an earlier run is said to be ``reused``."""
         fp = config_fingerprint({"run": self.fingerprint, "key": dict(key or {})}, ignore=())
         p = self.path / "steps" / f"{name}.json"
         if p.exists():
             try:
                 saved = read_json(p)
                 if saved.get("fingerprint") == fp and self._unchanged(saved.get("inputs")):
-                    where = "reused" if label else f"reused from {p}"
-                    print(f"[groupbias] {label or name}: {where}", flush=True)
+                    self.progress.reused(label or name, "reused" if label else f"reused from {p}")
                     return saved["result"]
             except (OSError, json.JSONDecodeError, KeyError):
                 pass
         if label is None:
-            print(f"[groupbias] {name}: running", flush=True)
+            self.progress.running(name)
         start = time.perf_counter()
         result = fn()
         # the data read before and during the step: a resumed run reuses it only on these
         inputs = list(self.inputs.values())
         write_json_atomic(p, {"fingerprint": fp, "inputs": inputs, "result": result})
-        took = f"{time.perf_counter() - start:.1f} s"
-        print(
-            f"[groupbias] {label}: {took}" if label else f"[groupbias] {name}: done in {took}",
-            flush=True,
-        )
+        self.progress.finished(label or name, time.perf_counter() - start, short=bool(label))
         return read_json(p)["result"] if writes_files() else _as_stored(result)
+
+    def forgo(self, n: int) -> None:
+        """``n`` of the steps planned will not run (a dataset whose data is missing)."""
+        self.progress.forgo(n)
 
     def finish(self, metrics: Mapping) -> dict:
         write_json_atomic(self.metrics_path, metrics)
@@ -234,16 +238,19 @@ def run_once(
     *,
     seed: int | None = None,
     overrides: list[str] | None = None,
+    progress: StepProgress | None = None,
 ) -> tuple[dict, bool]:
     """Run ``fn(run_dir)`` unless the run is already complete (``overrides``: the command
-    line's, recorded in ``meta.json``).
+    line's, recorded in ``meta.json``; ``progress``: where the steps report, its bar drawn
+    once the run starts).
 
     Returns ``(metrics, skipped)``.
     """
-    rd = RunDir(path, cfg, seed=seed, overrides=overrides)
+    rd = RunDir(path, cfg, seed=seed, overrides=overrides, progress=progress)
     if rd.is_complete():
         return rd.load_metrics(), True
     rd.start()
+    rd.progress.start()
     try:
         with recording_inputs(rd.note_input):
             metrics = fn(rd)

@@ -49,7 +49,9 @@ class Setup:
 class Experiment(Protocol):
     """An experiment config object (``configs/experiment/*.yaml``, ``_target_`` a class of
     ``experiments/``): ``run`` computes result records into the run directory, ``present``
-    prints and plots them."""
+    prints and plots them. An experiment may also say how many steps (``rd.step``) its run
+    makes, ``planned_steps(setup) -> int``: the command then shows ``step n/total`` and the
+    time left (:mod:`groupbias.app.progress`)."""
 
     name: str
 

@@ -33,6 +33,7 @@ from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 from ..core.errors import ParameterError
 from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
 from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
+from .bars import progress_callbacks
 from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
 from .losses import LambdaLoss
 from .model import ContextScorer, ScorerSpec, make_scorer
@@ -437,6 +438,7 @@ def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_
     spec = recipe.trainer
     callbacks, ckpt = _callbacks(spec, out, has_valid)
     settings = spec.trainer_kwargs()
+    callbacks = [*callbacks, *progress_callbacks(settings["enable_progress_bar"])]
     if not has_valid:
         settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []

@@ -60,5 +60,5 @@ def test_ctrl_c_while_a_ranker_trains_stops_cleanly_and_resumes(tmp_path):
     again = _start(tmp_path)
     out, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-3000:]
-    assert "table2_synthetic_full: reused" in out
+    assert "step 1/2 table2_synthetic_full: reused" in out
     assert json.loads(meta.read_text())["status"] == "complete"

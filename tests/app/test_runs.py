@@ -66,10 +66,10 @@ def test_a_labelled_step_prints_one_line_with_its_time(tmp_path, capsys):
     rd.step("tab_b0.8", lambda: {"v": 2}, label="tabular, β = 0.8")
     rd.step("plain", lambda: {"v": 3})
     lines = capsys.readouterr().out.splitlines()
-    assert re.fullmatch(r"\[groupbias\] tabular, β = 0\.8: \d+\.\d s", lines[0]), lines
-    assert lines[1] == "[groupbias] tabular, β = 0.8: reused"
-    assert lines[2] == "[groupbias] plain: running" and lines[3].startswith(
-        "[groupbias] plain: done"
+    assert re.fullmatch(r"\[groupbias\] step 1 tabular, β = 0\.8: \d+\.\d s", lines[0]), lines
+    assert lines[1] == "[groupbias] step 2 tabular, β = 0.8: reused"
+    assert lines[2] == "[groupbias] step 3 plain: running" and lines[3].startswith(
+        "[groupbias] step 3 plain: done in "
     )
     assert len(lines) == 4
 

@@ -71,10 +71,13 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(demo_run):
     out = res.stdout.splitlines()
     assert max(len(s) for s in out) <= 100, max(out, key=len)
     assert not [s for s in out if THIRD_PARTY.search(s)]
-    steps = [s for s in out if s.startswith(("[groupbias] tabular", "[groupbias] LTR"))]
-    # one line per step with its time: full information and 3 β (tabular), full and 2 β (LTR)
-    assert len(steps) == 7 and all(re.search(r": \d+\.\d s$", s) for s in steps), steps
-    assert "[groupbias] LTR, β = 1.0 (2 rankers)" in res.stdout  # biased = full at β = 1
+    steps = [s for s in out if s.startswith("[groupbias] step ")]
+    # one line per step with n/total and its time: full information and 3 β (tabular), full
+    # and 2 β (LTR); the time left after every step but the last
+    assert [s.split()[2] for s in steps] == [f"{n}/7" for n in range(1, 8)], steps
+    assert all(re.search(r": \d+\.\d s(; about \S+ (s|min|h) left)?$", s) for s in steps), steps
+    assert "left" in steps[0] and "left" not in steps[-1]
+    assert "[groupbias] step 6/7 LTR, β = 1.0 (2 rankers)" in res.stdout  # biased = full at β = 1
     assert "── β = 0.6 ──" in res.stdout and "NDCG@10 ↑" in res.stdout
     # stderr: our warnings (the plugin's, and any the estimator's diagnostics raise on this
     # tiny dataset), one line each, and nothing else
@@ -157,6 +160,48 @@ def test_report_aggregates_the_demo_folder(demo_run, tmp_path):
     md = (tmp_path / "table_ltr.md").read_text()
     assert f"{np.mean(want):.3f} ± {np.std(want, ddof=1):.3f}" in md
     assert (tmp_path / "table_tabular.tex").is_file() and (tmp_path / "summary.md").is_file()
+
+
+def _on_a_terminal(args, cwd: Path, err: Path) -> tuple[int, str]:
+    """Run the command with standard output on a pseudo-terminal of 100 × 24 (stderr into
+    ``err``): its exit status and everything it drew."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(args, cwd=cwd, stdout=slave, stderr=stderr, close_fds=True)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return proc.wait(timeout=600), out.decode(errors="replace")
+
+
+@pytest.mark.slow  # the shrunk demo's command on a terminal, about 9 s
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_on_a_terminal_the_run_draws_its_bar_of_steps(tmp_path):
+    """A live bar of the whole run (n/7 steps) with Lightning's bar of each ranker under it,
+    the step lines above."""
+    exe = str(Path(sys.executable).with_name("groupbias"))
+    args = [exe, *TINY, f"paths.runs={tmp_path / 'runs'}"]
+    code, out = _on_a_terminal(args, tmp_path, tmp_path / "err.txt")
+    err = (tmp_path / "err.txt").read_text()
+    assert code == 0, err[-3000:]
+    assert "groupbias demo: 7/7 steps |" in out and "groupbias demo: 0/7 steps |" in out
+    assert "Epoch 1:" in out  # Lightning's bar of a ranker (2 epochs), inside the run's
+    assert "[groupbias] step 7/7 LTR, β = 0.6 (4 rankers): " in out
+    assert "Traceback" not in out + err
 
 
 def _check_figure(records):
