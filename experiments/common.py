@@ -7,6 +7,7 @@ import functools
 import hashlib
 import logging
 import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from groupbias.app.config import build
 from groupbias.app.setup import Setup
-from groupbias.core.errors import ConfigError, GroupBiasError, ParameterError
+from groupbias.core.errors import ConfigError, GroupBiasError, GroupBiasWarning, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import BuiltinGrouping, DatasetSpec, Grouping
 from groupbias.data.ranking_data import RankingData
@@ -154,6 +155,19 @@ def available(
                 on_skip()
             continue
         yield entry, splits
+
+
+def warn_if_long(setup: Setup, splits: Mapping, *, rankers: int, title: str = "") -> None:
+    """Warn (one line on stderr) before training ``rankers`` rankers of the setup's recipe on
+    ``splits`` (train, and valid when present) when the rough estimate of
+    :func:`groupbias.ltr.cost.training_cost` exceeds ``warn_after_s``."""
+    if setup.warn_after_s is None or setup.recipe is None or rankers < 1:
+        return
+    from groupbias.ltr.cost import training_cost
+
+    cost = training_cost(setup.recipe, splits["train"], splits.get("valid"), rankers=rankers)
+    if cost.seconds > setup.warn_after_s:
+        warnings.warn(cost.warning(title), GroupBiasWarning, stacklevel=2)
 
 
 def step_records(

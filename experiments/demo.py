@@ -36,7 +36,7 @@ from groupbias.core.validation import real, sequence
 from groupbias.pipelines.ltr import run_ltr, training_labels
 from groupbias.pipelines.tabular import run_tabular
 
-from .common import Entry, check_common, evaluation_title, load, rng_for
+from .common import Entry, check_common, evaluation_title, load, rng_for, warn_if_long
 
 #: the figure's file name (README.md shows docs/figures/<FIGURE>.png, a copy of it) and the
 #: start of its title (the PNG's Title metadata)
@@ -111,6 +111,12 @@ class Demo:
         """The run's steps: tabular full information and each β, LTR full information and
         each β of ``ltr_betas``."""
         return 2 + len(setup.bias.betas) + len(self.ltr_betas)
+
+    def rankers(self) -> int:
+        """The rankers the run trains: full information and, per β of ``ltr_betas``, biased
+        and corrected (at β = 1 the biased one is the full-information one), per repetition."""
+        per_rep = 1 + sum(1 if beta == 1.0 else 2 for beta in self.ltr_betas)
+        return self.repetitions * per_rep
 
     def _tabular(self, setup: Setup, split, title: str, beta: float | None) -> dict:
         """Every repetition at ``beta``; ``None``: full information (the true relevance,
@@ -214,6 +220,7 @@ class Demo:
         splits = load(entry)
         summaries = {name: d.summary() for name, d in splits.items()}
         print(_data_line(entry.title, summaries, time.perf_counter() - start))
+        warn_if_long(setup, splits, rankers=self.rankers())
         tab = functools.partial(self._tabular, setup, splits["train"], entry.title)
         from groupbias.ltr.datamodule import PreparedSplits
 

@@ -27,6 +27,7 @@ from .common import (
     rng_for,
     step_records,
     table_records,
+    warn_if_long,
     with_validation,
 )
 
@@ -78,6 +79,7 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
+        warn_if_long(setup, splits, rankers=1 + 2 * len(setup.bias.betas), title=title)
         # normalized once, when the first step that trains asks, over the loaded features
         # (nothing after it reads a raw feature); shared by every step
         prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._fast import BACKENDS
 from ..core.errors import ConfigError, ParameterError
-from ..core.validation import is_integer
+from ..core.validation import is_integer, real
 
 __all__ = ["build", "plain", "HYDRA_KEYS"]
 
@@ -202,9 +202,20 @@ CONFIG_GROUPS = (
 #: the groups that describe the ranker (built only for an experiment that trains one)
 RANKER_GROUPS = ("model", "loss", "optimizer", "scheduler", "trainer", "batching")
 #: top-level keys beside the groups
-TOP_KEYS = ("seed", "backend", "progress", "verbose", "paths", "plugins", "hydra")
+TOP_KEYS = (
+    "seed",
+    "backend",
+    "progress",
+    "warn_after_s",
+    "verbose",
+    "paths",
+    "plugins",
+    "hydra",
+)
 
 
+#: ``warn_after_s`` when a config has none (a few minutes)
+DEFAULT_WARN_AFTER_S = 180.0
 #: the evaluation group when a config has none (deterministic evaluation)
 _DETERMINISTIC = {"_target_": "groupbias.evaluation.protocol.EvaluationProtocol"}
 
@@ -253,6 +264,18 @@ def _check_top(cfg: Mapping) -> tuple[int, bool, str]:
     if not isinstance(paths.get("runs", "runs"), str):
         raise ConfigError("paths.runs", f"expected a folder (string), got {paths['runs']!r}")
     return seed, progress, backend
+
+
+def _warn_after(cfg: Mapping) -> float | None:
+    """``warn_after_s``: seconds of estimated training above which a run warns before it
+    trains (:mod:`groupbias.ltr.cost`); null: never."""
+    value = cfg.get("warn_after_s", DEFAULT_WARN_AFTER_S)
+    if value is None:
+        return None
+    try:
+        return real("warn_after_s", value, low=0.0, what="seconds >= 0 (null: never warn)")
+    except ParameterError as exc:
+        raise ConfigError("warn_after_s", f"expected {exc.expected}, got {value!r}") from None
 
 
 def import_plugins(modules) -> None:
@@ -352,6 +375,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     setup = Setup(
         seed=seed,
         progress=progress,
+        warn_after_s=_warn_after(c),
         backend=backend,
         recipe=recipe,
         data_from_command_line=data_from_command_line,

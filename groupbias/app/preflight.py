@@ -32,7 +32,14 @@ from .command import CONFIG_DIR, data_chosen
 __all__ = ["check_command_line", "run_dirname", "RUN_DIR_EXCLUDED", "MAX_DIRNAME", "split_args"]
 
 #: override keys that never name a run folder (where to write, how to launch, how verbose)
-RUN_DIR_EXCLUDED = ("experiment", "launcher", "paths.runs", "progress", "report")
+RUN_DIR_EXCLUDED = (
+    "experiment",
+    "launcher",
+    "paths.runs",
+    "progress",
+    "warn_after_s",
+    "report",
+)
 #: longest run folder name in bytes (file systems allow 255)
 MAX_DIRNAME = 120
 #: characters a folder name keeps; any other becomes ``_`` (brackets are dropped)

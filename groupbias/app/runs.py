@@ -47,7 +47,7 @@ from ..data.datasets import current_input, recording_inputs
 from .progress import StepProgress
 
 #: Config keys that do not change results (where to write, how to launch, how verbose).
-NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "report")
+NON_RESULT_KEYS = ("paths", "launcher", "hydra", "progress", "warn_after_s", "report")
 
 
 def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEYS) -> str:

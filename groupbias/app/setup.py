@@ -30,7 +30,9 @@ class Setup:
     the ranker's model, loss, optimizer, scheduler, trainer and batching
     (:class:`groupbias.ltr.train.RankerRecipe`; None for an experiment whose
     ``trains_ranker`` is false); ``backend``: the fast paths' knob the run computes under
-    (``auto | numpy | numba``, :mod:`groupbias._fast`).
+    (``auto | numpy | numba``, :mod:`groupbias._fast`); ``warn_after_s``: a run whose rankers
+    are estimated to train longer than this many seconds warns before it trains
+    (:mod:`groupbias.ltr.cost`; None: never).
     """
 
     seed: int
@@ -42,6 +44,7 @@ class Setup:
     recipe: Any
     data_from_command_line: bool = False
     backend: str = "auto"
+    warn_after_s: float | None = 180.0
     diagnostics: Diagnostics = Diagnostics()
     evaluation: EvaluationProtocol = field(default_factory=EvaluationProtocol)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ..app.preflight import RUN_DIR_EXCLUDED
 from ..app.runs import NON_RESULT_KEYS, complete_records
 
 __all__ = [
@@ -66,7 +67,7 @@ VALUE_FIELDS = (
 #: where a record came from: not a setting, not averaged over
 ORIGIN = ("root", "run")
 #: overrides that do not change results (the command's own exclusions, configs/config.yaml)
-QUIET_OVERRIDES = ("experiment", "launcher", "paths.runs", "progress", "report", "verbose")
+QUIET_OVERRIDES = (*RUN_DIR_EXCLUDED, "verbose")
 
 
 @dataclass

@@ -119,6 +119,8 @@ def test_unknown_top_level_key_and_bad_seed():
         ("backend", "fast", "backend"),
         ("plugins", ["no_such_module_xyz"], "plugins[0]"),
         ("plugins", "my_module", "plugins"),
+        ("warn_after_s", -1, "warn_after_s"),
+        ("warn_after_s", "soon", "warn_after_s"),
     ):
         bad = {**cfg, key: value}
         with pytest.raises(ConfigError) as info:
@@ -179,6 +181,13 @@ def test_trainer_threads_bogus_value_is_refused_by_name(value):
 
 
 @pytest.mark.slow  # a whole run: seconds
+def test_warn_after_s_reaches_the_setup():
+    """`warn_after_s` (top level, a few minutes by default) is read; null: never warn."""
+    assert build_setup(_compose())[0].warn_after_s == 180.0
+    assert build_setup(_compose(["warn_after_s=600"]))[0].warn_after_s == 600.0
+    assert build_setup(_compose(["warn_after_s=null"]))[0].warn_after_s is None
+
+
 def test_progress_key_reaches_policy_evaluation_and_lightning(capsys):
     """`progress` (top level) is read: policy evaluation reports how far each learned
     policy is, and Lightning's bars follow it; progress=false silences both."""

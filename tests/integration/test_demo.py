@@ -84,6 +84,7 @@ def test_demo_command_prints_short_lines_of_its_own_and_our_warnings(demo_run):
     err = res.stderr.splitlines()
     assert "groupbias: warning: an estimator assumption does not hold" in err
     assert all(s.startswith("groupbias: warning") for s in err), err
+    assert "this run trains" not in res.stderr  # far below warn_after_s: no warning of length
 
     (metrics,) = demo_dir.rglob("metrics.json")
     run_dir = metrics.parent
@@ -190,11 +191,11 @@ def _on_a_terminal(args, cwd: Path, err: Path) -> tuple[int, str]:
 
 @pytest.mark.slow  # the shrunk demo's command on a terminal, about 9 s
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
-def test_on_a_terminal_the_run_draws_its_bar_of_steps(tmp_path):
+def test_on_a_terminal_the_run_draws_its_bar_of_steps_and_warns_when_long(tmp_path):
     """A live bar of the whole run (n/7 steps) with Lightning's bar of each ranker under it,
-    the step lines above."""
+    the step lines above; ``warn_after_s=0`` makes even this run warn of its length first."""
     exe = str(Path(sys.executable).with_name("groupbias"))
-    args = [exe, *TINY, f"paths.runs={tmp_path / 'runs'}"]
+    args = [exe, *TINY, f"paths.runs={tmp_path / 'runs'}", "warn_after_s=0"]
     code, out = _on_a_terminal(args, tmp_path, tmp_path / "err.txt")
     err = (tmp_path / "err.txt").read_text()
     assert code == 0, err[-3000:]
@@ -202,6 +203,7 @@ def test_on_a_terminal_the_run_draws_its_bar_of_steps(tmp_path):
     assert "Epoch 1:" in out  # Lightning's bar of a ranker (2 epochs), inside the run's
     assert "[groupbias] step 7/7 LTR, β = 0.6 (4 rankers): " in out
     assert "Traceback" not in out + err
+    assert "groupbias: warning: this run trains 8 rankers × 2 epochs on 48 queries" in err
 
 
 def _check_figure(records):
