@@ -172,9 +172,65 @@ def compare_command(argv: list[str]) -> int:
     return 0
 
 
+#: how an exported item→group file names a document whose label is unknown ("")
+UNKNOWN_LABEL = "unknown"
+
+
+def export_text(collection, stem: Path, label: str | None = None) -> list[Path]:
+    """The qrels (every judged pair, ``qid 0 docno grade``) and the item→group file of a
+    text collection: ``docno <label>`` with the document label ``label`` (default: the
+    collection's first), :data:`UNKNOWN_LABEL` where it is unknown, whitespace inside a
+    label as ``_``."""
+    from ..data.trec import Qrels
+
+    if not collection.doc_labels:
+        raise ParameterError("dataset", "a text collection with document labels", None)
+    label = label or next(iter(collection.doc_labels))
+    values = collection.label(label)  # a ParameterError naming the labels it has
+    judged = collection.qrels.tocoo()
+    qrels = Qrels(
+        collection.query_ids.astype(str)[judged.row].astype(object),
+        collection.doc_ids.astype(str)[judged.col].astype(object),
+        np.asarray(judged.data, dtype=np.float64),
+    )
+    shown = ["_".join(str(v).split()) or UNKNOWN_LABEL for v in values.tolist()]
+    lines = [f"{d} {g}" for d, g in zip(collection.doc_ids.astype(str).tolist(), shown)]
+    return [
+        qrels.write(stem.with_name(stem.name + ".qrels")),
+        write_text_atomic(stem.with_name(stem.name + ".groups"), "\n".join(lines) + "\n"),
+    ]
+
+
+def config_params(dataset: str) -> dict:
+    """The loader options of ``configs/dataset/<dataset>.yaml`` (what ``groupbias
+    dataset=<dataset>`` loads with); none for a dataset without a config file."""
+    import yaml
+
+    from ..app.command import CONFIG_DIR
+
+    path = Path(CONFIG_DIR) / "dataset" / f"{dataset}.yaml"
+    if not path.is_file():
+        return {}
+    return dict((yaml.safe_load(path.read_text()) or {}).get("params") or {})
+
+
+def _key_values(items: list[str]) -> dict:
+    """``{key: value}`` of ``KEY=VALUE`` texts, values read as YAML (numbers, null)."""
+    import yaml
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ParameterError("--param", "KEY=VALUE", item)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 def export_command(argv: list[str]) -> int:
     """``groupbias-report export``: the qrels and item→group file of a dataset's split."""
     from ..data.datasets import load_dataset
+    from ..data.text import TextCollection
     from ..data.trec import write_groups, write_qrels
 
     p = argparse.ArgumentParser(
@@ -185,13 +241,32 @@ def export_command(argv: list[str]) -> int:
     p.add_argument("--split", default="test")
     p.add_argument("--root", default=None, help="the dataset's folder (else its variable)")
     p.add_argument("--out", default=".", help="output folder")
+    p.add_argument(
+        "--label",
+        default=None,
+        help="a text collection's document label to write as the group (default: its first, "
+        "e.g. gender of grep_biasir, h_class of trec2020_text)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a loader option over the config's (configs/dataset/<name>.yaml params), e.g. "
+        "--param corpus=collection.tsv; repeatable",
+    )
     a = p.parse_args(argv)
-    data = load_dataset(a.dataset, root=a.root, split=a.split)
+    params = {**config_params(a.dataset), **_key_values(a.param)}
+    data = load_dataset(a.dataset, root=a.root, split=a.split, **params)
     stem = Path(a.out) / f"{a.dataset}_{a.split}"
-    for path in (
-        write_qrels(stem.with_name(stem.name + ".qrels"), data),
-        write_groups(stem.with_name(stem.name + ".groups"), data),
-    ):
+    if isinstance(data, TextCollection):
+        written = export_text(data, stem, a.label)
+    else:
+        written = [
+            write_qrels(stem.with_name(stem.name + ".qrels"), data),
+            write_groups(stem.with_name(stem.name + ".groups"), data),
+        ]
+    for path in written:
         print(f"written: {path}")
     return 0
 
