@@ -192,12 +192,15 @@ def _group_figures(df: pd.DataFrame, out: Path, tag: str) -> list[Path]:
     return written
 
 
-def report(roots: list[str | Path], out: str | Path) -> dict[str, list[Path]]:
+def report(
+    roots: list[str | Path], out: str | Path, *, notes: list[str] | None = None
+) -> dict[str, list[Path]]:
     """Aggregate the runs below ``roots`` into ``out`` (module docstring); returns the
-    written files by kind (none when there is no complete run)."""
+    written files by kind (none when there is no complete run). ``notes`` gets a line per
+    run folder left out as a copy of another (the same run counts once)."""
     out = Path(out)
     written: dict[str, list[Path]] = {"records": [], "tables": [], "figures": []}
-    runs = [r for r in read_runs(roots) if r.records]
+    runs = [r for r in read_runs(roots, notes=notes) if r.records]
     if not runs:
         return written
     df = tidy_results(runs)
@@ -267,12 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         p.error(f"not a directory: {', '.join(missing)}")
     out = Path(a.out) if a.out else Path(a.roots[0]) / "report"
+    notes: list[str] = []
     try:
-        written = report(a.roots, out)
+        written = report(a.roots, out, notes=notes)
     except GroupBiasError as exc:
         return _fail(exc)
     except OSError as exc:
         return _fail_os(exc)
+    for note in notes:
+        print(f"groupbias-report: note: {note}")
     if not written["records"]:
         print(f"groupbias-report: no complete run under {', '.join(a.roots)}", file=sys.stderr)
         return 1

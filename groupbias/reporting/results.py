@@ -35,13 +35,15 @@ import pandas as pd
 import yaml
 
 from ..app.preflight import RUN_DIR_EXCLUDED
-from ..app.runs import NON_RESULT_KEYS, complete_records
+from ..app.runs import NON_RESULT_KEYS, complete_records, read_meta
+from ..core.errors import DataFormatError
 
 __all__ = [
     "REPLICATES",
     "VALUE_FIELDS",
     "RunFolder",
     "read_runs",
+    "run_identity",
     "run_settings",
     "tidy_results",
     "summarize",
@@ -112,16 +114,63 @@ def _overrides(folder: Path) -> dict | None:
     return out
 
 
-def read_runs(roots: Iterable[str | os.PathLike]) -> list[RunFolder]:
+def _check_keys(path: Path, records: list[dict]) -> None:
+    """Every record names what it is (a field beside its numbers and replicate axes:
+    ``metric``, ``condition``, ...): a :class:`DataFormatError` naming the file otherwise."""
+    for i, rec in enumerate(records):
+        if not any(not _is_value(k) and k not in REPLICATES for k in rec):
+            raise DataFormatError(
+                path,
+                None,
+                f"record {i} ({json.dumps(rec, default=str)[:80]}) has no field saying what it "
+                "is (metric, condition, dataset, ...): only numbers; rerun the experiment or "
+                "move the folder out of the roots",
+                field="records",
+            )
+
+
+def run_identity(folder: Path) -> str | None:
+    """What makes two run folders the same run: the config fingerprint, the seed and the
+    fingerprints of the data read (``meta.json``); None when ``meta.json`` lacks the
+    fingerprint (a run written by hand: never a duplicate)."""
+    meta = read_meta(folder / "meta.json")
+    if not meta.get("fingerprint"):
+        return None
+    inputs = meta.get("inputs")
+    data = sorted(
+        f"{r.get('key')}={r.get('fingerprint')}"
+        for r in (inputs if isinstance(inputs, list) else [])
+        if isinstance(r, dict)
+    )
+    return json.dumps([meta["fingerprint"], meta.get("seed"), data], default=str)
+
+
+def read_runs(
+    roots: Iterable[str | os.PathLike], *, notes: list[str] | None = None
+) -> list[RunFolder]:
     """Every complete run below ``roots`` (``metrics.json`` beside a ``meta.json`` with
-    status complete; half-finished runs are left out)."""
+    status complete; half-finished runs are left out), each run once: a folder with the
+    identity (:func:`run_identity`) of one read before (a copy) is left out, and ``notes``
+    gets a line naming both."""
     runs = []
+    seen: dict[str, Path] = {}
     for root in roots:
         root = Path(root)
         for mp in sorted(root.rglob("metrics.json")):
             records = complete_records(mp.parent)
             if records is None:  # half-finished
                 continue
+            _check_keys(mp, records)
+            identity = run_identity(mp.parent)
+            if identity is not None and identity in seen:
+                if notes is not None:
+                    notes.append(
+                        f"{mp.parent} is the run of {seen[identity]} (same config, seed and "
+                        "data digests): counted once"
+                    )
+                continue
+            if identity is not None:
+                seen[identity] = mp.parent
             cfg_path = mp.parent / "config.yaml"
             cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
             cfg = {k: v for k, v in (cfg or {}).items() if k not in (*NON_RESULT_KEYS, "verbose")}

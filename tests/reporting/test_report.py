@@ -132,3 +132,49 @@ def test_runs_made_through_the_library_differ_by_their_resolved_keys(tmp_path):
         "cluster_size=null,tie=largest",
         "cluster_size=10,tie=middle",
     ]
+
+
+def _hand_run(folder: Path, records: list[dict], **meta) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "meta.json").write_text(json.dumps({"status": "complete", **meta}))
+    (folder / "metrics.json").write_text(json.dumps({"records": records}))
+    return folder
+
+
+def test_a_copied_run_folder_counts_once(tmp_path, capsys):
+    """Two folders of one run (same config fingerprint, seed and data digests) are one
+    replicate, not two with s.d. 0; another seed is a second replicate."""
+    import shutil
+
+    inputs = [{"key": "synthetic/test", "fingerprint": "abc"}]
+    rec = [{"metric": "ndcg@10", "condition": "biased", "value": 0.5}]
+    first = _hand_run(tmp_path / "runs" / "s0", rec, fingerprint="f1", seed=0, inputs=inputs)
+    shutil.copytree(first, tmp_path / "runs" / "copy_of_s0")
+    assert report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "r1")]) == 0
+    out = capsys.readouterr().out
+    note = [line for line in out.splitlines() if "note:" in line]
+    assert len(note) == 1 and "copy_of_s0" in note[0] and "s0 " in note[0]
+    assert "counted once" in note[0]
+    summary = pd.read_csv(tmp_path / "r1" / "summary.csv")
+    assert summary["n"].tolist() == [1] and summary["mean"].tolist() == [0.5]
+    rec2 = [{**rec[0], "value": 0.7}]
+    _hand_run(tmp_path / "runs" / "s1", rec2, fingerprint="f2", seed=1, inputs=inputs)
+    assert report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "r2")]) == 0
+    summary = pd.read_csv(tmp_path / "r2" / "summary.csv")
+    assert summary["n"].tolist() == [2] and summary["mean"].iloc[0] == pytest.approx(0.6)
+    # the same config and seed on other data is another run
+    other = [{"key": "synthetic/test", "fingerprint": "xyz"}]
+    _hand_run(tmp_path / "runs" / "s0_new", rec2, fingerprint="f1", seed=0, inputs=other)
+    assert report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "r3")]) == 0
+    assert pd.read_csv(tmp_path / "r3" / "summary.csv")["n"].tolist() == [3]
+
+
+def test_records_without_keys_are_an_error_naming_the_folder(tmp_path, capsys):
+    """A metrics.json whose records hold only numbers cannot be grouped: one line naming
+    its folder and a hint, exit code 2 (not pandas' "No group keys passed!")."""
+    _hand_run(tmp_path / "good", [{"metric": "m", "value": 1.0}], fingerprint="g")
+    _hand_run(tmp_path / "bad", [{"value": 1.0}, {"value": 2.0, "seed": 1}], fingerprint="b")
+    assert report_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and str(tmp_path / "bad" / "metrics.json") in err[0]
+    assert "no field saying what it is" in err[0] and "hint:" in err[1]
