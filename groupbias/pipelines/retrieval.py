@@ -36,11 +36,51 @@ from ..evaluation.catalog import EvalSpec, compute_metrics, parse_metric
 from ..evaluation.stats import label_agreement
 from .records import records_for
 
-__all__ = ["RunJudge", "MEMBERSHIPS", "JUDGED_VIEW", "run_records", "agreement_records"]
+__all__ = [
+    "RunJudge",
+    "LEXICON_METRICS",
+    "lexicon_membership",
+    "MEMBERSHIPS",
+    "JUDGED_VIEW",
+    "run_records",
+    "agreement_records",
+]
 
 MEMBERSHIPS = ("groups", "gendered", "counts", "term_share")
 #: metrics computed on the judged view of a run (module docstring)
 JUDGED_VIEW = ("ndcg", "map", "mrr", "awrf", "awrf_distance", "ndcg_awrf")
+
+
+#: the lexicon membership (and options) each bias measure takes in the seed papers, as
+#: ``experiment=retrieval_fairness`` computes them: NFaiRR on raw term counts with τ = 1
+#: (Rekabsaz et al. 2021's reference), TExFAIR / TED / RBDF on term shares (Abolghasemi et
+#: al. 2024), ARaB / RaB on term counts (Rekabsaz & Schedl 2020)
+LEXICON_METRICS: dict[str, dict] = {
+    "nfairr": {"membership": "counts", "tau": 1.0},
+    "fairr": {"membership": "counts", "tau": 1.0},
+    "texfair": {"membership": "term_share"},
+    "ted": {"membership": "term_share"},
+    "rbdf": {"membership": "term_share"},
+    "arab": {"membership": "counts"},
+    "rank_bias": {"membership": "counts"},
+}
+
+
+def lexicon_membership(source: str, counts, lengths) -> np.ndarray:
+    """The lexicon membership ``[n_docs, n_groups]`` named ``source``: ``"counts"`` (the
+    raw term counts ``M_g(d)``) or ``"term_share"`` (``M_g(d) / |d|``, 0 for an empty
+    document); ``counts`` float [n_docs, n_groups] and ``lengths`` [n_docs] of a
+    :class:`~groupbias.data.membership.TermMembership`."""
+    if source not in MEMBERSHIPS:
+        raise ParameterError("membership", "one of " + ", ".join(MEMBERSHIPS), source)
+    if counts is None or lengths is None:
+        raise ParameterError("membership", f"a lexicon for {source!r} (set the word list)", source)
+    if source == "counts":
+        return counts
+    if source != "term_share":
+        raise ParameterError("membership", "a lexicon membership: counts or term_share", source)
+    lengths = np.asarray(lengths, dtype=np.float64)[:, None]
+    return np.divide(counts, lengths, out=np.zeros_like(counts), where=lengths > 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,16 +108,7 @@ class RunJudge:
             return self.collection.membership(
                 self.label, [c for c in self.classes if c != self.neutral]
             )
-        if source not in MEMBERSHIPS:
-            raise ParameterError("membership", "one of " + ", ".join(MEMBERSHIPS), source)
-        if self.counts is None or self.lengths is None:
-            raise ParameterError(
-                "membership", f"a lexicon for {source!r} (set the word list)", source
-            )
-        if source == "counts":
-            return self.counts
-        lengths = self.lengths.astype(np.float64)[:, None]
-        return np.divide(self.counts, lengths, out=np.zeros_like(self.counts), where=lengths > 0)
+        return lexicon_membership(source, self.counts, self.lengths)
 
     def per_query(self, run: Run, metrics: Sequence) -> dict[str, np.ndarray]:
         """``{output key: float64 [n_queries]}`` of ``metrics`` (names or mappings, with

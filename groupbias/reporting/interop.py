@@ -32,10 +32,10 @@ from ..core.io import write_text_atomic
 RUN_NAME, QRELS_NAME, GROUPS_NAME = "test.run", "test.qrels", "test.groups"
 
 
-def _metric_list(text: str) -> list[str]:
+def _metric_list(text: str, option: str = "--metrics") -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
-        raise ParameterError("--metrics", "comma-separated metric names", text)
+        raise ParameterError(option, "comma-separated names", text)
     return names
 
 
@@ -52,9 +52,8 @@ def _common(p: argparse.ArgumentParser, *, files_required: bool) -> None:
 
 def evaluate_command(argv: list[str]) -> int:
     """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
-    from ..data.trec import read_qrels, read_run
-    from ..evaluation.evaluate import SEMANTICS, evaluate_run
-    from ..evaluation.trec_eval import judged_queries
+    from ..evaluation.evaluate import SEMANTICS
+    from .external import evaluate_external, refuse_undefined
 
     p = argparse.ArgumentParser(
         prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness"
@@ -70,29 +69,32 @@ def evaluate_command(argv: list[str]) -> int:
         "query scores, the ideal from all judged documents, linear gains, ties by document "
         "id), or over the run's candidates with the metrics' own conventions",
     )
-    a = p.parse_args(argv)
-    run, qrels = read_run(a.run), read_qrels(a.qrels)
-    per_query = evaluate_run(
-        run,
-        qrels,
-        a.groups,
-        metrics=_metric_list(a.metrics),
-        affected=a.affected,
-        reduce=None,
-        semantics=a.semantics,
+    p.add_argument(
+        "--classes",
+        default=None,
+        help="the group file holds labels: these (e.g. M,F) are the groups of the bias "
+        "measures, any other label (N, unknown) is neutral; --affected defaults to the first",
     )
+    p.add_argument("--words", default=None, help="a 'word,m|f' gender word list (needs --corpus)")
+    p.add_argument("--corpus", default=None, help="the documents' text (collection.tsv or .jsonl)")
+    a = p.parse_args(argv)
+    classes = None if a.classes is None else _metric_list(a.classes, "--classes")
+    queries, per_query = evaluate_external(
+        a.run, a.qrels, a.groups, metrics=_metric_list(a.metrics), affected=a.affected,
+        classes=classes, words=a.words, corpus=a.corpus, semantics=a.semantics,
+    )  # fmt: skip
+    refuse_undefined(per_query, a.run)
     rows = [
         {"metric": k, "value": float(np.nanmean(v)), "n_queries": int(np.sum(~np.isnan(v)))}
         for k, v in per_query.items()
     ]
-    width = max(len(r["metric"]) for r in rows)
+    width = max(len(k) for k in per_query)
     print(f"{'metric':<{width}}  {'value':>8}  queries   ({a.run})")
     for r in rows:
         print(f"{r['metric']:<{width}}  {r['value']:>8.4f}  {r['n_queries']:>7}")
     if a.out:
         stem = Path(a.out)
         write_text_atomic(stem.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
-        queries = run.query_ids[judged_queries(run, qrels)]  # evaluate_run's queries
         table = pd.DataFrame(per_query, index=pd.Index(queries, name="query"))
         write_text_atomic(
             stem.parent / f"{stem.name}_per_query.csv", table.to_csv(float_format="%.17g")

@@ -1,0 +1,163 @@
+"""Bias measures of an external TREC run on the memberships the seed papers define them
+with: three-class labels (``M`` / ``F`` / ``N``) and a gender word list.
+
+``groupbias-report evaluate`` reads a group file of memberships or of two labels (with
+``--affected``); the related-work bias measures (NFaiRR, TExFAIR, ARaB, CWEx, ...) then see
+each document as entirely one group's, where NFaiRR is undefined (no neutral document) and
+ARaB is a signed group count. :func:`evaluate_external` also takes
+
+- ``classes`` (``--classes M,F``): the group file holds labels; each listed class is a
+  group, every other label (``N``, ``unknown``) a row of zeros, i.e. *neutral* for NFaiRR and
+  CWEx and *non-representative* for TExFAIR (``docs/fairness_metrics.md``); ρ(DTR), Δ(EEL)
+  and the utility metrics take ``affected`` (default the first class) as the affected group;
+- ``words`` and ``corpus`` (``--words wordlist.txt --corpus collection.tsv``): the male and
+  female term counts of every ranked document (:class:`~groupbias.retrieval.labels.
+  LexiconLabeller` over the document's text), and the measures of
+  :data:`~groupbias.pipelines.retrieval.LEXICON_METRICS` on them as
+  ``experiment=retrieval_fairness`` computes them (NFaiRR on counts with τ = 1, TExFAIR on
+  term shares, ARaB on counts; :func:`~groupbias.pipelines.retrieval.lexicon_membership`).
+
+A measure that is undefined on every judged query is refused with the reason
+(:class:`UndefinedMeasureError`), never printed as ``nan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import DataFormatError, GroupBiasError, ParameterError
+from ..data.trec import read_groups, read_qrels, read_run
+from ..evaluation.catalog import RELATED_WORK, EvalSpec, compute_metrics, parse_metric
+from ..evaluation.evaluate import evaluate_run, run_data
+from ..pipelines.retrieval import LEXICON_METRICS, lexicon_membership
+
+__all__ = ["UndefinedMeasureError", "evaluate_external", "refuse_undefined"]
+
+#: why a measure has no value on any query, by metric (else: the generic reason)
+UNDEFINED_BECAUSE = {
+    "nfairr": "no candidate list holds a neutral document (every document is entirely one "
+    "group's, so no reordering is more neutral)",
+    "fairr": "no candidate list holds a neutral document",
+    "texfair": "no candidate list holds a group-representative document",
+    "ted": "no candidate list holds a group-representative document",
+    "rho_dtr": "no list holds a relevant item of both groups",
+    "delta_eel": "no list holds relevant items",
+}
+#: what to try instead
+MEMBERSHIP_HINT = (
+    "for the seed papers' definitions give three-class labels (--classes M,F: N is neutral) "
+    "or a word list (--words wordlist.txt --corpus collection.tsv)"
+)
+
+
+class UndefinedMeasureError(GroupBiasError):
+    """A measure has no value on any query of a run: the mean would be NaN."""
+
+
+def refuse_undefined(per_query: dict, source: str) -> None:
+    """:class:`UndefinedMeasureError` for the first measure of ``per_query`` (``{key:
+    float64 [n_queries]}``) without a defined query, naming why."""
+    for key, values in per_query.items():
+        v = np.asarray(values, dtype=np.float64)
+        if v.size and np.isnan(v).all():
+            name = parse_metric(key).name
+            why = UNDEFINED_BECAUSE.get(name, "the measure is undefined on every list")
+            hint = f"; {MEMBERSHIP_HINT}" if name in RELATED_WORK else ""
+            raise UndefinedMeasureError(
+                f"{key} of {source}: undefined on all {v.size} judged queries: {why}{hint}"
+            )
+        if not v.size:
+            raise UndefinedMeasureError(f"{key} of {source}: the qrels judge none of its queries")
+
+
+def _lexicon_rows(words, corpus, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Term counts [n_items, 2] (M, F) and lengths [n_items] of the documents ``items``."""
+    import pandas as pd
+
+    from ..data.text import read_collection_jsonl, read_collection_tsv
+    from ..retrieval.labels import LexiconLabeller, load_gender_wordlist
+
+    path = Path(corpus)
+    reader = read_collection_jsonl if path.suffix in (".jsonl", ".json") else read_collection_tsv
+    doc_ids, texts = reader(path)
+    at = pd.Index(doc_ids).get_indexer(np.asarray(items).astype(str))
+    if (at < 0).any():
+        missing = np.asarray(items)[at < 0]
+        raise DataFormatError(
+            path, None, f"no text for document {missing[0]!r} of the run ({missing.size} lack one)"
+        )
+    terms = LexiconLabeller(load_gender_wordlist(words)).counts([texts[i] for i in at])
+    return terms.counts, np.asarray(terms.lengths)
+
+
+def _plan(metrics, requests, *, lexicon: bool, classes) -> dict[str, list]:
+    """The metric entries by membership source: ``"run"`` (evaluated as any run),
+    ``"classes"``, or a lexicon source (``"counts"``, ``"term_share"``)."""
+    plan: dict[str, list] = {}
+    for given, r in zip(metrics, requests, strict=True):
+        if lexicon and r.name in LEXICON_METRICS:
+            options = dict(LEXICON_METRICS[r.name])
+            source = options.pop("membership")
+            entry: object = {"name": r.name, "key": r.key, "k": r.k, **options, **r.options}
+        elif classes and r.name in RELATED_WORK:
+            source, entry = "classes", given
+        else:
+            source, entry = "run", given
+        plan.setdefault(source, []).append(entry)
+    return plan
+
+
+def evaluate_external(
+    run,
+    qrels,
+    groups,
+    *,
+    metrics: Sequence,
+    affected: str | None = None,
+    classes: Sequence[str] | None = None,
+    words=None,
+    corpus=None,
+    semantics: str = "trec_eval",
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(query ids, {metric key: float64 [n_queries]})`` of a run on its judged queries
+    (module docstring); ``words`` and ``corpus`` go together."""
+    if (words is None) != (corpus is None):
+        raise ParameterError(
+            "--words/--corpus", "both: the word list and the documents' text", words or corpus
+        )
+    if classes is not None and len(classes) < 2:
+        raise ParameterError("--classes", "at least two group labels (e.g. M,F)", classes)
+    run, qrels = read_run(run), read_qrels(qrels)
+    requests = [parse_metric(m) for m in metrics]
+    affected = affected or (classes[0] if classes else None)
+    plan = _plan(metrics, requests, lexicon=words is not None, classes=classes)
+    per_query: dict[str, np.ndarray] = {}
+    if "run" in plan:
+        per_query.update(
+            evaluate_run(run, qrels, groups, metrics=plan.pop("run"), affected=affected,
+                         reduce=None, semantics=semantics)
+        )  # fmt: skip
+    data, scores = run_data(run, qrels, groups, affected=affected)
+    if plan:
+        qids = np.repeat(data.query_ids, np.diff(data.qptr))
+        if words is not None:
+            counts, lengths = _lexicon_rows(words, corpus, data.item_ids)
+        for source, entries in plan.items():
+            if source == "classes":
+                m = np.column_stack(
+                    [
+                        read_groups(groups, affected=c).lookup(qids, data.item_ids)
+                        for c in classes or ()
+                    ]
+                )
+            else:
+                m = lexicon_membership(source, counts, lengths)
+            spec = EvalSpec(
+                labels=data.labels, relevance=None, groups=data.groups, qptr=data.qptr,
+                membership=m, metrics=tuple(entries),
+            )  # fmt: skip
+            per_query.update(compute_metrics(scores, spec, regime="ltr"))
+    return np.asarray(data.query_ids), {r.key: per_query[r.key] for r in requests}
