@@ -23,8 +23,9 @@ and views of the summary, depending on what the records contain:
   setting that differs (``synthetic · evaluation=policy``), cells ``mean ± s.d.``;
 - records with several cluster sizes: cluster-size figures (Fig. 8 / 9) per dataset, β,
   variant and σ_β;
-- full / biased records over ≥ 3 values of β: degradation figures (Fig. 2 / 5 / 6) per
-  regime.
+- records over ≥ 3 values of β: degradation figures per regime and dataset, full
+  information, biased and corrected against β with ± 1 s.d. bands over the replicates
+  (:func:`groupbias.reporting.plots.plot_beta_sweep`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import pandas as pd
 from ..core.errors import GroupBiasError
 from ..core.io import write_bytes_atomic, write_text_atomic
 from .interop import COMMANDS
-from .plots import plot_cluster_size, plot_degradation
+from .plots import SWEEP_LINES, plot_beta_sweep, plot_cluster_size
 from .results import key_columns, read_runs, summarize, tidy_results
 from .tables import paper_table, save_table
 
@@ -156,6 +157,28 @@ def _figures(df: pd.DataFrame, out: Path) -> list[Path]:
     return written
 
 
+def _degradation_figures(df: pd.DataFrame, out: Path, tag: str) -> list[Path]:
+    """Per regime and dataset with ≥ 3 values of β: full information, biased and corrected
+    against β, mean ± s.d. over the replicates (:func:`plot_beta_sweep`), one panel per main
+    metric the records hold."""
+    written: list[Path] = []
+    conditions = df["condition"].isin([cond for cond, *_ in SWEEP_LINES])
+    datasets = df["dataset"].map(_text) if "dataset" in df else pd.Series("", df.index)
+    several = datasets.nunique() > 1
+    for (regime, ds), sub in df[conditions].groupby([df["regime"], datasets], sort=False):
+        if regime not in ("tabular", "ltr"):
+            continue
+        if sub.loc[sub["condition"] != "full", "beta"].nunique() < 3:
+            continue
+        metrics = [m for m in MAIN_METRICS if (sub["metric"] == m).any()]
+        if not metrics:
+            continue
+        name = f"degradation_{regime}" + (f"_{_slug(ds)}" if several else "") + tag
+        title = f"Impact of group bias and its correction{f' on {ds}' if ds else ''}"
+        written += list(plot_beta_sweep(sub, out / name, metrics=metrics, title=title).values())
+    return written
+
+
 def _group_figures(df: pd.DataFrame, out: Path, tag: str) -> list[Path]:
     written: list[Path] = []
     sweep = pd.Series(False, df.index)
@@ -165,16 +188,7 @@ def _group_figures(df: pd.DataFrame, out: Path, tag: str) -> list[Path]:
         sweep = cs.notna() & (
             cs.astype(str).groupby([keys[c] for c in keys]).transform("nunique") > 1
         )
-    for regime in ("tabular", "ltr"):
-        bias_only = df[(df["regime"] == regime) & df["condition"].isin(["full", "biased"]) & ~sweep]
-        if bias_only["beta"].nunique() >= 3:
-            written += list(
-                plot_degradation(
-                    bias_only,
-                    out / f"degradation_{regime}{tag}",
-                    title=f"Impact of group bias ({regime} regime)",
-                ).values()
-            )
+    written += _degradation_figures(df[~sweep], out, tag)
     if sweep.any():
         sw = df[sweep | (df["condition"] == "biased") & df["cluster_size"].notna()]
         for (ds, beta, variant, std), sub in sw.groupby(

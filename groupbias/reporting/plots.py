@@ -246,27 +246,41 @@ def _mean_sd(values: pd.Series) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
+def sweep_curves(df: pd.DataFrame, betas: Sequence[float]) -> pd.DataFrame:
+    """The lines of one panel of :func:`beta_sweep_figure`: one row per condition present
+    (full information, biased, corrected) and β of ``betas``, with ``mean``, ``sd``
+    (sample, ddof 1; 0 for one value) and ``n`` of ``value`` over the replicates (seeds,
+    repetitions). Full information does not depend on β: one value per replicate (its
+    records' mean: a run may repeat it at every β), at every β. A condition without records
+    has no rows (and no legend entry)."""
+    rows = []
+    replicate = [c for c in ("root", "run", "seed", "repetition") if c in df.columns]
+    for cond, *_ in SWEEP_LINES:
+        sub = df[df["condition"] == cond]
+        if sub.empty:
+            continue
+        if cond == "full" and replicate:
+            keys = sub[replicate].astype(str)
+            sub = sub.groupby([keys[c] for c in replicate])[["value"]].mean()
+        for b in betas:
+            at = sub if cond == "full" else sub[(sub["beta"].astype(float) - b).abs() < 1e-9]
+            m, sd = _mean_sd(at["value"])
+            n = int(np.isfinite(at["value"].to_numpy(dtype=np.float64)).sum())
+            rows.append({"condition": cond, "beta": float(b), "mean": m, "sd": sd, "n": n})
+    return pd.DataFrame(rows, columns=["condition", "beta", "mean", "sd", "n"])
+
+
 def _sweep_panel(ax, df: pd.DataFrame, betas: list[float]) -> None:
     """Full information (flat: it does not depend on β), biased and corrected against β, each
-    the mean over repetitions with a ± 1 s.d. band."""
+    the mean over repetitions with a ± 1 s.d. band (:func:`sweep_curves`)."""
+    curves = sweep_curves(df, betas)
     for cond, label, color, style in SWEEP_LINES:
-        sub = df[df["condition"] == cond]
-        if cond == "full":
-            m, s = _mean_sd(sub["value"])
-            means, sds = np.full(len(betas), m), np.full(len(betas), s)
-        else:
-            stats = [
-                _mean_sd(sub[(sub["beta"].astype(float) - b).abs() < 1e-9]["value"]) for b in betas
-            ]
-            means, sds = np.array([x[0] for x in stats]), np.array([x[1] for x in stats])
+        line = curves[curves["condition"] == cond]
+        if line.empty:
+            continue
+        means, sds = line["mean"].to_numpy(), line["sd"].to_numpy()
         ax.plot(
-            betas,
-            means,
-            style,
-            color=color,
-            label=label,
-            marker="" if cond == "full" else "o",
-            ms=4,
+            betas, means, style, color=color, label=label, marker="o", ms=4 if cond != "full" else 2
         )
         ax.fill_between(betas, means - sds, means + sds, color=color, alpha=0.15, lw=0)
 
@@ -316,8 +330,11 @@ def beta_sweep_figure(
                 ax.set_xlabel("group underestimation factor β")
     if title:
         fig.suptitle(title)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    shown: dict = {}  # every condition drawn somewhere, once
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            shown.setdefault(label, handle)
+    fig.legend(list(shown.values()), list(shown), loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 

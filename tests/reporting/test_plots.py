@@ -179,3 +179,59 @@ def test_beta_sweep_figure_one_regime_and_bad_records(tmp_path):
         plots.beta_sweep_figure([dict(metric="ndcg@10", value=1.0, regime="other")])
     out = plots.plot_beta_sweep(_sweep_records(rng, [0.8], reps=2), tmp_path / "s")
     _png_ok(out["png"])
+
+
+def _seed_runs(root, rng, betas=(1.0, 0.8, 0.6), seeds=(0, 1, 2)):
+    """Run folders of a β sweep over seeds (as `groupbias -m ... seed=0,1,2` writes them):
+    full information, biased and corrected per β, two metrics."""
+    import json
+
+    values = {}
+    for seed in seeds:
+        recs = []
+        for metric in ("ndcg@10", "rho_dtr"):
+            for b in betas:
+                for cond in ("full", "biased", "corrected"):
+                    v = round(float(rng.uniform(0, 1)), 6)
+                    values[(seed, metric, cond, b)] = v
+                    recs.append(dict(regime="tabular", dataset="synthetic", metric=metric,
+                                     condition=cond, beta=b, value=v, seed=seed))  # fmt: skip
+        folder = root / f"seed={seed}"
+        folder.mkdir(parents=True)
+        (folder / "meta.json").write_text(json.dumps({"status": "complete", "seed": seed}))
+        (folder / "metrics.json").write_text(json.dumps({"records": recs}))
+    return values
+
+
+def test_the_report_draws_full_biased_and_corrected_against_beta(tmp_path):
+    """The report's degradation figure of a 3-seed β sweep: three curves per metric (full
+    information, biased, corrected), each the mean over seeds with the sample s.d.; the
+    numbers by hand from the records."""
+    import statistics
+
+    import pandas as pd
+
+    from groupbias.reporting.aggregate import main as report_main
+
+    values = _seed_runs(tmp_path / "runs", np.random.default_rng(3))
+    assert report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "r")]) == 0
+    _png_ok(tmp_path / "r" / "degradation_tabular.png")
+    records = pd.read_parquet(tmp_path / "r" / "records.parquet")
+    betas = [1.0, 0.8, 0.6]
+    curves = plots.sweep_curves(records[records["metric"] == "rho_dtr"], betas)
+    assert sorted(set(curves["condition"])) == ["biased", "corrected", "full"]
+    for row in curves.itertuples():
+        if row.condition == "full":  # one line over β: per seed the mean of its records
+            got = [
+                statistics.mean(values[(s, "rho_dtr", "full", b)] for b in betas) for s in (0, 1, 2)
+            ]
+        else:
+            got = [values[(s, "rho_dtr", row.condition, row.beta)] for s in (0, 1, 2)]
+        assert row.mean == pytest.approx(statistics.mean(got), abs=1e-12)
+        assert row.sd == pytest.approx(statistics.stdev(got), abs=1e-12)
+        assert row.n == len(got)
+    # a condition without records has no curve and no legend entry
+    fig = plots.beta_sweep_figure(records[records["condition"] != "corrected"])
+    labels = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}
+    assert labels == {"full information", "biased"}
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["full information", "biased"]
