@@ -52,10 +52,11 @@ def system_letters(n: int) -> list[str]:
 @dataclass(frozen=True)
 class Comparison:
     """The outcome of :func:`compare`: ``values`` (one row per system × metric: ``system``,
-    ``letter``, ``metric``, ``mean``, ``n_queries``) and ``tests`` (one row per metric and
-    ordered pair: ``metric``, ``system``, ``other``, ``statistic``, ``p_value``,
+    ``letter``, ``metric``, ``mean`` over the ``n_shared`` units every system has,
+    ``n_queries`` the system's own, ``n_any`` the units any system has) and ``tests`` (one
+    row per metric and ordered pair: ``metric``, ``system``, ``other``, ``statistic``, ``p_value``,
     ``p_adjusted``, ``n_pairs``, ``better``: the system beats the other significantly), and
-    the settings."""
+    the settings; ``unit``: what the values are per (``queries``, ``seeds``)."""
 
     values: pd.DataFrame
     tests: pd.DataFrame
@@ -64,6 +65,7 @@ class Comparison:
     test: str
     correction: str
     alpha: float
+    unit: str = "queries"
 
     def beats(self, system: str, metric: str) -> list[str]:
         """The letters of the systems ``system`` is significantly better than."""
@@ -87,14 +89,26 @@ class Comparison:
         index = pd.Index([f"{a} {s}" for a, s in zip(letters, self.systems)], name="system")
         return pd.DataFrame(rows, index=index)
 
+    def shared(self) -> str:
+        """How many units (queries, seeds) the means are over, per metric: the units every
+        system has, of all any system has."""
+        v = self.values.drop_duplicates("metric").set_index("metric")
+        parts = []
+        for metric in self.metrics:
+            n, total = int(v.loc[metric, "n_shared"]), int(v.loc[metric, "n_any"])
+            label = METRIC_LABELS.get(metric, metric)
+            parts.append(f"{label} {n}" + (f" of {total}" if total != n else ""))
+        return ", ".join(parts)
+
     def legend(self) -> str:
         test = "paired t-test" if self.test == "ttest" else "Wilcoxon signed-rank test"
         fix = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[self.correction]
         pairs = len(self.systems) * (len(self.systems) - 1) // 2
         return (
-            f"Superscripts: the systems a value is significantly better than ({test} over "
-            f"the queries both rank, {fix} correction over the {pairs} pairs of each "
-            f"metric, p < {self.alpha:g}); bold: the best value of a column."
+            f"Means over the {self.unit} every system has ({self.shared()}). Superscripts: "
+            f"the systems a value is significantly better than ({test} over the {self.unit} "
+            f"both have, {fix} correction over the {pairs} pairs of each metric, p < "
+            f"{self.alpha:g}); bold: the best value of a column."
         )
 
     def to_markdown(self) -> str:
@@ -158,11 +172,16 @@ def compare(
     test: str = "ttest",
     correction: str = "holm",
     alpha: float = 0.05,
+    unit: str = "queries",
 ) -> Comparison:
     """Compare systems on per-query values: ``per_query[system][metric]`` a Series indexed
-    by query id (NaN: the metric is undefined there). Pairs are tested on the queries both
-    systems have; ``metrics``: the metrics to compare (default: the first system's); three
-    or more systems make the letters worth reading, two or more are needed."""
+    by query id (NaN: the metric is undefined there; ``unit``: what the index counts, e.g.
+    ``"seeds"`` for values per replicate). Each mean is over the units *every* system has
+    (``n_shared``; ``n_any``: the units any system has; a metric no unit of which every
+    system has is a :class:`ParameterError`), so the best value compares like with like;
+    pairs are tested on the units both systems have; ``metrics``: the metrics to compare
+    (default: the first system's); three or more systems make the letters worth reading,
+    two or more are needed."""
     test = choice("test", test, TESTS)
     correction = choice("correction", correction, CORRECTIONS)
     real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -177,14 +196,8 @@ def compare(
             if metric not in per_query[s]:
                 raise ParameterError("metrics", f"metrics every system has ({s!r})", metric)
             series[s] = per_query[s][metric]
-        frame = pd.DataFrame(series)  # queries × systems, aligned by query id
-        for s, letter in zip(systems, system_letters(len(systems))):
-            col = frame[s].to_numpy(dtype=np.float64)
-            n = int(np.sum(~np.isnan(col)))
-            mean = float(np.nanmean(col)) if n else float("nan")
-            values.append(
-                {"system": s, "letter": letter, "metric": metric, "mean": mean, "n_queries": n}
-            )
+        frame = pd.DataFrame(series)  # units × systems, aligned by query id
+        values += _shared_means(frame, systems, metric, unit)
         tests += _pair_tests(frame, systems, metric, test)
     tests_df = pd.DataFrame(tests)
     for metric in metrics:  # one family per metric: each unordered pair once
@@ -202,8 +215,34 @@ def compare(
     ]
     tests_df = tests_df.drop(columns=["first", "pair", "mean", "other_mean"])
     return Comparison(
-        pd.DataFrame(values), tests_df, systems, metrics, test, correction, float(alpha)
+        pd.DataFrame(values), tests_df, systems, metrics, test, correction, float(alpha), unit
     )
+
+
+def _shared_means(frame: pd.DataFrame, systems, metric: str, unit: str) -> list[dict]:
+    """Every system's mean of ``metric`` over the units every system has."""
+    frame = frame.astype(np.float64)
+    shared = frame.notna().all(axis=1)
+    if not shared.any():
+        raise ParameterError(
+            "systems",
+            f"{unit} where every system has {metric}",
+            "none",
+            fix="compare systems evaluated on common " + unit,
+        )
+    n_any = int(frame.notna().any(axis=1).sum())
+    return [
+        {
+            "system": s,
+            "letter": letter,
+            "metric": metric,
+            "mean": float(frame.loc[shared, s].mean()),
+            "n_queries": int(frame[s].notna().sum()),
+            "n_shared": int(shared.sum()),
+            "n_any": n_any,
+        }
+        for s, letter in zip(systems, system_letters(len(systems)))
+    ]
 
 
 def _pair_tests(frame: pd.DataFrame, systems, metric: str, test: str) -> list[dict]:

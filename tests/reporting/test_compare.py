@@ -147,3 +147,22 @@ def test_compare_command_on_the_conditions_an_ltr_run_wrote(tmp_path, capsys):
         assert mean.loc[(cond, "ndcg@10"), "mean"] == pytest.approx(want[0], abs=1e-12)
     assert (tmp_path / "cmp.tex").exists() and "md:" in capsys.readouterr().out
     assert report_main(["--compare", str(out), "--out", str(stem)]) == 0  # the flag form
+
+
+def test_means_are_over_the_queries_every_system_has():
+    """b lacks the two queries where a does badly: over its own queries b's mean (0.6)
+    beats a's (0.5), over the two shared queries a (0.9) beats b (0.6). The table bolds a
+    and says the means are over 2 of 4 queries; no shared query at all is refused."""
+    q = pd.Index(["q1", "q2", "q3", "q4"], name="query")
+    a = pd.Series([0.9, 0.9, 0.1, 0.1], q)
+    b = pd.Series([0.6, 0.6, np.nan, np.nan], q)
+    res = compare({"a": {"ndcg@10": a}, "b": {"ndcg@10": b}})
+    means = res.values.set_index("system")
+    assert means.loc["a", "mean"] == pytest.approx(0.9) and means.loc["b", "mean"] == 0.6
+    assert means["n_shared"].tolist() == [2, 2] and means["n_queries"].tolist() == [4, 2]
+    md = res.to_markdown()
+    assert "| a a | **0.900**" in md and "| b b | 0.600 |" in md
+    assert "Means over the queries every system has (NDCG@10 ↑ 2 of 4)" in md
+    c = pd.Series([np.nan, np.nan, 0.5, 0.5], q)
+    with pytest.raises(ParameterError, match="queries where every system has ndcg@10"):
+        compare({"b": {"ndcg@10": b}, "c": {"ndcg@10": c}})
