@@ -104,6 +104,12 @@ class Comparison:
         test = "paired t-test" if self.test == "ttest" else "Wilcoxon signed-rank test"
         fix = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[self.correction]
         pairs = len(self.systems) * (len(self.systems) - 1) // 2
+        if self.tests["p_value"].isna().all():
+            return (
+                f"Means over the {self.unit} every system has ({self.shared()}); no paired "
+                f"test: no pair of systems has two {self.unit} in common. Bold: the best "
+                "value of a column."
+            )
         return (
             f"Means over the {self.unit} every system has ({self.shared()}). Superscripts: "
             f"the systems a value is significantly better than ({test} over the {self.unit} "

@@ -126,6 +126,32 @@ def expand_runs(paths: list[str]) -> tuple[dict[str, Path], Path | None, Path | 
     return runs, qrels, groups
 
 
+def _record_folders(paths: list[str]) -> bool:
+    """Every argument a folder holding run records (``metrics.json``) and no run file."""
+    folders = [Path(p) for p in paths]
+    return all(
+        f.is_dir() and next(f.rglob("metrics.json"), None) and not next(f.rglob(RUN_NAME), None)
+        for f in folders
+    )
+
+
+def _compare_records(a: argparse.Namespace) -> int:
+    """``compare`` of run folders over the replicates (:mod:`.compare_folders`)."""
+    from .compare_folders import compare_folders
+
+    notes: list[str] = []
+    result = compare_folders(
+        a.runs, by=a.by, metrics=_metric_list(a.metrics), test=a.test,
+        correction=a.correction, alpha=a.alpha, notes=notes,
+    )  # fmt: skip
+    for note in notes:
+        print(f"groupbias-report: note: {note}")
+    print(result.to_markdown(), end="")
+    for kind, path in result.save(a.out).items():
+        print(f"{kind}: {path}")
+    return 0
+
+
 def compare_command(argv: list[str]) -> int:
     """``groupbias-report compare``: the ranx-style table of several runs."""
     from ..evaluation.stats import CORRECTIONS, TESTS
@@ -143,7 +169,15 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--out", default="comparison", help="output stem (.md, .tex, .csv)")
     p.add_argument("--semantics", default="trec_eval", choices=("trec_eval", "candidates"))
+    p.add_argument(
+        "--by",
+        default="condition",
+        help="run folders without test.run files (tabular experiments): the record key whose "
+        "values are the systems (condition, cluster_size, estimator, ...)",
+    )
     a = p.parse_args(argv)
+    if _record_folders(a.runs):
+        return _compare_records(a)
     runs, qrels, groups = expand_runs(a.runs)
     qrels, groups = a.qrels or qrels, a.groups or groups
     if qrels is None or groups is None:

@@ -16,6 +16,7 @@ from groupbias.core.errors import ParameterError
 from groupbias.evaluation.stats import adjust_p_values
 from groupbias.reporting.aggregate import main as report_main
 from groupbias.reporting.compare import compare, compare_runs, system_letters
+from tests.reporting.test_report import run_groupbias
 
 
 def _hand_holm(p):
@@ -166,3 +167,71 @@ def test_means_are_over_the_queries_every_system_has():
     c = pd.Series([np.nan, np.nan, 0.5, 0.5], q)
     with pytest.raises(ParameterError, match="queries where every system has ndcg@10"):
         compare({"b": {"ndcg@10": b}, "c": {"ndcg@10": c}})
+
+
+TINY = ["dataset=synthetic", "dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
+
+
+@pytest.mark.slow
+def test_compare_a_three_seed_cluster_size_sweep_over_the_seeds(tmp_path, capsys):
+    """The folder of `groupbias -m experiment=ablation_cluster_size seed=0,1,2`: its records
+    are means, so biased and corrected are paired over the 3 seeds (said in the output);
+    each mean and p-value by hand from the runs' records and scipy. A copied run folder
+    does not add a fourth seed."""
+    import json
+    import shutil
+
+    run_groupbias(
+        tmp_path, "-m", "experiment=ablation_cluster_size", "seed=0,1,2", *TINY,
+        "experiment.cluster_sizes=[1,10]", "experiment.repetitions=1", "bias.betas=[0.6]",
+        "paths.runs=runs",
+    )  # fmt: skip
+    root = tmp_path / "runs" / "ablation_cluster_size"
+    folders = sorted(p.parent for p in root.rglob("metrics.json"))
+    assert len(folders) == 3
+    shutil.copytree(folders[0], root / "copy")
+    stem = tmp_path / "cmp"
+    assert report_main(["compare", str(root), "--out", str(stem)]) == 0
+    out = capsys.readouterr().out
+    assert "paired over the seeds" in out and "counted once" in out
+    assert "Means over the seeds every system has (NDCG@10 ↑ 3," in out
+    values = pd.read_csv(f"{stem}_values.csv")
+    tests = pd.read_csv(f"{stem}_tests.csv")
+    assert set(values["cluster_size"]) == {1, 10} and set(values["n_shared"]) == {3}
+    for k in (1, 10):
+        per_seed = {}
+        for cond in ("biased", "corrected"):
+            per_seed[cond] = [
+                r["value"]
+                for f in folders
+                for r in json.loads((f / "metrics.json").read_text())["records"]
+                if (r["metric"], r["condition"], r["cluster_size"]) == ("rho_dtr", cond, k)
+            ]
+            row = values[(values["cluster_size"] == k) & (values["system"] == cond)]
+            row = row[row["metric"] == "rho_dtr"]
+            assert row["mean"].iloc[0] == pytest.approx(np.mean(per_seed[cond]), abs=1e-12)
+        want = scipy.stats.ttest_rel(per_seed["corrected"], per_seed["biased"]).pvalue
+        t = tests[(tests["cluster_size"] == k) & (tests["metric"] == "rho_dtr")]
+        got = t[(t["system"] == "corrected") & (t["other"] == "biased")]["p_value"].iloc[0]
+        assert got == pytest.approx(want, rel=1e-9)
+    # the cluster sizes as the systems, within each condition
+    assert report_main(["compare", str(root), "--by", "cluster_size", "--out", str(stem)]) == 0
+    assert "### condition=corrected" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_compare_a_table1_folder_says_one_run_is_no_test(tmp_path, capsys):
+    import json
+
+    run_groupbias(tmp_path, "experiment=table1", "experiment.datasets=[synthetic]", *TINY[1:],
+               "hydra.run.dir=runs/table1")  # fmt: skip
+    root = tmp_path / "runs" / "table1"
+    assert report_main(["compare", str(root), "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "one run each, so no test" in out and "<sup>" not in out
+    values = pd.read_csv(tmp_path / "c_values.csv")
+    for r in json.loads((root / "metrics.json").read_text())["records"]:
+        if r["condition"] in ("biased", "corrected") and r["metric"] == "ndcg@10":
+            row = values[(values["system"] == r["condition"]) & (values["metric"] == "ndcg@10")]
+            row = row[np.isclose(row["beta"], r["beta"])]
+            assert row["mean"].iloc[0] == pytest.approx(r["value"], abs=1e-12)

@@ -24,7 +24,7 @@ TINY = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 SYNTHETIC = "experiment.datasets=[synthetic]"
 
 
-def _groupbias(cwd: Path, *args: str):
+def run_groupbias(cwd: Path, *args: str):
     exe = Path(sys.executable).with_name("groupbias")
     res = subprocess.run(
         [str(exe), *args], cwd=cwd, env=dict(os.environ), capture_output=True, text=True,
@@ -43,8 +43,8 @@ def test_table1_default_and_policy_runs_are_rows_of_one_report(tmp_path):
     """The sequence docs/table1_trec.md recommends: `groupbias experiment=table1`, then the
     same with evaluation=policy into runs/table1/evaluation=policy (inside the first); once
     refused ("expected one record per dataset, β, metric and condition")."""
-    _groupbias(tmp_path, "experiment=table1", SYNTHETIC, *TINY, "hydra.run.dir=runs/table1")
-    _groupbias(
+    run_groupbias(tmp_path, "experiment=table1", SYNTHETIC, *TINY, "hydra.run.dir=runs/table1")
+    run_groupbias(
         tmp_path, "experiment=table1", SYNTHETIC, *TINY, "evaluation=policy",
         "evaluation.epochs=20", "evaluation.samples=20",
         "hydra.run.dir='runs/table1/evaluation=policy'",
@@ -80,7 +80,7 @@ def test_table1_default_and_policy_runs_are_rows_of_one_report(tmp_path):
 def test_a_three_seed_sweep_becomes_mean_sd_and_n(tmp_path):
     """`groupbias -m experiment=table1 seed=0,1,2 ...`: every cell mean ± s.d. (sample)
     with n = 3, equal to the three runs' numbers computed by hand."""
-    _groupbias(
+    run_groupbias(
         tmp_path, "-m", "experiment=table1", "seed=0,1,2", SYNTHETIC, *TINY, "paths.runs=runs"
     )
     root = tmp_path / "runs" / "table1"
