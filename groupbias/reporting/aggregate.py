@@ -63,7 +63,8 @@ def _write_frame(df: pd.DataFrame, stem: Path) -> list[Path]:
 
 
 def _varying(df: pd.DataFrame, columns) -> list[str]:
-    return [c for c in columns if c in df.columns and df[c].astype(str).nunique() > 1]
+    """The ``columns`` with two or more values (a missing value is one of them)."""
+    return [c for c in columns if c in df.columns and df[c].nunique(dropna=False) > 1]
 
 
 def _within_cells(df: pd.DataFrame, columns) -> list[str]:
@@ -74,7 +75,8 @@ def _within_cells(df: pd.DataFrame, columns) -> list[str]:
     out = []
     for c in columns:
         if c in df.columns and c not in axes:
-            counts = df[c].astype(str).groupby([shown[a] for a in axes]).nunique()
+            by = [shown[a] for a in axes]  # a missing β (full information) is a cell too
+            counts = df[c].astype(str).groupby(by, dropna=False).nunique(dropna=False)
             if counts.max() > 1:
                 out.append(c)
     return out
@@ -82,11 +84,15 @@ def _within_cells(df: pd.DataFrame, columns) -> list[str]:
 
 def row_labels(summary: pd.DataFrame) -> pd.Series:
     """The table row of every summary row: its dataset, then ``key=value`` of every other
-    key that tells records of one cell apart (settings, cluster size, estimator, ...)."""
-    extra = _within_cells(summary, key_columns(summary))
+    key that tells records of one cell apart (settings, cluster size, estimator, ...), the
+    experiment first; a key the label so far already tells apart is left out."""
+    extra = sorted(_within_cells(summary, key_columns(summary)), key=lambda c: c != "experiment")
     label = summary["dataset"].map(_text)
+    cells = [summary[a].astype(str) for a in TABLE_AXES if a in summary.columns]
     for c in extra:
-        label = label + " · " + c + "=" + summary[c].map(_text)
+        values = summary[c].astype(str).groupby([*cells, label], dropna=False)
+        if values.nunique(dropna=False).max() > 1:
+            label = label + " · " + c + "=" + summary[c].map(_text)
     return label
 
 
@@ -153,7 +159,7 @@ def _figures(df: pd.DataFrame, out: Path) -> list[Path]:
     groups = df.groupby(settings, dropna=False, sort=False) if settings else [((), df)]
     for key, part in groups:
         tag = "_".join(f"{c}-{_slug(v)}" for c, v in zip(settings, key)) if settings else ""
-        written += _group_figures(part, out, f"_{tag}" if tag else "")
+        written += _group_figures(part, out, f"_{_short(tag)}" if tag else "")
     return written
 
 
@@ -230,6 +236,21 @@ def report(
 def _text(value) -> str:
     """A key as shown: empty when missing (None or NaN), numbers as written."""
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+#: the longest settings tag a figure's file name carries whole (file names end at 255 bytes)
+MAX_TAG = 80
+
+
+def _short(tag: str) -> str:
+    """``tag`` itself, or its first characters and a digest of the whole when it is longer
+    than :data:`MAX_TAG` (settings that differ still give different names)."""
+    import hashlib
+
+    if len(tag.encode()) <= MAX_TAG:
+        return tag
+    digest = hashlib.sha256(tag.encode()).hexdigest()[:12]
+    return tag.encode()[: MAX_TAG - 13].decode(errors="ignore") + "-" + digest
 
 
 def _slug(s) -> str:

@@ -231,7 +231,9 @@ def run_settings(runs: list[RunFolder]) -> pd.DataFrame:
     for k in differing:
         by_group.setdefault(k.split(".")[0], []).append(k)
     for group, ks in by_group.items():
-        if len(ks) == 1:
+        if f"{group}.name" in ks:  # runs of different experiments: named by the experiment
+            columns[group] = [_shown(r.config.get(f"{group}.name")) for r in runs]
+        elif len(ks) == 1:
             columns[ks[0]] = [_shown(r.config.get(ks[0])) for r in runs]
         else:
             columns[group] = [
