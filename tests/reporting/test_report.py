@@ -178,3 +178,24 @@ def test_records_without_keys_are_an_error_naming_the_folder(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and str(tmp_path / "bad" / "metrics.json") in err[0]
     assert "no field saying what it is" in err[0] and "hint:" in err[1]
+
+
+def test_two_experiments_full_information_rows_stay_apart(tmp_path):
+    """Full information has no β (None); the LTR records of two experiments share every
+    table cell but the experiment: two rows named by it, not 'expected one record per
+    dataset, β, metric, condition' (a missing β used to drop out of the cell check)."""
+    import yaml
+
+    for name, extra in (("demo", {"repetitions": 2}), ("table2", {"alpha": 0.001})):
+        recs = [
+            dict(regime="ltr", dataset="synthetic", metric="ndcg@10", condition=cond,
+                 beta=None if cond == "full" else 0.7, value=v)
+            for cond, v in (("full", 0.9), ("biased", 0.6), ("corrected", 0.8))
+        ]  # fmt: skip
+        folder = _hand_run(tmp_path / "runs" / name, recs, fingerprint=name)
+        cfg = {"experiment": {"name": name, **extra}, "seed": 0}
+        (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert report_main([str(tmp_path / "runs")]) == 0
+    md = (tmp_path / "runs" / "report" / "table_ltr.md").read_text()
+    rows = sorted(line.split("|")[1].strip() for line in md.splitlines() if "synthetic" in line)
+    assert rows == ["synthetic · experiment=demo", "synthetic · experiment=table2"]
