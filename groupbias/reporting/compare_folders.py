@@ -110,10 +110,13 @@ def compare_folders(
     df = tidy_results(runs)
     if by not in df.columns:
         raise ParameterError("--by", "a column of the records: " + ", ".join(df.columns), by)
+    recorded = {str(m).lower(): str(m) for m in df["metric"].dropna().unique()}
+    metrics = [recorded.get(m.lower(), m) for m in metrics]  # nDCG@10: the records' ndcg@10
     df = df[df["metric"].isin(metrics)]
     replicates = [c for c in REPLICATES if c in df.columns and df[c].nunique() > 1]
+    unit = UNITS.get(tuple(replicates), " × ".join(replicates) + " replicates")
     keys = [c for c in key_columns(df) if c not in (by, "metric")]
-    varying = [c for c in keys if df[c].astype(str).nunique() > 1]
+    varying = [c for c in keys if df[c].nunique(dropna=False) > 1]
     settings = []
     by_key = [df[c].astype(str) for c in keys]
     groups = df.groupby(by_key, sort=False, dropna=False) if keys else [((), df)]
@@ -121,7 +124,6 @@ def compare_folders(
         systems = _per_replicate(sub, by, metrics, replicates)
         if len(systems) < 2:
             continue
-        unit = UNITS.get(tuple(replicates), " × ".join(replicates) + " replicates")
         cmp = compare(
             systems, metrics=metrics, test=test, correction=correction, alpha=alpha,
             unit=unit if replicates else "runs",
@@ -132,5 +134,4 @@ def compare_folders(
         raise ParameterError(
             "--by", f"a key with two or more systems holding {', '.join(metrics)}", by
         )
-    unit = UNITS.get(tuple(replicates), " × ".join(replicates) + " replicates")
     return FolderComparison(by, unit if replicates else "one run", tuple(settings))
