@@ -86,3 +86,59 @@ def test_words_without_corpus_is_one_line(files, capsys):
     assert _evaluate(files, "--affected", "F", "--words", str(files / "w.txt")) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "--words/--corpus" in err[0]
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_a_bm25_run_of_grep_biasir_scores_as_retrieval_fairness_does(
+    grep_root, gender_wordlist, tmp_path, monkeypatch
+):
+    """A BM25 top-10 run of Grep-BiasIR written as a TREC file and evaluated by the command
+    on the exported labels, the word list and the documents' text: NFaiRR, ARaB and CWEx
+    as experiment=retrieval_fairness computes them on the collection itself (RunJudge over
+    the TextCollection's own ranking data, not the run file)."""
+    import dataclasses
+
+    import numpy as np
+
+    from groupbias.data.datasets import load_dataset
+    from groupbias.pipelines.retrieval import LEXICON_METRICS, RunJudge
+    from groupbias.retrieval.bm25 import BM25Index
+    from groupbias.retrieval.labels import (
+        GENDER_CLASSES,
+        LexiconLabeller,
+        load_gender_wordlist,
+    )
+
+    monkeypatch.setenv("GROUPBIAS_GREP_BIASIR", str(grep_root))
+    c = load_dataset("grep_biasir", split="test")
+    run = BM25Index(c.texts).search(c.queries, k=10, on_empty="skip")
+    # Grep-BiasIR's documents come in gendered copies of one text: BM25 ties them, and a run
+    # file's tied scores share their ranks' mean weight where RunJudge takes the run's order;
+    # scores 10, 9, ..., 1 make the order the scores' own
+    run = dataclasses.replace(run, scores=(11.0 - run.ranks()).astype(float))
+    run.to_trec(query_ids=c.query_ids, doc_ids=c.doc_ids).write(tmp_path / "bm25.run")
+    (tmp_path / "c.tsv").write_text(
+        "".join(f"{d}\t{' '.join(t.split())}\n" for d, t in zip(c.doc_ids, c.texts))
+    )
+    assert report_main(["export", "grep_biasir", "--out", str(tmp_path)]) == 0
+    args = [
+        "evaluate", "--run", str(tmp_path / "bm25.run"),
+        "--qrels", str(tmp_path / "grep_biasir_test.qrels"),
+        "--groups", str(tmp_path / "grep_biasir_test.groups"), "--classes", "M,F",
+        "--words", str(gender_wordlist), "--corpus", str(tmp_path / "c.tsv"),
+        "--metrics", "nfairr@10,arab@10,cwex@10", "--out", str(tmp_path / "e"),
+    ]  # fmt: skip
+    assert report_main(args) == 0
+    got = pd.read_csv(tmp_path / "e_per_query.csv", dtype={"query": str}).set_index("query")
+    terms = LexiconLabeller(load_gender_wordlist(gender_wordlist)).counts(list(c.texts))
+    judge = RunJudge(c, "gender", GENDER_CLASSES, "N", terms.counts, terms.lengths, k=10)
+    metrics = [
+        {"name": "nfairr", "key": "nfairr@10", "k": 10, **LEXICON_METRICS["nfairr"]},
+        {"name": "arab", "key": "arab@10", "k": 10, **LEXICON_METRICS["arab"]},
+        {"name": "cwex", "key": "cwex@10", "k": 10, "membership": "gendered"},
+    ]
+    want = judge.per_query(run, metrics)
+    qids = np.asarray(c.query_ids).astype(str)
+    for key, values in want.items():
+        np.testing.assert_allclose(got.loc[qids, key].to_numpy(), values, rtol=0, atol=1e-12)
