@@ -2,21 +2,28 @@
 runnable by nature (program output, tables, formulas, config excerpts, signatures), with the
 reason; a block that is neither fails, so a new block must run or be listed.
 
-Python blocks run in a fresh namespace with a temporary folder as working directory and the
-data found through the environment variables of docs/datasets.md. Shell blocks are read line
-by line: ``make`` targets must exist (running them would start the suite recursively),
-benchmark scripts must exist and take the flags given, every ``groupbias`` command line must
-pass the command's own check (every job's config composes and builds, no data read) and
-``groupbias-report`` subcommands must take the flags given; the ``slow`` test then runs the
-``groupbias`` and ``groupbias-report`` commands end to end at a tiny scale: with
-``GROUPBIAS_DOCS_TINY=1`` (set by the tests) the overrides of :data:`TINY` for the command's
-experiment are appended, unless the command sets the key itself. An LLM server a block starts
-(``vllm serve``, ``ollama serve``) is replaced by a local HTTP server on 127.0.0.1 that
-answers the OpenAI chat API.
+Python blocks run in a fresh namespace with a temporary folder as working directory, holding
+the files the documents name (TREC run, qrels and group files, a click log, term lists), and
+the data found through the environment variables of docs/datasets.md; a block whose comment
+names a `groupbias ...` command reads that command's run, which runs first. Shell blocks are
+read line by line: ``make`` targets must exist (running them would start the suite
+recursively), benchmark scripts must exist and take the flags given (benchmarks are
+measurements: ``make bench``), every ``groupbias`` command line must pass the command's own
+check (every job's config composes and builds, no data read; a GPU trainer is checked with
+``trainer.accelerator=cpu`` on a machine without CUDA) and ``groupbias-report`` subcommands must
+take the flags given. The ``slow`` tests then run the ``groupbias`` and ``groupbias-report``
+commands end to end at a tiny scale: with ``GROUPBIAS_DOCS_TINY=1`` (set by the tests) the
+overrides of :data:`TINY` for the command's experiment are appended unless the command sets the
+key itself (:data:`TINY_PYTHON` for Python blocks), and the run folder is moved to the one the
+command as written names, so later commands find the documented paths. Commands on licensed
+data that is absent (MSLR, Yahoo!) or on a GPU that is absent are skipped with the reason. An
+LLM server a block starts (``vllm serve``, ``ollama serve``) is replaced by a local HTTP server
+on 127.0.0.1 that answers the OpenAI chat API.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -62,8 +69,6 @@ NOT_RUNNABLE = {
     # config excerpts
     'docs/ltr.md: {"fc_model":    {"sizes": [144': "a config excerpt",
     # a benchmark's command followed by the timings it printed
-    # TODO: run after a tiny `groupbias experiment=table2 "experiment.datasets=[synthetic]"`
-    "docs/ltr.md: import groupbias as gb": "loads a ranker from a table2 run (`<run>`)",
     "docs/fairness_metrics.md: .venv/bin/python benchmarks/fa": "a benchmark and its output",
 }
 
@@ -93,6 +98,9 @@ TINY = {
     "gender_labels": [],
     "fair_qr": [],
 }
+
+#: with GROUPBIAS_DOCS_TINY=1 and a learned-policy evaluation: fewer epochs and samples
+TINY_POLICY = ["evaluation.epochs=5", "evaluation.samples=100"]
 
 #: with GROUPBIAS_DOCS_TINY=1: Python block key -> (as written, run as)
 TINY_PYTHON = {
@@ -260,23 +268,40 @@ def _click_log(path: Path) -> None:
     write_click_log(path, log.log)
 
 
+@pytest.fixture(scope="module")
+def shared_runs(tmp_path_factory) -> Path:
+    """One runs/ folder for the module: a command run twice (two documents show it) is run
+    once, as the second run would only find the first complete."""
+    return tmp_path_factory.mktemp("runs")
+
+
+#: commands run into ``shared_runs`` (per process)
+DONE: set[tuple[str, ...]] = set()
+
+
 @pytest.fixture
-def doc_cwd(tmp_path, monkeypatch) -> Path:
-    """A fresh working folder holding the files the documents name, data found as documented."""
+def doc_cwd(tmp_path, monkeypatch, shared_runs) -> Path:
+    """A fresh working folder holding the files the documents name, data found as documented,
+    and the module's runs/."""
     _shared_data(monkeypatch)
     monkeypatch.delenv("GROUPBIAS_RUNS", raising=False)
     monkeypatch.setenv("GROUPBIAS_DOCS_TINY", "1")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     monkeypatch.chdir(tmp_path)
     _trec_files(tmp_path)
+    (tmp_path / "runs").symlink_to(shared_runs, target_is_directory=True)
     return tmp_path
 
 
 # --------------------------------------------------------------------------- Python blocks
 
 
-#: Python blocks that train a ranker or read the TREC data: over a few seconds
-SLOW_PYTHON = ("docs/ltr.md: import functools, torch", "docs/method.md: import os")
+#: Python blocks that train a ranker: over a few seconds
+SLOW_PYTHON = (
+    "docs/ltr.md: import functools, torch",
+    "docs/ltr.md: import groupbias as gb",
+)
 
 
 def _params(blocks: list[Block], slow: tuple[str, ...] = ()) -> list:
@@ -288,10 +313,12 @@ def _params(blocks: list[Block], slow: tuple[str, ...] = ()) -> list:
 def test_python_block_runs(block, doc_cwd, monkeypatch):
     from groupbias.core.registry import METRICS
 
-    if "GROUPBIAS_TREC_FAIR" in block.text and trec_fair_root() is None:
+    if re.search(r"GROUPBIAS_TREC_FAIR|trec20|`groupbias ", block.text) and not trec_fair_root():
         pytest.skip("TREC Fair data absent: set GROUPBIAS_TREC_FAIR")
     METRICS._load_builtins()
     monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))  # a block may register one
+    for written in re.findall(r"^#.*`(groupbias [^`]+)`", block.text, flags=re.M):
+        _prerequisite(shlex.split(written), doc_cwd)  # the command whose run the block reads
     code = block.text
     for written, run_as in TINY_PYTHON.get(block.key, []):
         assert written in code, f"{block.id}: {written!r} is gone; update TINY_PYTHON"
@@ -333,12 +360,16 @@ def argv(words: list[str]) -> list[str]:
 
 
 def tiny(args: list[str]) -> list[str]:
-    """``args`` with :data:`TINY`'s overrides of its experiment that it does not set."""
+    """``args`` with :data:`TINY`'s overrides of its experiment (and of a learned-policy
+    evaluation: :data:`TINY_POLICY`) that it does not set."""
     if os.environ.get("GROUPBIAS_DOCS_TINY") != "1":
         return args
     exp = next((a.split("=", 1)[1] for a in args if a.startswith("experiment=")), "demo")
+    extra = TINY.get(exp, [])
+    if {"evaluation=policy", "evaluation=paper_code"} & set(args):
+        extra = [*extra, *TINY_POLICY]
     given = {a.lstrip("+").split("=", 1)[0] for a in args}
-    return [*args, *(o for o in TINY.get(exp, []) if o.split("=", 1)[0] not in given)]
+    return [*args, *(o for o in extra if o.split("=", 1)[0] not in given)]
 
 
 def _cuda() -> bool:
@@ -384,7 +415,19 @@ def _check_command(env: dict, words: list[str]) -> None:
         assert prog in ("vllm", "ollama"), words  # an LLM server: a local one in the runs
 
 
-@pytest.mark.parametrize("block", _of("shell"), ids=lambda b: b.id)
+def _checked_by_a_process(block: Block) -> int:
+    """How many commands of the block :func:`_check_command` starts a process or composes
+    Hydra configs for (three or more: over a few seconds)."""
+    return sum(w[0] in ("groupbias", "groupbias-report", "python") for _, w in commands(block))
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(b, id=b.id, marks=[pytest.mark.slow] if _checked_by_a_process(b) >= 3 else [])
+        for b in _of("shell")
+    ],
+)
 def test_shell_block_commands_check(block, doc_cwd):
     checked = commands(block)
     assert checked
@@ -392,6 +435,7 @@ def test_shell_block_commands_check(block, doc_cwd):
         _check_command(env, words)
 
 
+@pytest.mark.slow  # a fresh groupbias process
 def test_transcript_prints_what_the_doc_shows(doc_cwd):
     for block in _of("transcript"):
         lines = block.text.strip().splitlines()
@@ -401,3 +445,105 @@ def test_transcript_prints_what_the_doc_shows(doc_cwd):
         shown = (res.stdout + res.stderr).strip().splitlines()
         assert res.returncode != 0 or not res.stderr
         assert shown[: len(lines) - 1] == lines[1:], block.id
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+def _llm_answer(request):
+    """An OpenAI-compatible chat answer: a gender label for a document, else keywords."""
+    from werkzeug import Response
+
+    prompt = request.get_json()["messages"][-1]["content"]
+    if "Document: " in prompt:
+        words = set(prompt.rsplit("Document: ", 1)[1].lower().split())
+        label = (
+            "Female" if words & {"she", "her"} else "Male" if words & {"he", "his"} else "Neutral"
+        )
+    else:
+        label = "Refined keywords: fair ranking exposure"
+    body = {"choices": [{"message": {"content": label}}]}
+    return Response(json.dumps(body), content_type="application/json")
+
+
+def _absent(args: list[str], env: dict) -> str | None:
+    """Why a command cannot run here (licensed data or a GPU absent), else None."""
+    for name, var in (("mslr", "GROUPBIAS_MSLR"), ("yahoo", "GROUPBIAS_YAHOO")):
+        if f"dataset={name}" in args and var not in env:
+            return f"dataset={name}: set {var}"
+    if ({"trainer=gpu", "trainer=ddp"} & set(args)) and not _cuda():
+        return "a GPU trainer without CUDA"
+    if trec_fair_root() is None:
+        return "TREC Fair data absent: set GROUPBIAS_TREC_FAIR"
+    return None
+
+
+def _as_written(runs: Path, written: list[str], ran: list[str]) -> None:
+    """Move a tiny run's folder to the one the command as written names, so that the block's
+    later commands find the paths the document shows (sweeps keep their folders)."""
+    from groupbias.app.preflight import run_dirname
+
+    exp = next(a.split("=", 1)[1] for a in written if a.startswith("experiment="))
+    src, dst = runs / exp / run_dirname(ran), runs / exp / run_dirname(written)
+    if "-m" in written or src == dst:
+        return
+    dst.mkdir(parents=True, exist_ok=True)
+    for child in src.iterdir():
+        child.rename(dst / child.name)
+    src.rmdir()
+
+
+def _run_block(block: Block, cwd: Path, server) -> list[str]:
+    """Run the block's groupbias and groupbias-report commands; the reasons of those skipped."""
+    env, skipped = dict(os.environ), []
+    for prefix, words in commands(block):
+        prog, args = words[0], words[1:]
+        if prog == "export":
+            name, value = args[0].split("=", 1)
+            env[name] = str((REPO / value).resolve())  # the documents run from the checkout
+        if prog not in MODULES:
+            continue  # make targets, benchmarks and LLM servers: checked above, or the server
+        args = [re.sub(r"http://127\.0\.0\.1:\d+/v1", server.url_for("/v1"), a) for a in args]
+        reason = _absent(args, env) if prog == "groupbias" else None
+        if reason:
+            skipped.append(f"{' '.join(words)}: {reason}")
+            continue
+        _run([prog, *args], cwd, {**env, **prefix})
+    return skipped
+
+
+def _run(words: list[str], cwd: Path, env: dict) -> None:
+    """Run a groupbias or groupbias-report command (groupbias ones tiny, once per module)."""
+    prog, args = words[0], words[1:]
+    ran = tiny(args) if prog == "groupbias" else args
+    data = str(Path(env.get("GROUPBIAS_TREC_FAIR", "-")).resolve())
+    if prog == "groupbias" and (key := (*words, data)) in DONE:
+        return
+    res = subprocess.run(argv([prog, *ran]), env=env, cwd=cwd, capture_output=True, text=True)
+    assert res.returncode == 0, f"{' '.join(words)}\n{res.stderr[-3000:]}"
+    if prog == "groupbias":
+        _as_written(cwd / "runs", args, ran)
+        DONE.add(key)
+
+
+def _prerequisite(words: list[str], cwd: Path) -> None:
+    """Run the command a Python block names as the source of what it reads."""
+    _run(words, cwd, dict(os.environ))
+
+
+def _runs_something(block: Block) -> bool:
+    return any(words[0] in MODULES for _, words in commands(block))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "block", [b for b in _of("shell") if _runs_something(b)], ids=lambda b: b.id
+)
+def test_shell_block_runs_at_a_tiny_scale(block, doc_cwd):
+    from pytest_httpserver import HTTPServer
+
+    with HTTPServer(host="127.0.0.1", threaded=True) as server:
+        server.expect_request("/v1/chat/completions").respond_with_handler(_llm_answer)
+        skipped = _run_block(block, doc_cwd, server)
+    if skipped and len(skipped) == len([w for _, w in commands(block) if w[0] in MODULES]):
+        pytest.skip("; ".join(skipped))
