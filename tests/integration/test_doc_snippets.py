@@ -545,5 +545,8 @@ def test_shell_block_runs_at_a_tiny_scale(block, doc_cwd):
     with HTTPServer(host="127.0.0.1", threaded=True) as server:
         server.expect_request("/v1/chat/completions").respond_with_handler(_llm_answer)
         skipped = _run_block(block, doc_cwd, server)
+    if not skipped:  # the run folders the block's comments name are there
+        for path in re.findall(r"#[^\n]*?\b(runs/[^\s,;)]+)", block.text):
+            assert (doc_cwd / path).is_dir(), f"{block.id}: {path} not written"
     if skipped and len(skipped) == len([w for _, w in commands(block) if w[0] in MODULES]):
         pytest.skip("; ".join(skipped))
