@@ -1,6 +1,7 @@
 """Every fenced block of README.md and docs/*.md runs as written, or is listed here as not
 runnable by nature (program output, tables, formulas, config excerpts, signatures), with the
-reason; a block that is neither fails, so a new block must run or be listed.
+reason; a block that is neither fails, so a new block must run or be listed. A JSON config
+excerpt must build the class it configures (:data:`CONFIGS`).
 
 Python blocks run in a fresh namespace with a temporary folder as working directory, holding
 the files the documents name (TREC run, qrels and group files, a click log, term lists), and
@@ -66,8 +67,6 @@ NOT_RUNNABLE = {
     "docs/metrics.md: r = (X_A / X_N) / (U_A / U_N),": "a formula",
     "docs/metrics.md: ε*_i = (1/c) Σ_{r = a+1}^{a+c}": "a formula",
     "docs/metrics.md: Δ(EEL)_q = ‖ [Ẽ_A, Ẽ_N] − [E*_": "a formula",
-    # config excerpts
-    'docs/ltr.md: {"fc_model":    {"sizes": [144': "a config excerpt",
     # a benchmark's command followed by the timings it printed
     "docs/fairness_metrics.md: .venv/bin/python benchmarks/fa": "a benchmark and its output",
 }
@@ -109,6 +108,9 @@ TINY_PYTHON = {
         ('precision="bf16-mixed"', 'precision="32-true"'),
     ],
 }
+
+#: JSON config excerpts ("document: start of the first line") -> the class they configure
+CONFIGS = {'docs/ltr.md: {"fc_model":    {"sizes": [144': "groupbias.ltr.ScorerSpec"}
 
 #: first words of a shell command line, after ``VAR=value`` prefixes
 PROGRAMS = (
@@ -174,13 +176,15 @@ def _program(words: list[str]) -> str:
 
 
 def kind(block: Block) -> str:
-    """python | shell | transcript | listed | elsewhere | unclassified"""
+    """python | shell | transcript | config | listed | elsewhere | unclassified"""
     if block.key in NOT_RUNNABLE:
         return "listed"
     if block.key in RUN_ELSEWHERE:
         return "elsewhere"
     if block.lang == "python":
         return "python"
+    if block.lang == "json" and block.key in CONFIGS:
+        return "config"
     if block.lang == "" and block.key.split(": ", 1)[1].startswith("$ "):
         return "transcript"
     if block.lang in ("", "bash", "sh", "shell"):
@@ -326,6 +330,16 @@ def test_python_block_runs(block, doc_cwd, monkeypatch):
     namespace: dict = {"__name__": "__doc_block__"}
     exec(compile(code, block.id, "exec"), namespace)
     assert len(namespace) > 2  # it defined or imported something
+
+
+@pytest.mark.parametrize("block", _of("config"), ids=lambda b: b.id)
+def test_config_excerpt_builds(block):
+    import importlib
+
+    module, name = CONFIGS[block.key].rsplit(".", 1)
+    cfg = json.loads(block.text)
+    built = getattr(importlib.import_module(module), name)(**cfg)  # strict: raises on a bad key
+    assert type(built).__name__ == name
 
 
 # --------------------------------------------------------------------------- shell blocks
