@@ -424,7 +424,10 @@ def _check_command(env: dict, words: list[str]) -> None:
         res = subprocess.run([*head, "--help"], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr[-2000:]
         for flag in _flags(words):
-            assert flag.split("=")[0] in res.stdout, f"{' '.join(words)}: {flag} not in --help"
+            name = re.escape(flag.split("=")[0])
+            assert re.search(rf"{name}(?![\w-])", res.stdout), (
+                f"{' '.join(words)}: {flag} not in --help"
+            )
     else:
         assert prog in ("vllm", "ollama"), words  # an LLM server: a local one in the runs
 
