@@ -23,11 +23,15 @@ per-query min–max bins (``train_levels``: the levels of the learner's target, 
 ``eel_levels``); ``eel_distance`` ℓ2, squared ℓ2 or ℓ1; ``top_n`` keep the top-N
 candidates of each query by the evaluated scores before anything else (null: all), and
 ``top_n_ties`` which of the candidates tied at the cut it keeps: ``"first"`` (earliest in
-the list) or ``"last"`` (latest: the order of the released code's ``argsort()[::-1]``);
+the list), ``"last"`` (latest: the released code's ``argsort()[::-1]`` on short lists, where
+numpy's sort is stable) or ``"argsort"`` (what numpy's ``argsort()[::-1]`` of the query's
+slice keeps, the kept items in that order: the released code's cut, ties included);
 ``single_group`` ``"drop"`` queries whose (kept) items are all in one group (their metrics
 are NaN, excluded from means and paired tests); ``on_no_relevant`` / ``on_zero_ndcg``
 NDCG of queries without relevant items, and whether queries with NDCG = 0 count in the
-mean; ``ties`` of deterministic rankings.
+mean; ``ties`` of deterministic rankings: ``"average"``, ``"stable"`` (by position) or
+``"argsort"`` (each query ranked by numpy's ``argsort()[::-1]`` of its slice of the scores,
+as the released code ranks: :func:`groupbias.rank.ranking.argsort_order`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from ..core.errors import ParameterError
 from ..core.segments import query_index, segment_sum
 from ..core.validation import choice, integer, real
 from ..rank.plackett_luce import DEVICES, EXACT_MAX, PlackettLuce
-from ..rank.ranking import TIES, DeterministicRanking
+from ..rank.ranking import TIES, DeterministicRanking, argsort_order
 from ..rank.sampled import SampledRankings
 from .catalog import compute_metrics, parse_metric
 from .exposure import check_offset, query_minmax_grades
@@ -80,8 +84,11 @@ LEARNERS = ("pl", "ppg")
 #: when they differ from their defaults
 PL_ONLY = ("temperature", "samples", "exact_max", "tradeoff", "level", "init_temperature")
 SINGLE_GROUP = ("keep", "drop")
-#: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list
-CUT_TIES = ("first", "last")
+#: which candidates tied at the ``top_n`` cut are kept: the earliest or the latest in the list,
+#: or those numpy's ``argsort()[::-1]`` of the query keeps (in that order)
+CUT_TIES = ("first", "last", "argsort")
+#: ties of deterministic rankings: the metrics' own, or numpy's ``argsort()[::-1]`` per query
+PROTOCOL_TIES = TIES + ("argsort",)
 
 
 @dataclass
@@ -154,7 +161,7 @@ class EvaluationProtocol:
         self.single_group = choice("single_group", self.single_group, SINGLE_GROUP)
         self.on_no_relevant = choice("on_no_relevant", self.on_no_relevant, ON_NO_RELEVANT)
         self.on_zero_ndcg = choice("on_zero_ndcg", self.on_zero_ndcg, ON_ZERO_NDCG)
-        self.ties = choice("ties", self.ties, TIES)
+        self.ties = choice("ties", self.ties, PROTOCOL_TIES)
         if not isinstance(self.learn, bool):
             raise ParameterError("learn", "true or false", self.learn)
         self.temperature = real("temperature", self.temperature, low=0.0, low_open=True)
@@ -231,12 +238,12 @@ class EvaluationProtocol:
             opts = {
                 "on_no_relevant": (self.on_no_relevant, "skip"),
                 "on_zero_ndcg": (self.on_zero_ndcg, "keep"),
-                "ties": (self.ties, "average"),
+                "ties": (self.metric_ties, "average"),
             }
         elif name == "rho_dtr":
             opts = {"on_zero_utility": (self.on_zero_utility, "extend")}
             if ltr:
-                opts.update(offset=(self.offset, 1), ties=(self.ties, "average"))
+                opts.update(offset=(self.offset, 1), ties=(self.metric_ties, "average"))
         elif name == "delta_eel":
             opts = {
                 "offset": (self.offset, 1),
@@ -245,8 +252,15 @@ class EvaluationProtocol:
                 "distance": (self.eel_distance, "l2"),
             }
             if ltr:
-                opts["ties"] = (self.ties, "average")
+                opts["ties"] = (self.metric_ties, "average")
         return {k: v for k, (v, default) in opts.items() if v != default}
+
+    @property
+    def metric_ties(self) -> str:
+        """The metrics' ``ties``: with ``ties="argsort"`` the items of every query are put in
+        numpy's ``argsort()[::-1]`` order first (:meth:`evaluate`), so ties by position
+        (``"stable"``) rank them in that order."""
+        return "stable" if self.ties == "argsort" else self.ties
 
     # ------------------------------------------------------------------ evaluation
 
@@ -255,6 +269,8 @@ class EvaluationProtocol:
         ``scores`` against ``spec`` under this protocol."""
         scores = np.asarray(scores, dtype=np.float64)
         scores, spec = self.truncate(scores, spec)
+        if self.ties == "argsort":
+            scores, spec = _gather(scores, spec, *argsort_order(scores, spec.qptr))
         if self.mode == "policy":
             regime = "ltr"
         spec = replace(spec, metrics=tuple(self.metric_entries(spec.metrics, regime)))
@@ -272,11 +288,15 @@ class EvaluationProtocol:
         """The top ``top_n`` items of every query by ``scores``, in their original order, and
         the matching spec; unchanged without ``top_n``. Of the items tied at the cut the
         earliest in the list are kept (``top_n_ties="first"``) or the latest (``"last"``:
-        the released code's ``argsort()[::-1][:top_n]``, which puts later items first among
-        equals; its second ``argsort()[::-1]`` over the kept items, in that reversed order,
-        ranks tied items earliest first again, which ``ties="stable"`` expresses)."""
+        the released code's ``argsort()[::-1][:top_n]`` where numpy sorts stably, which puts
+        later items first among equals; its second ``argsort()[::-1]`` over the kept items,
+        in that reversed order, ranks tied items earliest first again, which
+        ``ties="stable"`` expresses). ``"argsort"``: the items numpy's ``argsort()[::-1]
+        [:top_n]`` of each query keeps, in that order (the released code's ``cut_topk``)."""
         if self.top_n is None:
             return scores, spec
+        if self.top_n_ties == "argsort":
+            return _gather(scores, spec, *argsort_order(scores, spec.qptr, self.top_n))
         if self.top_n_ties == "last":  # rank every list reversed, ties by position
             q = spec.qptr
             qi = query_index(q)
@@ -287,16 +307,7 @@ class EvaluationProtocol:
         keep = ranks <= self.top_n
         sizes = np.minimum(np.diff(spec.qptr), self.top_n)
         qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        member = None if spec.membership is None else spec.membership[keep]
-        spec = replace(
-            spec,
-            labels=spec.labels[keep],
-            relevance=spec.relevance[keep],
-            groups=spec.groups[keep],
-            qptr=qptr,
-            membership=member,
-        )
-        return scores[keep], spec
+        return _gather(scores, spec, keep, qptr)
 
     def _policy_metrics(self, scores: np.ndarray, spec) -> dict[str, np.ndarray]:
         """The metrics of the policy of ``scores``; with ``objective="per_metric"`` ρ(DTR)
@@ -387,6 +398,21 @@ class PolicyProgress:
             took = time.perf_counter() - self.start
             line = f"[groupbias] {self.what}: {self.unit} {epoch}/{epochs}, {took:.1f} s"
             print(line, flush=True)
+
+
+def _gather(scores: np.ndarray, spec, index: np.ndarray, qptr: np.ndarray):
+    """``scores`` and the spec's item arrays at ``index`` (indices or a mask; the items of the
+    queries ``qptr``)."""
+    member = None if spec.membership is None else spec.membership[index]
+    spec = replace(
+        spec,
+        labels=spec.labels[index],
+        relevance=spec.relevance[index],
+        groups=spec.groups[index],
+        qptr=qptr,
+        membership=member,
+    )
+    return scores[index], spec
 
 
 def _single_group(groups: np.ndarray, qptr: np.ndarray) -> np.ndarray:

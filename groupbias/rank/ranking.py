@@ -28,12 +28,34 @@ __all__ = [
     "DeterministicRanking",
     "Exposure",
     "TIES",
+    "argsort_order",
     "as_ranking",
     "log_discount",
     "rank_weights",
 ]
 
 TIES = ("average", "stable")
+
+
+def argsort_order(
+    scores: np.ndarray, qptr: np.ndarray, top_n: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The items of every query in the order of ``np.argsort(scores[a:b])[::-1]``, cut to
+    the first ``top_n``: flat gather indices (int64) and the offsets of the kept items.
+
+    This is how the paper's released code ranks (and cuts) a list: descending scores, and
+    among equal scores whatever order numpy's default sort (unstable: introsort, or a SIMD
+    sort where numpy dispatches one) leaves, reversed. numpy's argsort is called on each
+    query's slice of ``scores`` itself (float64, contiguous), as that code calls it, so the
+    order among ties is the one it gets on this machine; it is deterministic for given
+    values, but not specified by numpy and may differ between CPUs (docs/metrics.md)."""
+    parts = [np.zeros(0, dtype=np.int64)]
+    sizes = [0]
+    for a, b in zip(qptr[:-1].tolist(), qptr[1:].tolist()):
+        order = np.argsort(scores[a:b])[::-1][:top_n]
+        parts.append(a + order.astype(np.int64))
+        sizes.append(order.size)
+    return np.concatenate(parts), np.cumsum(sizes, dtype=np.int64)
 
 
 def log_discount(max_len: int, k: int | None, offset: int = 1) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -252,15 +253,15 @@ def _stable_descending(scores, a, b, top_n):
     return sorted(range(a, b), key=lambda i: -scores[i])[:top_n]
 
 
-def _released_order(scores, a, b, top_n):
-    """The released code's two sorts, re-implemented: ``argsort()[::-1]`` cut to ``top_n``,
-    then ``argsort()[::-1]`` again over the cut items (in the order the cut left them).
-    ``kind="stable"`` pins the order among equals that numpy's default argsort gives on short
-    lists without SIMD sorting (later items first after the reversal); with SIMD dispatch
-    (AVX-512) numpy leaves it unspecified."""
-    s = np.asarray(scores[a:b])
-    cut = np.argsort(s, kind="stable")[::-1][:top_n]
-    again = np.argsort(s[cut], kind="stable")[::-1]
+def _released_order(scores, a, b, top_n, kind=None):
+    """The released code's two sorts: ``argsort()[::-1]`` of the query's slice cut to
+    ``top_n``, then ``argsort()[::-1]`` again over the cut items (in the order the cut left
+    them), each on the float64 slice as that code calls it. ``kind=None`` is numpy's default
+    sort, the released code's; ``kind="stable"`` the order it gives on short lists without
+    SIMD sorting (later items first after the reversal)."""
+    s = np.asarray(scores[a:b], dtype=np.float64)
+    cut = np.argsort(s, kind=kind)[::-1][:top_n]
+    again = np.argsort(s[cut], kind=kind)[::-1]
     return [a + int(i) for i in cut[again]]
 
 
@@ -324,9 +325,11 @@ def test_paper_code_preset_matches_the_released_conventions_on_deterministic_ran
 
 def test_paper_code_preset_keeps_the_released_codes_tie_order():
     """On scores with many ties (biased utilities of binary labels are), the preset keeps the
-    candidates the released code's ``argsort()[::-1][:20]`` keeps (the latest of the tied
-    ones) and ranks them as its second ``argsort()[::-1]`` does: NDCG@10, ρ(DTR) and Δ(EEL)
-    equal that re-implementation to 1e-12, and differ from keeping the earliest."""
+    candidates the released code's ``argsort()[::-1][:20]`` keeps and ranks them as its
+    second ``argsort()[::-1]`` does (numpy's default sort, unstable beyond 16 items): NDCG@10,
+    ρ(DTR) and Δ(EEL) equal that re-implementation to 1e-12. The named options ``top_n_ties:
+    last`` with ``ties: stable`` give numpy's order where it sorts stably, and keeping the
+    earliest tied candidates differs from both."""
     rng = np.random.default_rng(11)
     sizes = rng.integers(15, 40, size=80)
     q = np.concatenate([[0], np.cumsum(sizes)])
@@ -335,17 +338,23 @@ def test_paper_code_preset_keeps_the_released_codes_tie_order():
     groups = (rng.random(n) < 0.4).astype(float)
     scores = labels * np.where(groups == 1, 0.6, 1.0)  # three distinct values per query
     spec = _spec(labels, groups, q, ["ndcg@10", "rho_dtr", "delta_eel"])
-    got = _preset("paper_code", mode="deterministic").evaluate(scores, spec, regime="ltr")
-    kept = ~np.isnan(got["ndcg@10"])
-    want = _paper_style(scores, labels, groups, q, order_of=_released_order)
-    assert kept.sum() == len(want) > 60
-    for j, key in enumerate(("ndcg@10", "rho_dtr", "delta_eel")):
-        np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
-    first = _preset("paper_code", mode="deterministic", top_n_ties="first")
+    keys = ("ndcg@10", "rho_dtr", "delta_eel")
+    cases = (({}, None), ({"top_n_ties": "last", "ties": "stable"}, "stable"))
+    for changes, kind in cases:
+        p = _preset("paper_code", mode="deterministic", **changes)
+        got = p.evaluate(scores, spec, regime="ltr")
+        kept = ~np.isnan(got["ndcg@10"])
+        want = _paper_style(scores, labels, groups, q, order_of=partial(_released_order, kind=kind))
+        assert kept.sum() == len(want) > 60
+        for j, key in enumerate(keys):
+            np.testing.assert_allclose(got[key][kept], want[:, j], rtol=1e-12, atol=1e-14)
+    first = _preset("paper_code", mode="deterministic", top_n_ties="first", ties="stable")
     other = first.evaluate(scores, spec, regime="ltr")
     assert np.nanmax(np.abs(other["rho_dtr"] - got["rho_dtr"])) > 0.01
     with pytest.raises(ParameterError, match="top_n_ties"):
         EvaluationProtocol(top_n_ties="middle")
+    with pytest.raises(ParameterError, match="ties"):
+        EvaluationProtocol(ties="quicksort")
 
 
 def test_per_metric_objective_judges_rho_dtr_on_the_dtr_policy():

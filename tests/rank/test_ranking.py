@@ -18,7 +18,7 @@ from groupbias.evaluation.catalog import (
     compute_metrics,
     eel_thresholds,
 )
-from groupbias.rank.ranking import DeterministicRanking
+from groupbias.rank.ranking import DeterministicRanking, argsort_order
 
 pytestmark = pytest.mark.reproducibility
 
@@ -323,3 +323,18 @@ def test_unpad_writes_a_blocks_rows_back_to_their_items():
     for b in blocks:
         b.unpad(b.padded(values, np.nan), out)
     np.testing.assert_array_equal(out, values)
+
+
+def test_argsort_order_is_numpys_reversed_argsort_of_each_query_cut_to_top_n():
+    """Per query the slice's ``np.argsort()[::-1]`` (default kind, called on the slice), cut
+    to ``top_n``; by hand on a tie-free query, and equal to numpy's call on tied ones."""
+    scores = np.array([0.2, 0.9, 0.5, 3.0, 1.0, 1.0, 0.0, 1.0] + [1.0, 0.0] * 15)
+    qptr = np.array([0, 3, 8, 38])
+    index, q = argsort_order(scores, qptr, top_n=20)
+    assert index[:3].tolist() == [1, 2, 0]
+    assert q.tolist() == [0, 3, 8, 28]
+    for a, b, c, d in ((3, 8, 3, 8), (8, 38, 8, 28)):
+        want = a + np.argsort(scores[a:b])[::-1][:20]
+        assert index[c:d].tolist() == want.tolist()
+    full, q_full = argsort_order(scores, qptr)
+    assert q_full.tolist() == qptr.tolist() and np.array_equal(full[:28], index[:28])
