@@ -283,8 +283,9 @@ def check_common(exp, *, split: bool = True) -> None:
         integer("repetitions", exp.repetitions, low=1)
 
 
-#: the records a paper table shows beside its metric columns: β̂ and the null check
-TABLE_EXTRAS = ("beta_hat", "null_beta_hat", "assumption_violated")
+#: the records a paper table shows beside its metric columns: β̂ and the null check (its
+#: measured bias goes into the footnote of a failed check)
+TABLE_EXTRAS = ("beta_hat", "null_beta_hat", "assumption_violated", "null_bias")
 
 
 def table_records(records, cols, *, extras=TABLE_EXTRAS) -> list:
@@ -294,7 +295,8 @@ def table_records(records, cols, *, extras=TABLE_EXTRAS) -> list:
 
 
 def assumption_note(records, estimator=None) -> str | None:
-    """A footnote when a row's null check failed (the table marks it with ``!``), with a
+    """A footnote when a row's null check failed (the table marks it with ``!``), naming the
+    null bias it measured (mean ``null_bias`` of the row's records, where recorded), with a
     remedy ``estimator`` (the one that ran) does not already apply."""
     bad = sorted(
         {
@@ -312,9 +314,18 @@ def assumption_note(records, estimator=None) -> str | None:
         cause, remedy = "the groups' utilities differ", "try estimator=calibrated"
     return (
         f"! null β̂ (the {name} estimator on unbiased data) is off: {cause}, so β̂ and "
-        "corrected values are unreliable for " + ", ".join(bad) + f" ({remedy}; the warning "
-        "names the cause measured)"
+        "corrected values are unreliable for "
+        + ", ".join(_with_null_bias(ds, records) for ds in bad)
+        + f" ({remedy}; the warning names the cause measured)"
     )
+
+
+def _with_null_bias(dataset: str, records) -> str:
+    """``dataset (null bias -0.057)``: the mean null bias its records measured, if any."""
+    bias = [
+        r["value"] for r in records if r["metric"] == "null_bias" and str(r["dataset"]) == dataset
+    ]
+    return f"{dataset} (null bias {sum(bias) / len(bias):+.3f})" if bias else dataset
 
 
 def evaluation_title(setup) -> str:

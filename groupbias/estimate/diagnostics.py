@@ -11,7 +11,8 @@ even when there is no bias at all. Whenever true relevance is known (every simul
   the estimate uses;
 - ``null_beta_hat``: the estimator's mean β̂ on attractiveness simulated at β = 1 with the
   run's per-query noise (the *null check*), ``null_beta_true`` the mean true ``beta_q`` of
-  that simulation (below 1 only by the clipped noise) and ``null_error`` their distance.
+  that simulation (below 1 only by the clipped noise), ``null_bias`` = ``null_beta_hat −
+  null_beta_true`` (the estimator's signed bias there) and ``null_error`` its size.
   The pipelines simulate it (:meth:`groupbias.simulate.group_bias.GroupBias.simulate_null`) and
   hand it in: the estimate stage never simulates.
 
@@ -60,6 +61,7 @@ DIAGNOSTIC_METRICS = (
     "ks_relevance_cluster",
     "null_beta_hat",
     "null_beta_true",
+    "null_bias",
     "null_error",
     "assumption_violated",
 )
@@ -93,9 +95,15 @@ class AssumptionCheck:
     labeled_positives: int | None = None
 
     @property
+    def null_bias(self) -> float:
+        """``mean β̂ - mean beta_q`` of the null simulation (β = 1): the estimator's bias
+        there, signed (negative: it under-estimates, and would over-correct)."""
+        return self.null_beta_hat - self.null_beta_true
+
+    @property
     def null_error(self) -> float:
         """``|mean β̂ - mean beta_q|`` of the null simulation (β = 1)."""
-        return abs(self.null_beta_true - self.null_beta_hat)
+        return abs(self.null_bias)
 
     @property
     def violated(self) -> bool:
@@ -109,6 +117,7 @@ class AssumptionCheck:
             "ks_relevance_cluster": self.ks_relevance_cluster,
             "null_beta_hat": self.null_beta_hat,
             "null_beta_true": self.null_beta_true,
+            "null_bias": self.null_bias,
             "null_error": self.null_error,
             "assumption_violated": float(self.violated),
         }
@@ -145,8 +154,8 @@ class AssumptionCheck:
         head = (
             f"{where}: the {self.estimator} estimator's assumption fails: on data simulated "
             f"without bias (β = 1, mean β_q {self.null_beta_true:.3f} after clipping the "
-            f"noise{scaled}) it estimates β̂ = {self.null_beta_hat:.3f} (off by "
-            f"{self.null_error:.3f} > {self.tolerance:g}). "
+            f"noise{scaled}) it estimates β̂ = {self.null_beta_hat:.3f} (null bias "
+            f"{self.null_bias:+.3f}: off by {self.null_error:.3f} > {self.tolerance:g}). "
         )
         return head + self.cause() + "; β̂ and the corrected metrics of this run are not reliable."
 

@@ -10,6 +10,7 @@ import scipy.stats as st
 
 import groupbias as gb
 from data_loaders.synthetic import make_synthetic
+from experiments.common import assumption_note
 from groupbias.core.errors import AssumptionWarning
 from groupbias.data.ranking_data import RankingData
 from groupbias.estimate.diagnostics import AssumptionCheck, Diagnostics, estimate_summary
@@ -306,6 +307,20 @@ def test_the_warning_names_the_cause_it_measured():
         tolerance=0.05,
     )
     assert not ok.violated and ok.null_error == pytest.approx(0.02)
+    # the signed bias it measured is recorded beside the flag and printed in the warning
+    assert ok.null_bias == pytest.approx(-0.02) and small.null_bias == pytest.approx(-0.07)
+    values = small.values()
+    assert values["null_bias"] == pytest.approx(-0.07) and values["assumption_violated"] == 1.0
+    assert "null bias -0.070: off by 0.070 > 0.05" in small.message("x")
+    recs = small.records({"dataset": "d"})
+    assert [r["metric"] for r in recs if r["metric"].startswith("null")] == [
+        "null_beta_hat",
+        "null_beta_true",
+        "null_bias",
+        "null_error",
+    ]
+    note = assumption_note(recs)
+    assert note is not None and "unreliable for d (null bias -0.070)" in note
 
 
 def test_estimate_summary_by_hand():
