@@ -33,6 +33,7 @@ from ..core.registry import ESTIMATORS
 from ..core.segments import query_index
 from ..core.validation import choice, generator, integer, real, sequence
 from ..data.membership import AFFECTED_SPLIT, affected_group
+from .debias import BIAS_CORRECTIONS, bootstrap_bias
 from .distances import DISTANCES
 from .ks import (
     JITTER_SCALES,
@@ -228,6 +229,17 @@ def _size_candidates(name: str, values) -> tuple[int | None, ...]:
     return sequence(name, values, one, what="cluster sizes (integers >= 1, null = global)")
 
 
+def _no_bias_correction(estimator, name: str) -> None:
+    """The bootstrap bias correction replicates plain KS; another estimator refuses it."""
+    if estimator.bias_correction != "none":
+        raise ParameterError(
+            "bias_correction",
+            f"none: the {name} estimator has no bootstrap bias correction (estimator=amortized "
+            "or per_query has)",
+            estimator.bias_correction,
+        )
+
+
 @ESTIMATORS.register("ks")
 @dataclass(frozen=True)
 class KSEstimator:
@@ -245,6 +257,10 @@ class KSEstimator:
     replicates of the per-query noise used by ``"auto"``; ``tie``: the minimizer of a flat
     curve, ``"largest"`` (default), ``"smallest"`` or ``"middle"``
     (:func:`groupbias.estimate.ks.grid_argmin`). Fractional memberships are split at 0.5.
+    ``bias_correction``: ``"none"`` or ``"bootstrap"``: subtract the bias of every cluster's
+    estimate, measured by ``bias_boot`` parametric-bootstrap replicates drawn at β̂ from the
+    run's own scores with per-query propensities of spread ``bias_beta_std``
+    (:func:`groupbias.estimate.debias.bootstrap_bias`).
     """
 
     cluster_size: int | str | None = None
@@ -258,9 +274,15 @@ class KSEstimator:
     auto_sizes: tuple = AUTO_SIZES
     auto_boot: int = 30
     tie: str = "largest"
+    bias_correction: str = "none"
+    bias_boot: int = 50
+    bias_beta_std: float = 0.0
 
     def __post_init__(self) -> None:
         choice("tie", self.tie, MINIMIZER_TIES)
+        choice("bias_correction", self.bias_correction, BIAS_CORRECTIONS)
+        integer("bias_boot", self.bias_boot, low=1)
+        real("bias_beta_std", self.bias_beta_std, low=0.0, what="a standard deviation >= 0")
         if self.cluster_size is not None and self.cluster_size != "auto":
             integer(
                 "cluster_size",
@@ -323,7 +345,33 @@ class KSEstimator:
             cluster_size=_fixed(size, clusters),
             **self.search(grade_spacing),
         )
-        return replace(est, info=info) if info else est
+        if self.bias_correction == "bootstrap":
+            est = self.debiased(
+                est, attractiveness, groups, qptr=qptr, rng=rng, grade_spacing=grade_spacing
+            )
+        return replace(est, info={**est.info, **info}) if info else est
+
+    def debiased(self, est: BetaEstimate, attractiveness, groups, *, qptr, rng, grade_spacing):
+        """``est`` less the bias :func:`~groupbias.estimate.debias.bootstrap_bias` measures
+        (clipped to the grid's range; a cluster whose bias is unknown keeps its estimate);
+        ``info`` keeps the plain estimate (``beta_hat_plain``) and the bias per cluster."""
+        rng = generator(rng, used_for="the bias correction")
+        bias = bootstrap_bias(
+            est,
+            attractiveness,
+            affected_group(groups, AFFECTED_SPLIT),
+            qptr=qptr,
+            n_boot=self.bias_boot,
+            beta_std=self.bias_beta_std,
+            rng=rng,
+            search=self.search(grade_spacing),
+        )
+        fixed = np.where(np.isfinite(bias), est.beta_hat - np.nan_to_num(bias), est.beta_hat)
+        fixed = np.clip(fixed, est.grid[0], 1.0)
+        info = {**est.info, "beta_hat_plain": est.beta_hat, "bias": bias}
+        return replace(
+            est, beta_hat=fixed, beta_hat_per_query=fixed[est.cluster_of_query], info=info
+        )
 
     def estimate(
         self,
@@ -442,6 +490,7 @@ class CalibratedKSEstimator(KSEstimator):
     def __post_init__(self) -> None:
         super().__post_init__()
         real("labeled_fraction", self.labeled_fraction, low=0.0, high=1.0, low_open=True)
+        _no_bias_correction(self, "calibrated")
         integer("min_labeled_queries", self.min_labeled_queries, low=1)
         integer("min_labeled_positives", self.min_labeled_positives, low=0)
 
@@ -570,6 +619,7 @@ class ShrinkageEstimator(KSEstimator):
     def __post_init__(self) -> None:
         super().__post_init__()
         integer("n_boot", self.n_boot, low=2)
+        _no_bias_correction(self, "shrinkage")
         if self.bootstrap:
             raise ParameterError(
                 "bootstrap",

@@ -408,6 +408,8 @@ def test_table2_normalizes_each_split_once(tmp_path, monkeypatch):
         ("bias.betas=0.8", "bias.betas"),
         ("bias.betas=[1.5]", "bias.betas"),
         ("estimator.jitter_scale=coarse", "estimator.jitter_scale"),
+        ("estimator.bias_correction=jackknife", "estimator.bias_correction"),
+        ("estimator.bias_boot=0", "estimator.bias_boot"),
     ],
 )
 def test_bad_config_values_name_the_key(override, key, tmp_path):

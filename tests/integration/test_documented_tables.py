@@ -85,6 +85,11 @@ def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, runs, name):
 
 
 @pytest.mark.slow
+def test_the_ks_bias_table_equals_a_fresh_run(runs):
+    fresh_check("ks_bias", runs)
+
+
+@pytest.mark.slow
 def test_the_estimator_accuracy_table_equals_a_fresh_benchmark(runs):
     fresh_check("estimator_accuracy", runs)
 
