@@ -4,7 +4,8 @@ metrics, on lexicon, human or LLM document labels.
 Systems: BM25, BM25+RM3, bias-aware PRF (seed 003; λ and Bias(d) from ``prf``), MMR, FA*IR,
 FAIR-QR with the offline refiner (and with the LLM refiner when ``llm`` names an endpoint).
 Metrics at cutoff 10: MRR@10 and nDCG@10 (utility), AWRF@10 (the dataset's groups, target
-the group share among relevant documents), NFaiRR@10 (lexicon counts, ω with ``tau``),
+the group share among relevant documents), NFaiRR@10 (lexicon counts, ω with ``tau``; IFaiRR over
+the query's retrieved list),
 TExFAIR@10 (term exposure of the lexicon's words, with RBDF), ARaB@10 (tf and boolean), and
 for every gender labelling of ``labels`` (``human``: the collection's own gender labels,
 ``lexicon``: the word list's majority, ``llm``: an LLM's zero-shot labels) CWEx@10 with
@@ -46,7 +47,14 @@ METRICS = (
     "mrr@10",
     "ndcg@10",
     {"name": "awrf", "key": "awrf@10", "k": 10, "target": "relevant"},
-    {"name": "nfairr", "key": "nfairr@10", "k": 10, "tau": 1.0, "membership": "counts"},
+    {
+        "name": "nfairr",
+        "key": "nfairr@10",
+        "k": 10,
+        "tau": 1.0,
+        "membership": "counts",
+        "background": "retrieved",  # IFaiRR over the retrieved list (seed 002; top_k: the top 10)
+    },
     {"name": "texfair", "key": "texfair@10", "k": 10, "membership": "term_share"},
     {"name": "arab", "key": "arab_tf@10", "k": 10, "magnitude": "tf", "membership": "counts"},
     {"name": "arab", "key": "arab_bool@10", "k": 10, "magnitude": "bool", "membership": "counts"},

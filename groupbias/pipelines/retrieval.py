@@ -18,9 +18,20 @@ share among all judged relevant documents) are computed on the judged view of th
 (:meth:`TextCollection.ranking_data` with ``judged=True``: the relevant documents the run
 missed count for the ideal and the target, never for the ranking: they sit below rank
 ``k`` with their own group rows, and a judged metric's cutoff may not exceed ``k``); the
-others on the retrieved documents only. :func:`run_records` turns the per-query values of
-several systems into records with paired tests against a reference system
-(``records_for``).
+others on the retrieved documents only.
+
+NFaiRR's background set ``S`` (IFaiRR = the FaiRR of the best ordering of ``S``) is the
+option ``background`` of an ``nfairr`` entry:
+
+- ``"retrieved"`` (default): every document the run retrieved for the query (its whole
+  list, to the retrieval depth): the candidates a re-ranker could have put in the top k,
+  as the official NFaiRR code normalizes (its background run file is the retrieved pool)
+  and as seed 002 states it ("the highest achievable FaiRR score among the document
+  candidates for each query");
+- ``"top_k"``: the run's own top k (only the order within the top k counts).
+
+:func:`run_records` turns the per-query values of several systems
+into records with paired tests against a reference system (``records_for``).
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.validation import choice
 from ..data.text import Run, TextCollection
 from ..evaluation.catalog import EvalSpec, compute_metrics, parse_metric
 from ..evaluation.stats import label_agreement
@@ -42,6 +54,7 @@ __all__ = [
     "lexicon_membership",
     "MEMBERSHIPS",
     "JUDGED_VIEW",
+    "NFAIRR_BACKGROUNDS",
     "run_records",
     "agreement_records",
 ]
@@ -49,6 +62,8 @@ __all__ = [
 MEMBERSHIPS = ("groups", "gendered", "counts", "term_share")
 #: metrics computed on the judged view of a run (module docstring)
 JUDGED_VIEW = ("ndcg", "map", "mrr", "awrf", "awrf_distance", "ndcg_awrf")
+#: NFaiRR's background set (module docstring): the whole retrieved list, or the top k
+NFAIRR_BACKGROUNDS = ("retrieved", "top_k")
 
 
 #: the lexicon membership (and options) each bias measure takes in the seed papers, as
@@ -112,27 +127,40 @@ class RunJudge:
 
     def per_query(self, run: Run, metrics: Sequence) -> dict[str, np.ndarray]:
         """``{output key: float64 [n_queries]}`` of ``metrics`` (names or mappings, with
-        an optional ``membership``) for the top ``k`` of ``run``."""
+        an optional ``membership``; ``nfairr`` also ``background``) for the top ``k`` of
+        ``run`` (NFaiRR's IFaiRR over the whole retrieved list by default)."""
         views = {
-            True: self.collection.ranking_data(run, k=self.k, judged=True),
-            False: self.collection.ranking_data(run, k=self.k),
+            "judged": lambda: self.collection.ranking_data(run, k=self.k, judged=True),
+            "top_k": lambda: self.collection.ranking_data(run, k=self.k),
+            "retrieved": lambda: self.collection.ranking_data(run),
         }
-        plan: dict[tuple[bool, str], list] = {}
+        plan: dict[tuple[str, str], list] = {}
         order = []
         for entry in metrics:
             entry = dict(entry) if isinstance(entry, Mapping) else entry
             source = entry.pop("membership", "groups") if isinstance(entry, dict) else "groups"
+            background = entry.pop("background", None) if isinstance(entry, dict) else None
             req = parse_metric(entry)
-            judged = req.name in JUDGED_VIEW
-            if judged and (req.k is None or req.k > self.k):
+            view = "judged" if req.name in JUDGED_VIEW else "top_k"
+            if view == "judged" and (req.k is None or req.k > self.k):
                 # the judged view lists the missed relevant documents below rank k: a deeper
                 # cutoff would count them as retrieved
                 raise ParameterError("k", f"a cutoff of at most the judge's k={self.k}", req.key)
-            plan.setdefault((judged, source), []).append(entry)
+            if req.name == "nfairr":
+                view = choice("background", background or "retrieved", NFAIRR_BACKGROUNDS)
+            elif background is not None:
+                raise ParameterError(
+                    "background", "no background (only nfairr has one)", background
+                )
+            if view == "retrieved":  # FaiRR of the top k, IFaiRR over the whole list
+                given = dict(entry) if isinstance(entry, dict) else dict(req.options)
+                k = self.k if req.k is None else min(req.k, self.k)
+                entry = {**given, "name": req.name, "key": req.key, "k": k}
+            plan.setdefault((view, source), []).append(entry)
             order.append(req.key)
         out: dict[str, np.ndarray] = {}
-        for (judged, source), entries in plan.items():
-            data = views[judged]
+        for (view, source), entries in plan.items():
+            data = views[view]()
             items = np.asarray(data.item_ids, dtype=np.int64)
             m = self.membership(source)
             rows = np.zeros((items.size, m.shape[1]))

@@ -331,3 +331,30 @@ def test_llm_refiner_asks_with_seed_004_prompt_against_a_local_server(tmp_path):
         refiner.check()
     lenient = ChatEndpoint(base_url=ep.base_url, model="m", max_failed_share=0.05)
     LLMRefiner(lenient, unparsed=1, asked=40).check()  # within the share it allows
+
+
+def test_nfairr_background_is_the_retrieved_list_or_the_top_k_by_hand():
+    """Run d1..d4 at k = 2, ω = 2/3, 1, 1, 0 (τ = 1 on the lexicon counts). FaiRR@2 =
+    2/3 + 1/log2(3) either way; IFaiRR@2 of ``top_k`` (d1, d2) is 1 + (2/3)/log2(3), of
+    ``retrieved`` (all four: d2, d3 first) 1 + 1/log2(3)."""
+    c = _collection()
+    tm = term_membership(list(c.texts), WORDS)
+    judge = RunJudge(c, "gender", ("M", "F", "N"), "N", tm.counts, tm.lengths, k=2)
+    run = Run(np.array([0, 4]), np.array([0, 1, 2, 3]), np.array([4.0, 3.0, 2.0, 1.0]))
+    entry = {"name": "nfairr", "tau": 1.0, "membership": "counts"}
+    got = judge.per_query(
+        run,
+        [
+            {**entry, "key": "default"},
+            {**entry, "key": "retrieved", "background": "retrieved"},
+            {**entry, "key": "top_k", "background": "top_k"},
+        ],
+    )
+    fairr = 2 / 3 + 1 / math.log2(3)
+    assert got["top_k"][0] == pytest.approx(fairr / (1 + (2 / 3) / math.log2(3)), rel=1e-12)
+    assert got["retrieved"][0] == pytest.approx(fairr / (1 + 1 / math.log2(3)), rel=1e-12)
+    assert got["default"][0] == got["retrieved"][0]  # seed 002's convention is the default
+    with pytest.raises(ParameterError, match="background"):
+        judge.per_query(run, [{**entry, "background": "collection"}])
+    with pytest.raises(ParameterError, match="background"):
+        judge.per_query(run, [{"name": "cwex", "background": "top_k"}])
