@@ -47,7 +47,8 @@ def estimate_record(est: BetaEstimate, base: dict) -> dict:
     """The β̂ record: mean (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`, NaN:
     no estimate) and spread of the finite cluster estimates, and what the estimate says
     about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum,
-    flat width, bootstrap interval); the cluster size an ``"auto"`` estimator chose."""
+    flat width, bootstrap interval); the cluster size an ``"auto"`` estimator chose, and the
+    mean bias a bias-corrected estimator subtracted (``bias_subtracted``)."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
     rec = {
         **base,
@@ -61,6 +62,10 @@ def estimate_record(est: BetaEstimate, base: dict) -> dict:
     if "cluster_size" in est.info:  # what cluster_size="auto" chose
         cs = est.info["cluster_size"]
         rec["cluster_size_chosen"] = None if cs is None else int(cs)
+    if "bias" in est.info:  # estimator.bias_correction=bootstrap: the mean bias subtracted
+        bias = np.asarray(est.info["bias"], dtype=np.float64)
+        ok = np.isfinite(bias)
+        rec["bias_subtracted"] = float(bias[ok].mean()) if ok.any() else float("nan")
     return rec
 
 
