@@ -35,6 +35,7 @@ import numpy as np
 from ..core.errors import DataError, GroupingError, MissingFilesError, ParameterError
 from ..core.io import file_digest
 from ..core.registry import DATASETS
+from ..core.segments import segment_max
 from ..core.validation import integer
 from .ranking_data import RankingData
 
@@ -135,12 +136,16 @@ def check_two_groups(splits: Mapping[str, RankingData], minimum: int, *, who: st
         qi = d.query_index()
         n_aff = np.bincount(qi, weights=g, minlength=d.n_queries)
         n_non = np.bincount(qi, weights=1.0 - g, minlength=d.n_queries)
-        both = int(np.sum((n_aff > 0) & (n_non > 0)))
+        # equal fractional memberships (0.5 each) give both groups of a query the same
+        # share of any ranking's exposure: such a query has no groups to compare
+        differ = segment_max(g, d.qptr) > -segment_max(-g, d.qptr)
+        both = int(np.sum((n_aff > 0) & (n_non > 0) & differ))
         needed = min(minimum, max(1, int(np.sum(d.list_sizes > 0)) // 2))
         if both < needed or both == 0:
             raise GroupingError(
                 f"{who}/{name}: only {both} of {d.n_queries} queries have items of both "
-                f"groups; at least {max(needed, 1)} are needed (grouping.min_two_group_queries). "
+                f"groups with different memberships; at least {max(needed, 1)} are needed "
+                "(grouping.min_two_group_queries). "
                 "Choose another sensitive attribute or threshold"
             )
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import nanmean, segment_sum
+from ..core.segments import nanmean, segment_max, segment_sum
 from ..core.validation import check_qptr, vector
 from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
 
@@ -68,13 +68,15 @@ def check_groups(groups, n: int) -> np.ndarray:
 
 def check_both_groups(groups: np.ndarray, qptr: np.ndarray) -> None:
     """Refuse memberships under which no query has items of both groups (one-group data,
-    or lists of one item): a fairness metric comparing the groups' exposure within a query
-    would report such data as perfectly fair (ρ = 1, Δ = 0) whatever the scores."""
+    or lists of one item), or under which every query's items share one membership value
+    (0.5 for every item, say): a fairness metric comparing the groups' exposure within a
+    query would report such data as perfectly fair (ρ = 1, Δ = 0) whatever the scores."""
     if groups.size == 0:
         return
     na = segment_sum(groups, qptr)
     nn = segment_sum(1.0 - groups, qptr)
-    if not np.any((na > 0) & (nn > 0)):
+    both = (na > 0) & (nn > 0)
+    if not np.any(both):
         one = bool(np.all(np.diff(qptr) <= 1))
         raise ParameterError(
             "groups",
@@ -82,6 +84,18 @@ def check_both_groups(groups: np.ndarray, qptr: np.ndarray) -> None:
             "exposure within a query)",
             "lists of one item each" if one else "every query holds one group only",
             fix="group the items by another attribute, or evaluate only NDCG",
+        )
+    if not np.any(both & (segment_max(groups, qptr) > -segment_max(-groups, qptr))):
+        same = np.unique(groups)
+        shown = f" ({same[0]:g} for every item)" if same.size == 1 else ""
+        raise ParameterError(
+            "groups",
+            "at least one query whose items differ in affected-group membership (the metric "
+            "compares the groups' exposure within a query)",
+            f"memberships equal within every query{shown}",
+            fix="With equal memberships every ranking gives both groups the same share of "
+            "exposure, so every ranking reads as perfectly fair; give the items their own "
+            "memberships, or evaluate only NDCG",
         )
 
 

@@ -226,6 +226,35 @@ def test_5_one_eel_level_is_refused_by_the_metric():
         )
 
 
+def test_5_equal_fractional_memberships_are_refused_not_read_as_fair():
+    # 0.5 for every item: any ranking gives both "groups" half of every query's exposure, so
+    # rho(DTR) read 1.0 and delta(EEL) 8.7e-17 whatever the scores
+    rng = np.random.default_rng(0)
+    qptr, half = np.arange(0, 41, 10), np.full(40, 0.5)
+    s, y = rng.random(40), rng.random(40)
+    for metric in (
+        gb.metrics.rho_dtr_tabular,
+        gb.metrics.delta_eel_tabular,
+        gb.metrics.rho_dtr_ranking,
+        gb.metrics.delta_eel_ranking,
+    ):
+        with pytest.raises(ParameterError, match=r"equal within every query \(0\.5 for every"):
+            metric(s, y, qptr=qptr, groups=half)
+    data = gb.RankingData(rng.random((40, 2)), (y > 0.5) * 1.0, qptr, np.arange(4), groups=half)
+    with pytest.raises(ParameterError, match="differ in affected-group membership"):
+        gb.evaluate(s, data, regime="ltr")
+    from groupbias.core.errors import GroupingError
+    from groupbias.data.datasets import check_two_groups
+
+    with pytest.raises(GroupingError, match="only 0 of 4 queries"):
+        check_two_groups({"test": data}, 1, who="fractional")
+    # one query whose items differ is enough for a mean, as for hard groups
+    mixed = half.copy()
+    mixed[:2] = [0.9, 0.1]
+    rho = gb.metrics.rho_dtr_tabular(s, y, qptr=qptr, groups=mixed, reduce=None)
+    assert rho[0] < 1.0 and np.all(rho[1:] == 1.0)
+
+
 # ---- 6: ids are integers or strings, never floats ------------------------------------------
 
 
