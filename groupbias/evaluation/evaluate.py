@@ -82,7 +82,8 @@ def evaluate(
         metrics=tuple(metrics),
     )
     _refuse_one_group_means(data, spec.metrics, reduce)
-    per_query = compute_metrics(np.asarray(scores, dtype=np.float64), spec, regime=regime)
+    scores = vector("scores", scores, data.n_items, fix="drop or impute them before evaluating")
+    per_query = compute_metrics(scores, spec, regime=regime)
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
 
 

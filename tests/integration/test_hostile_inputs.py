@@ -641,6 +641,11 @@ def test_16_a_tensor_that_requires_grad_is_a_parameter_error():
         gb.metrics.ndcg(scores, [1, 0, 1, 0], qptr=[0, 2, 4])
     with pytest.raises(ParameterError, match="detach"):
         gb.metrics.rho_dtr_tabular(scores, [1, 0, 1, 0], qptr=[0, 2, 4], groups=[1, 0, 1, 0])
+    data = gb.RankingData(
+        np.zeros((4, 1)), [1.0, 0, 1, 0], [0, 2, 4], np.arange(2), groups=[1.0, 0, 1, 0]
+    )
+    with pytest.raises(ParameterError, match="scores: .*detach"):  # before: RuntimeError
+        gb.evaluate(scores, data, regime="ltr")
 
 
 # ---- 7, 11, 12: the command line, checked before anything is made ---------------------------
