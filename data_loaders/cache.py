@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.core.io import CONTENT_HASH, file_digest
+from groupbias.core.io import CONTENT_HASH, NOT_REGULAR, file_digest, regular_file
 from groupbias.data.ranking_data import RankingData
 
 __all__ = [
@@ -82,6 +82,9 @@ def source_fingerprint(path: str | os.PathLike) -> dict:
     """Absolute path, size, ``st_mtime_ns`` and a :data:`CONTENT_HASH` digest of the whole
     content (an edit anywhere changes it, even one that keeps size and mtime); what is not a
     regular file (a FIFO would block) is refused (:func:`groupbias.core.io.file_digest`)."""
+    # checked as given: a pipe (bash's <(cat f), /dev/fd/63) resolves to /proc/<pid>/fd/
+    # pipe:[...], a name that does not exist
+    regular_file(path, hint=NOT_REGULAR)
     p = Path(path).resolve()
     digest = file_digest(p)
     st = os.stat(p)

@@ -44,6 +44,7 @@ import numpy as np
 
 from groupbias._fast.svmlight import chunk_loop
 from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.io import NOT_REGULAR, regular_file
 from groupbias.core.validation import is_integer
 from groupbias.data.ranking_data import RankingData
 
@@ -447,8 +448,9 @@ def read_svmlight(
     """
     _check_options(n_features, feature_id_base, qid, workers, chunk_bytes)
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise MissingFilesError(path.parent, [path.name])
+    regular_file(path, hint=NOT_REGULAR)  # a pipe or FIFO: named, not read in chunks
     base, nf = int(feature_id_base), None if n_features is None else int(n_features)
     if path.stat().st_size <= 2 * chunk_bytes:
         workers = 1

@@ -134,14 +134,24 @@ def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
     return write_bytes_atomic(path, buf.getvalue())
 
 
-def regular_file(path: str | os.PathLike) -> os.stat_result:
-    """``os.stat(path)`` of a regular file; a FIFO, socket, device or directory is a
-    :class:`DataFormatError` naming it (reading a FIFO blocks until someone writes to it)."""
+#: the hint after a data file that is not a regular file (a pipe such as bash's <(cat f))
+NOT_REGULAR = (
+    "Write the data to a file first: a data file is read twice (its content digest keys the "
+    "parsed-split cache and the run's record of its inputs, then it is parsed)"
+)
+
+
+def regular_file(path: str | os.PathLike, *, hint: str | None = None) -> os.stat_result:
+    """``os.stat(path)`` of a regular file; a FIFO, pipe, socket, device or directory is a
+    :class:`DataFormatError` naming it (reading a FIFO blocks until someone writes to it),
+    followed by ``hint`` when given."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        kind += " (a FIFO, socket or device)" if not stat.S_ISDIR(st.st_mode) else ""
-        raise DataFormatError(path, None, f"{kind}; expected a data file")
+        kind += " (a FIFO, pipe, socket or device)" if not stat.S_ISDIR(st.st_mode) else ""
+        raise DataFormatError(
+            path, None, f"{kind}; expected a data file" + (f". {hint}" if hint else "")
+        )
     return st
 
 

@@ -431,6 +431,23 @@ def test_10_a_click_position_of_10_12_is_refused_before_counting():
     assert info.value.field == "position" and "outside 1..3" in str(info.value)
 
 
+def test_10_a_pipe_is_refused_naming_its_path(tmp_path):
+    # bash's <(cat f) is /dev/fd/63, a pipe; resolved it was /proc/<pid>/fd/pipe:[...], and
+    # the cache raised FileNotFoundError for that name
+    read, write = os.pipe()
+    os.write(write, b"1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
+    os.close(write)
+    path = f"/dev/fd/{read}"
+    try:
+        for cache in (True, False):
+            with pytest.raises(DataFormatError) as info:
+                load_svmlight(path, cache_dir=tmp_path / "cache", cache=cache)
+            assert info.value.path == path and "not a regular file" in str(info.value)
+            assert "Write the data to a file first" in str(info.value)
+    finally:
+        os.close(read)
+
+
 # ---- 15: loader inputs -------------------------------------------------------------------
 
 
