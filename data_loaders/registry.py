@@ -58,10 +58,11 @@ class SyntheticOptions:
             "affected_share", self.affected_share, low=0.0, high=1.0, low_open=True, high_open=True
         )
         real("utility_ratio", self.utility_ratio, low=0.0, low_open=True)
-        integer("n_grades", self.n_grades, low=2)
+        synthetic.check_grades(integer("n_grades", self.n_grades, low=2))
         if self.n_informative is not None:
             integer("n_informative", self.n_informative, low=1, high=self.n_features - 1)
         integer("seed", self.seed, low=0)
+        synthetic.check_size(self.n_queries, ls, self.n_features)  # before anything is drawn
 
     def sources(self, root, split: str) -> dict:
         return {}  # generated from these options alone

@@ -30,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from groupbias.core.errors import ParameterError
+from groupbias.core.memory import check_fits
 from groupbias.core.validation import generator, integer, is_integer
 from groupbias.data.ranking_data import RankingData
 
@@ -38,6 +39,8 @@ SENSITIVE_THRESHOLD = 0.5
 DEFAULT_FRACTIONS = {"train": 0.6, "valid": 0.2, "test": 0.2}
 #: float64 values drawn at once (a block of rows; the working memory of the generator)
 _DRAW_VALUES = 1 << 21
+#: the most grades: labels 0..1000, the most Δ(EEL) takes (groupbias.evaluation.catalog)
+MAX_GRADES = 1001
 
 
 def _rng_or_seed(rng, seed) -> np.random.Generator:
@@ -53,14 +56,39 @@ def _rng_or_seed(rng, seed) -> np.random.Generator:
     return np.random.default_rng(integer("seed", seed, low=0))
 
 
+def check_grades(n_grades) -> int:
+    """``n_grades``, an integer in [2, MAX_GRADES]: labels 0..1000 at most."""
+    if not is_integer(n_grades) or not 2 <= n_grades <= MAX_GRADES:
+        raise ParameterError(
+            "n_grades",
+            f"an integer in [2, {MAX_GRADES}] (labels 0..{MAX_GRADES - 1}: p(k) ∝ 2^-k "
+            "vanishes in float64 beyond k ≈ 1074, and Δ(EEL) takes labels up to 1000)",
+            n_grades,
+        )
+    return int(n_grades)
+
+
+def check_size(n_queries: int, list_size: Sequence[int], n_features: int) -> None:
+    """Refuse, before drawing anything, sizes whose arrays exceed the machine's memory:
+    per item the float32 features and five 8-byte arrays (labels, groups, uniforms, the
+    permutation, a block of normals)."""
+    hi = int(list_size[1])
+    check_fits(
+        "list_size",
+        [int(v) for v in list_size],
+        float(n_queries) * hi * (4 * int(n_features) + 40),
+        what=f"{n_queries} queries of up to {hi} items of {n_features} features",
+        fix="Lower list_size or n_queries",
+    )
+
+
 def grade_distributions(n_grades: int, utility_ratio: float) -> tuple[np.ndarray, np.ndarray]:
     """Label distributions ``(p_non_affected, p_affected)`` over grades ``0..n_grades-1``.
 
     ``p(k) ∝ 2^{-k}``; ``p_A(k) ∝ p(k) e^{t k}`` with ``t`` such that
     ``sum_k k p_A(k) = utility_ratio * sum_k k p(k)``.
     """
-    if not is_integer(n_grades) or n_grades < 2:
-        raise ParameterError("n_grades", "an integer >= 2", n_grades)
+    check_grades(n_grades)
     k = np.arange(n_grades, dtype=np.float64)
     p = 0.5**k
     p /= p.sum()
@@ -129,6 +157,7 @@ def make_synthetic(
         raise ParameterError("list_size", "1 <= min <= max", list_size)
     if not is_integer(n_features) or n_features < 2:
         raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)", n_features)
+    check_size(n_queries, (lo, hi), n_features)
     if n_informative is None:
         n_informative = min(5, n_features - 1)
     if not 1 <= n_informative <= n_features - 1:

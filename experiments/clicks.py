@@ -40,7 +40,7 @@ from groupbias.pipelines.clicks import (
 )
 from groupbias.pipelines.ltr import evaluation_spec, label_scale
 from groupbias.pipelines.records import records_for
-from groupbias.simulate.clicks import UserModel, write_click_log
+from groupbias.simulate.clicks import UserModel, check_log_size, write_click_log
 
 from .common import (
     TABLE_METRICS,
@@ -162,6 +162,8 @@ class Clicks(ClickLogKeys):
             raise ParameterError("save_logs", "true or false", self.save_logs)
         real("valid_fraction", self.valid_fraction, low=0.0, high=1.0, high_open=True)
         self.settings = self.click_settings()
+        for n in self.sessions:  # before any data is read
+            check_log_size(n, self.positions, name="sessions")
         self.metrics, _ = check_metrics(self.metrics, [])
         self.entries = parse_entries(self.datasets, required=True)
 

@@ -35,7 +35,7 @@ from groupbias.estimate.drift import (
 )
 from groupbias.pipelines.clicks import labels_from_clicks, logging_scores
 from groupbias.pipelines.ltr import label_scale
-from groupbias.simulate.clicks import DRIFTS, Drift, simulate_click_log
+from groupbias.simulate.clicks import DRIFTS, Drift, check_log_size, simulate_click_log
 
 from .clicks import ClickLogKeys, slug
 from .common import available, check_common, entries, parse_entries, rng_for
@@ -94,6 +94,7 @@ class DriftExperiment(ClickLogKeys):
         real("tolerance", self.tolerance, low=0.0, low_open=True)
         choice("level", self.level, LEVELS)
         self.settings = self.click_settings()
+        check_log_size(self.sessions, self.positions, name="sessions")  # before any data
         self.entries = parse_entries(self.datasets, required=True)
 
     def _one(self, data, setup: Setup, *, title: str, kind: str, scale: float) -> dict:

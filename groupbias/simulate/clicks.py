@@ -57,6 +57,7 @@ import numpy as np
 from .._fast.clicks import session_rows
 from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
+from ..core.memory import check_fits
 from ..core.segments import list_sizes, query_index, ranks_within
 from ..core.validation import check_qptr, choice, generator, integer, is_integer, real, vector
 
@@ -70,6 +71,7 @@ __all__ = [
     "ClickLog",
     "ClickSimulation",
     "top_k_table",
+    "check_log_size",
     "simulate_click_log",
     "write_click_log",
     "read_click_log",
@@ -422,6 +424,21 @@ def _simulate(run: _Sessions, table, padded: tuple, rng) -> dict[str, np.ndarray
 
 
 # long: one vectorized pass per chunk of sessions; the steps follow the module docstring
+def check_log_size(n_sessions: int, positions: int, *, name: str = "n_sessions") -> int:
+    """``n_sessions``, refused (naming ``name``) before anything is drawn when the log's
+    columns would not fit in memory: per row (a session's position) five int64 columns and
+    the click, per session its propensity and schedule value."""
+    n = integer(name, n_sessions, low=1)
+    check_fits(
+        name,
+        n_sessions,
+        float(n) * (48 * positions + 16),
+        what=f"a click log of {n} sessions x {positions} positions",
+        fix="Log fewer sessions",
+    )
+    return n
+
+
 def simulate_click_log(
     relevance,
     groups,
@@ -450,8 +467,8 @@ def simulate_click_log(
     Session times are the session indices 0..n_sessions-1.
     """
     rel, g, q, s = _check_simulation_inputs(relevance, groups, qptr, logging_scores, beta_query)
-    n = integer("n_sessions", n_sessions, low=1)
     k = integer("positions", positions, low=1)
+    n = check_log_size(n_sessions, k)
     rng = generator(rng)
     user = user or UserModel()
     choice("intervention", intervention, INTERVENTIONS)

@@ -431,6 +431,35 @@ def test_10_a_click_position_of_10_12_is_refused_before_counting():
     assert info.value.field == "position" and "outside 1..3" in str(info.value)
 
 
+def test_10_impossible_sizes_are_refused_with_the_memory_they_need(tmp_path):
+    from groupbias.core.errors import ConfigError
+    from groupbias.simulate.clicks import simulate_click_log
+
+    cases = [  # before: numpy's "Unable to allocate 298. GiB", scipy's "The function value
+        # at x=60.0 is NaN", a MemoryError
+        (["dataset.params.list_size=[100000000,100000000]"], "dataset.params.list_size"),
+        (["+dataset.params.n_grades=100000"], "dataset.params.n_grades"),
+        (["experiment=drift", "experiment.sessions=10000000000"], "experiment.sessions"),
+        (["experiment=clicks", "experiment.sessions=[1000,10000000000]"], "experiment.sessions"),
+    ]
+    for args, key in cases:
+        with pytest.raises(ConfigError) as info:
+            _check(args, tmp_path)
+        assert info.value.key == key, args
+        assert key.endswith("n_grades") or "would need about" in str(info.value)
+    assert not (tmp_path / "runs").exists()
+    rel = np.linspace(0.0, 1.0, 10)
+    with pytest.raises(ParameterError, match=r"n_sessions: .* would need about 4\.5 TiB"):
+        simulate_click_log(
+            rel,
+            np.tile([1.0, 0.0], 5),
+            qptr=[0, 5, 10],
+            logging_scores=rel,
+            n_sessions=10**10,
+            rng=np.random.default_rng(0),
+        )
+
+
 def test_10_a_pipe_is_refused_naming_its_path(tmp_path):
     # bash's <(cat f) is /dev/fd/63, a pipe; resolved it was /proc/<pid>/fd/pipe:[...], and
     # the cache raised FileNotFoundError for that name
