@@ -32,7 +32,7 @@ import numpy as np
 from scipy import sparse
 
 from groupbias.core.errors import DataFormatError, ParameterError
-from groupbias.core.validation import choice
+from groupbias.core.validation import choice, integer
 from groupbias.data.text import TextCollection
 
 from . import trec_fair
@@ -163,6 +163,7 @@ def load_trec_fair_text(
     docstring)."""
     if author_rule not in ("first", "none_high", "majority"):
         raise ParameterError("author_rule", "'first', 'none_high' or 'majority'", author_rule)
+    high_level = integer("high_level", high_level, low=0)
     y = int(year)
     base = resolve_path(
         root, env=trec_fair.ENV_VAR, expected=trec_fair.files_for(y), what="TREC Fair data"

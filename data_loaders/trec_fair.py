@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataError, DataFormatError, ParameterError
-from groupbias.core.validation import is_integer
+from groupbias.core.validation import integer, is_integer
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
@@ -392,6 +392,8 @@ def paper_groups(
     0 = high, a fraction for ``"fraction"``, NaN = no known author) and its number of
     authors, both indexed by paper sha."""
     y = year
+    # a string ("4") would meet the group levels in numpy (UFuncTypeError)
+    high_level = integer("high_level", high_level, low=0)
     apath = ydir / PAPER_AUTHORS
     pa = read_table(apath, dtype=str, keep_default_na=False, na_values=[""])
     for col in ("paper_sha", "corpus_author_id", "position"):
@@ -457,6 +459,7 @@ def load_trec_fair_track(
         raise ParameterError("author_rule", " | ".join(AUTHOR_RULES), author_rule)
     if unknown not in UNKNOWN_POLICIES:
         raise ParameterError("unknown", " | ".join(UNKNOWN_POLICIES), unknown)
+    high_level = integer("high_level", high_level, low=0)
     ydir = track_files(root, y)[SAMPLE_FILE[y]].parent
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])

@@ -663,6 +663,16 @@ def test_15_an_io_error_while_reading_names_the_file(tmp_path, monkeypatch):
         DatasetSpec(name="trec2019").load(only=("train",))
 
 
+def test_15_a_string_high_level_is_refused_before_reading(tmp_path):
+    # before: numpy's UFuncTypeError from `gid >= "4"` after every file was read
+    from data_loaders.text_collections import load_trec_fair_text
+    from data_loaders.trec_fair import load_trec_fair_track
+
+    for load in (load_trec_fair_track, load_trec_fair_text):
+        with pytest.raises(ParameterError, match=r"high_level: expected an integer .* got '4'"):
+            load(tmp_path, 2019, high_level="4")
+
+
 # ---- 16: library calls -------------------------------------------------------------------
 
 
