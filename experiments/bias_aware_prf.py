@@ -102,7 +102,7 @@ class BiasAwarePRF:
         terms = lexicon(c, self.wordlist)
         judge = RunJudge(c, label, classes, neutral, terms.counts, terms.lengths, k=10)
         index = self.settings.index(c)
-        first = index.search(c.queries, k=self.settings.depth, on_empty="skip", tag="bm25")
+        first = self.settings.first_run(index, c)
         plain = self.expander.search(index, c.queries, first, k=self.settings.depth)
         words = [w for ws in wordlist(self.wordlist).values() for w in ws]
         records, expansions, equal = [], {}, {}

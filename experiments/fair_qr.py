@@ -80,7 +80,7 @@ class FairQRExperiment(SystemsExperiment):
         index = self.settings.index(c)
         m = c.membership(label, classes)
         target = target_distribution(c.qrels, m)
-        first = index.search(c.queries, k=self.settings.depth, on_empty="skip", tag="bm25")
+        first = self.settings.first_run(index, c)
         runs = baseline_runs(
             index, c, first, m, target, self.base, RM3(), top_k=self.loop.top_k,
             depth=self.settings.depth,

@@ -5,6 +5,7 @@ BM25 settings, the LLM endpoint, and their result tables."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.app.setup import Setup
-from groupbias.core.errors import ConfigError, ParameterError
+from groupbias.core.errors import ConfigError, DataFormatError, GroupBiasWarning, ParameterError
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import record_input_file
 from groupbias.data.membership import TermMembership
@@ -173,12 +174,53 @@ class BM25Settings:
         integer("depth", self.depth, low=1)
 
     def index(self, collection: TextCollection) -> BM25Index:
-        return BM25Index(
-            collection.texts,
-            k1=self.k1,
-            b=self.b,
-            analyzer=Analyzer(stopwords=self.stopwords, stemmer=self.stemmer),
+        """The BM25 index of the collection's documents; a collection none of whose
+        documents keeps a term after analysis is a :class:`DataFormatError` naming its file."""
+        try:
+            return BM25Index(
+                collection.texts,
+                k1=self.k1,
+                b=self.b,
+                analyzer=Analyzer(stopwords=self.stopwords, stemmer=self.stemmer),
+            )
+        except ParameterError as exc:
+            if exc.name != "texts":
+                raise
+            raise DataFormatError(
+                collection.meta.get("corpus_file") or collection.name,
+                None,
+                f"none of the {len(collection.texts)} documents keeps a term after analysis "
+                f"({self._analysis()}): every text is empty or stop words only",
+                field="text",
+            ) from None
+
+    def _analysis(self) -> str:
+        return f"experiment.bm25.stopwords={self.stopwords}, stemmer={self.stemmer}"
+
+    def first_run(self, index: BM25Index, collection: TextCollection) -> Run:
+        """BM25's top ``depth`` of every query. A query without a term of the collection
+        after analysis retrieves nothing: named in a warning when some are, a
+        :class:`DataFormatError` naming the queries file when every query is."""
+        run = index.search(collection.queries, k=self.depth, on_empty="skip", tag="bm25")
+        empty = run.meta["empty_queries"]
+        if not empty:
+            return run
+        ids = [str(collection.query_ids[i]) for i in empty]
+        shown = ", ".join(repr(q) for q in ids[:5]) + (", ..." if len(ids) > 5 else "")
+        where = collection.meta.get("queries_file") or collection.name
+        what = f"keep no term of the collection after analysis ({self._analysis()})"
+        if len(empty) == len(collection.queries):
+            raise DataFormatError(
+                where, None, f"the {len(ids)} queries {what}: {shown}; nothing can be retrieved",
+                field="query",
+            )  # fmt: skip
+        warnings.warn(
+            f"{where}: {len(empty)} of {len(collection.queries)} queries {what}: {shown}; "
+            "they retrieve nothing and are left out of every mean",
+            GroupBiasWarning,
+            stacklevel=2,
         )
+        return run
 
 
 def run_file_name(system: str) -> str:

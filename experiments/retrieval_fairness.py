@@ -109,7 +109,7 @@ class RetrievalFairness(SystemsExperiment):
         return {"records": records, "skipped": skipped}
 
     def _runs(self, c, index, m, target, counts):
-        first = index.search(c.queries, k=self.settings.depth, on_empty="skip", tag="bm25")
+        first = self.settings.first_run(index, c)
         rm3 = RM3()
         runs = baseline_runs(
             index, c, first, m, target, self.base, rm3, top_k=self.loop.top_k,

@@ -530,12 +530,11 @@ def load_text_collection(
     name: str | None = None,
 ) -> TextCollection:
     """A :class:`TextCollection` from the files users bring: ``corpus`` (``.jsonl`` /
-        ``.json``: :func:`read_collection_jsonl`, else ``docid<TAB>text``), ``queries``
-        (:func:`read_queries`), ``qrels`` (TREC qrels; grades below 0 read as 0, as trec_eval
-    counts them) and optionally ``groups`` (an
-        item -> group file, stored as the document label ``group_label``). Lines naming unknown
-        documents: ``unknown_docs`` (``"raise"`` or ``"skip"``; the skips are counted in
-        ``meta``)."""
+    ``.json``: :func:`read_collection_jsonl`, else ``docid<TAB>text``), ``queries``
+    (:func:`read_queries`), ``qrels`` (TREC qrels; grades below 0 read as 0, as trec_eval
+    counts them) and optionally ``groups`` (an item -> group file, stored as the document
+    label ``group_label``). Lines naming unknown documents: ``unknown_docs`` (``"raise"`` or
+    ``"skip"``; the skips are counted in ``meta``, beside the corpus and queries files)."""
     cpath = Path(corpus)
     if cpath.suffix in (".jsonl", ".json"):
         doc_ids, texts = read_collection_jsonl(cpath)
@@ -553,8 +552,7 @@ def load_text_collection(
     from scipy import sparse
 
     matrix = sparse.csr_matrix((g, (qi, di)), shape=(len(query_ids), len(doc_ids)))
-    labels = {}
-    skipped_groups = 0
+    labels, unknown = {}, []
     if groups is not None:
         table = read_item_groups(groups)
         unknown = [i for i in table if i not in set(doc_ids)]
@@ -562,7 +560,6 @@ def load_text_collection(
             raise DataFormatError(
                 groups, None, f"{len(unknown)} items not in the corpus, e.g. {unknown[0]!r}"
             )
-        skipped_groups = len(unknown)
         labels[group_label] = np.array([table.get(d, "") for d in doc_ids], dtype=object)
     return TextCollection(
         doc_ids=np.array(doc_ids, dtype=object),
@@ -573,8 +570,10 @@ def load_text_collection(
         doc_labels=labels,
         name=name or cpath.stem,
         meta={
+            "corpus_file": str(cpath),
+            "queries_file": str(queries),
             "qrels_skipped_unknown_doc": report.skipped_unknown_doc,
             "qrels_skipped_unknown_query": report.skipped_unknown_query,
-            "groups_skipped_unknown_doc": skipped_groups,
+            "groups_skipped_unknown_doc": len(unknown),
         },
     )

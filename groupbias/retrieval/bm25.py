@@ -197,6 +197,13 @@ class BM25Index:
         self.analyzer = analyzer or Analyzer()
         terms, ids, lengths = self.analyzer.term_ids(list(texts))
         n_docs, n_cols = lengths.size, len(terms)
+        if n_cols == 0:  # bm25s would fail on an empty vocabulary (max() of nothing)
+            raise ParameterError(
+                "texts",
+                "at least one document with a term left after analysis",
+                f"{n_docs} documents without one",
+                fix=f"check the texts (stop words: {self.analyzer.stopwords!r})",
+            )
         docs = _split(ids.tolist(), lengths)
         # term ids in sorted term order (bm25s would number them in set order, which
         # changes from process to process; ties broken by term id must not)

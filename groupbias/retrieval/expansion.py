@@ -92,9 +92,10 @@ class RM3:
             select = (member @ kl).tocsr()
         qptr, terms, _ = top_k_rows(select, self.fb_terms)
         rows = np.repeat(np.arange(q.shape[0]), np.diff(qptr))
-        chosen = sparse.csr_matrix(
-            (np.asarray(relevance[rows, terms]).ravel(), (rows, terms)), shape=relevance.shape
-        )
+        picked = np.zeros(0)  # no feedback term at all: an object array from scipy otherwise
+        if rows.size:
+            picked = np.asarray(relevance[rows, terms], dtype=np.float64).ravel()
+        chosen = sparse.csr_matrix((picked, (rows, terms)), shape=relevance.shape)
         alpha = self.original_query_weight
         return (alpha * q + (1.0 - alpha) * _row_normalized(chosen)).tocsr()
 

@@ -673,6 +673,73 @@ def test_15_a_string_high_level_is_refused_before_reading(tmp_path):
             load(tmp_path, 2019, high_level="4")
 
 
+def _text_files(tmp_path, queries=None, documents=None):
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parents[1] / "data" / "tiny_text"
+    for name in ("collection.tsv", "queries.tsv", "qrels.txt", "groups.tsv"):
+        lines = (tiny / name).read_text().splitlines()
+        text = {"queries.tsv": queries, "collection.tsv": documents}.get(name)
+        if text is not None:
+            lines = [f"{line.split(chr(9), 1)[0]}\t{text(i)}" for i, line in enumerate(lines)]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    from groupbias.data.text import load_text_collection
+
+    return load_text_collection(
+        tmp_path / "collection.tsv",
+        tmp_path / "queries.tsv",
+        tmp_path / "qrels.txt",
+        groups=tmp_path / "groups.tsv",
+    )
+
+
+def test_15_stop_word_queries_and_empty_documents_are_named(tmp_path):
+    from experiments.retrieval_common import BM25Settings
+    from groupbias.app.cli import run
+    from groupbias.core.errors import GroupBiasWarning
+
+    def fair_qr(root):
+        cfg = _compose(
+            [
+                "experiment=fair_qr",
+                "dataset=text_files",
+                f"dataset.root={root}",
+                "dataset.params.groups=groups.tsv",
+                "dataset.params.group_label=gender",
+                "experiment.datasets=[]",
+                "experiment.fair_qr.top_k=3",
+                "experiment.fair_qr.depth=10",
+                f"paths.runs={tmp_path / 'runs'}",
+            ]
+        )
+        with pytest.raises(DataFormatError) as info:
+            run(cfg)
+        return info.value
+
+    (tmp_path / "a").mkdir()
+    _text_files(tmp_path / "a", queries=lambda i: "the of and")
+    # before: scipy's "does not support dtype object" from RM3 over empty feedback
+    error = fair_qr(tmp_path / "a")
+    assert error.path == str(tmp_path / "a" / "queries.tsv") and "'q1', 'q2'" in str(error)
+    (tmp_path / "b").mkdir()
+    _text_files(tmp_path / "b", documents=lambda i: "the" if i % 2 else "")
+    # before: bm25s's "max() arg is an empty sequence"
+    error = fair_qr(tmp_path / "b")
+    assert error.path == str(tmp_path / "b" / "collection.tsv")
+    assert "none of the 12 documents keeps a term" in str(error)
+    (tmp_path / "c").mkdir()
+    c = _text_files(tmp_path / "c", queries=lambda i: "nurse salary" if i else "the of")
+    bm25 = BM25Settings(depth=10)
+    with pytest.warns(GroupBiasWarning, match=r"1 of \d+ queries keep no term.*'q1'"):
+        first = bm25.first_run(bm25.index(c), c)
+    assert first.meta["empty_queries"] == [0]
+    from groupbias.retrieval.expansion import RM3
+
+    empty = bm25.index(c).search(["the"], k=10, on_empty="skip")
+    expanded = RM3().expand(bm25.index(c), ["the"], empty)  # no feedback: no crash
+    assert expanded.shape[0] == 1 and expanded.nnz == 0
+
+
 # ---- 16: library calls -------------------------------------------------------------------
 
 
