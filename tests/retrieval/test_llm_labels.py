@@ -314,3 +314,41 @@ def test_endpoint_settings_are_checked():
         ChatEndpoint(base_url="127.0.0.1:8000", model="m")
     with pytest.raises(ParameterError, match="concurrency"):
         ChatEndpoint(base_url="http://127.0.0.1/v1", model="m", concurrency=0)
+
+
+#: the labeller in a process of its own, so that its peak resident memory is its own
+_LABEL_ONE = """
+import json, resource, sys
+from groupbias.retrieval.labels import LLMLabeller
+from groupbias.retrieval.llm import ChatEndpoint
+
+endpoint = ChatEndpoint(base_url=sys.argv[1], model="test-model", timeout=60.0)
+start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+res = LLMLabeller(endpoint, "zero_shot").label(["she runs"])
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start
+print(json.dumps({"grown_kib": grown, "labels": res.labels.tolist(), "failed": res.failed}))
+"""
+
+
+def test_a_50_mb_reply_that_is_not_json_is_refused_without_holding_it(server):
+    chunk = b"<html>" + b"x" * ((1 << 20) - 6)  # one 1 MiB block, sent 50 times
+
+    def huge(request):
+        return Response((chunk for _ in range(50)), content_type="text/html")
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(huge)
+    out = subprocess.run(
+        [sys.executable, "-c", _LABEL_ONE, server.url_for("/v1")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["labels"] == [""] and "max_reply_bytes" in got["failed"]["0"]
+    # 50 MiB were sent: read up to max_reply_bytes (8 MiB) the peak grew by 10 MiB; a client
+    # holding the whole reply (max_reply_bytes = 1 GiB) grew it by 102 MiB
+    assert got["grown_kib"] < 40 * 1024, got
+    assert len(server.log) == 1  # refused, not retried
