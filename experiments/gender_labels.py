@@ -10,13 +10,14 @@ binary classifier, neutral iff ω = 1, against human neutral / non-neutral.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from groupbias.app.setup import Setup
-from groupbias.core.errors import ConfigError
+from groupbias.core.errors import ConfigError, GroupBiasWarning
 from groupbias.core.validation import real
 from groupbias.evaluation.fairness import neutrality
 from groupbias.pipelines.retrieval import agreement_records
@@ -139,11 +140,21 @@ def _pivot(records, cols):
     import pandas as pd
 
     rows = {}
+    empty = sorted({r["condition"] for r in records if not r["n"]})
+    if empty:  # agreement over no document is no result: named, not printed as a row
+        warnings.warn(
+            f"no document has both a human and a predicted label for {', '.join(empty)}: "
+            "left out of the table",
+            GroupBiasWarning,
+            stacklevel=2,
+        )
     for r in records:
+        if not r["n"]:
+            continue
         row = rows.setdefault(r["condition"], {"n": r["n"]})
         v = r["value"]
         row[r["metric"]] = "–" if v is None or not np.isfinite(v) else f"{v:.4f}"
-    table = pd.DataFrame.from_dict(rows, orient="index")[["n", *cols]]
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=["n", *cols])
     table.index.name = "labeller"
     return table
 

@@ -126,8 +126,8 @@ class RemoteCallError(GroupBiasError):
 def check_results(res, endpoint: ChatEndpoint, what: str) -> None:
     """Raise :class:`RemoteCallError` naming the endpoint when a request of ``res`` (a
     :class:`ChatResults`, or any result with ``failed`` and ``unparsed`` by index and
-    ``len(res)``) failed, or when more than ``endpoint.max_failed_share`` of its answers did
-    not parse."""
+    ``len(res)``) failed, when more than ``endpoint.max_failed_share`` of its answers did
+    not parse, or when none did (whatever the share: a result over no answer is none)."""
     n = len(res)
     where = f"{endpoint.base_url} (model {endpoint.model})"
     if res.failed:
@@ -143,6 +143,13 @@ def check_results(res, endpoint: ChatEndpoint, what: str) -> None:
             f"{what}: {len(res.unparsed)} of {n} answers of {where} did not parse (more than "
             f"max_failed_share = {endpoint.max_failed_share}; first: {sample!r}); nothing is "
             "stored. Hint: check the model and prompt; answers that do not parse are not cached"
+        )
+    if n and len(res.unparsed) == n:  # allowed by max_failed_share = 1: still no answer
+        sample = next(iter(res.unparsed.values()))[:120]
+        raise RemoteCallError(
+            f"{what}: none of the {n} answers of {where} parsed (first: {sample!r}), so there "
+            "is nothing to measure whatever max_failed_share allows; nothing is stored. Hint: "
+            "check the model and prompt; answers that do not parse are not cached"
         )
 
 

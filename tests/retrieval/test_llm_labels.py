@@ -352,3 +352,29 @@ def test_a_50_mb_reply_that_is_not_json_is_refused_without_holding_it(server):
     # holding the whole reply (max_reply_bytes = 1 GiB) grew it by 102 MiB
     assert got["grown_kib"] < 40 * 1024, got
     assert len(server.log) == 1  # refused, not retried
+
+
+def test_answers_that_all_fail_to_parse_give_no_table_row(server, tmp_path, capsys):
+    from experiments.gender_labels import GenderLabels
+    from groupbias.core.errors import GroupBiasWarning
+    from groupbias.pipelines.retrieval import agreement_records
+    from groupbias.retrieval.llm import RemoteCallError, check_results
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(
+        lambda request: _chat("I would rather not say")
+    )
+    ep = _endpoint(server, tmp_path, max_failed_share=1.0)  # any share of failures allowed
+    res = LLMLabeller(ep, "zero_shot").label(["she runs", "he walks"])
+    with pytest.raises(RemoteCallError, match="none of the 2 answers .* parsed"):
+        check_results(res, ep, "labels")
+    # a labeller whose every label is missing: n = 0, a warning, no row
+    truth = np.array(["F", "M"], dtype=object)
+    base = {"dataset": "tiny"}
+    records = agreement_records(truth, truth, ("M", "F", "N"), base=base, labeller="lexicon")
+    records += agreement_records(
+        truth, np.array(["", ""], dtype=object), ("M", "F", "N"), base=base, labeller="llm"
+    )
+    with pytest.warns(GroupBiasWarning, match="llm: left out of the table"):
+        GenderLabels().present(None, {"records": records, "both_rows": 0}, tmp_path)
+    table = (tmp_path / "gender_labels.md").read_text()
+    assert "lexicon" in table and "llm" not in table
