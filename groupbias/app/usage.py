@@ -39,11 +39,14 @@ USAGE = (
     ("groupbias-report DIR ...", "tables and figures from finished runs"),
 )
 WIDTH = 100
+#: the end of a sentence: a full stop, question or exclamation mark before a space or the end
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 def describe(path: Path) -> tuple[str, str | None]:
     """The first comment paragraph of a config file (without ``@package`` lines and example
-    command lines) and the ``GROUPBIAS_*`` variable its comments name, if any."""
+    command lines, up to its last full sentence) and the ``GROUPBIAS_*`` variable its
+    comments name, if any."""
     words: list[str] = []
     env = None
     for line in path.read_text().splitlines():
@@ -59,6 +62,9 @@ def describe(path: Path) -> tuple[str, str | None]:
             continue
         words.append(text)
     first = " ".join(words).split("\0")[0].strip()
+    ends = [m.end() for m in _SENTENCE_END.finditer(first)]
+    if ends and ends[-1] < len(first):  # a lead-in to an example ("For example") is dropped
+        first = first[: ends[-1]]
     return first, env
 
 
@@ -75,7 +81,8 @@ def _rows(rows, *, key_width: int) -> list[str]:
     return out
 
 
-def _options(config_dir: Path, group: str) -> list[tuple[str, str]]:
+def option_rows(config_dir: Path, group: str) -> list[tuple[str, str]]:
+    """``(option, description [VARIABLE])`` of every config file of ``group``."""
     rows = []
     for path in sorted((config_dir / group).glob("*.yaml")):
         text, env = describe(path)
@@ -116,10 +123,10 @@ def help_text(config_dir: str | Path) -> str:
         *_rows(USAGE, key_width=42),
         "",
         "Experiments (experiment=NAME)",
-        *_rows(_options(config_dir, "experiment"), key_width=26),
+        *_rows(option_rows(config_dir, "experiment"), key_width=26),
         "",
         "Datasets (dataset=NAME; [VARIABLE]: the environment variable pointing at its files)",
-        *_rows(_options(config_dir, "dataset"), key_width=26),
+        *_rows(option_rows(config_dir, "dataset"), key_width=26),
         "",
         "Most used keys (KEY=VALUE; the value plain `groupbias` runs with)",
         *_rows(

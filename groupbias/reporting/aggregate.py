@@ -294,9 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         return main(["compare", *argv])
     p = argparse.ArgumentParser(
         prog="groupbias-report",
-        description=__doc__.split("\n")[0],
+        description=" ".join(__doc__.split("\n\n")[0].split()),  # the first paragraph
         epilog="subcommands: evaluate (a TREC run), compare (runs side by side), export "
-        "(a dataset's qrels and groups); `groupbias-report <subcommand> --help`",
+        "(a dataset's qrels and groups); see `groupbias-report <subcommand> --help`.",
     )
     p.add_argument("roots", nargs="+", help="run directories (searched recursively)")
     p.add_argument("--out", default=None, help="output folder (default: <first root>/report)")

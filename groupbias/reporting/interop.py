@@ -56,7 +56,7 @@ def evaluate_command(argv: list[str]) -> int:
     from .external import evaluate_external, refuse_undefined
 
     p = argparse.ArgumentParser(
-        prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness"
+        prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness."
     )
     p.add_argument("--run", required=True, help="run file (qid Q0 docno rank score tag)")
     _common(p, files_required=True)
@@ -159,7 +159,7 @@ def compare_command(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(
         prog="groupbias-report compare",
-        description="Compare runs: paired tests, multiple-testing correction, letters",
+        description="Compare runs: paired tests, multiple-testing correction, letters.",
     )
     p.add_argument("runs", nargs="+", help="run files, or folders holding test.run files")
     _common(p, files_required=False)
@@ -271,7 +271,7 @@ def export_command(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(
         prog="groupbias-report export",
-        description="Write the qrels and item→group file of a registered dataset's split",
+        description="Write the qrels and item→group file of a registered dataset's split.",
     )
     p.add_argument("dataset", help="a registered dataset name (trec2020, synthetic, ...)")
     p.add_argument("--split", default="test")

@@ -121,3 +121,44 @@ def test_verbose_lets_the_console_handler_show_info_lines(tmp_path):
         root.removeHandler(console)
         root.removeHandler(logfile)
         logfile.close()
+
+
+def _parser_texts(argv_list):
+    """The description and epilog of every ``groupbias-report`` parser, from its --help."""
+    import contextlib
+    import io
+
+    from groupbias.reporting.aggregate import main
+
+    texts = {}
+    for argv in argv_list:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 0
+        # the paragraphs between the usage and the arguments, and the last one (the epilog)
+        paragraphs = [p for p in out.getvalue().strip().split("\n\n") if p.strip()]
+        for p in paragraphs[1:]:
+            if not p.lstrip().startswith(("positional arguments", "options", "optional")):
+                texts[f"{' '.join(argv)}: {p.split()[0]}"] = " ".join(p.split())
+    return texts
+
+
+def test_every_help_text_ends_in_a_full_sentence():
+    # before: `groupbias --help` listed text_files as "... group_label. For example" and
+    # `groupbias-report --help` said "... into tidy results, tables and"
+    from groupbias.app.cli import CONFIG_DIR
+    from groupbias.app.usage import option_rows
+
+    texts = {}
+    for group in ("experiment", "dataset"):
+        for name, text in option_rows(Path(CONFIG_DIR), group):
+            texts[f"{group}={name}"] = re.sub(r" \[GROUPBIAS_[A-Z_]+\]$", "", text)
+    texts.update(
+        _parser_texts(
+            [["--help"], ["evaluate", "--help"], ["compare", "--help"], ["export", "--help"]]
+        )
+    )
+    assert len(texts) > 20
+    unfinished = {k: v[-40:] for k, v in texts.items() if not re.search(r"[.!?]$", v)}
+    assert not unfinished
