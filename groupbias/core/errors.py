@@ -14,6 +14,7 @@ from collections.abc import Iterable
 __all__ = [
     "GroupBiasError",
     "ParameterError",
+    "ArgumentError",
     "ConfigError",
     "NothingComputedError",
     "DataError",
@@ -42,6 +43,21 @@ class ParameterError(GroupBiasError):
         if fix:
             msg += f". {fix}"
         super().__init__(msg)
+
+
+class ArgumentError(ParameterError, TypeError):
+    """A call names a keyword the function does not take, or leaves out one it needs: the
+    message names the keyword and the function, with the closest keywords it takes. Also a
+    ``TypeError``, the error Python raises for such a call."""
+
+    def __init__(self, name: str, function: str, problem: str, fix: str | None = None) -> None:
+        self.name = name
+        self.expected = f"a keyword argument of {function}()"
+        self.given = problem
+        self.fix = fix
+        GroupBiasError.__init__(
+            self, f"{name}: {problem} of {function}()" + (f". {fix}" if fix else "")
+        )
 
 
 class ConfigError(GroupBiasError):

@@ -8,13 +8,17 @@ Python, but ``k=True`` is a mistake).
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
-from .errors import ParameterError
+from .errors import ArgumentError, ParameterError
 
 __all__ = [
     "is_integer",
@@ -33,7 +37,16 @@ __all__ = [
     "all_integral",
     "all_finite",
     "check_threads",
+    "checked_arguments",
 ]
+
+_F = TypeVar("_F", bound=Callable)
+#: what a required argument commonly left out is
+_REQUIRED_HINTS = {
+    "qptr": "Pass qptr=data.qptr, the query offsets (items of query i: qptr[i]:qptr[i+1])",
+    "groups": "Pass groups=data.groups, the affected-group memberships in [0, 1]",
+    "rng": "Pass rng=np.random.default_rng(seed)",
+}
 
 
 def is_integer(value) -> bool:
@@ -334,3 +347,53 @@ def check_threads(threads, name: str = "threads") -> int:
         except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
             return max(1, os.cpu_count() or 1)
     return integer(name, threads, low=1, what="an integer of at least 1, or null (all cores)")
+
+
+def checked_arguments(fn: _F) -> _F:
+    """``fn``, whose calls with a keyword it does not take, or without an argument it needs,
+    raise :class:`~groupbias.core.errors.ArgumentError` naming the keyword (with the closest
+    ones it takes: ``beta`` → ``did you mean beta_mean?``) instead of Python's bare
+    ``TypeError``. A correct call costs nothing more: the arguments are bound against the
+    signature only after a ``TypeError``."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise _argument_error(fn.__name__, sig, args, kwargs, exc) from None
+            raise
+
+    return call  # type: ignore[return-value]
+
+
+def _argument_error(name: str, sig: inspect.Signature, args, kwargs, exc) -> Exception:
+    """The :class:`ArgumentError` of a call ``sig`` cannot bind (``exc``: Python's)."""
+    params = sig.parameters
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    keywords = [p for p, v in params.items() if v.kind in kinds]
+    takes_any = any(v.kind == inspect.Parameter.VAR_KEYWORD for v in params.values())
+    unknown = [k for k in kwargs if k not in params and not takes_any]
+    if unknown:
+        k = unknown[0]
+        close = [p for p in keywords if p.startswith(k) or k.startswith(p)]
+        close += [c for c in difflib.get_close_matches(k, keywords, n=3) if c not in close]
+        fix = f"Did you mean {_either(close[:3])}?" if close else f"It takes {', '.join(keywords)}"
+        return ArgumentError(k, name, "not a keyword argument", fix)
+    try:
+        bound = sig.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        bound = None
+    if bound is not None:
+        for p, v in params.items():
+            if p not in bound and v.default is v.empty and v.kind in kinds:
+                return ArgumentError(p, name, "missing required argument", _REQUIRED_HINTS.get(p))
+    return ArgumentError("arguments", name, str(exc).replace(f"{name}() ", ""))
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

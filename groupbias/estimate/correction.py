@@ -18,12 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import check_qptr, vector
+from ..core.validation import check_qptr, checked_arguments, vector
 from ..simulate.group_bias import item_propensity
 
 __all__ = ["ips_correct", "correct_with_estimate"]
 
 
+@checked_arguments
 def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarray:
     """IPS-corrected attractiveness ``a / (g * beta_hat_q + 1 - g)`` (float64 [n_items]).
 
@@ -67,6 +68,7 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
     return out
 
 
+@checked_arguments
 def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:
     """:func:`ips_correct` with ``estimate.beta_hat_per_query`` of a
     :class:`groupbias.estimate.ks.BetaEstimate`."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import choice, vector
+from ..core.validation import checked_arguments, choice, vector
 from ..data.ranking_data import RankingData
 from ..data.trec import read_groups, read_qrels, read_run
 from ..simulate.group_bias import relevance_from_labels
@@ -28,6 +28,7 @@ from .trec_eval import judged_queries, trec_measures
 __all__ = ["evaluate", "evaluate_run", "run_data"]
 
 
+@checked_arguments
 def evaluate(
     scores,
     data: RankingData,
@@ -156,6 +157,7 @@ def _trec_name(r) -> str:
     return r.name if r.k is None else f"{r.name}@{r.k}"
 
 
+@checked_arguments
 def evaluate_run(
     run,
     qrels,

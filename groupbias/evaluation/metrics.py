@@ -29,6 +29,9 @@ Shared conventions (see ``docs/metrics.md`` for the full statement):
   :class:`~groupbias.rank.plackett_luce.PlackettLuce` policy (its expected exposures).
 """
 
+# long: the paper's metrics are one namespace (gb.metrics), one public function each, and
+# share the ranking, gain and exposure helpers below
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +39,7 @@ import numpy as np
 from .._fast.dcg import dcg_at_k
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
-from ..core.validation import check_k, check_qptr, choice, is_integer
+from ..core.validation import check_k, check_qptr, checked_arguments, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount, rank_weights
 from .exposure import (
     check_offset,
@@ -95,6 +98,7 @@ EEL_REDUCE = ("mean", None, "sum")
 _FLOAT64 = np.dtype(np.float64)
 
 
+@checked_arguments
 def ndcg(
     scores,
     labels,
@@ -320,6 +324,7 @@ def _reduce_rho(sums, reduce, on_zero_utility):
     return reduce_queries(_rho(xa, xn, ya, yn, on_zero_utility), reduce, DTR_REDUCE)
 
 
+@checked_arguments
 def rho_dtr_tabular(
     estimated_utility,
     true_relevance,
@@ -365,6 +370,7 @@ def rho_dtr_tabular(
     return _reduce_rho(sums, reduce, on_zero_utility)
 
 
+@checked_arguments
 def rho_dtr_ranking(
     scores,
     true_relevance,
@@ -519,6 +525,7 @@ def _eel_options(thresholds, levels, k, distance, on_single_group, bins, offset)
     }
 
 
+@checked_arguments
 def delta_eel_tabular(
     estimated_scores,
     true_relevance,
@@ -574,6 +581,7 @@ def delta_eel_tabular(
     return reduce_queries(out, reduce, EEL_REDUCE)
 
 
+@checked_arguments
 def delta_eel_ranking(
     scores,
     true_relevance,
@@ -641,6 +649,7 @@ def _no_relevant(out: np.ndarray, n_rel: np.ndarray, q: np.ndarray, policy: str)
     return out
 
 
+@checked_arguments
 def average_precision(
     scores,
     labels,
@@ -675,6 +684,7 @@ def average_precision(
     return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
 
 
+@checked_arguments
 def reciprocal_rank(
     scores,
     labels,

@@ -59,7 +59,16 @@ from ..core.errors import DataFormatError, ParameterError
 from ..core.io import write_bytes_atomic
 from ..core.memory import check_fits
 from ..core.segments import list_sizes, query_index, ranks_within
-from ..core.validation import check_qptr, choice, generator, integer, is_integer, real, vector
+from ..core.validation import (
+    check_qptr,
+    checked_arguments,
+    choice,
+    generator,
+    integer,
+    is_integer,
+    real,
+    vector,
+)
 
 __all__ = [
     "USER_MODELS",
@@ -439,6 +448,7 @@ def check_log_size(n_sessions: int, positions: int, *, name: str = "n_sessions")
     return n
 
 
+@checked_arguments
 def simulate_click_log(
     relevance,
     groups,
@@ -586,6 +596,7 @@ def examination_probability(ranks, *, eta: float = 1.0) -> np.ndarray:
     return np.power(r.astype(np.float64), -e)
 
 
+@checked_arguments
 def simulate_clicks(
     attractiveness,
     *,
@@ -618,6 +629,7 @@ def simulate_clicks(
     return clicks, float(n_sessions) * pe
 
 
+@checked_arguments
 def attractiveness_from_clicks(clicks, impressions) -> np.ndarray:
     """IPS estimate of the attractiveness: ``clicks / impressions`` (float64 [n_items]) with
     ``impressions = n_sessions * P(E | rank)`` (unbiased for ``a``; not clipped to [0, 1]).

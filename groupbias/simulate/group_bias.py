@@ -35,7 +35,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import check_qptr, choice, generator, is_integer, real, sequence, vector
+from ..core.validation import (
+    check_qptr,
+    checked_arguments,
+    choice,
+    generator,
+    is_integer,
+    real,
+    sequence,
+    vector,
+)
 from ..data.ranking_data import RankingData
 
 __all__ = [
@@ -64,6 +73,7 @@ VARIANTS = ("normal", "two_mode", "clusters")
 # --------------------------------------------------------------------------- relevance
 
 
+@checked_arguments
 def relevance_from_labels(
     labels, *, label_max: float | None = None, mode: str = "graded"
 ) -> np.ndarray:
@@ -142,6 +152,7 @@ def _draw(
     return np.clip(out, bmin, 1.0)  # guards the last ulp of the inverse CDF
 
 
+@checked_arguments
 def draw_query_beta(
     n_queries: int,
     *,
@@ -228,6 +239,7 @@ def draw_two_mode_beta(
 # --------------------------------------------------------------------------- attractiveness
 
 
+@checked_arguments
 def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarray:
     """Attractiveness under group bias, Eq. (2) (float64 [n_items], a new array).
 
@@ -312,6 +324,7 @@ def _query_betas(n_q, variant, beta_mean, modes, cluster_of_query, *, rng, **dra
     return beta, None, np.atleast_1d(np.asarray(beta_mean, dtype=np.float64))
 
 
+@checked_arguments
 def simulate_group_bias(
     data,
     *,

@@ -771,6 +771,33 @@ def test_16_a_tensor_that_requires_grad_is_a_parameter_error():
         gb.evaluate(scores, data, regime="ltr")
 
 
+def test_16_a_misnamed_or_missing_keyword_is_named_with_a_suggestion():
+    # before: Python's bare "got an unexpected keyword argument 'beta'" and "missing 1
+    # required keyword-only argument: 'qptr'"
+    from groupbias.core.errors import ArgumentError
+
+    data = _grouped(4)
+    with pytest.raises(ArgumentError, match="beta: not a keyword argument of simulate_group_") as e:
+        gb.simulate_group_bias(data, beta=0.8, rng=np.random.default_rng(0))
+    assert "Did you mean beta_mean" in str(e.value) and isinstance(e.value, TypeError)
+    with pytest.raises(ArgumentError, match="qptr: missing required argument of ndcg") as e:
+        gb.metrics.ndcg(data.labels, data.labels)
+    assert e.value.name == "qptr" and "data.qptr" in str(e.value)
+    with pytest.raises(ArgumentError, match="groups: missing .* of rho_dtr_tabular"):
+        gb.metrics.rho_dtr_tabular(data.labels / 4, data.labels / 4, qptr=data.qptr)
+    with pytest.raises(ArgumentError, match="metric: .* evaluate.*Did you mean metrics"):
+        gb.evaluate(data.labels, data, regime="ltr", metric=["ndcg@10"])
+    from groupbias.core.validation import checked_arguments
+
+    @checked_arguments
+    def inner(x, *, y):
+        raise TypeError("raised inside")
+
+    with pytest.raises(TypeError, match="raised inside") as e:  # left alone
+        inner(1, y=2)
+    assert not isinstance(e.value, ArgumentError)
+
+
 # ---- 7, 11, 12: the command line, checked before anything is made ---------------------------
 
 
