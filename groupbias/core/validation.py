@@ -147,16 +147,18 @@ def vector(
     finite: bool = True,
     what: str | None = None,
     fix: str | None = None,
+    per: str = "item",
 ) -> np.ndarray:
-    """A 1-D numeric array (bool allowed) as float64, optionally of length ``n``, finite and
-    inside ``[low, high]``. No copy when the input is already float64."""
+    """A 1-D numeric array (bool allowed) as float64, optionally of length ``n`` (one value
+    per ``per``: ``"item"``, ``"query"``, ...), finite and inside ``[low, high]``. No copy
+    when the input is already float64."""
     a = as_array(name, values)
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise ParameterError(name, "a 1-D numeric array", f"shape {a.shape}, dtype {a.dtype}")
     if n is not None and a.size != n:
         raise ParameterError(
             name,
-            f"length {n} (one value per item)" if what is None else f"length {n}",
+            f"length {n} (one value per {per})",
             f"length {a.size}",
         )
     a = a.astype(np.float64, copy=False)

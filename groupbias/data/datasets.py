@@ -426,14 +426,19 @@ def load_dataset(
     grouping: Grouping | None = None,
     **params,
 ):
-    """Load a registered dataset: all its splits as ``{split: RankingData}``, or one split.
+    """Load a registered dataset: all its splits as ``{split: data}``, or one split.
 
-    ``grouping``: applied to every split (default: the dataset's built-in sensitive attribute
-    when it has one, else no grouping). Example::
+    ``data`` is a :class:`~groupbias.data.ranking_data.RankingData` for the learning-to-rank
+    datasets and a :class:`~groupbias.data.text.TextCollection` (documents, queries,
+    judgements, document labels) for the text collections (``grep_biasir``,
+    ``trec2019_text``, ``trec2020_text``, ``text_files``), which have one split, ``"test"``.
+    ``grouping``: applied to every split of ranking data (default: the dataset's built-in
+    sensitive attribute when it has one, else no grouping). Example::
 
         import groupbias as gb
 
         test = gb.load_dataset("trec2020", split="test")   # $GROUPBIAS_TREC_FAIR
+        grep = gb.load_dataset("grep_biasir")["test"]      # a TextCollection
     """
     spec = DatasetSpec(name=name, root=root, params=params)
     splits = spec.load(only=None if split is None else (split,))

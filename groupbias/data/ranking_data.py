@@ -180,6 +180,19 @@ class RankingData:
                 )
             object.__setattr__(self, "groups", g)
 
+    def __repr__(self) -> str:
+        """Sizes and dtypes only (the dataclass default would print every array)."""
+
+        def kind(a) -> str:
+            return "None" if a is None else str(np.asarray(a).dtype)
+
+        return (
+            f"RankingData(name={self.name!r}, n_queries={self.n_queries}, "
+            f"n_items={self.n_items}, features={kind(self.features)}[{self.n_items}, "
+            f"{self.n_features}], labels={kind(self.labels)}, groups={kind(self.groups)}, "
+            f"item_ids={kind(self.item_ids)}, label_max={self.label_max!r})"
+        )
+
     # ---- sizes -------------------------------------------------------------------------
     @property
     def n_queries(self) -> int:

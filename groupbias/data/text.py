@@ -405,6 +405,14 @@ class TextCollection:
         object.__setattr__(self, "qrels", q)
         object.__setattr__(self, "doc_labels", labels)
 
+    def __repr__(self) -> str:
+        """Sizes only (the dataclass default would print every text)."""
+        return (
+            f"TextCollection(name={self.name!r}, n_docs={len(self.texts)}, "
+            f"n_queries={len(self.queries)}, judgements={self.qrels.nnz}, "
+            f"doc_labels={sorted(self.doc_labels)})"
+        )
+
     def content_digest(self) -> str:
         """SHA-256 (hex) of the documents, queries, judgements and labels: the fingerprint
         of a collection whose loader declares no source files."""

@@ -43,7 +43,7 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
         "groups", groups, a.size, low=0.0, high=1.0, what="memberships in [0, 1] (1 = affected)"
     )
     q = check_qptr(qptr, a.size)
-    b = vector("beta_hat_per_query", beta_hat_per_query, q.size - 1, finite=False)
+    b = vector("beta_hat_per_query", beta_hat_per_query, q.size - 1, finite=False, per="query")
     known = ~np.isnan(b)
     # below the smallest normal float a / β̂ overflows to inf
     ok = (b >= np.finfo(np.float64).tiny) & (b <= 1)

@@ -146,7 +146,7 @@ def debiased_attractiveness(
     would make its clicks weigh infinitely)."""
     n, c = _counts(shown, clicks)
     floor = real("min_propensity", min_propensity, low=0.0, high=1.0, low_open=True)
-    theta = np.maximum(vector("propensity", propensity, n.shape[1], low=0.0), floor)
+    theta = np.maximum(vector("propensity", propensity, n.shape[1], low=0.0, per="position"), floor)
     weighted = n @ theta
     observed = n.sum(axis=1) > 0
     out = np.zeros(n.shape[0])

@@ -11,11 +11,12 @@ Table 1).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.errors import ParameterError
+from ..core.errors import GroupBiasWarning, ParameterError
 from ..core.validation import checked_arguments, choice, vector
 from ..data.ranking_data import RankingData
 from ..data.trec import read_groups, read_qrels, read_run
@@ -64,7 +65,7 @@ def evaluate(
             fix="apply a grouping (e.g. gb.load_dataset(..., grouping=...))",
         )
     if relevance is None:
-        relevance = relevance_from_labels(data.labels, label_max=data.label_max)
+        relevance = _relevance_from_labels(data, regime)
     relevance = vector(
         "relevance",
         relevance,
@@ -86,6 +87,22 @@ def evaluate(
     scores = vector("scores", scores, data.n_items, fix="drop or impute them before evaluating")
     per_query = compute_metrics(scores, spec, regime=regime)
     return {k: reduce_queries(v, reduce) for k, v in per_query.items()}
+
+
+def _relevance_from_labels(data: RankingData, regime: str) -> np.ndarray:
+    """The default true P(R), ``labels / label_max``. In the tabular regime the scores are
+    estimates of a relevance the caller simulated (``sim.relevance``): a default taken
+    silently would compare them with another scale, so it is named in a warning."""
+    top = data.label_max if data.label_max else float(data.labels.max(initial=0.0))
+    if regime == "tabular":
+        warnings.warn(
+            f"evaluate(regime='tabular') without relevance=: the true P(R) is taken as "
+            f"labels / {top:g} (data.labels / data.label_max); pass relevance= (e.g. "
+            "sim.relevance) when the scores estimate another relevance",
+            GroupBiasWarning,
+            stacklevel=3,
+        )
+    return relevance_from_labels(data.labels, label_max=data.label_max)
 
 
 def _check_regime(regime) -> str:

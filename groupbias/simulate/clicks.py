@@ -334,7 +334,7 @@ def _check_simulation_inputs(relevance, groups, qptr, logging_scores, beta_query
     q = check_qptr(qptr, rel.size)
     s = vector("logging_scores", logging_scores, rel.size)
     if beta_query is not None:
-        b = vector("beta_query", beta_query, q.size - 1)
+        b = vector("beta_query", beta_query, q.size - 1, per="query")
         if b.size and (b.min() <= 0 or b.max() > 1):
             raise ParameterError("beta_query", "propensities in (0, 1]", f"[{b.min()}, {b.max()}]")
     if q.size < 2:

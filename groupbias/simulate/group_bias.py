@@ -251,7 +251,7 @@ def simulate_attractiveness(relevance, groups, *, qptr, beta_query) -> np.ndarra
     rel = vector("relevance", relevance, low=0.0, high=1.0)
     g = vector("groups", groups, rel.size, low=0.0, high=1.0)
     q = check_qptr(qptr, rel.size)
-    b = vector("beta_query", beta_query, q.size - 1)
+    b = vector("beta_query", beta_query, q.size - 1, per="query")
     if b.size and (b.min() <= 0 or b.max() > 1):
         raise ParameterError(
             "beta_query", "propensities in (0, 1]", f"range [{b.min()!r}, {b.max()!r}]"

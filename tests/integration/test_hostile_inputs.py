@@ -798,6 +798,34 @@ def test_16_a_misnamed_or_missing_keyword_is_named_with_a_suggestion():
     assert not isinstance(e.value, ArgumentError)
 
 
+def test_16_evaluate_names_the_relevance_it_assumed_in_the_tabular_regime():
+    from groupbias.core.errors import GroupBiasWarning
+
+    data = _grouped(4)
+    with pytest.warns(GroupBiasWarning, match=r"without relevance=.*labels / 4"):
+        gb.evaluate(data.labels / 4, data, regime="tabular")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GroupBiasWarning)
+        gb.evaluate(data.labels / 4, data, regime="tabular", relevance=data.labels / 4)
+        gb.evaluate(data.labels, data, regime="ltr")  # a ranking: the labels are the truth
+
+
+def test_16_messages_and_reprs_say_what_they_count():
+    data = _grouped(4)
+    with pytest.raises(ParameterError, match=r"length 4 \(one value per query\), got 'length 3'"):
+        gb.simulate_attractiveness(
+            data.labels / 4, data.groups, qptr=data.qptr, beta_query=[0.8, 0.8, 0.8]
+        )
+    with pytest.raises(ParameterError, match="one value per query"):
+        gb.ips_correct(data.labels, data.groups, qptr=data.qptr, beta_hat_per_query=np.ones(5))
+    text = repr(data)  # before: every array in full
+    assert text.startswith("RankingData(") and "n_queries=4, n_items=24" in text
+    assert "float32[24, 2]" in text and "array(" not in text and len(text) < 300
+    assert "TextCollection" in gb.load_dataset.__doc__  # grep_biasir gives {'test': one}
+
+
 # ---- 7, 11, 12: the command line, checked before anything is made ---------------------------
 
 
