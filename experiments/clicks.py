@@ -18,7 +18,6 @@ Printed: a table per dataset and β; written: the figure ``clicks_<dataset>.{png
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,14 +47,11 @@ from .common import (
     check_common,
     check_metrics,
     entries,
+    folder_name,
     parse_entries,
     rng_for,
     with_validation,
 )
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "dataset"
 
 
 def _lists(per_query: dict) -> dict:
@@ -190,7 +186,7 @@ class Clicks(ClickLogKeys):
         scale = label_scale(splits)
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
         spec = evaluation_spec(test, scale=scale, bias=setup.bias, metrics=self.metrics)
-        out = rd.path / "models" / slug(title) / f"rep{rep}" / "full"
+        out = rd.path / "models" / folder_name(title) / f"rep{rep}" / "full"
         ranker = train_ranker(
             train,
             valid,
@@ -220,7 +216,7 @@ class Clicks(ClickLogKeys):
                 settings=self.settings,
                 rng=rng,
             )
-        folder = rd.path / "models" / slug(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
+        folder = rd.path / "models" / folder_name(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
         if self.save_logs:
             write_click_log(folder / "train_clicks.parquet", logs["train"])
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
@@ -269,7 +265,7 @@ class Clicks(ClickLogKeys):
             full = [
                 _arrays(
                     rd.step(
-                        f"clicks_{slug(title)}_full_rep{rep}",
+                        f"clicks_{folder_name(title)}_full_rep{rep}",
                         functools.partial(self._full, splits, setup, rd, title, rep),
                         key={**key, "rep": rep},
                     )["per_query"]
@@ -284,7 +280,7 @@ class Clicks(ClickLogKeys):
     def _records(self, splits, setup, rd, title, key, beta, n, full) -> list:
         steps = [
             rd.step(
-                f"clicks_{slug(title)}_beta{beta}_n{n}_rep{rep}",
+                f"clicks_{folder_name(title)}_beta{beta}_n{n}_rep{rep}",
                 functools.partial(
                     self._sessions, splits, setup, rd, title=title, beta=beta, rep=rep, n=n
                 ),
@@ -330,7 +326,7 @@ class Clicks(ClickLogKeys):
         write_text_atomic(Path(run_dir) / "clicks.txt", text)
         print(text, end="")
         for ds in df["dataset"].unique():
-            stem = Path(run_dir) / f"clicks_{slug(ds)}"
+            stem = Path(run_dir) / f"clicks_{folder_name(ds)}"
             out = plot_clicks(df[df["dataset"] == ds], stem, ds, cols)
             print(f"[groupbias] figure: {out['png']}")
 

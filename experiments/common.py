@@ -238,6 +238,13 @@ def with_validation(
     return {**splits, "train": train.subset(train_q), "valid": train.subset(valid_q)}
 
 
+def folder_name(title: str) -> str:
+    """A dataset title as a shell-safe folder or file name: letters, digits, ``_``, ``.`` and
+    ``-`` kept, every other run (spaces, brackets, commas) one ``_`` (``TREC 2020`` →
+    ``TREC_2020``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(title)).strip("_") or "dataset"
+
+
 def rng_for(seed: int, *keys) -> np.random.Generator:
     """An independent generator for (seed, keys...): the same keys give the same stream in
     every process, so runs are reproducible and order-independent."""

@@ -37,8 +37,8 @@ from groupbias.pipelines.clicks import labels_from_clicks, logging_scores
 from groupbias.pipelines.ltr import label_scale
 from groupbias.simulate.clicks import DRIFTS, Drift, check_log_size, simulate_click_log
 
-from .clicks import ClickLogKeys, slug
-from .common import available, check_common, entries, parse_entries, rng_for
+from .clicks import ClickLogKeys
+from .common import available, check_common, entries, folder_name, parse_entries, rng_for
 
 #: where the tracks' level comes from: the groups' mean ratio itself, or the estimator
 LEVELS = ("ratio", "estimator")
@@ -165,7 +165,7 @@ class DriftExperiment(ClickLogKeys):
                 raise ParameterError("datasets", "grouped data", title)
             for kind in self.drifts:
                 res = rd.step(
-                    f"drift_{slug(title)}_{kind}",
+                    f"drift_{folder_name(title)}_{kind}",
                     functools.partial(
                         self._one, data, setup, title=title, kind=kind, scale=label_scale(splits)
                     ),
@@ -211,7 +211,7 @@ class DriftExperiment(ClickLogKeys):
                 for k, v in metrics["tracks"].items()
                 if k.startswith(f"{ds}|")
             }
-            out = plot_drift(panels, Path(run_dir) / f"drift_{slug(ds)}", ds, self)
+            out = plot_drift(panels, Path(run_dir) / f"drift_{folder_name(ds)}", ds, self)
             print(f"[groupbias] figure: {out['png']}")
 
 

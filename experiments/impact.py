@@ -26,6 +26,7 @@ from .common import (
     beta_grid,
     check_common,
     entries,
+    folder_name,
     parse_entries,
     rng_for,
     step_records,
@@ -104,7 +105,7 @@ class Impact:
             beta_std=_reference_std(beta),
             rng=rng_for(setup.seed, "impact-ltr", title, beta),
             seed=setup.seed,
-            out_dir=rd.path / "models" / title / f"beta{beta}",
+            out_dir=rd.path / "models" / folder_name(title) / f"beta{beta}",
             dataset=title,
             prepared=prepared,
         )

@@ -23,6 +23,7 @@ from .common import (
     check_metrics,
     entries,
     evaluation_title,
+    folder_name,
     parse_entries,
     rng_for,
     step_records,
@@ -52,7 +53,7 @@ def _ltr_step(
         correlations=exp.correlations,
         protocol=setup.evaluation,
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
-        out_dir=rd.path / "models" / title / sub,
+        out_dir=rd.path / "models" / folder_name(title) / sub,
         prepared=prepared,
     )
     # β̂ and the assumption check (null β̂, the `!` flag) belong to the β steps

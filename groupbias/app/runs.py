@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -55,6 +56,20 @@ def config_fingerprint(cfg: Mapping, *, ignore: tuple[str, ...] = NON_RESULT_KEY
     clean = {k: v for k, v in cfg.items() if k not in ignore}
     blob = json.dumps(clean, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+#: what a step file name keeps as it is; anything else becomes ``_``
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+~-]")
+
+
+def step_file_stem(name: str) -> str:
+    """A step's name as a shell-safe file name: kept when it is one, else with every other
+    character replaced by ``_`` and a digest of the name appended (``table2_TREC 2020_full``
+    → ``table2_TREC_2020_full-<8 hex>``), so that two names never share a file."""
+    safe = _UNSAFE.sub("_", name)
+    if safe == name and not name.startswith((".", "-")):
+        return name
+    return f"{safe.lstrip('.-') or 'step'}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def shown_path(path: str | os.PathLike) -> str:
@@ -178,15 +193,16 @@ class RunDir:
         key: Mapping | None = None,
         label: str | None = None,
     ) -> dict:
-        """Result of sub-step ``name``: loaded from ``steps/name.json`` when it was finished
-        under the same config (and ``key``), else computed with ``fn()`` and stored.
+        """Result of sub-step ``name``: loaded from ``steps/<name>.json`` (the name made
+        shell-safe, :func:`step_file_stem`) when it was finished under the same config (and
+        ``key``), else computed with ``fn()`` and stored.
 
         Each step reports to :attr:`progress` (:mod:`groupbias.app.progress`): without
         ``label`` a line when it starts and one when it ends (``step 3/7 name: done in 1.2 s;
         about 40 s left``); with it (short steps) one line when it is done (``step 3/7 <label>:
         1.2 s``); a step loaded from an earlier run is said to be ``reused``."""
         fp = config_fingerprint({"run": self.fingerprint, "key": dict(key or {})}, ignore=())
-        p = self.path / "steps" / f"{name}.json"
+        p = self.path / "steps" / f"{step_file_stem(name)}.json"
         if p.exists():
             try:
                 saved = read_json(p)

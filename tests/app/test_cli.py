@@ -538,3 +538,25 @@ def test_table2_shows_the_null_check_and_its_flag(tmp_path, capsys):
     row = next(line for line in md.splitlines() if line.startswith("| synthetic"))
     assert f"{diag['null_beta_hat']:.3f}!" in row
     assert "null β̂ (the ks estimator on unbiased data) is off" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_model_folders_are_shell_safe_and_where_the_docs_say(tmp_path, capsys):
+    # a table row named with a space, as "TREC 2020" is: its models went to "models/TREC 2020"
+    cfg = _compose(
+        [
+            "experiment=table2",
+            f"paths.runs={tmp_path}",
+            *TINY_SYNTH,
+            "experiment.datasets=[{dataset: synthetic, title: TREC 2020}]",
+            "bias.betas=[0.7]",
+            *TINY_TRAIN,
+        ]
+    )
+    run(cfg)
+    made = [p.relative_to(tmp_path) for p in tmp_path.rglob("*")]
+    assert made and not [str(p) for p in made if " " in str(p)]
+    models = tmp_path / "table2" / "models" / "TREC_2020"
+    assert (models / "beta0.7" / "biased" / "test.run").is_file()
+    documented = (REPO / "docs" / "interop.md").read_text()
+    assert "groupbias-report compare runs/table2/models/TREC_2020 " in documented
