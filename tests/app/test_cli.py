@@ -371,9 +371,9 @@ def test_table2_normalizes_each_split_once(tmp_path, monkeypatch):
     calls: list[tuple[int, int]] = []
     zscore = dm.zscore_within_queries
 
-    def counted(features, *, qptr):
+    def counted(features, *, qptr, **kw):
         calls.append(features.shape)
-        return zscore(features, qptr=qptr)
+        return zscore(features, qptr=qptr, **kw)
 
     monkeypatch.setattr(dm, "zscore_within_queries", counted)
     cfg = _compose(
