@@ -62,3 +62,83 @@ def test_ctrl_c_while_a_ranker_trains_stops_cleanly_and_resumes(tmp_path):
     assert again.returncode == 0, err[-3000:]
     assert "step 1/2 table2_synthetic_full: reused" in out
     assert json.loads(meta.read_text())["status"] == "complete"
+
+
+def _records(root: Path) -> list:
+    (metrics,) = root.rglob("metrics.json")
+    recs = json.loads(metrics.read_text())["records"]
+    return sorted(json.dumps(r, sort_keys=True) for r in recs)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_terminal_exits_130_within_10_s_and_resumes_to_a_clean_runs_records(
+    tmp_path,
+):
+    """The issue's case: `groupbias experiment=table2` on a pseudo-terminal that is its
+    controlling terminal, and ^C typed into it while a ranker trains (the terminal driver
+    sends SIGINT to the foreground process group): exit 130 within 10 s, `interrupted`;
+    the same command then resumes, and its records equal those of a run never interrupted."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    exe = Path(sys.executable).with_name("groupbias")
+    stopped, clean = tmp_path / "stopped", tmp_path / "clean"
+    stopped.mkdir()
+    clean.mkdir()
+    master, slave = pty.openpty()
+
+    def controlling_terminal() -> None:  # in the child: a session of its own on the pty
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [str(exe), *ARGS, f"paths.runs={stopped}"],
+        cwd=stopped,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        preexec_fn=controlling_terminal,
+    )
+    os.close(slave)
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the child closed the terminal
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 600
+    while not list(stopped.rglob("beta0.8/biased/logs/version_0")):
+        assert proc.poll() is None, b"".join(shown)[-3000:]
+        assert time.monotonic() < deadline, "training never started"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    os.write(master, b"\x03")  # ^C
+    proc.wait(timeout=120)
+    took = time.monotonic() - t0
+    reader.join(timeout=5)
+    os.close(master)
+    text = b"".join(shown).decode(errors="replace")
+    assert proc.returncode == 130, text[-3000:]
+    assert took <= 10, f"stopped {took:.1f} s after ^C"
+    assert "interrupted; the same command resumes" in text
+    assert "Traceback" not in text
+    (meta,) = stopped.rglob("meta.json")
+    assert json.loads(meta.read_text())["status"] == "interrupted"
+    again = _start(stopped)
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-3000:]
+    reference = _start(clean)
+    _, err = reference.communicate(timeout=900)
+    assert reference.returncode == 0, err[-3000:]
+    assert _records(stopped) == _records(clean)

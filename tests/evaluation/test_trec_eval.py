@@ -104,3 +104,42 @@ def test_the_run_file_through_the_command_and_the_library(tmp_path, capsys):
     assert cand["nDCG@10"] != pytest.approx(mean, abs=1e-6)
     with pytest.raises(gb.ParameterError, match="semantics"):
         gb.evaluate_run(run, qrels, tmp_path / "r.groups", metrics=["ndcg"], semantics="x")
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_a_bm25_run_of_grep_biasir_equals_ir_measures_over_its_117_queries(
+    grep_root, tmp_path, monkeypatch
+):
+    """The issue's case: BM25 on Grep-BiasIR's 117 judged queries (its gendered copies of one
+    text tie, so trec_eval's tie order by document id is exercised), written as TREC files
+    and evaluated by ``groupbias-report evaluate``: nDCG@10, MRR@10 and AP equal
+    ir_measures query by query and in the mean (the candidates' convention gave 0.8264 /
+    0.8055 over 113 queries where ir_measures gives about 0.798 / 0.778 over 117)."""
+    import pandas as pd
+
+    from groupbias.data.datasets import load_dataset
+    from groupbias.reporting.aggregate import main as report_main
+    from groupbias.retrieval.bm25 import BM25Index
+
+    monkeypatch.setenv("GROUPBIAS_GREP_BIASIR", str(grep_root))
+    c = load_dataset("grep_biasir", split="test")
+    run = BM25Index(c.texts).search(c.queries, k=1000, on_empty="skip")
+    run.to_trec(query_ids=c.query_ids, doc_ids=c.doc_ids).write(tmp_path / "bm25.run")
+    assert report_main(["export", "grep_biasir", "--out", str(tmp_path)]) == 0
+    trec = gb.read_run(tmp_path / "bm25.run")
+    qrels = gb.read_qrels(tmp_path / "grep_biasir_test.qrels")
+    ties = sum(len(s) - len(np.unique(s)) for s in np.split(trec.scores, trec.qptr[1:-1]))
+    assert ties > 0  # the case the tie order decides
+    args = ["evaluate", "--run", str(tmp_path / "bm25.run")]
+    args += ["--qrels", str(tmp_path / "grep_biasir_test.qrels")]
+    args += ["--groups", str(tmp_path / "grep_biasir_test.groups"), "--classes", "M,F"]
+    args += ["--metrics", "nDCG@10,MRR@10,map", "--out", str(tmp_path / "e")]
+    assert report_main(args) == 0
+    got = pd.read_csv(tmp_path / "e_per_query.csv", dtype={"query": str}).set_index("query")
+    assert len(got) == 117
+    for ours, ref_name in (("nDCG@10", "nDCG@10"), ("MRR@10", "RR@10"), ("map", "AP")):
+        ref = _reference(trec, qrels, ref_name)
+        expect = np.array([ref.get(q, 0.0) for q in got.index])
+        np.testing.assert_allclose(got[ours].to_numpy(), expect, rtol=0, atol=1e-12)
+        assert abs(got[ours].mean() - expect.mean()) < 1e-12
