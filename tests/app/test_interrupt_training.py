@@ -36,7 +36,14 @@ def _start(tmp: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's job
+        preexec_fn=_foreground_signals,
     )
+
+
+def _foreground_signals() -> None:
+    """SIGINT as a terminal's foreground job has it: a shell without job control starts its
+    background commands (e.g. `make test &`) with SIGINT ignored, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.slow
@@ -90,6 +97,7 @@ def test_ctrl_c_on_a_terminal_exits_130_within_10_s_and_resumes_to_a_clean_runs_
     master, slave = pty.openpty()
 
     def controlling_terminal() -> None:  # in the child: a session of its own on the pty
+        _foreground_signals()
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
