@@ -107,31 +107,27 @@ def _grades(values: np.ndarray, how: str, qptr: np.ndarray, qidx: np.ndarray) ->
 
 def delta_eel(estimate, truth, groups, qptr, c: Convention) -> float:
     """Δ(EEL) between the EEL targets of ``estimate`` and ``truth`` under convention ``c``."""
-    from groupbias.evaluation.exposure import target_exposure
+    from groupbias.core.segments import query_index, segment_sum
+    from groupbias.evaluation.exposure import group_sums, target_exposure
 
-    n_queries = qptr.size - 1
-    qidx = np.repeat(np.arange(n_queries), np.diff(qptr))
+    qidx = query_index(qptr)
     truth_grades = "minmax" + c.grades[-1] if c.grades.startswith("minmax") else "a*"
     d = target_exposure(
         _grades(estimate, c.grades, qptr, qidx), qptr=qptr, k=c.k, offset=c.offset
     ) - target_exposure(_grades(truth, truth_grades, qptr, qidx), qptr=qptr, k=c.k, offset=c.offset)
-    if c.level == "group":
-        g = np.asarray(groups, dtype=np.float64)
-        parts = [np.bincount(qidx, weights=d * w, minlength=n_queries) for w in (g, 1 - g)]
-    else:
-        parts = [d]  # item level: one query's items are its components
-    ix = [qidx] * len(parts) if c.level == "item" else [np.arange(n_queries)] * len(parts)
+    g = np.asarray(groups, dtype=np.float64)
+    if c.level == "group":  # the components are the two group differences of each query
+        d_a, d_n = group_sums(d, g, qptr)
+        squares, absolute = d_a**2 + d_n**2, np.abs(d_a) + np.abs(d_n)
+    else:  # item level: one query's items are its components
+        squares, absolute = segment_sum(d**2, qptr), segment_sum(np.abs(d), qptr)
     if c.over == "global":
-        return float(np.sqrt(sum(float(np.sum(p**2)) for p in parts)))
-    if c.distance == "l1":
-        per = sum(np.bincount(i, weights=np.abs(p), minlength=n_queries) for i, p in zip(ix, parts))
-    else:
-        per = sum(np.bincount(i, weights=p**2, minlength=n_queries) for i, p in zip(ix, parts))
-        per = np.sqrt(per) if c.distance == "l2" else per
+        return float(np.sqrt(np.sum(squares)))
+    per = {"l1": absolute, "l2": np.sqrt(squares), "sq_l2": squares}[c.distance]
     if c.over == "sum":
         return float(np.sum(per))
     if c.over == "two_groups":
-        n_affected = np.bincount(qidx, weights=groups, minlength=n_queries)
+        n_affected = segment_sum(g, qptr)
         per = per[(n_affected > 0) & (n_affected < np.diff(qptr))]
     return float(np.mean(per))
 
