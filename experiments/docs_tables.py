@@ -155,17 +155,21 @@ class Runs:
         return self.done[key]
 
 
-def run_table1(runs: Runs, split: str, evaluation: str) -> list[dict]:
+def run_table1(
+    runs: Runs, split: str, evaluation: str, datasets: str = "trec2019,trec2020"
+) -> list[dict]:
     """The rows of ``table1.csv`` of a fresh ``experiment=table1`` run."""
-    _, out = table1_run(runs, split, evaluation)
+    _, out = table1_run(runs, split, evaluation, datasets)
     with open(out / "table1.csv", newline="") as f:
         return list(csv.DictReader(f))
 
 
-def table1_run(runs: Runs, split: str, evaluation: str) -> tuple[dict, Path]:
+def table1_run(
+    runs: Runs, split: str, evaluation: str, datasets: str = "trec2019,trec2020"
+) -> tuple[dict, Path]:
     return runs.experiment(
         "experiment=table1",
-        "experiment.datasets=[trec2019,trec2020]",
+        f"experiment.datasets=[{datasets}]",
         f"experiment.split={split}",
         f"evaluation={evaluation}",
     )
@@ -384,14 +388,7 @@ def fresh_blocks(only: set[str] | None, runs: Runs | Path) -> dict[str, str]:
 def table1_ppg(runs: Runs) -> str:
     """Table 1 on TREC 2020 (training split) under ``evaluation=paper_code_ppg``: the released
     permutation-graph learner, beside the paper's row."""
-    _, out = runs.experiment(
-        "experiment=table1",
-        "experiment.datasets=[trec2020]",
-        "experiment.split=train",
-        "evaluation=paper_code_ppg",
-    )
-    with open(out / "table1.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = run_table1(runs, "train", "paper_code_ppg", "trec2020")
     lines = [HEADER.format(dataset="TREC 2020"), table1_row(rows, "TREC 2020", "paper_code_ppg")]
     return "\n".join([*lines, PAPER["TREC 2020"]])
 
