@@ -46,15 +46,20 @@ def _foreground_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _wait_for_training(proc: subprocess.Popen, root: Path, output) -> None:
+    """Until the β step's first ranker trains (its logger folder appears); ``output()``: what
+    the run printed, shown if it ends first."""
+    deadline = time.monotonic() + 600
+    while not list(root.rglob("beta0.8/biased/logs/version_0")):
+        assert proc.poll() is None, output()
+        assert time.monotonic() < deadline, "training never started"
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
 def test_ctrl_c_while_a_ranker_trains_stops_cleanly_and_resumes(tmp_path):
     proc = _start(tmp_path)
-    # wait until the β step's first ranker trains (its logger folder appears)
-    deadline = time.monotonic() + 600
-    while not list(tmp_path.rglob("beta0.8/biased/logs/version_0")):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "training never started"
-        time.sleep(0.2)
+    _wait_for_training(proc, tmp_path, proc.communicate)
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
     out, err = proc.communicate(timeout=120)
@@ -124,11 +129,7 @@ def test_ctrl_c_on_a_terminal_exits_130_within_10_s_and_resumes_to_a_clean_runs_
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 600
-    while not list(stopped.rglob("beta0.8/biased/logs/version_0")):
-        assert proc.poll() is None, b"".join(shown)[-3000:]
-        assert time.monotonic() < deadline, "training never started"
-        time.sleep(0.2)
+    _wait_for_training(proc, stopped, lambda: b"".join(shown)[-3000:])
     time.sleep(1.0)
     t0 = time.monotonic()
     os.write(master, b"\x03")  # ^C
