@@ -500,34 +500,54 @@ KS_BIAS_SETTINGS = ((0.0, 1.0), (0.0, 0.6), (0.2, 0.6))
 KS_BIAS_SIZES = (10, 50, 200)
 
 
-def ks_bias(runs: Runs) -> str:
-    """Mean ``β̂_c − mean β_q`` over the clusters, plain KS and with the bootstrap bias
-    correction (20 replicates, ``bias_beta_std`` = the setting's σ_β), per queries per
-    cluster; synthetic data (2000 queries of 10-60 items, graded labels, 35 % affected)."""
+def ks_simulation(sigma: float, beta: float, n_queries: int = 2000):
+    """``(data, simulation)`` of the ``ks_bias`` table: synthetic data of ``n_queries``
+    queries of 10-60 items (graded labels, 35 % affected) simulated at ``beta`` with noise
+    ``sigma`` (``tests/estimate/test_debias.py`` uses it too)."""
     import numpy as np
 
     from data_loaders.synthetic import make_synthetic
-    from groupbias import GroupBias, KSEstimator
+    from groupbias import GroupBias
 
-    data = make_synthetic(n_queries=2000, list_size=(10, 60), affected_share=0.35, seed=0)
+    data = make_synthetic(n_queries=n_queries, list_size=(10, 60), affected_share=0.35, seed=0)
+    return data, GroupBias(beta_std=sigma).simulate(data, beta=beta, rng=np.random.default_rng(1))
+
+
+def ks_cluster_errors(data, sim, estimator):
+    """``(β̂_c − mean β_q of c per cluster, the estimate)`` of ``estimator`` on a
+    :func:`ks_simulation`."""
+    import numpy as np
+
+    est = estimator.estimate(
+        sim.attractiveness,
+        data.groups,
+        qptr=data.qptr,
+        rng=np.random.default_rng(2),
+        grade_spacing=data.grade_spacing,
+    )
+    c = est.cluster_of_query
+    truth = np.bincount(c, weights=sim.beta_query) / np.bincount(c)
+    return est.beta_hat - truth, est
+
+
+def ks_bias(runs: Runs) -> str:  # noqa: ARG001 - no experiment run: the code below
+    """Mean ``β̂_c − mean β_q`` over the clusters, plain KS and with the bootstrap bias
+    correction (20 replicates, ``bias_beta_std`` = the setting's σ_β), per queries per
+    cluster (:func:`ks_cluster_errors`)."""
+    import numpy as np
+
+    from groupbias import KSEstimator
+
     cells: dict[int, list[str]] = {k: [] for k in KS_BIAS_SIZES}
     for sigma, beta in KS_BIAS_SETTINGS:
-        sim = GroupBias(beta_std=sigma).simulate(data, beta=beta, rng=np.random.default_rng(1))
+        data, sim = ks_simulation(sigma, beta)
         for k in KS_BIAS_SIZES:
             for correction in ("none", "bootstrap"):
-                est = KSEstimator(
+                estimator = KSEstimator(
                     cluster_size=k, bias_correction=correction, bias_boot=20, bias_beta_std=sigma
-                ).estimate(
-                    sim.attractiveness,
-                    data.groups,
-                    qptr=data.qptr,
-                    rng=np.random.default_rng(2),
-                    grade_spacing=data.grade_spacing,
                 )
-                c = est.cluster_of_query
-                truth = np.bincount(c, weights=sim.beta_query) / np.bincount(c)
-                err = float(np.nanmean(est.beta_hat - truth))
-                cells[k].append(f"{err:+.3f}".replace("-", "−"))
+                errors, _ = ks_cluster_errors(data, sim, estimator)
+                cells[k].append(f"{float(np.nanmean(errors)):+.3f}".replace("-", "−"))
     header = ["queries per cluster"] + [
         f"σ_β = {sg:g}, β = {b:g}: {name}"
         for sg, b in KS_BIAS_SETTINGS

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-import groupbias as gb
-from data_loaders.synthetic import make_synthetic
+from experiments.docs_tables import ks_cluster_errors, ks_simulation
 from groupbias.app.cli import CONFIG_DIR
 from groupbias.app.config import build_setup
 from groupbias.core.errors import ParameterError
@@ -36,31 +35,16 @@ def test_equal_merit_draw_replaces_positives_by_non_affected_positives_of_the_cl
     assert seen == {0.2, 0.6}
 
 
-def _cluster_errors(sigma, beta, estimator, n_queries=2000):
-    """|β̂_c − mean β_q of c| per cluster on the synthetic data (graded labels, 10-60 items)."""
-    data = make_synthetic(n_queries=n_queries, list_size=(10, 60), affected_share=0.35, seed=0)
-    sim = gb.GroupBias(beta_std=sigma).simulate(data, beta=beta, rng=np.random.default_rng(1))
-    est = estimator.estimate(
-        sim.attractiveness,
-        data.groups,
-        qptr=data.qptr,
-        rng=np.random.default_rng(2),
-        grade_spacing=data.grade_spacing,
-    )
-    c = est.cluster_of_query
-    truth = np.bincount(c, weights=sim.beta_query) / np.bincount(c)
-    return est.beta_hat - truth, est
-
-
 def test_bootstrap_bias_correction_removes_the_ks_bias_at_200_queries_per_cluster():
     """σ_β = 0.2, β = 0.6, clusters of 200 queries: the affected scores of a cluster are a
     scale mixture, and plain KS lands below the clusters' mean β_q (measured −0.037 on
     average, |error| ≥ 0.02); the bootstrap at β̂ with the run's σ_β removes it (measured
     mean |error| 0.006)."""
-    plain, _ = _cluster_errors(0.2, 0.6, KSEstimator(cluster_size=200))
-    corrected, est = _cluster_errors(
-        0.2,
-        0.6,
+    data, sim = ks_simulation(0.2, 0.6)
+    plain, _ = ks_cluster_errors(data, sim, KSEstimator(cluster_size=200))
+    corrected, est = ks_cluster_errors(
+        data,
+        sim,
         KSEstimator(cluster_size=200, bias_correction="bootstrap", bias_boot=20, bias_beta_std=0.2),
     )
     assert plain.size == corrected.size == 10
@@ -71,10 +55,9 @@ def test_bootstrap_bias_correction_removes_the_ks_bias_at_200_queries_per_cluste
 
 
 def test_bias_correction_off_leaves_the_estimate_bit_for_bit():
-    a, _ = _cluster_errors(0.1, 0.8, KSEstimator(cluster_size=200), n_queries=400)
-    b, _ = _cluster_errors(
-        0.1, 0.8, KSEstimator(cluster_size=200, bias_correction="none"), n_queries=400
-    )
+    data, sim = ks_simulation(0.1, 0.8, n_queries=400)
+    a, _ = ks_cluster_errors(data, sim, KSEstimator(cluster_size=200))
+    b, _ = ks_cluster_errors(data, sim, KSEstimator(cluster_size=200, bias_correction="none"))
     assert np.array_equal(a, b)
 
 
