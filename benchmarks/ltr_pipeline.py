@@ -6,7 +6,8 @@ lists of 60..180 items, 136 features, train / valid / test 60 / 20 / 20), with t
 configuration (``configs/``, ``trainer=<--trainer>``, ``--epochs`` epochs, no early
 stopping) and one β:
 
-* data: ``make_synthetic_splits``;
+* data: ``make_synthetic_splits`` (``--draws``, default ``blocked``: float32 row blocks on
+  every core; ``sequential`` is the configs' default stream);
 * normalize: the splits' per-query z-score, once (``PreparedSplits``);
 * simulate + estimate: ``training_labels`` (clicks, the null check, β̂, the IPS labels);
 * train <condition>: ``train_ranker`` for full information, biased and corrected labels;
@@ -100,6 +101,13 @@ def main() -> None:
     ap.add_argument("--trainer", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--beta", type=float, default=0.8)
     ap.add_argument("--batch-size", type=int, default=None, help="batching.batch_size")
+    ap.add_argument(
+        "--draws",
+        default="blocked",
+        choices=["blocked", "sequential"],
+        help="dataset.params.draws of the synthetic data (blocked: float32 row blocks on "
+        "every core; sequential: the one float64 stream).",
+    )
     args = ap.parse_args()
 
     t_all = time.perf_counter()
@@ -142,7 +150,11 @@ def main() -> None:
     splits = stage(
         "data",
         lambda: make_synthetic_splits(
-            n_queries=args.queries, list_size=(60, 180), n_features=136, seed=0
+            n_queries=args.queries,
+            list_size=(60, 180),
+            n_features=136,
+            seed=0,
+            draws=args.draws,
         ),
     )
     prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)

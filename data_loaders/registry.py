@@ -45,6 +45,7 @@ class SyntheticOptions:
     n_grades: int = 5
     n_informative: int | None = None
     seed: int = 7
+    draws: str = "sequential"
 
     def __post_init__(self) -> None:
         integer("n_queries", self.n_queries, low=3)
@@ -62,6 +63,7 @@ class SyntheticOptions:
         if self.n_informative is not None:
             integer("n_informative", self.n_informative, low=1, high=self.n_features - 1)
         integer("seed", self.seed, low=0)
+        choice("draws", self.draws, synthetic.DRAWS)
         synthetic.check_size(self.n_queries, ls, self.n_features)  # before anything is drawn
 
     def sources(self, root, split: str) -> dict:
@@ -77,6 +79,7 @@ class SyntheticOptions:
             n_grades=self.n_grades,
             n_informative=self.n_informative,
             seed=self.seed,
+            draws=self.draws,
         )[split]
 
 

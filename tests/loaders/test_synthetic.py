@@ -158,3 +158,47 @@ def test_splits_are_the_queries_of_one_dataset_in_order():
         np.testing.assert_array_equal(p.groups, ref.groups)
         np.testing.assert_array_equal(p.query_ids, ref.query_ids)
         start += p.n_queries
+
+
+def test_blocked_draws_keep_the_stream_before_the_normals_and_the_model():
+    kw = dict(n_queries=400, list_size=(5, 60), n_features=12, n_informative=3, seed=9)
+    seq = make_synthetic(**kw)
+    blk = make_synthetic(**kw, draws="blocked")
+    again = make_synthetic(**kw, draws="blocked")
+    assert _same(blk, again)
+    # sizes, groups, labels and the sensitive feature come from the one generator, as before
+    np.testing.assert_array_equal(blk.qptr, seq.qptr)
+    np.testing.assert_array_equal(blk.groups, seq.groups)
+    np.testing.assert_array_equal(blk.labels, seq.labels)
+    np.testing.assert_array_equal(blk.features[:, 0], seq.features[:, 0])
+    assert blk.features.dtype == np.float32
+    assert not np.array_equal(blk.features[:, 1:], seq.features[:, 1:])
+    # informative feature j is label + s_j N(0, 1); the rest N(0, 1) (scipy's normal)
+    from scipy import stats
+
+    scales = np.linspace(0.5, 2.0, 3)
+    for j, s in enumerate(scales):
+        z = (blk.features[:, 1 + j].astype(np.float64) - blk.labels) / s
+        assert stats.kstest(z, "norm").pvalue > 1e-3
+    noise = blk.features[:, 4:].astype(np.float64).ravel()
+    assert stats.kstest(noise, "norm").pvalue > 1e-3
+
+
+def test_draws_is_checked():
+    with pytest.raises(ParameterError, match="draws"):
+        make_synthetic(seed=0, draws="parallel")
+
+
+def test_draws_key_reaches_the_generator_from_the_config(tmp_path):
+    import groupbias as gb
+    from groupbias.app.preflight import check_command_line
+    from groupbias.core.errors import ConfigError
+
+    kw = dict(n_queries=30, list_size=[4, 9], n_features=6)
+    seq = gb.load_dataset("synthetic", split="train", **kw)
+    blk = gb.load_dataset("synthetic", split="train", draws="blocked", **kw)
+    np.testing.assert_array_equal(blk.labels, seq.labels)
+    assert not np.array_equal(blk.features[:, 1:], seq.features[:, 1:])
+    with pytest.raises(ConfigError) as info:
+        check_command_line([f"paths.runs={tmp_path}", "dataset.params.draws=fast"])
+    assert info.value.key == "dataset.params.draws" and "'blocked'" in str(info.value)
