@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.segments import nanmean, segment_max, segment_sum
+from ..core.segments import nanmean, segment_sum
 from ..core.validation import check_qptr, vector
 from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
 
@@ -73,9 +73,14 @@ def check_both_groups(groups: np.ndarray, qptr: np.ndarray) -> None:
     query would report such data as perfectly fair (ρ = 1, Δ = 0) whatever the scores."""
     if groups.size == 0:
         return
-    na = segment_sum(groups, qptr)
-    nn = segment_sum(1.0 - groups, qptr)
-    both = (na > 0) & (nn > 0)
+    # memberships in [0, 1] that differ within a query put items of both groups in it, so
+    # one comparison of neighbours within the queries settles the common case
+    differs = groups[1:] != groups[:-1]
+    inner = qptr[1:-1]
+    differs[inner[(inner > 0) & (inner < groups.size)] - 1] = False  # pairs across queries
+    if differs.any():
+        return
+    both = (segment_sum(groups, qptr) > 0) & (segment_sum(1.0 - groups, qptr) > 0)
     if not np.any(both):
         one = bool(np.all(np.diff(qptr) <= 1))
         raise ParameterError(
@@ -85,18 +90,17 @@ def check_both_groups(groups: np.ndarray, qptr: np.ndarray) -> None:
             "lists of one item each" if one else "every query holds one group only",
             fix="group the items by another attribute, or evaluate only NDCG",
         )
-    if not np.any(both & (segment_max(groups, qptr) > -segment_max(-groups, qptr))):
-        same = np.unique(groups)
-        shown = f" ({same[0]:g} for every item)" if same.size == 1 else ""
-        raise ParameterError(
-            "groups",
-            "at least one query whose items differ in affected-group membership (the metric "
-            "compares the groups' exposure within a query)",
-            f"memberships equal within every query{shown}",
-            fix="With equal memberships every ranking gives both groups the same share of "
-            "exposure, so every ranking reads as perfectly fair; give the items their own "
-            "memberships, or evaluate only NDCG",
-        )
+    same = np.unique(groups)
+    shown = f" ({same[0]:g} for every item)" if same.size == 1 else ""
+    raise ParameterError(
+        "groups",
+        "at least one query whose items differ in affected-group membership (the metric "
+        "compares the groups' exposure within a query)",
+        f"memberships equal within every query{shown}",
+        fix="With equal memberships every ranking gives both groups the same share of "
+        "exposure, so every ranking reads as perfectly fair; give the items their own "
+        "memberships, or evaluate only NDCG",
+    )
 
 
 def value_inputs(
