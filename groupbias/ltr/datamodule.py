@@ -14,15 +14,23 @@ in the loading process with vectorized numpy (:func:`groupbias.ltr.padding.pad_s
 the sampler yields ``(epoch, batch)`` keys, so the plan is the same in any worker process,
 and under ``torch.distributed`` each rank takes every ``world_size``-th batch.
 
+Batches on the device (``on_device``, on by default where the trainer runs on a GPU): the
+loading process builds only the batch's indices (:func:`groupbias.ltr.padding.pad_index`);
+each split's flat features and labels are moved to the device once, and the padded
+features and labels are gathered there (:meth:`RankingDataModule.on_after_batch_transfer`),
+equal bit for bit to the numpy batches.
+
 Evaluation batches hold whole queries (no sampling), sorted by length, in fixed order.
 Empty queries are left out of all batches.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -32,7 +40,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from ..core.errors import ParameterError
 from ..core.validation import check_qptr, integer
 from .normalization import zscore_within_queries
-from .padding import pad_segments
+from .padding import gather_padded, pad_index, pad_segments
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,12 +169,50 @@ def _batch_dict(
     items: np.ndarray,
     sizes: np.ndarray,
     qstarts: np.ndarray,
-    list_size: int | None = None,
-) -> dict[str, torch.Tensor]:
-    pb = pad_segments(lists.features, lists.labels, items, sizes, qstarts, list_size=list_size)
+    split: str | None = None,
+) -> dict[str, Any]:
+    """The padded batch of ``items``; with a ``split`` name, its indices only (for
+    :func:`gather_batch` on the device)."""
+    if split is not None:
+        pi = pad_index(items, sizes, qstarts)
+        return {
+            "rows": pi.rows,
+            "mask": pi.mask,
+            "positions": pi.positions,
+            "items": pi.items,
+            "split": split,
+        }
+    pb = pad_segments(lists.features, lists.labels, items, sizes, qstarts)
     out = {"features": pb.features, "mask": pb.mask, "positions": pb.positions, "items": pb.items}
     if pb.labels is not None:
         out["labels"] = pb.labels
+    return out
+
+
+def host_tensors(lists: FlatLists) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The lists' features and labels as CPU tensors sharing their memory (no copy; a
+    read-only array is shared as well: the tensors are only ever read)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not writable.*")
+        feats = torch.from_numpy(lists.features)
+        labels = None if lists.labels is None else torch.from_numpy(lists.labels)
+    return feats, labels
+
+
+def gather_batch(
+    index: Mapping[str, Any], features: torch.Tensor, labels: torch.Tensor | None
+) -> dict[str, Any]:
+    """The padded batch (the keys of the numpy batches) of an index batch, gathered from a
+    split's flat ``features`` [n, f] and ``labels`` [n] where they lie (on the device)."""
+    rows, mask = index["rows"], index["mask"]
+    out = {
+        "features": gather_padded(features, rows, mask),
+        "mask": mask,
+        "positions": index["positions"],
+        "items": index["items"],
+    }
+    if labels is not None:
+        out["labels"] = gather_padded(labels, rows, mask)
     return out
 
 
@@ -264,7 +310,13 @@ class TrainBatches(Dataset):
     """Training batches keyed by ``(epoch, b)``; see :func:`plan_epoch`."""
 
     def __init__(
-        self, lists: FlatLists, *, batch_size: int, slate_length: int | None, seed: int
+        self,
+        lists: FlatLists,
+        *,
+        batch_size: int,
+        slate_length: int | None,
+        seed: int,
+        split: str | None = None,
     ) -> None:
         if lists.labels is None:
             raise ParameterError("train labels", "an array of n_items labels", None)
@@ -272,6 +324,7 @@ class TrainBatches(Dataset):
         self.batch_size = int(batch_size)
         self.slate_length = slate_length
         self.seed = int(seed)
+        self.split = split  # None: padded batches; a name: index batches of that split
         n_q = int(np.count_nonzero(np.diff(lists.qptr)))
         self.n_batches = -(-n_q // self.batch_size)
         self._plan = lru_cache(maxsize=2)(self._make_plan)
@@ -287,12 +340,13 @@ class TrainBatches(Dataset):
     def __len__(self) -> int:
         return self.n_batches
 
-    def __getitem__(self, key: tuple[int, int]) -> dict[str, torch.Tensor]:
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, Any]:
         epoch, b = key
         plan = self._plan(int(epoch))
         rows = plan.batches[b]
         items, sizes = _gather(plan.items, plan.ptr, rows)
-        return _batch_dict(self.lists, items, sizes, self.lists.qptr[plan.queries[rows]])
+        qstarts = self.lists.qptr[plan.queries[rows]]
+        return _batch_dict(self.lists, items, sizes, qstarts, self.split)
 
     def __getstate__(self):  # the cache does not travel to worker processes
         state = self.__dict__.copy()
@@ -306,10 +360,12 @@ class TrainBatches(Dataset):
 
 class EvalBatches(Dataset):
     """Whole-query batches in fixed order (queries sorted by length), for validation, test and
-    prediction. Batch ``b`` also carries ``items``: the flat index of every real slot."""
+    prediction. Batch ``b`` also carries ``items``: the flat index of every real slot.
+    ``split``: as in :class:`TrainBatches`."""
 
-    def __init__(self, lists: FlatLists, *, batch_size: int) -> None:
+    def __init__(self, lists: FlatLists, *, batch_size: int, split: str | None = None) -> None:
         self.lists = lists
+        self.split = split
         sizes = np.diff(lists.qptr)
         queries = np.flatnonzero(sizes > 0)
         order = queries[np.argsort(sizes[queries], kind="stable")]
@@ -321,13 +377,15 @@ class EvalBatches(Dataset):
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __getitem__(self, b: int) -> dict[str, torch.Tensor]:
+    def __getitem__(self, b: int) -> dict[str, Any]:
         q = self.batches[b]
         items, sizes = _gather(self._all_items, self.lists.qptr, q)
-        return _batch_dict(self.lists, items, sizes, self.lists.qptr[q])
+        return _batch_dict(self.lists, items, sizes, self.lists.qptr[q], self.split)
 
 
 NORMALIZATIONS = ("zscore", None)
+#: the device types on which ``on_device: auto`` gathers the batches
+GPU_DEVICE_TYPES = ("cuda", "mps")
 
 
 @dataclass(frozen=True)
@@ -338,13 +396,19 @@ class BatchSpec:
     ``eval_batch_size``: queries per evaluation batch (None: 4 x batch_size);
     ``slate_length``: items kept per query and epoch in training (longer lists are
     subsampled anew every epoch; None keeps all); ``normalize``: ``"zscore"`` of every
-    feature within its query, or None; ``pin_memory``: pinned host memory for GPU copies.
+    feature within its query, or None; ``on_device``: gather the padded batches on the
+    training device from each split's features, moved there once (``"auto"``: where the
+    trainer runs on a GPU, cuda or mps; True; False: build them on the host, as on a CPU);
+    ``pin_memory``: pinned host memory for the copies of host-built batches to a GPU (only
+    with the host path: refused with ``on_device=True``, unused where ``"auto"`` picks the
+    device).
     """
 
     batch_size: int = 64
     eval_batch_size: int | None = None
     slate_length: int | None = None
     normalize: str | None = "zscore"
+    on_device: bool | str = "auto"
     pin_memory: bool = False
 
     def __post_init__(self) -> None:
@@ -357,6 +421,16 @@ class BatchSpec:
             raise ParameterError("normalize", "'zscore' or null", self.normalize)
         if not isinstance(self.pin_memory, bool):
             raise ParameterError("pin_memory", "true or false", self.pin_memory)
+        if not (self.on_device == "auto" or isinstance(self.on_device, bool)):
+            raise ParameterError("on_device", "'auto', true or false", self.on_device)
+        if self.on_device is True and self.pin_memory:
+            raise ParameterError(
+                "pin_memory",
+                "false with on_device=true (batches are gathered on the device: only their "
+                "small index tensors are copied)",
+                self.pin_memory,
+                fix="drop pin_memory, or set on_device=false to build batches on the host",
+            )
 
 
 class RankingDataModule(pl.LightningDataModule):
@@ -373,7 +447,9 @@ class RankingDataModule(pl.LightningDataModule):
     slate_length : items kept per query and epoch in training (None = all)
     normalize : ``"zscore"`` (within query) or None
     seed : seed of the epoch plans (``np.random.default_rng([seed, epoch])``)
-    pin_memory : pin batches for faster host-to-GPU copies
+    on_device : ``"auto"``, True or False: gather the padded batches on the training device
+        (see :class:`BatchSpec`; ``"auto"``: where the trainer's device is a GPU)
+    pin_memory : pin host-built batches for faster host-to-GPU copies
     """
 
     def __init__(
@@ -390,6 +466,7 @@ class RankingDataModule(pl.LightningDataModule):
         slate_length: int | None = None,
         normalize: str | None = "zscore",
         seed: int = 0,
+        on_device: bool | str = "auto",
         pin_memory: bool = False,
     ) -> None:
         super().__init__()
@@ -398,6 +475,7 @@ class RankingDataModule(pl.LightningDataModule):
             eval_batch_size=eval_batch_size,
             slate_length=slate_length,
             normalize=normalize,
+            on_device=on_device,
             pin_memory=pin_memory,
         )
         self.batch_size = spec.batch_size
@@ -405,25 +483,18 @@ class RankingDataModule(pl.LightningDataModule):
         self.slate_length = spec.slate_length
         self.normalize = normalize
         self.seed = int(seed)
+        self.on_device = spec.on_device
         self.pin_memory = bool(pin_memory)
-        self.train_lists = (
+        self._on_device: dict[tuple[str, torch.device], tuple] = {}
+        self.train_lists, self.valid_lists, self.test_lists = (
             None
-            if train is None
-            else as_flat_lists(
-                train, labels=train_labels, normalize=normalize, name="train", need_labels=True
+            if data is None
+            else as_flat_lists(data, labels=y, normalize=normalize, name=name, need_labels=need)
+            for name, data, y, need in (
+                ("train", train, train_labels, True),
+                ("valid", valid, valid_labels, True),
+                ("test", test, test_labels, False),
             )
-        )
-        self.valid_lists = (
-            None
-            if valid is None
-            else as_flat_lists(
-                valid, labels=valid_labels, normalize=normalize, name="valid", need_labels=True
-            )
-        )
-        self.test_lists = (
-            None
-            if test is None
-            else as_flat_lists(test, labels=test_labels, normalize=normalize, name="test")
         )
         widths = {
             x.features.shape[1]
@@ -436,31 +507,71 @@ class RankingDataModule(pl.LightningDataModule):
             )
         self.n_features = widths.pop() if widths else None
 
+    def device_batches(self) -> bool:
+        """Whether batches are gathered on the device: ``on_device``, where ``"auto"`` is
+        True when the attached trainer runs on a GPU (cuda, mps) and False otherwise."""
+        if self.on_device == "auto":
+            trainer = self.trainer
+            return trainer is not None and trainer.strategy.root_device.type in GPU_DEVICE_TYPES
+        return bool(self.on_device)
+
+    def split_lists(self, split: str) -> FlatLists:
+        """The :class:`FlatLists` of ``split`` ("train", "valid" or "test")."""
+        lists = {"train": self.train_lists, "valid": self.valid_lists, "test": self.test_lists}
+        if split not in lists:
+            raise ParameterError("split", "'train', 'valid' or 'test'", split)
+        found = lists[split]
+        if found is None:
+            what = {"train": "training", "valid": "validation", "test": "test"}[split]
+            raise ParameterError(split, f"{what} data", None)
+        return found
+
+    def split_on_device(
+        self, split: str, device: torch.device | str
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The flat features [n, f] and labels [n] (or None) of ``split`` on ``device``, moved
+        there on the first call and kept (on the CPU: the lists' own memory, no copy)."""
+        key = (split, torch.device(device))
+        if key not in self._on_device:
+            feats, labels = host_tensors(self.split_lists(split))
+            self._on_device[key] = (
+                feats.to(key[1]),
+                None if labels is None else labels.to(key[1]),
+            )
+        return self._on_device[key]
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Gather an index batch (``on_device``) on the device it was moved to; a padded
+        batch (the host path) is returned as it is."""
+        if not isinstance(batch, Mapping) or "rows" not in batch:
+            return batch
+        feats, labels = self.split_on_device(batch["split"], batch["rows"].device)
+        return gather_batch(batch, feats, labels)
+
     def _loader(self, dataset, sampler=None) -> DataLoader:
-        return DataLoader(
-            dataset, batch_size=None, sampler=sampler, num_workers=0, pin_memory=self.pin_memory
-        )
+        pin = self.pin_memory and dataset.split is None  # index batches: nothing worth pinning
+        return DataLoader(dataset, batch_size=None, sampler=sampler, num_workers=0, pin_memory=pin)
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        lists = self.split_lists(split)
+        name = split if self.device_batches() else None
+        return self._loader(EvalBatches(lists, batch_size=self.eval_batch_size, split=name))
 
     def train_dataloader(self) -> DataLoader:
-        if self.train_lists is None:
-            raise ParameterError("train", "training data", None)
         ds = TrainBatches(
-            self.train_lists,
+            self.split_lists("train"),
             batch_size=self.batch_size,
             slate_length=self.slate_length,
             seed=self.seed,
+            split="train" if self.device_batches() else None,
         )
         return self._loader(ds, EpochBatchSampler(len(ds)))
 
     def val_dataloader(self) -> DataLoader:
-        if self.valid_lists is None:
-            raise ParameterError("valid", "validation data", None)
-        return self._loader(EvalBatches(self.valid_lists, batch_size=self.eval_batch_size))
+        return self._eval_loader("valid")
 
     def test_dataloader(self) -> DataLoader:
-        if self.test_lists is None:
-            raise ParameterError("test", "test data", None)
-        return self._loader(EvalBatches(self.test_lists, batch_size=self.eval_batch_size))
+        return self._eval_loader("test")
 
     def predict_dataloader(self) -> DataLoader:
         return self.test_dataloader()

@@ -66,6 +66,26 @@ def _checked_rows(sizes, items, list_size):
     return sizes, items, width
 
 
+def _slots(items, sizes, qstarts, list_size):
+    """Where each item goes: (items, row, col, mask, positions) of the padded rows of
+    :func:`pad_segments`."""
+    sizes, items, width = _checked_rows(sizes, items, list_size)
+    n_rows = sizes.size
+    starts = np.zeros(n_rows, dtype=np.int64)
+    if n_rows:
+        np.cumsum(sizes[:-1], out=starts[1:])
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), sizes)
+    col = np.arange(items.size, dtype=np.int64) - starts[row]
+    mask = np.zeros((n_rows, width), dtype=bool)
+    mask[row, col] = True
+    pos = np.zeros((n_rows, width), dtype=np.int64)
+    if qstarts is None:
+        pos[row, col] = col
+    else:
+        pos[row, col] = items - np.asarray(qstarts, dtype=np.int64)[row]
+    return items, row, col, mask, pos
+
+
 def pad_segments(
     features: np.ndarray,
     labels: np.ndarray | None,
@@ -86,27 +106,13 @@ def pad_segments(
         when None, positions are the slot index within the row
     list_size : pad width; default ``max(sizes)`` (at least 1). Must be ``>= max(sizes)``.
     """
-    sizes, items, width = _checked_rows(sizes, items, list_size)
-    n_rows = sizes.size
-    starts = np.zeros(n_rows, dtype=np.int64)
-    if n_rows:
-        np.cumsum(sizes[:-1], out=starts[1:])
-    row = np.repeat(np.arange(n_rows, dtype=np.int64), sizes)
-    col = np.arange(items.size, dtype=np.int64) - starts[row]
+    items, row, col, mask, pos = _slots(items, sizes, qstarts, list_size)
     feats = np.asarray(features)
-    n_features = feats.shape[1]
-    x = np.zeros((n_rows, width, n_features), dtype=np.float32)
+    x = np.zeros((*mask.shape, feats.shape[1]), dtype=np.float32)
     x[row, col] = feats[items]
-    mask = np.zeros((n_rows, width), dtype=bool)
-    mask[row, col] = True
-    pos = np.zeros((n_rows, width), dtype=np.int64)
-    if qstarts is None:
-        pos[row, col] = col
-    else:
-        pos[row, col] = items - np.asarray(qstarts, dtype=np.int64)[row]
     y = None
     if labels is not None:
-        y_np = np.zeros((n_rows, width), dtype=np.float32)
+        y_np = np.zeros(mask.shape, dtype=np.float32)
         y_np[row, col] = np.asarray(labels)[items]
         y = torch.from_numpy(y_np)
     return PaddedBatch(
@@ -116,6 +122,48 @@ def pad_segments(
         torch.from_numpy(pos),
         torch.from_numpy(items),
     )
+
+
+class PaddedIndex(NamedTuple):
+    """Padded lists as indices only, for gathering on the device (:func:`gather_padded`).
+
+    rows : int64 [B, L], the flat index of the item in each slot (0 at padded slots)
+    mask, positions, items : as in :class:`PaddedBatch`
+    """
+
+    rows: torch.Tensor
+    mask: torch.Tensor
+    positions: torch.Tensor
+    items: torch.Tensor
+
+
+def pad_index(
+    items: np.ndarray,
+    sizes: np.ndarray,
+    qstarts: np.ndarray | None = None,
+    *,
+    list_size: int | None = None,
+) -> PaddedIndex:
+    """The slots of :func:`pad_segments` (same arguments, no features) as a
+    :class:`PaddedIndex`: ``gather_padded(features, index.rows, index.mask)`` is then
+    ``pad_segments(features, ...).features``, bit for bit."""
+    items, row, col, mask, pos = _slots(items, sizes, qstarts, list_size)
+    rows = np.zeros(mask.shape, dtype=np.int64)
+    rows[row, col] = items
+    return PaddedIndex(
+        torch.from_numpy(rows),
+        torch.from_numpy(mask),
+        torch.from_numpy(pos),
+        torch.from_numpy(items),
+    )
+
+
+def gather_padded(values: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``values[rows]`` ([n, ...] -> [B, L, ...]) with +0.0 at the padded slots (``mask``
+    False), on ``values``' device and in its dtype; no host sync (no boolean indexing)."""
+    out = values.index_select(0, rows.reshape(-1)).reshape(*rows.shape, *values.shape[1:])
+    keep = mask.reshape(*mask.shape, *([1] * (values.dim() - 1)))
+    return out.masked_fill_(~keep, 0)
 
 
 def to_padded(

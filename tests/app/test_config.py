@@ -180,6 +180,19 @@ def test_trainer_threads_bogus_value_is_refused_by_name(value):
     assert info.value.key == "trainer.threads"
 
 
+def test_batching_on_device_reaches_the_recipe_and_refuses_pinning():
+    """`batching.on_device` (auto by default) reaches the recipe; pinned host memory with
+    batches gathered on the device is refused, naming batching.pin_memory."""
+    assert build_setup(_compose())[0].recipe.batching.on_device == "auto"
+    for value in (True, False):
+        cfg = _compose([f"batching.on_device={str(value).lower()}"])
+        assert build_setup(cfg)[0].recipe.batching.on_device is value
+    cfg = _compose(["batching.on_device=true", "batching.pin_memory=true"])
+    with pytest.raises(ConfigError) as info:
+        build_setup(cfg)
+    assert info.value.key == "batching.pin_memory"
+
+
 @pytest.mark.slow  # a whole run: seconds
 def test_warn_after_s_reaches_the_setup():
     """`warn_after_s` (top level, a few minutes by default) is read; null: never warn."""
