@@ -61,6 +61,10 @@ def test_two_cpu_processes_train_table2_and_rank_zero_writes(tmp_path):
     assert json.loads(meta.read_text())["status"] == "complete"
     assert not list((tmp_path / "ddp").rglob("*.tmp"))
     ddp = _ndcg(tmp_path / "ddp")
+    # batches gathered on each rank's device (what a GPU run does): the same bits
+    got = _run(tmp_path / "dev", [*DDP, "batching.on_device=true"])
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert _ndcg(tmp_path / "dev") == ddp
     # the same run in one process, three seeds: DDP's rankers within their spread
     single = [
         _ndcg(tmp_path / f"s{seed}")
