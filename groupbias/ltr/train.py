@@ -34,7 +34,16 @@ from ..core.errors import ParameterError
 from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
 from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
 from .bars import progress_callbacks
-from .datamodule import BatchSpec, EvalBatches, RankingDataModule, as_flat_lists
+from .datamodule import (
+    GPU_DEVICE_TYPES,
+    BatchSpec,
+    EvalBatches,
+    FlatLists,
+    RankingDataModule,
+    as_flat_lists,
+    gather_batch,
+    host_tensors,
+)
 from .losses import LambdaLoss
 from .model import ContextScorer, ScorerSpec, make_scorer
 from .module import RankerModule, default_optimizer
@@ -108,6 +117,9 @@ class TrainedRanker:
 
     ``predict(data)`` (or ``predict(features, qptr)``) returns float64 scores [n_items] in the
     flat item order of ``data``; items of a query are comparable with each other only.
+    ``device``: where to score (default: where the scorer is); ``on_device``: gather the
+    padded batches there from the features, moved once (default: on a GPU), as
+    ``batching.on_device`` does in training; the scores are the same bits either way.
     """
 
     scorer: ContextScorer
@@ -126,6 +138,7 @@ class TrainedRanker:
         *,
         batch_size: int = 256,
         device: str | torch.device | None = None,
+        on_device: bool | None = None,
     ) -> np.ndarray:
         if qptr is not None:
             data = (np.asarray(data), None, qptr)
@@ -137,17 +150,16 @@ class TrainedRanker:
         if device is None:
             device = next(self.scorer.parameters()).device
         device = torch.device(device)
+        gather = device.type in GPU_DEVICE_TYPES if on_device is None else bool(on_device)
         scorer = self.scorer.to(device)
         was_training = scorer.training
         scorer.eval()
         out = np.zeros(lists.features.shape[0], dtype=np.float64)
         try:
             with torch.no_grad():
-                batches = EvalBatches(lists, batch_size=batch_size)
-                for b in range(len(batches)):
-                    batch = batches[b]
-                    mask = batch["mask"].to(device)
-                    s = scorer(batch["features"].to(device), mask, batch["positions"].to(device))
+                for batch in _batches_on(lists, batch_size, device, gather):
+                    mask = batch["mask"]
+                    s = scorer(batch["features"], mask, batch["positions"])
                     out[batch["items"].numpy()] = s[mask].double().cpu().numpy()
         finally:
             scorer.train(was_training)
@@ -194,6 +206,19 @@ class TrainedRanker:
             info["normalize"],
             best_score=info.get("best_score"),
         )
+
+
+def _batches_on(lists: FlatLists, batch_size: int, device: torch.device, gather: bool):
+    """The evaluation batches of ``lists`` with their tensors on ``device`` (``items`` kept on
+    the host); ``gather``: padded there, from the features moved once."""
+    batches = EvalBatches(lists, batch_size=batch_size, split="data" if gather else None)
+    feats = host_tensors(lists)[0].to(device) if gather else None
+    for b in range(len(batches)):
+        batch = {
+            k: v.to(device) if isinstance(v, torch.Tensor) and k != "items" else v
+            for k, v in batches[b].items()
+        }
+        yield batch if feats is None else gather_batch(batch, feats, None)
 
 
 def load_best_state(checkpoint: str | Path, prefix: str = "scorer.") -> dict[str, torch.Tensor]:

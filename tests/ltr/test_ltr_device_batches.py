@@ -215,6 +215,9 @@ def test_train_ranker_passes_on_device_and_predicts_the_same(rng, tmp_path):
             train, valid, recipe=recipe, seed=0, out_dir=tmp_path / str(on_device)
         )
         assert ranker.meta["recipe"]["batching"]["on_device"] is on_device
-        got[on_device] = (ranker.predict(valid), ranker.best_score)
+        scores = ranker.predict(valid)
+        # scoring: the padded batches gathered from the features, moved once, or numpy's
+        assert np.array_equal(ranker.predict(valid, on_device=not on_device), scores)
+        got[on_device] = (scores, ranker.best_score)
     assert np.array_equal(got[False][0], got[True][0])
     assert got[False][1] == got[True][1]
