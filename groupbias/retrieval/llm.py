@@ -265,30 +265,39 @@ class ChatClient:
         if not todo:
             return out
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, leave=False)
-        with ThreadPoolExecutor(max_workers=self.endpoint.concurrency) as pool:
-            futures = {pool.submit(self._ask, prompts[ix[0]]): (k, ix) for k, ix in todo.items()}
+
+        def ask(key: str, prompt: str) -> tuple[str, bool]:
+            # stored here, as it arrives: an answer in flight when the run is stopped is kept
+            answer = self._ask(prompt)
+            ok = parses(answer)
+            path = self._cache_path(key) if ok else None
+            if path is not None:
+                write_json_atomic(path, {"model": self.endpoint.model, "answer": answer})
+            return answer, ok
+
+        pool = ThreadPoolExecutor(max_workers=self.endpoint.concurrency)
+        try:
+            futures = {pool.submit(ask, k, prompts[ix[0]]): (k, ix) for k, ix in todo.items()}
             for fut in as_completed(futures):
                 key, ix = futures[fut]
                 try:
-                    answer = fut.result()
+                    answer, ok = fut.result()
                 except RuntimeError as exc:
                     for i in ix:
                         out.failed[i] = str(exc)
                 else:
-                    if parses(answer):
-                        path = self._cache_path(key)
-                        if path is not None:
-                            write_json_atomic(
-                                path, {"model": self.endpoint.model, "answer": answer}
-                            )
-                        for i in ix:
+                    for i in ix:
+                        if ok:
                             answers[i] = answer
-                    else:
-                        for i in ix:
+                        else:
                             out.unparsed[i] = answer
                 out.requested += 1
                 bar.update(1)
-        bar.close()
+        finally:
+            # on Ctrl-C (or any error) the queued prompts are dropped, not asked: only the
+            # requests in flight (at most ``concurrency``) finish, in their threads
+            pool.shutdown(wait=False, cancel_futures=True)
+            bar.close()
         return out
 
 

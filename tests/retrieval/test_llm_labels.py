@@ -378,3 +378,30 @@ def test_answers_that_all_fail_to_parse_give_no_table_row(server, tmp_path, caps
         GenderLabels().present(None, {"records": records, "both_rows": 0}, tmp_path)
     table = (tmp_path / "gender_labels.md").read_text()
     assert "lexicon" in table and "llm" not in table
+
+
+def test_ctrl_c_stops_asking_at_once_and_keeps_what_arrived(server, tmp_path):
+    import _thread
+
+    def slow(request):
+        time.sleep(0.2)
+        return _chat("Neutral")
+
+    server.expect_request("/v1/chat/completions").respond_with_handler(slow)
+    prompts = [f"p{i}" for i in range(40)]  # 4 s of requests, 2 at a time
+    client = ChatClient(_endpoint(server, tmp_path, concurrency=2))
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        client.complete_many(prompts)
+    stopped = time.monotonic() - t0
+    time.sleep(0.6)  # the requests in flight end on the server side
+    asked = len(server.log)
+    # before: the pool's exit waited for every queued prompt (40 requests, 4 s)
+    assert stopped < 1.2 and asked <= 2 * 0.5 / 0.2 + 2 + 2
+    cached = len(list((tmp_path / "cache").rglob("*.json")))
+    assert cached >= 2  # answers stored as they arrived
+    res = client.complete_many(prompts)
+    assert res.from_cache == cached and res.requested == 40 - cached
+    assert res.answers == ["Neutral"] * 40
