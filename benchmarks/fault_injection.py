@@ -1,11 +1,18 @@
 """Fault injection: interrupt a run anywhere in it, then finish it, and compare with a clean run.
 
-    python benchmarks/fault_injection.py --attempts 12 [--seed 0]
+    python benchmarks/fault_injection.py --attempts 12 [--seed 0] [--experiment table2]
 
-The run: ``experiment=ablation_cluster_size`` on LightGBM files written here (``--queries``
-lists of 20 items, default 4000, 60 features: the parsed-split cache writes about 20 MB),
-grouped by feature 1, 6 repetitions, 4 cluster sizes, β ∈ {0.8, 0.6}: one load through the
-cache and 12 steps. Every attempt starts from an empty runs folder and an empty cache and
+The run (``--experiment``), on LightGBM files written here (``--queries`` lists of 20 items,
+60 features, grouped by feature 1):
+
+- ``ablation_cluster_size`` (default; 4000 queries: the parsed-split cache writes about
+  20 MB): 6 repetitions, 4 cluster sizes, β ∈ {0.8, 0.6}: one load through the cache and 12
+  steps;
+- ``table2`` (the LTR regime; 2000 queries, a train and a test file): full-information,
+  biased and corrected rankers at β 0.8 (2 epochs each, a small model, Lightning's loop on
+  the CPU), two steps, the rankers' folders written as they finish.
+
+Every attempt starts from an empty runs folder and an empty cache and
 interrupts the run one to three times, each time in one of these ways (drawn at random):
 
 - ``kill@t``: SIGKILL, SIGINT or SIGTERM at a time drawn uniformly over the whole clean run;
@@ -48,34 +55,58 @@ SIGNALS = {"KILL": signal.SIGKILL, "INT": signal.SIGINT, "TERM": signal.SIGTERM}
 MODES = ("kill@t", "kill@step", "kill@cache", "ulimit", "full-disk")
 
 
-def write_data(folder: Path, n_queries: int) -> None:
-    """LightGBM files (``train.txt`` + ``.query``): lists of 20 items, 60 features, feature 1
-    a sensitive attribute (0 / 1), graded labels 0..4 that depend on the features."""
+def write_data(folder: Path, n_queries: int, splits=("train",)) -> None:
+    """LightGBM files (``<split>.txt`` + ``.query``): lists of 20 items, 60 features, feature
+    1 a sensitive attribute (0 / 1), graded labels 0..4 that depend on the features."""
     rng = np.random.default_rng(7)
     n = n_queries * 20
-    x = rng.random((n, 60)).round(4)
-    x[:, 1] = rng.random(n) < 0.35
-    labels = np.clip(np.round(4 * x[:, 2] * x[:, 3] + rng.normal(0, 0.6, n)), 0, 4)
-    lines = [
-        f"{int(lab)} " + " ".join(f"{j}:{v:g}" for j, v in enumerate(row))
-        for lab, row in zip(labels, x)
-    ]
-    (folder / "train.txt").write_text("\n".join(lines) + "\n")
-    (folder / "train.txt.query").write_text("20\n" * n_queries)
+    for split in splits:
+        x = rng.random((n, 60)).round(4)
+        x[:, 1] = rng.random(n) < 0.35
+        labels = np.clip(np.round(4 * x[:, 2] * x[:, 3] + rng.normal(0, 0.6, n)), 0, 4)
+        lines = [
+            f"{int(lab)} " + " ".join(f"{j}:{v:g}" for j, v in enumerate(row))
+            for lab, row in zip(labels, x)
+        ]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
+        (folder / f"{split}.txt.query").write_text("20\n" * n_queries)
 
 
-def command(n_queries: int) -> list[str]:
+#: the runs of ``--experiment`` (module docstring): (overrides, default queries, splits)
+EXPERIMENTS = {
+    "ablation_cluster_size": (
+        [
+            "experiment=ablation_cluster_size",
+            "dataset=lightgbm",
+            "grouping=feature",
+            "grouping.feature_id=1",
+            "experiment.repetitions=6",
+            "experiment.cluster_sizes=[1,5,20,100]",
+        ],
+        4000,
+        ("train",),
+    ),
+    "table2": (
+        [
+            "experiment=table2",
+            "experiment.datasets=[{dataset: lightgbm, grouping: {_target_: "
+            "data_loaders.grouping.FeatureGrouping, feature_id: 1, threshold: mean}}]",
+            "bias.betas=[0.8]",
+            "trainer.max_epochs=2",
+            "trainer.patience=null",
+            "trainer.enable_progress_bar=false",
+            "model.fc_model.sizes=[32]",
+            "model.transformer.d_ff=32",
+        ],
+        2000,
+        ("train", "test"),
+    ),
+}
+
+
+def command(experiment: str) -> list[str]:
     exe = Path(sys.executable).with_name("groupbias")
-    return [
-        str(exe),
-        "experiment=ablation_cluster_size",
-        "dataset=lightgbm",
-        "grouping=feature",
-        "grouping.feature_id=1",
-        "experiment.repetitions=6",
-        "experiment.cluster_sizes=[1,5,20,100]",
-        "progress=false",
-    ]
+    return [str(exe), *EXPERIMENTS[experiment][0], "progress=false"]
 
 
 class Run:
@@ -219,19 +250,22 @@ def interruption(mode, rnd, args, runs, cache, data, clean, disk) -> tuple[str, 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--attempts", type=int, default=12)
-    ap.add_argument("--queries", type=int, default=4000)
+    ap.add_argument("--queries", type=int, default=None, help="default: per experiment")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--experiment", choices=sorted(EXPERIMENTS), default="ablation_cluster_size")
     a = ap.parse_args(argv)
+    _, default_queries, splits = EXPERIMENTS[a.experiment]
+    n_queries = a.queries or default_queries
     rnd = random.Random(a.seed)
     root_ok = os.geteuid() == 0
     modes = MODES if root_ok else MODES[:-1]
-    print(f"load {os.getloadavg()}; modes {', '.join(modes)}")
+    print(f"{a.experiment}, {n_queries} queries; load {os.getloadavg()}; modes {', '.join(modes)}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         data = tmp / "data"
         data.mkdir()
-        write_data(data, a.queries)
-        args = command(a.queries)
+        write_data(data, n_queries, splits)
+        args = command(a.experiment)
         run = Run(args, tmp / "clean" / "runs", tmp / "clean" / "cache", data)
         run.wait_until(lambda: run.steps() > 0)
         startup = time.perf_counter() - run.start
