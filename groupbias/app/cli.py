@@ -198,8 +198,46 @@ HINT = (
 EXIT_ERROR = 2
 
 
+#: seconds after which a signal that came during a finalizer is delivered again
+REDELIVER_S = 0.05
+
+
 def _raise_interrupted(signum, frame) -> None:
     raise Interrupted(signum)
+
+
+def _redeliver(unraisable) -> None:
+    """``sys.unraisablehook`` of the command: an interruption raised where Python prints and
+    drops exceptions (a finalizer or a weakref callback, run by the garbage collector
+    anywhere) is not lost: the same signal is sent again a moment later, when the run is
+    most likely back in its own code. Anything else goes to Python's hook."""
+    exc = unraisable.exc_value
+    if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+        import threading
+
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum)).start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def install_signal_handlers() -> None:
+    """The command's handling of signals (the ``groupbias`` process only): SIGTERM and
+    SIGHUP unwind the run as Ctrl-C does, and an interruption that comes while a finalizer
+    runs is delivered again (:func:`_redeliver`)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    sys.unraisablehook = _redeliver
+
+
+def _quiet_teardown() -> None:
+    """The command's work and report are done, stored or refused: from here on (while torch,
+    Lightning and Python shut down) SIGINT, SIGTERM and SIGHUP are ignored. Raised in a
+    finalizer, they printed "Exception ignored ... Interrupted" and the process still
+    exited 0; later in the shutdown they ended it by the signal (exit -15) with nothing
+    left to stop."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 class QuietPipe:
@@ -290,8 +328,7 @@ def main() -> None:  # pragma: no cover - exercised through the console script
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         warnings.simplefilter("ignore")
     logging.raiseExceptions = False  # a full disk under cli.log: no logging tracebacks
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+    install_signal_handlers()
     configure_warnings()
     # Lightning, imported by the check below, adds its own console handler when the root
     # logger has none yet; Hydra configures the handlers (console + cli.log) later
@@ -316,6 +353,8 @@ def main() -> None:  # pragma: no cover - exercised through the console script
             if _loud(cfg):
                 raise
             sys.exit(report_failure(exc, cfg))
+        finally:
+            _quiet_teardown()
 
     try:
         _app()
@@ -323,6 +362,8 @@ def main() -> None:  # pragma: no cover - exercised through the console script
         if _loud():
             raise
         sys.exit(report_failure(exc))
+    finally:
+        _quiet_teardown()
 
 
 if __name__ == "__main__":  # pragma: no cover
