@@ -234,6 +234,18 @@ class ChatClient:
                 delay *= 2
         raise AssertionError("unreachable")
 
+    def _ask_and_store(
+        self, key: str, prompt: str, parses: Callable[[str], bool]
+    ) -> tuple[str, bool]:
+        """The answer and whether it parses; one that parses is cached here, as it arrives
+        (on the worker thread), so an answer in flight when the run is stopped is kept."""
+        answer = self._ask(prompt)
+        ok = parses(answer)
+        path = self._cache_path(key) if ok else None
+        if path is not None:
+            write_json_atomic(path, {"model": self.endpoint.model, "answer": answer})
+        return answer, ok
+
     def complete_many(
         self,
         prompts: Sequence[str],
@@ -265,19 +277,12 @@ class ChatClient:
         if not todo:
             return out
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, leave=False)
-
-        def ask(key: str, prompt: str) -> tuple[str, bool]:
-            # stored here, as it arrives: an answer in flight when the run is stopped is kept
-            answer = self._ask(prompt)
-            ok = parses(answer)
-            path = self._cache_path(key) if ok else None
-            if path is not None:
-                write_json_atomic(path, {"model": self.endpoint.model, "answer": answer})
-            return answer, ok
-
         pool = ThreadPoolExecutor(max_workers=self.endpoint.concurrency)
         try:
-            futures = {pool.submit(ask, k, prompts[ix[0]]): (k, ix) for k, ix in todo.items()}
+            futures = {
+                pool.submit(self._ask_and_store, k, prompts[ix[0]], parses): (k, ix)
+                for k, ix in todo.items()
+            }
             for fut in as_completed(futures):
                 key, ix = futures[fut]
                 try:
