@@ -388,6 +388,14 @@ NORMALIZATIONS = ("zscore", None)
 GPU_DEVICE_TYPES = ("cuda", "mps")
 
 
+def gathers_on(device: torch.device | None, on_device: bool | str) -> bool:
+    """Whether batches are gathered on ``device`` (None: not known yet): ``on_device``,
+    where ``"auto"`` means where ``device`` is a GPU (cuda, mps)."""
+    if on_device == "auto":
+        return device is not None and device.type in GPU_DEVICE_TYPES
+    return bool(on_device)
+
+
 @dataclass(frozen=True)
 class BatchSpec:
     """How lists become training batches (the ``batching`` config group).
@@ -510,10 +518,8 @@ class RankingDataModule(pl.LightningDataModule):
     def device_batches(self) -> bool:
         """Whether batches are gathered on the device: ``on_device``, where ``"auto"`` is
         True when the attached trainer runs on a GPU (cuda, mps) and False otherwise."""
-        if self.on_device == "auto":
-            trainer = self.trainer
-            return trainer is not None and trainer.strategy.root_device.type in GPU_DEVICE_TYPES
-        return bool(self.on_device)
+        trainer = self.trainer
+        return gathers_on(None if trainer is None else trainer.strategy.root_device, self.on_device)
 
     def split_lists(self, split: str) -> FlatLists:
         """The :class:`FlatLists` of ``split`` ("train", "valid" or "test")."""

@@ -35,13 +35,13 @@ from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
 from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
 from .bars import progress_callbacks
 from .datamodule import (
-    GPU_DEVICE_TYPES,
     BatchSpec,
     EvalBatches,
     FlatLists,
     RankingDataModule,
     as_flat_lists,
     gather_batch,
+    gathers_on,
     host_tensors,
 )
 from .losses import LambdaLoss
@@ -150,7 +150,7 @@ class TrainedRanker:
         if device is None:
             device = next(self.scorer.parameters()).device
         device = torch.device(device)
-        gather = device.type in GPU_DEVICE_TYPES if on_device is None else bool(on_device)
+        gather = gathers_on(device, "auto" if on_device is None else on_device)
         scorer = self.scorer.to(device)
         was_training = scorer.training
         scorer.eval()
