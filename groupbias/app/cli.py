@@ -231,11 +231,10 @@ def install_signal_handlers() -> None:
 
 
 def _quiet_teardown() -> None:
-    """The command's work and report are done, stored or refused: from here on (while torch,
-    Lightning and Python shut down) SIGINT, SIGTERM and SIGHUP are ignored. Raised in a
-    finalizer, they printed "Exception ignored ... Interrupted" and the process still
-    exited 0; later in the shutdown they ended it by the signal (exit -15) with nothing
-    left to stop."""
+    """The command's work and report are done, stored or refused: from here on (while Hydra,
+    torch, Lightning and Python shut down) SIGINT, SIGTERM and SIGHUP are ignored. There is
+    nothing left to stop: a signal would otherwise report a finished run as interrupted, or
+    end the process by the signal (exit -15)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
 
