@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from groupbias._fast.svmlight import chunk_loop
+from groupbias._fast.threads import in_order
 from groupbias.core.errors import DataFormatError, MissingFilesError
 from groupbias.core.io import NOT_REGULAR, regular_file
 from groupbias.core.validation import is_integer
@@ -497,31 +496,18 @@ def read_svmlight(
         state["line0"] = line0 + ch.n_lines
         pool.append(ba)
 
+    def chunks(reader):
+        while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
+            yield got
+
+    def parse(got):
+        ba, cend = got
+        return _process(ba, cend, qid, base, nf, loop)
+
     with open(path, "rb", buffering=0) as fh:
         reader = _Reader(fh, int(chunk_bytes))
-        if workers == 1:
-            while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
-                ba, cend = got
-                args = (ba, cend, qid, base, nf, loop)
-                collect(lambda args=args: _process(*args), ba, cend - _PAD)
-        else:
-            pending: deque = deque()
-            with ThreadPoolExecutor(workers) as ex:
-                try:
-                    while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
-                        ba, cend = got
-                        pending.append(
-                            (ex.submit(_process, ba, cend, qid, base, nf, loop), ba, cend - _PAD)
-                        )
-                        while len(pending) > workers:
-                            fut, b, nbytes = pending.popleft()
-                            collect(fut.result, b, nbytes)
-                    while pending:
-                        fut, b, nbytes = pending.popleft()
-                        collect(fut.result, b, nbytes)
-                finally:
-                    for fut, _, _ in pending:
-                        fut.cancel()
+        for (ba, cend), result in in_order(parse, chunks(reader), workers=workers):
+            collect(result, ba, cend - _PAD)
     if bar is not None:
         bar.close()
     if dense is not None:

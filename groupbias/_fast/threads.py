@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["cores", "in_parallel", "torch_cores"]
+__all__ = ["cores", "in_parallel", "in_order", "torch_cores"]
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def cores() -> int:
@@ -46,6 +50,37 @@ def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
         if exc is not None:
             raise exc
     return results
+
+
+def in_order(
+    work: Callable[[A], T], items: Iterable[A], *, workers: int
+) -> Iterator[tuple[A, Callable[[], T]]]:
+    """``(item, result)`` for each of ``items`` in their order, where ``result()`` returns
+    ``work(item)`` or raises what it raised.
+
+    With ``workers`` > 1 the calls run ahead on ``workers`` threads of a pool that lives
+    only as long as this generator (closing it early cancels what has not started and joins
+    what has), at most ``workers`` + 1 items past the one the consumer holds; with 1, each
+    call runs in the calling thread when its ``result()`` is asked for. ``items`` is read
+    lazily, so a buffer the consumer hands back can be drawn again."""
+    if workers <= 1:
+        for item in items:
+            yield item, functools.partial(work, item)
+        return
+    pending: deque[tuple[A, Future]] = deque()
+    with ThreadPoolExecutor(workers) as pool:
+        try:
+            for item in items:
+                pending.append((item, pool.submit(work, item)))
+                while len(pending) > workers:
+                    done, fut = pending.popleft()
+                    yield done, fut.result
+            while pending:
+                done, fut = pending.popleft()
+                yield done, fut.result
+        finally:
+            for _, fut in pending:
+                fut.cancel()
 
 
 @contextmanager

@@ -61,3 +61,52 @@ def test_policy_exposures_computed_by_two_threads_at_once_keep_their_bits():
         t.join(60)
     for seed in (1, 2):
         np.testing.assert_array_equal(got[seed], want[seed])
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_in_order_keeps_the_order_and_draws_items_lazily(workers):
+    """Results come back in the items' order whatever finishes first, and at most
+    ``workers`` + 1 items are drawn ahead of the consumer (a buffer it hands back is
+    reused)."""
+    import time
+
+    from groupbias._fast.threads import in_order
+
+    drawn: list[int] = []
+
+    def items():
+        for i in range(10):
+            drawn.append(i)
+            yield i
+
+    def work(i: int) -> int:
+        time.sleep(0.002 * (10 - i))  # later items finish first
+        return i * i
+
+    got = []
+    for item, result in in_order(work, items(), workers=workers):
+        assert len(drawn) - item <= (1 if workers == 1 else workers + 1)
+        got.append((item, result()))
+    assert got == [(i, i * i) for i in range(10)]
+
+
+def test_in_order_hands_each_error_to_its_item_and_joins_on_close():
+    from groupbias._fast.threads import in_order
+
+    started: list[int] = []
+
+    def work(i: int) -> int:
+        started.append(i)
+        if i == 2:
+            raise ValueError("bad item 2")
+        return i
+
+    before = threading.active_count()
+    gen = in_order(work, range(100), workers=2)
+    assert [r() for _, r in (next(gen), next(gen))] == [0, 1]
+    _, result = next(gen)
+    with pytest.raises(ValueError, match="bad item 2"):
+        result()
+    gen.close()  # early stop: the pool is shut down, nothing more is drawn
+    assert len(started) <= 6
+    assert threading.active_count() == before
