@@ -107,6 +107,64 @@ def load_iitjee(
     if bad_rows not in ("raise", "drop"):
         raise ParameterError("bad_rows", "'raise' or 'drop'", bad_rows)
     p = iitjee_file(path)
+    df, actual = _read_columns(p)
+    n_read = len(df)
+    normed, keep, n_bad, (mark_min, mark_max) = _normalized_scores(p, df, actual, bad_rows)
+
+    # ---- gender -------------------------------------------------------------------------
+    gender = df["GENDER"].fillna("").str.strip().str.upper()
+    female = gender.isin(FEMALE_CODES).to_numpy()
+    male = gender.isin(MALE_CODES).to_numpy()
+    unknown = ~(female | male) & keep
+    unknown_codes = gender[unknown].value_counts()
+    keep &= ~unknown
+
+    # ---- query key ----------------------------------------------------------------------
+    cat = df["category"].fillna("").str.strip()
+    pin = df["PIN_RES"].fillna("").str.strip()
+    no_key = ((cat == "") | (pin == "")).to_numpy() & keep
+    keep &= ~no_key
+    rows, qptr, query_ids, before = _queries(p, cat, pin, keep, female, normed["mark"])
+
+    feats = np.column_stack([normed[c][rows] for c in SCORE_COLUMNS]).astype(np.float32)
+    labels = normed["mark"][rows]
+    groups = female[rows].astype(np.float64)
+    item_ids = df["REGST_NO"].fillna("").str.strip().to_numpy()[rows]
+
+    meta = {
+        "source": str(p),
+        "rows_read": n_read,
+        "dropped_bad_rows": n_bad,
+        "dropped_unknown_gender": int(unknown.sum()),
+        "unknown_gender_codes": {str(k): int(v) for k, v in unknown_codes.items()},
+        "dropped_missing_query_key": int(no_key.sum()),
+        "queries_before_filter": before[0],
+        "items_before_filter": before[1],
+        "mark_min": mark_min,
+        "mark_max": mark_max,
+        "feature_names": ["math", "phys", "chem", "mark"],
+        "label": "mark, min-max normalized over the whole table",
+        "sensitive_attribute": "gender (affected = female)",
+        "n_female": int(groups.sum()),
+        "n_male": int(groups.size - groups.sum()),
+    }
+    return RankingData(
+        features=feats,
+        labels=labels,
+        qptr=qptr,
+        query_ids=query_ids,
+        feature_ids=np.arange(1, 5),
+        item_ids=item_ids,
+        groups=groups,
+        label_max=1.0,
+        name=name,
+        meta=meta,
+    )
+
+
+def _read_columns(p: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The used columns of the CSV (header names matched without case), renamed to
+    :data:`USED_COLUMNS`' spelling, and the spelling the file uses for each."""
     header = _header(p)
     lookup = {h.lower(): h for h in header}
     missing = [c for c in USED_COLUMNS if c.lower() not in lookup]
@@ -132,11 +190,16 @@ def load_iitjee(
         encoding_errors="replace",
     )
     df.columns = [next(k for k, v in actual.items() if v == col) for col in df.columns]
-    n_read = len(df)
-    if n_read == 0:
+    if len(df) == 0:
         raise DataFormatError(p, None, "no data rows after the header")
+    return df, actual
 
-    # ---- scores: numeric, strict or drop ------------------------------------------------
+
+def _normalized_scores(p: Path, df: pd.DataFrame, actual: dict[str, str], bad_rows: str):
+    """``(normed, keep, n_bad, (mark_min, mark_max))``: each score column min-max normalized
+    over the valid rows, the rows whose scores are all numbers (``bad_rows="raise"``: the
+    first other row raises, naming its line and column)."""
+    n_read = len(df)
     scores = {}
     bad = np.zeros(n_read, dtype=bool)
     for col in SCORE_COLUMNS:
@@ -153,9 +216,6 @@ def load_iitjee(
         bad |= col_bad
         scores[col] = vals
     keep = ~bad
-    n_bad = int(bad.sum())
-
-    # ---- min-max normalization over the whole (valid) table -----------------------------
     normed = {}
     for col in SCORE_COLUMNS:
         v = scores[col][keep]
@@ -170,22 +230,14 @@ def load_iitjee(
         else:
             normed[col] = (scores[col] - lo) / (hi - lo)
         if col == "mark":
-            mark_min, mark_max = lo, hi
+            mark_range = (lo, hi)
+    return normed, keep, int(bad.sum()), mark_range
 
-    # ---- gender -------------------------------------------------------------------------
-    gender = df["GENDER"].fillna("").str.strip().str.upper()
-    female = gender.isin(FEMALE_CODES).to_numpy()
-    male = gender.isin(MALE_CODES).to_numpy()
-    unknown = ~(female | male) & keep
-    unknown_codes = gender[unknown].value_counts()
-    keep &= ~unknown
 
-    # ---- query key ----------------------------------------------------------------------
-    cat = df["category"].fillna("").str.strip()
-    pin = df["PIN_RES"].fillna("").str.strip()
-    no_key = ((cat == "") | (pin == "")).to_numpy() & keep
-    keep &= ~no_key
-
+def _queries(p: Path, cat, pin, keep, female, mark):
+    """``(rows, qptr, query_ids, (queries, items) before the filter)``: the kept rows grouped
+    by (category, PIN) in that order, keeping the queries with both genders and marks on
+    both sides of 0.5."""
     rows = np.flatnonzero(keep)
     cat_codes, cat_uni = pd.factorize(cat.to_numpy()[rows], sort=True)
     pin_codes, pin_uni = pd.factorize(pin.to_numpy()[rows], sort=True)
@@ -201,16 +253,14 @@ def load_iitjee(
     n_q_all = starts.size
     qidx = np.repeat(np.arange(n_q_all), np.diff(qptr_all))
 
-    label = normed["mark"][rows]
+    label = mark[rows]
     fem = female[rows]
     n_f = np.bincount(qidx, weights=fem, minlength=n_q_all)
     n_m = np.bincount(qidx, weights=~fem, minlength=n_q_all)
     n_hi = np.bincount(qidx, weights=label > 0.5, minlength=n_q_all)
     n_lo = np.bincount(qidx, weights=label < 0.5, minlength=n_q_all)
     q_keep = (n_f > 0) & (n_m > 0) & (n_hi > 0) & (n_lo > 0)
-    item_keep = q_keep[qidx]
 
-    rows = rows[item_keep]
     sizes = np.diff(qptr_all)[q_keep]
     qptr = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=qptr[1:])
@@ -218,38 +268,4 @@ def load_iitjee(
     q_cat = cat_uni[cat_codes[order][q_first]]
     q_pin = pin_uni[pin_codes[order][q_first]]
     query_ids = np.asarray([f"{c}|{z}" for c, z in zip(q_cat, q_pin)], dtype=object)
-
-    feats = np.column_stack([normed[c][rows] for c in SCORE_COLUMNS]).astype(np.float32)
-    labels = normed["mark"][rows]
-    groups = female[rows].astype(np.float64)
-    item_ids = df["REGST_NO"].fillna("").str.strip().to_numpy()[rows]
-
-    meta = {
-        "source": str(p),
-        "rows_read": n_read,
-        "dropped_bad_rows": n_bad,
-        "dropped_unknown_gender": int(unknown.sum()),
-        "unknown_gender_codes": {str(k): int(v) for k, v in unknown_codes.items()},
-        "dropped_missing_query_key": int(no_key.sum()),
-        "queries_before_filter": int(n_q_all),
-        "items_before_filter": int(n_all),
-        "mark_min": mark_min,
-        "mark_max": mark_max,
-        "feature_names": ["math", "phys", "chem", "mark"],
-        "label": "mark, min-max normalized over the whole table",
-        "sensitive_attribute": "gender (affected = female)",
-        "n_female": int(groups.sum()),
-        "n_male": int(groups.size - groups.sum()),
-    }
-    return RankingData(
-        features=feats,
-        labels=labels,
-        qptr=qptr,
-        query_ids=query_ids,
-        feature_ids=np.arange(1, 5),
-        item_ids=item_ids,
-        groups=groups,
-        label_max=1.0,
-        name=name,
-        meta=meta,
-    )
+    return rows[q_keep[qidx]], qptr, query_ids, (int(n_q_all), int(n_all))
