@@ -12,6 +12,7 @@ lines.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -91,41 +92,9 @@ def load_lightgbm(
             raise MissingFilesError(p.parent, [p.name], hint=hint)
     name = name or data_path.name
 
-    def build() -> RankingData:
-        rows = read_svmlight(
-            data_path,
-            n_features=n_features,
-            feature_id_base=feature_id_base,
-            qid="optional",
-            chunk_bytes=chunk_bytes,
-        )
-        sizes = read_query_file(query_path)
-        n = rows.labels.size
-        total = sum(int(s) for s in sizes)  # exact: an int64 sum wraps around
-        if total != n:
-            raise DataFormatError(
-                query_path,
-                None,
-                f"group sizes add up to {total} items, but the "
-                f"data file {str(data_path)!r} has {n} data lines",
-            )
-        qptr = offsets_from_sizes(sizes)
-        return RankingData(
-            features=rows.features,
-            labels=rows.labels,
-            qptr=qptr,
-            query_ids=np.arange(sizes.size, dtype=np.int64),
-            feature_ids=rows.feature_ids,
-            item_ids=rows.line_numbers,
-            label_max=label_max,
-            name=name,
-            meta={
-                "source": str(data_path.resolve()),
-                "query_file": str(query_path.resolve()),
-                "n_lines": rows.n_lines,
-            },
-        )
-
+    build = functools.partial(
+        _build, data_path, query_path, n_features, feature_id_base, label_max, name, chunk_bytes
+    )
     if not cache:
         return build()
     options = {
@@ -138,3 +107,48 @@ def load_lightgbm(
         "query_file": source_fingerprint(query_path),
     }
     return cached(data_path, options, build, cache_dir=cache_dir)
+
+
+def _build(
+    data_path: Path,
+    query_path: Path,
+    n_features: int | None,
+    feature_id_base: int,
+    label_max: float | None,
+    name: str,
+    chunk_bytes: int,
+) -> RankingData:
+    """The :class:`RankingData` of a LightGBM data file and its group sizes (uncached)."""
+    rows = read_svmlight(
+        data_path,
+        n_features=n_features,
+        feature_id_base=feature_id_base,
+        qid="optional",
+        chunk_bytes=chunk_bytes,
+    )
+    sizes = read_query_file(query_path)
+    n = rows.labels.size
+    total = sum(int(s) for s in sizes)  # exact: an int64 sum wraps around
+    if total != n:
+        raise DataFormatError(
+            query_path,
+            None,
+            f"group sizes add up to {total} items, but the "
+            f"data file {str(data_path)!r} has {n} data lines",
+        )
+    qptr = offsets_from_sizes(sizes)
+    return RankingData(
+        features=rows.features,
+        labels=rows.labels,
+        qptr=qptr,
+        query_ids=np.arange(sizes.size, dtype=np.int64),
+        feature_ids=rows.feature_ids,
+        item_ids=rows.line_numbers,
+        label_max=label_max,
+        name=name,
+        meta={
+            "source": str(data_path.resolve()),
+            "query_file": str(query_path.resolve()),
+            "n_lines": rows.n_lines,
+        },
+    )
