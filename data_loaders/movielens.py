@@ -569,28 +569,11 @@ def load_movielens(
             *_metadata_files(metadata, links, p.parent, grouping), p.parent
         )
         meta.update(mmeta)
-        info = info.reindex(movie_uni)
-        if grouping == "country":
-            country = info["country"].astype(object)
-            known = country.notna().to_numpy()
-            affected = ~country.fillna("").str.strip().str.upper().isin(US_NAMES).to_numpy()
-            meta["sensitive_attribute"] = "first listed country (affected = non-US)"
-        else:
-            gross = info["gross"].to_numpy(dtype=np.float64)
-            known = np.isfinite(gross) & (gross > 0)
-            affected = gross < box_office_threshold
-            meta["sensitive_attribute"] = (
-                f"worldwide gross (affected = below ${box_office_threshold:,.0f})"
-            )
-            meta["box_office_threshold"] = float(box_office_threshold)
-        g_movie = np.where(known, affected, np.nan).astype(np.float64)
-        meta["movies_without_metadata"] = int((~known).sum())
-        meta["ratings_without_metadata"] = int((~known)[movie_inv].sum())
+        g_movie = _movie_groups(info.reindex(movie_uni), grouping, box_office_threshold, meta)
+        meta["ratings_without_metadata"] = int(np.isnan(g_movie)[movie_inv].sum())
         meta["missing_policy"] = missing
-        if missing == "affected":
-            g_movie[~known] = 1.0
-        elif missing == "non_affected":
-            g_movie[~known] = 0.0
+        if missing != "drop":
+            g_movie[np.isnan(g_movie)] = 1.0 if missing == "affected" else 0.0
         groups = g_movie[movie_inv]
         keep = ~np.isnan(groups)
         kept_movies = np.isfinite(g_movie)
@@ -629,3 +612,23 @@ def load_movielens(
         name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
         meta=meta,
     )
+
+
+def _movie_groups(info, grouping: str, box_office_threshold: float, meta: dict) -> np.ndarray:
+    """Each movie's group (1 affected, 0 not, NaN without metadata) under ``grouping``, and
+    what it means in ``meta``."""
+    if grouping == "country":
+        country = info["country"].astype(object)
+        known = country.notna().to_numpy()
+        affected = ~country.fillna("").str.strip().str.upper().isin(US_NAMES).to_numpy()
+        meta["sensitive_attribute"] = "first listed country (affected = non-US)"
+    else:
+        gross = info["gross"].to_numpy(dtype=np.float64)
+        known = np.isfinite(gross) & (gross > 0)
+        affected = gross < box_office_threshold
+        meta["sensitive_attribute"] = (
+            f"worldwide gross (affected = below ${box_office_threshold:,.0f})"
+        )
+        meta["box_office_threshold"] = float(box_office_threshold)
+    meta["movies_without_metadata"] = int((~known).sum())
+    return np.where(known, affected, np.nan).astype(np.float64)
