@@ -111,19 +111,8 @@ def load_iitjee(
     n_read = len(df)
     normed, keep, n_bad, (mark_min, mark_max) = _normalized_scores(p, df, actual, bad_rows)
 
-    # ---- gender -------------------------------------------------------------------------
-    gender = df["GENDER"].fillna("").str.strip().str.upper()
-    female = gender.isin(FEMALE_CODES).to_numpy()
-    male = gender.isin(MALE_CODES).to_numpy()
-    unknown = ~(female | male) & keep
-    unknown_codes = gender[unknown].value_counts()
-    keep &= ~unknown
-
-    # ---- query key ----------------------------------------------------------------------
-    cat = df["category"].fillna("").str.strip()
-    pin = df["PIN_RES"].fillna("").str.strip()
-    no_key = ((cat == "") | (pin == "")).to_numpy() & keep
-    keep &= ~no_key
+    female, unknown, unknown_codes, no_key, cat, pin = _candidates(df, keep)
+    keep &= ~unknown & ~no_key
     rows, qptr, query_ids, before = _queries(p, cat, pin, keep, female, normed["mark"])
 
     feats = np.column_stack([normed[c][rows] for c in SCORE_COLUMNS]).astype(np.float32)
@@ -269,3 +258,18 @@ def _queries(p: Path, cat, pin, keep, female, mark):
     q_pin = pin_uni[pin_codes[order][q_first]]
     query_ids = np.asarray([f"{c}|{z}" for c, z in zip(q_cat, q_pin)], dtype=object)
     return rows[q_keep[qidx]], qptr, query_ids, (int(n_q_all), int(n_all))
+
+
+def _candidates(df: pd.DataFrame, keep: np.ndarray):
+    """``(female, unknown, unknown_codes, no_key, category, pin)``: who is female, the kept
+    rows of an unknown gender (and their codes), the kept rows of a known gender without a
+    query key (category and PIN)."""
+    gender = df["GENDER"].fillna("").str.strip().str.upper()
+    female = gender.isin(FEMALE_CODES).to_numpy()
+    male = gender.isin(MALE_CODES).to_numpy()
+    unknown = ~(female | male) & keep
+    unknown_codes = gender[unknown].value_counts()
+    cat = df["category"].fillna("").str.strip()
+    pin = df["PIN_RES"].fillna("").str.strip()
+    no_key = ((cat == "") | (pin == "")).to_numpy() & keep & ~unknown
+    return female, unknown, unknown_codes, no_key, cat, pin

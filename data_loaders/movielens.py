@@ -582,36 +582,8 @@ def load_movielens(
         meta["ratings_affected"] = int((groups[keep] == 1).sum())
         meta["ratings_non_affected"] = int((groups[keep] == 0).sum())
 
-    idx = np.flatnonzero(keep)
-    order = idx[np.lexsort((movie[idx], user[idx]))]
-    u = user[order]
-    if u.size == 0:
-        raise DataError(
-            f"{p}: no rating left after dropping movies without metadata "
-            f"(grouping={grouping!r}); check that the metadata ids match"
-        )
-    change = np.flatnonzero(u[1:] != u[:-1]) + 1
-    qptr = np.concatenate(([0], change, [u.size])).astype(np.int64)
-    feats = np.column_stack([popularity[order], year[order]])
-    g = None if groups is None else groups[order]
-    meta["users_dropped_empty"] = int(meta["users_read"] - (qptr.size - 1))
-    if g is not None:
-        qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
-        n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
-        n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
-        meta["queries_with_both_groups"] = int(np.sum((n_aff > 0) & (n_non > 0)))
-    return RankingData(
-        features=feats,
-        labels=rating[order] / MAX_RATING,
-        qptr=qptr,
-        query_ids=u[qptr[:-1]],
-        feature_ids=np.array([1, 2]),
-        item_ids=movie[order],
-        groups=g,
-        label_max=1.0,
-        name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
-        meta=meta,
-    )
+    features = np.column_stack([popularity, year])
+    return _by_user(p, user, movie, rating, features, keep, groups, meta, grouping, name)
 
 
 def _movie_groups(info, grouping: str, box_office_threshold: float, meta: dict) -> np.ndarray:
@@ -632,3 +604,37 @@ def _movie_groups(info, grouping: str, box_office_threshold: float, meta: dict) 
         meta["box_office_threshold"] = float(box_office_threshold)
     meta["movies_without_metadata"] = int((~known).sum())
     return np.where(known, affected, np.nan).astype(np.float64)
+
+
+def _by_user(p, user, movie, rating, features, keep, groups, meta, grouping, name):
+    """The kept ratings as :class:`RankingData`: users ascending, movies ascending in each."""
+    idx = np.flatnonzero(keep)
+    order = idx[np.lexsort((movie[idx], user[idx]))]
+    u = user[order]
+    if u.size == 0:
+        raise DataError(
+            f"{p}: no rating left after dropping movies without metadata "
+            f"(grouping={grouping!r}); check that the metadata ids match"
+        )
+    change = np.flatnonzero(u[1:] != u[:-1]) + 1
+    qptr = np.concatenate(([0], change, [u.size])).astype(np.int64)
+    feats = features[order]
+    g = None if groups is None else groups[order]
+    meta["users_dropped_empty"] = int(meta["users_read"] - (qptr.size - 1))
+    if g is not None:
+        qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
+        n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
+        n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
+        meta["queries_with_both_groups"] = int(np.sum((n_aff > 0) & (n_non > 0)))
+    return RankingData(
+        features=feats,
+        labels=rating[order] / MAX_RATING,
+        qptr=qptr,
+        query_ids=u[qptr[:-1]],
+        feature_ids=np.array([1, 2]),
+        item_ids=movie[order],
+        groups=g,
+        label_max=1.0,
+        name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
+        meta=meta,
+    )
