@@ -181,24 +181,9 @@ def make_synthetic(
     See the module docstring for the generative model.
     """
     gen = _rng_or_seed(rng, seed)
-    if not is_integer(n_queries) or n_queries < 1:
-        raise ParameterError("n_queries", "an integer >= 1", n_queries)
-    try:
-        lo, hi = (int(v) for v in list_size)
-    except (TypeError, ValueError):
-        raise ParameterError("list_size", "a pair (min, max) of integers", list_size) from None
-    if not 1 <= lo <= hi:
-        raise ParameterError("list_size", "1 <= min <= max", list_size)
-    if not is_integer(n_features) or n_features < 2:
-        raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)", n_features)
-    check_size(n_queries, (lo, hi), n_features)
-    if n_informative is None:
-        n_informative = min(5, n_features - 1)
-    if not 1 <= n_informative <= n_features - 1:
-        raise ParameterError("n_informative", f"an integer in [1, {n_features - 1}]", n_informative)
-    if not (np.isfinite(affected_share) and 0 < affected_share < 1):
-        raise ParameterError("affected_share", "a fraction in (0, 1)", affected_share)
-    choice("draws", draws, DRAWS)
+    lo, hi, n_informative = _checked_shape(
+        n_queries, list_size, n_features, n_informative, affected_share, draws
+    )
     p_non, p_aff = grade_distributions(n_grades, utility_ratio)
 
     sizes = gen.integers(lo, hi + 1, size=n_queries)
@@ -225,19 +210,8 @@ def make_synthetic(
     )
     labels = np.minimum(labels, n_grades - 1).astype(np.float64)
 
-    feats = np.empty((n, n_features), dtype=np.float32)
-    sensitive = np.where(aff, gen.uniform(0.0, 0.2, n), gen.uniform(0.8, 1.0, n))
     scales = np.linspace(0.5, 2.0, n_informative)
-    if draws == "blocked":
-
-        def informative(rows: slice) -> None:
-            z = feats[rows, 1 : 1 + n_informative]
-            z[...] = labels[rows, None] + scales * z
-
-        block_normals(feats, gen.integers(0, 2**63, size=4).tolist(), then=informative)
-    else:
-        _sequential_normals(gen, feats, labels, scales)
-    feats[:, 0] = sensitive
+    feats = _features(gen, labels, aff, n_features, scales, draws)
 
     mu_a, mu_n = labels[aff].mean(), labels[~aff].mean()
     meta = {
@@ -262,6 +236,50 @@ def make_synthetic(
         name=name,
         meta=meta,
     )
+
+
+def _checked_shape(n_queries, list_size, n_features, n_informative, affected_share, draws):
+    """``(min size, max size, n_informative)`` of :func:`make_synthetic`'s arguments, each
+    checked (``n_informative`` None: ``min(5, n_features - 1)``)."""
+    if not is_integer(n_queries) or n_queries < 1:
+        raise ParameterError("n_queries", "an integer >= 1", n_queries)
+    try:
+        lo, hi = (int(v) for v in list_size)
+    except (TypeError, ValueError):
+        raise ParameterError("list_size", "a pair (min, max) of integers", list_size) from None
+    if not 1 <= lo <= hi:
+        raise ParameterError("list_size", "1 <= min <= max", list_size)
+    if not is_integer(n_features) or n_features < 2:
+        raise ParameterError("n_features", "an integer >= 2 (sensitive + informative)", n_features)
+    check_size(n_queries, (lo, hi), n_features)
+    if n_informative is None:
+        n_informative = min(5, n_features - 1)
+    if not 1 <= n_informative <= n_features - 1:
+        raise ParameterError("n_informative", f"an integer in [1, {n_features - 1}]", n_informative)
+    if not (np.isfinite(affected_share) and 0 < affected_share < 1):
+        raise ParameterError("affected_share", "a fraction in (0, 1)", affected_share)
+    choice("draws", draws, DRAWS)
+    return lo, hi, n_informative
+
+
+def _features(gen, labels, aff, n_features: int, scales, draws: str) -> np.ndarray:
+    """float32 [n_items, n_features]: the sensitive feature (uniform on [0, 0.2] for the
+    affected group, [0.8, 1] otherwise), then ``labels + scale * noise`` per informative
+    feature, then noise; drawn from ``gen`` in this order."""
+    n, n_informative = labels.size, scales.size
+    feats = np.empty((n, n_features), dtype=np.float32)
+    sensitive = np.where(aff, gen.uniform(0.0, 0.2, n), gen.uniform(0.8, 1.0, n))
+    if draws == "blocked":
+
+        def informative(rows: slice) -> None:
+            z = feats[rows, 1 : 1 + n_informative]
+            z[...] = labels[rows, None] + scales * z
+
+        block_normals(feats, gen.integers(0, 2**63, size=4).tolist(), then=informative)
+    else:
+        _sequential_normals(gen, feats, labels, scales)
+    feats[:, 0] = sensitive
+    return feats
 
 
 def make_synthetic_splits(
