@@ -123,6 +123,56 @@ def _parse_number(tok: bytes, lineno: int, field: str) -> float:
     raise _BadLine(lineno, f"not a number: {tok.decode('latin-1')!r}", field=field)
 
 
+def _line_qid(toks: list[bytes], lineno: int, mode) -> tuple[int, int]:
+    """``(qid, index of the first feature token)`` of a line's tokens: ``qid:<n>`` as the
+    second token, or -1 where absent and ``mode`` allows it."""
+    if len(toks) > 1 and toks[1][:4] == b"qid:":
+        qs = toks[1][4:]
+        if not UINT_RE.fullmatch(qs):
+            raise _BadLine(
+                lineno,
+                f"query id must be a non-negative integer, got {qs.decode('latin-1')!r}",
+                field="qid",
+            )
+        if len(qs) > 19 or int(qs) > MAX_QID:  # length first: int() of 5000 digits raises
+            shown = (
+                qs.decode("latin-1")
+                if len(qs) <= 40
+                else f"{qs[:20].decode()}... ({len(qs)} digits)"
+            )
+            raise _BadLine(lineno, f"query id {shown} is above 2**63 - 1", field="qid")
+        return int(qs), 2
+    if mode == "required":
+        raise _BadLine(lineno, "missing 'qid:<query id>' as the second token", field="qid")
+    return -1, 1
+
+
+def _pair(tok: bytes, field: str, lineno: int, base, nf) -> tuple[int, bytes]:
+    """``(feature id, value bytes)`` of a ``<feature id>:<value>`` token, the id in range."""
+    parts = tok.split(b":")
+    if len(parts) != 2:
+        raise _BadLine(
+            lineno, f"expected '<feature id>:<value>', got {tok.decode('latin-1')!r}", field=field
+        )
+    fs, vs = parts
+    if fs == b"qid":
+        raise _BadLine(lineno, "'qid:<query id>' must be the second token", field=field)
+    if not UINT_RE.fullmatch(fs):
+        raise _BadLine(
+            lineno,
+            f"feature id must be a non-negative integer, got {fs.decode('latin-1')!r}",
+            field=field,
+        )
+    # length before int(): 5000 digits pass Python's str-to-int limit
+    fid = int(fs) if len(fs) <= 19 else None
+    if fid is None or fid < base or fid >= (base + nf if nf is not None else MAX_FEATURE_ID + 1):
+        hi = base + nf - 1 if nf is not None else MAX_FEATURE_ID
+        fix = "" if nf is not None else " (pass n_features to accept larger ids)"
+        shown = fs.decode("latin-1") if len(fs) <= 40 else f"of {len(fs)} digits"
+        raise _BadLine(lineno, f"feature id {shown} out of range {base}..{hi}{fix}", field=field)
+    return fid, vs
+
+
 def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
     """Parse whole lines one by one with the same grammar; raise :class:`_BadLine` (line
     numbered from 1 within ``data``) on the first bad line."""
@@ -136,61 +186,13 @@ def _slow_chunk(data: bytes, mode, base, nf) -> _Chunk:
         if not toks:
             continue
         label = _parse_number(toks[0], lineno, "label")
-        k, qid = 1, -1
-        if len(toks) > 1 and toks[1][:4] == b"qid:":
-            qs = toks[1][4:]
-            if not UINT_RE.fullmatch(qs):
-                raise _BadLine(
-                    lineno,
-                    f"query id must be a non-negative integer, got {qs.decode('latin-1')!r}",
-                    field="qid",
-                )
-            if len(qs) > 19 or int(qs) > MAX_QID:  # length first: int() of 5000 digits raises
-                shown = (
-                    qs.decode("latin-1")
-                    if len(qs) <= 40
-                    else f"{qs[:20].decode()}... ({len(qs)} digits)"
-                )
-                raise _BadLine(lineno, f"query id {shown} is above 2**63 - 1", field="qid")
-            qid, k = int(qs), 2
-        elif mode == "required":
-            raise _BadLine(lineno, "missing 'qid:<query id>' as the second token", field="qid")
+        qid, k = _line_qid(toks, lineno, mode)
         row = len(labels)
         seen = set()
         for j in range(k, len(toks)):
-            tok = toks[j]
-            parts = tok.split(b":")
-            field = f"token {j + 1}"
-            if len(parts) != 2:
-                raise _BadLine(
-                    lineno,
-                    f"expected '<feature id>:<value>', got {tok.decode('latin-1')!r}",
-                    field=field,
-                )
-            fs, vs = parts
-            if fs == b"qid":
-                raise _BadLine(lineno, "'qid:<query id>' must be the second token", field=field)
-            if not UINT_RE.fullmatch(fs):
-                raise _BadLine(
-                    lineno,
-                    f"feature id must be a non-negative integer, got {fs.decode('latin-1')!r}",
-                    field=field,
-                )
-            # length before int(): 5000 digits pass Python's str-to-int limit
-            fid = int(fs) if len(fs) <= 19 else None
-            if (
-                fid is None
-                or fid < base
-                or fid >= (base + nf if nf is not None else MAX_FEATURE_ID + 1)
-            ):
-                hi = base + nf - 1 if nf is not None else MAX_FEATURE_ID
-                fix = "" if nf is not None else " (pass n_features to accept larger ids)"
-                shown = fs.decode("latin-1") if len(fs) <= 40 else f"of {len(fs)} digits"
-                raise _BadLine(
-                    lineno, f"feature id {shown} out of range {base}..{hi}{fix}", field=field
-                )
+            fid, vs = _pair(toks[j], f"token {j + 1}", lineno, base, nf)
             if fid in seen:
-                raise _BadLine(lineno, f"duplicate feature id {fid}", field=field)
+                raise _BadLine(lineno, f"duplicate feature id {fid}", field=f"token {j + 1}")
             seen.add(fid)
             vals.append(_parse_number(vs, lineno, f"feature {fid}"))
             fids.append(fid)
