@@ -458,9 +458,6 @@ def read_svmlight(
     _prime_allocator()
     size = path.stat().st_size
     loop = parse_loop(size)
-    dense = _Dense(nf) if nf is not None else None
-    blocks, labels, qids, lines = [], [], [], []
-    state = {"line0": 1, "bytes": 0, "pairs": 0}
     if progress is None:
         import sys
 
@@ -470,36 +467,10 @@ def read_svmlight(
         from tqdm import tqdm
 
         bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"parsing {path.name}", leave=False)
-    pool: list[bytearray] = []
-
-    def collect(result, ba, nbytes):
-        line0 = state["line0"]
-        try:
-            ch, lin, vals, w = result()
-        except _BadLine as e:
-            raise DataFormatError(path, line0 + e.line - 1, e.message, field=e.field) from None
-        R = ch.labels.size
-        state["pairs"] += vals.size
-        _check_fill(path, R, nf if nf is not None else w, vals.size, base)  # this chunk
-        state["bytes"] += nbytes
-        if bar is not None:
-            bar.update(nbytes)
-        if dense is not None:
-            rows_so_far = dense.n + R
-            est = int(rows_so_far * size / max(state["bytes"], 1) * 1.05) + 1024
-            dense.add(R, lin, vals, est)
-        else:
-            block = np.zeros((R, w), dtype=np.float32)
-            block.reshape(-1)[lin] = vals
-            blocks.append(block)
-        labels.append(ch.labels)
-        qids.append(ch.qids)
-        lines.append(ch.line_idx + line0)
-        state["line0"] = line0 + ch.n_lines
-        pool.append(ba)
+    rows = _Collected(path, size, base, nf, bar)
 
     def chunks(reader):
-        while got := reader.next(pool.pop() if pool else _buffer(reader.cap)):
+        while got := reader.next(rows.buffers.pop() if rows.buffers else _buffer(reader.cap)):
             yield got
 
     def parse(got):
@@ -509,31 +480,81 @@ def read_svmlight(
     with open(path, "rb", buffering=0) as fh:
         reader = _Reader(fh, int(chunk_bytes))
         for (ba, cend), result in in_order(parse, chunks(reader), workers=workers):
-            collect(result, ba, cend - _PAD)
+            rows.add(result, ba, cend - _PAD)
     if bar is not None:
         bar.close()
-    if dense is not None:
-        features, width = dense.result(), nf
-    else:
-        width = max([b.shape[1] for b in blocks] + [0])
-        _check_fill(path, sum(b.shape[0] for b in blocks), width, state["pairs"], base)
-        features = np.zeros((sum(b.shape[0] for b in blocks), width), dtype=np.float32)
-        r = 0
-        for b in blocks:
-            features[r : r + b.shape[0], : b.shape[1]] = b
-            r += b.shape[0]
-    if features.shape[0] == 0:
-        raise DataFormatError(
-            path, None, "no data lines (the file is empty or holds only blank and comment lines)"
+    return rows.result()
+
+
+class _Collected:
+    """The parsed chunks of one file, in order: dense rows (``nf`` known) or blocks of
+    their own width, labels, qids and line numbers; the buffers free for the next chunk."""
+
+    def __init__(self, path: Path, size: int, base: int, nf: int | None, bar) -> None:
+        self.path, self.size, self.base, self.nf, self.bar = path, size, base, nf, bar
+        self.dense = _Dense(nf) if nf is not None else None
+        self.blocks: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+        self.qids: list[np.ndarray] = []
+        self.lines: list[np.ndarray] = []
+        self.buffers: list[bytearray] = []
+        self.line0, self.bytes, self.pairs = 1, 0, 0
+
+    def add(self, result, ba: bytearray, nbytes: int) -> None:
+        """Take one chunk's ``result()`` (a bad line raises, numbered in the file)."""
+        try:
+            ch, lin, vals, w = result()
+        except _BadLine as e:
+            raise DataFormatError(
+                self.path, self.line0 + e.line - 1, e.message, field=e.field
+            ) from None
+        R = ch.labels.size
+        self.pairs += vals.size
+        _check_fill(self.path, R, self.nf if self.nf is not None else w, vals.size, self.base)
+        self.bytes += nbytes
+        if self.bar is not None:
+            self.bar.update(nbytes)
+        if self.dense is not None:
+            rows_so_far = self.dense.n + R
+            est = int(rows_so_far * self.size / max(self.bytes, 1) * 1.05) + 1024
+            self.dense.add(R, lin, vals, est)
+        else:
+            block = np.zeros((R, w), dtype=np.float32)
+            block.reshape(-1)[lin] = vals
+            self.blocks.append(block)
+        self.labels.append(ch.labels)
+        self.qids.append(ch.qids)
+        self.lines.append(ch.line_idx + self.line0)
+        self.line0 += ch.n_lines
+        self.buffers.append(ba)
+
+    def result(self) -> SvmlightRows:
+        """The whole file's rows (a file without data lines raises)."""
+        if self.dense is not None:
+            features, width = self.dense.result(), self.nf
+        else:
+            blocks = self.blocks
+            width = max([b.shape[1] for b in blocks] + [0])
+            _check_fill(self.path, sum(b.shape[0] for b in blocks), width, self.pairs, self.base)
+            features = np.zeros((sum(b.shape[0] for b in blocks), width), dtype=np.float32)
+            r = 0
+            for b in blocks:
+                features[r : r + b.shape[0], : b.shape[1]] = b
+                r += b.shape[0]
+        if features.shape[0] == 0:
+            raise DataFormatError(
+                self.path,
+                None,
+                "no data lines (the file is empty or holds only blank and comment lines)",
+            )
+        return SvmlightRows(
+            features=features,
+            labels=np.concatenate(self.labels),
+            qids=np.concatenate(self.qids),
+            line_numbers=np.concatenate(self.lines),
+            feature_ids=np.arange(self.base, self.base + width, dtype=np.int64),
+            n_lines=self.line0 - 1,
         )
-    return SvmlightRows(
-        features=features,
-        labels=np.concatenate(labels),
-        qids=np.concatenate(qids),
-        line_numbers=np.concatenate(lines),
-        feature_ids=np.arange(base, base + width, dtype=np.int64),
-        n_lines=state["line0"] - 1,
-    )
 
 
 def qptr_from_qids(
