@@ -110,6 +110,23 @@ def entry_dir(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
     return cache_root(cache_dir) / "ranking" / key
 
 
+def _write_array(folder: Path, name: str, a: np.ndarray) -> dict:
+    """Write ``a`` as ``<name>.npy`` in ``folder`` (features column-major), synced to disk;
+    its manifest entry."""
+    if name == "features":
+        _save_columns(folder / "features.npy", a)
+    else:
+        with open(folder / f"{name}.npy", "wb") as fh:
+            np.save(fh, a, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+    entry = {"dtype": a.dtype.str, "shape": list(a.shape)}
+    entry[CONTENT_HASH] = file_digest(folder / f"{name}.npy")
+    if name == "features":
+        entry["order"] = "F"
+    return entry
+
+
 def save_ranking_data(
     directory: str | os.PathLike, data: RankingData, *, manifest: Mapping | None = None
 ) -> Path:
@@ -132,20 +149,7 @@ def save_ranking_data(
                     f"RankingData.{name} has dtype object; the cache stores "
                     "numeric and fixed-width string arrays only"
                 )
-            if name == "features":
-                _save_columns(tmp / "features.npy", a)
-            else:
-                with open(tmp / f"{name}.npy", "wb") as fh:
-                    np.save(fh, a, allow_pickle=False)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            arrays[name] = {
-                "dtype": a.dtype.str,
-                "shape": list(a.shape),
-                CONTENT_HASH: file_digest(tmp / f"{name}.npy"),
-            }
-            if name == "features":
-                arrays[name]["order"] = "F"
+            arrays[name] = _write_array(tmp, name, a)
         man = dict(manifest or {})
         man.update(
             {

@@ -361,6 +361,26 @@ def paper_setups(dataset: str) -> list[dict]:
     ]
 
 
+def _scatter_candidates(ax, rows: pd.DataFrame) -> int:
+    """Draw each threshold's finite positive (population ratio, utility ratio) points of
+    ``rows`` on ``ax``, labelled with their feature ids; how many were drawn."""
+    drawn = 0
+    for key, marker, label in (
+        ("mean", "o", "threshold: mean"),
+        ("mean_std", "^", "threshold: mean - std"),
+    ):
+        x = rows[f"population_ratio_{key}"].to_numpy(dtype=np.float64)
+        y = rows[f"utility_ratio_{key}"].to_numpy(dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+        if not ok.any():
+            continue
+        ax.scatter(x[ok], y[ok], marker=marker, label=label, alpha=0.8)
+        for fid, xi, yi in zip(rows["feature_id"].to_numpy()[ok], x[ok], y[ok]):
+            ax.annotate(str(fid), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
+        drawn += int(ok.sum())
+    return drawn
+
+
 def plot_candidates(
     report: pd.DataFrame,
     path: str | os.PathLike,
@@ -396,20 +416,7 @@ def plot_candidates(
     fig = Figure(figsize=(5.0, 4.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    drawn = 0
-    for key, marker, label in (
-        ("mean", "o", "threshold: mean"),
-        ("mean_std", "^", "threshold: mean - std"),
-    ):
-        x = rows[f"population_ratio_{key}"].to_numpy(dtype=np.float64)
-        y = rows[f"utility_ratio_{key}"].to_numpy(dtype=np.float64)
-        ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-        if not ok.any():
-            continue
-        ax.scatter(x[ok], y[ok], marker=marker, label=label, alpha=0.8)
-        for fid, xi, yi in zip(rows["feature_id"].to_numpy()[ok], x[ok], y[ok]):
-            ax.annotate(str(fid), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
-        drawn += int(ok.sum())
+    drawn = _scatter_candidates(ax, rows)
     if drawn == 0:
         raise GroupingError(
             "no (feature, threshold) with finite positive population and "

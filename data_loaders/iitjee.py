@@ -86,6 +86,7 @@ def iitjee_file(path: str | os.PathLike | None = None) -> Path:
     return p
 
 
+# long: the public entry point; its docstring documents every parameter
 def load_iitjee(
     path: str | os.PathLike | None = None, *, bad_rows: str = "raise", name: str = "iitjee2009"
 ) -> RankingData:

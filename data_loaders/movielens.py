@@ -500,6 +500,7 @@ def _load_metadata(
 
 
 # ---------------------------------------------------------------------------------------
+# long: the public entry point; its docstring documents every parameter
 def load_movielens(
     path: str | os.PathLike | None = None,
     *,

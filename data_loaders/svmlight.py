@@ -418,6 +418,7 @@ def _check_options(n_features, feature_id_base, qid, workers=1, chunk_bytes=1 <<
         raise ParameterError("chunk_bytes", "an integer >= 1024", chunk_bytes)
 
 
+# long: the public entry point; its docstring documents every parameter
 def read_svmlight(
     path: str | os.PathLike,
     *,

@@ -144,6 +144,7 @@ def _sequential_normals(gen, feats, labels, scales) -> None:
         feats[a:b, 1 + n_informative :] = noise[: b - a]
 
 
+# long: the public entry point; its docstring documents every parameter
 def make_synthetic(
     *,
     n_queries: int = 200,
@@ -202,14 +203,7 @@ def make_synthetic(
     groups[gen.permutation(n)[:n_aff]] = 1.0
     aff = groups == 1.0
 
-    u = gen.random(n)
-    labels = np.where(
-        aff,
-        np.searchsorted(np.cumsum(p_aff), u, side="right"),
-        np.searchsorted(np.cumsum(p_non), u, side="right"),
-    )
-    labels = np.minimum(labels, n_grades - 1).astype(np.float64)
-
+    labels = _grades(gen, aff, p_non, p_aff, n_grades)
     scales = np.linspace(0.5, 2.0, n_informative)
     feats = _features(gen, labels, aff, n_features, scales, draws)
 
@@ -260,6 +254,19 @@ def _checked_shape(n_queries, list_size, n_features, n_informative, affected_sha
         raise ParameterError("affected_share", "a fraction in (0, 1)", affected_share)
     choice("draws", draws, DRAWS)
     return lo, hi, n_informative
+
+
+def _grades(gen, aff, p_non, p_aff, n_grades: int) -> np.ndarray:
+    """float64 grades 0..n_grades-1 drawn from each group's grade distribution."""
+    u = gen.random(aff.size)
+    labels = np.where(
+        aff,
+        np.searchsorted(np.cumsum(p_aff), u, side="right"),
+        np.searchsorted(np.cumsum(p_non), u, side="right"),
+    )
+    labels = np.minimum(labels, n_grades - 1).astype(np.float64)
+
+    return labels
 
 
 def _features(gen, labels, aff, n_features: int, scales, draws: str) -> np.ndarray:
