@@ -40,6 +40,7 @@ __all__ = [
     "flat64",
     "loop_rows",
     "padded_blocks",
+    "padded_layouts",
     "ranking_loops",
 ]
 
@@ -157,6 +158,17 @@ def padded_blocks(qptr: np.ndarray) -> list[PaddedBlock]:
         out.append(PaddedBlock(rows, qptr[rows], sizes[rows], width, contiguous))
         i = j
     return out
+
+
+def padded_layouts(qptr: np.ndarray, n_items: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(starts, sizes)`` of the padded blocks that hold the queries of ``qptr`` together:
+    every non-empty query in one block when padding at most quadruples the ``n_items``,
+    else :func:`padded_blocks` of similar lengths."""
+    sizes = np.diff(qptr)
+    rows = np.flatnonzero(sizes > 0)
+    if rows.size and int(sizes.max()) * rows.size <= 4 * n_items:
+        return [(qptr[rows], sizes[rows])]
+    return [(b.starts, b.sizes) for b in padded_blocks(qptr)]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._fast.rows import padded_blocks
+from .._fast.rows import padded_layouts
 from .._fast.threads import torch_cores
 from ..core.errors import ParameterError
 from ..core.memory import release_free_memory
@@ -117,7 +117,7 @@ class FairExposureLearner:
         logits = u / self.init_temperature
         out = logits.copy()
         with torch_cores(self.workers):
-            chunks = list(_chunks(_layouts(u, q), self.samples))
+            chunks = list(_chunks(padded_layouts(q, u.size), self.samples))
             for i, chunk in enumerate(chunks):
                 gen = torch.Generator(device=dev).manual_seed(_chunk_seed(self.seed, i))
                 blocks = [
@@ -161,16 +161,6 @@ def _chunk_progress(progress, i: int, n_chunks: int):
     if progress is None:
         return None
     return lambda epoch, epochs: progress(i * epochs + epoch, n_chunks * epochs)
-
-
-def _layouts(u: np.ndarray, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(starts, sizes)`` of the padded blocks trained together: every non-empty query in
-    one block when padding at most quadruples the items, else blocks of similar lengths."""
-    sizes = np.diff(q)
-    rows = np.flatnonzero(sizes > 0)
-    if rows.size and int(sizes.max()) * rows.size <= 4 * u.size:
-        return [(q[rows], sizes[rows])]
-    return [(b.starts, b.sizes) for b in padded_blocks(q)]
 
 
 #: values one training step of a chunk holds at most (sampled or enumerated rankings x
