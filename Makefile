@@ -42,8 +42,8 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -n auto -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check groupbias data_loaders experiments tests benchmarks
-	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tests benchmarks
+	$(VENV)/bin/ruff check groupbias data_loaders experiments tools tests benchmarks
+	$(VENV)/bin/ruff format --check groupbias data_loaders experiments tools tests benchmarks
 	$(VENV)/bin/mypy groupbias
 	$(VENV)/bin/lint-imports
 
@@ -57,7 +57,7 @@ bench: $(STAMP)
 # `make docs-tables` reruns the experiments behind every documented table and rewrites them;
 # `make docs-check` runs the tests that compare the longest of them with a fresh run (CI does)
 docs-tables: $(STAMP)
-	$(PY) -m experiments.docs_tables
+	$(PY) -m tools.docs_tables
 
 docs-check: $(STAMP)
 	$(PY) -m pytest -q -m documented -p no:cacheprovider

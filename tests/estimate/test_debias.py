@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from experiments.docs_tables import ks_cluster_errors, ks_simulation
 from groupbias.app.cli import CONFIG_DIR
 from groupbias.app.config import build_setup
 from groupbias.core.errors import ParameterError
@@ -16,6 +15,7 @@ from groupbias.estimate.estimators import (
     KSEstimator,
     ShrinkageEstimator,
 )
+from tools.docs_tables import ks_cluster_errors, ks_simulation
 
 
 def test_equal_merit_draw_replaces_positives_by_non_affected_positives_of_the_cluster():

@@ -1,4 +1,4 @@
-"""The documented tables of numbers equal a fresh run (experiments/docs_tables.py): one test
+"""The documented tables of numbers equal a fresh run (tools/docs_tables.py): one test
 per generated block of docs/*.md, each running the command the block names (in-process, same
 configuration) and comparing every number with the table's tolerance. Tables a fresh run
 makes in a few seconds run unmarked (Table 1's deterministic rows among them), those of
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import docs_tables as T
+from tools import docs_tables as T
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_the_gender_label_tables_equal_a_fresh_run(grep, runs, name):
 @pytest.mark.parametrize("name", ["fair_qr", "fair_qr_rerank"])
 def test_the_fair_qr_tables_equal_a_fresh_run(trec, runs, name):
     """``groupbias experiment=fair_qr dataset=trec2020_text`` (12 s) and
-    ``python -m experiments.fair_qr_rerank`` (7 s)."""
+    ``python -m tools.fair_qr_rerank`` (7 s)."""
     fresh_check(name, runs)
 
 

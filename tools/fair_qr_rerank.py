@@ -7,7 +7,7 @@ query). Columns: nDCG@20, AWRF@20 and the share of the AWRF gain of the refined 
 (no re-rank − BM25) that the re-ranked list keeps, over the queries of the experiment's
 table (AWRF defined: a relevant document, and a retrieved one).
 
-    python -m experiments.fair_qr_rerank               # the table of docs/retrieval.md
+    python -m tools.fair_qr_rerank               # the table of docs/retrieval.md
 """
 
 from __future__ import annotations

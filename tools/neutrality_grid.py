@@ -5,7 +5,7 @@ whitespace tokens, the BM25 analyzer's Porter stems with the word list stemmed a
 ``both`` rows (no human label: 697 documents; neutral: 702) and threshold τ (0, 1, 2): 36
 settings. The paper reports accuracy 0.5726 (κ 0.2703) and names none of these choices.
 
-    python -m experiments.neutrality_grid              # the table of docs/retrieval.md
+    python -m tools.neutrality_grid              # the table of docs/retrieval.md
 """
 
 from __future__ import annotations

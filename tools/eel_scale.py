@@ -9,7 +9,7 @@ target exposures ``[E_A, E_N]``, ℓ2, the mean over queries) or a combination n
 label. The truth is graded by its binary labels (``a* = 0.5``) throughout, or by the same
 per-query min–max bins where the estimate is.
 
-    python -m experiments.eel_scale                  # the table of docs/method.md
+    python -m tools.eel_scale                  # the table of docs/method.md
 """
 
 from __future__ import annotations
