@@ -34,6 +34,7 @@ from .._fast import use_backend
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
 from ..core.io import writes_files
 from ..core.memory import release_free_memory
+from ..core.shipped import SHIPPED, import_shipped
 from .command import CONFIG_DIR, data_chosen
 from .config import build_setup, plain
 from .progress import StepProgress
@@ -335,6 +336,8 @@ def main() -> None:  # pragma: no cover - exercised through the console script
     try:
         from .preflight import check_command_line
 
+        for name in SHIPPED:  # the configs' _target_s name them: ours, whatever the cwd holds
+            import_shipped(name)
         check_command_line(args)  # every job's config and folder, before Hydra makes any
     except (GroupBiasError, OSError, KeyboardInterrupt, Interrupted) as exc:
         if _loud():

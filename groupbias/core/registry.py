@@ -23,6 +23,7 @@ from importlib import metadata
 from typing import Generic, TypeVar
 
 from .errors import ParameterError
+from .shipped import SHIPPED, import_shipped
 
 __all__ = ["Registry", "ESTIMATORS", "METRICS", "DATASETS"]
 
@@ -86,6 +87,9 @@ class Registry(Generic[T]):
         if self._group is None:
             return
         for ep in metadata.entry_points(group=self._group):
+            top = ep.module.partition(".")[0]
+            if top in SHIPPED:  # ours, not a folder of that name first on sys.path
+                import_shipped(top)
             ep.load()
 
     def get(self, name: str) -> T:
