@@ -32,9 +32,11 @@ query must therefore depend on that query's items only.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -44,14 +46,12 @@ from ..core.segments import query_blocks
 from ..core.validation import all_integral, check_k, choice
 from ..data.membership import membership_from_groups
 from ..rank.ranking import DeterministicRanking, Ranking, as_ranking
-from . import fairness as F
+from . import fairness, metrics, trec_eval
+from .declaration import DIRECTIONS, GROUPS, MetricInfo, info_of, metric_info
 from .metrics import (
-    GROUPS,
-    average_precision,
     delta_eel_ranking,
     delta_eel_tabular,
     ndcg,
-    reciprocal_rank,
     rho_dtr_ranking,
     rho_dtr_tabular,
 )
@@ -73,6 +73,9 @@ __all__ = [
     "DIRECTIONS",
     "direction_of",
     "registered_name",
+    "resolve_name",
+    "declaration_of",
+    "metric_label",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -134,42 +137,54 @@ class EvalSpec:
     membership: np.ndarray | None = None
 
 
-#: which way a metric is better: larger, smaller, or closer to 0 (signed bias measures)
-DIRECTIONS = ("higher", "lower", "zero")
+def _cut_form(alias: str, name: str):
+    """trec_eval's form of ``alias`` (``P_{k}``: ``P_10``, ``P.10``) as a pattern."""
+    stem = re.escape(alias[: -len("_{k}")])
+    return re.compile(stem + r"[_.](\d+)\Z", re.I), name
 
 
-def metric_info(
-    *,
-    default_k: int | None = None,
-    groups: Sequence[str] = GROUPS,
-    ranked: bool = False,
-    direction: str = "higher",
-):
-    """Decorator declaring what a registered metric accepts and means: the cutoff used when
-    the name has no ``@k``, the allowed ``:group`` suffixes (undecorated metrics: ``None``
-    and every group), whether ``scores`` may be a :class:`~groupbias.rank.ranking.Ranking`
-    (``ranked=True``; undecorated metrics get the score array) and which way it is better
-    (``direction``, one of :data:`DIRECTIONS`; tables mark improvements by it)."""
-    default_k = check_k(default_k, "default_k")
-    groups = tuple(choice("groups", g, GROUPS) for g in groups)
-    if not isinstance(ranked, bool):
-        raise ParameterError("ranked", "True or False", ranked)
-    direction = choice("direction", direction, DIRECTIONS)
+def _name_table() -> tuple[dict[str, list[str]], list]:
+    """Every registered name and plain alias by its lower case, and the trec_eval forms."""
+    plain: dict[str, list[str]] = {}
+    cut = []
+    for name in METRICS.names():
+        plain.setdefault(name.lower(), []).append(name)
+    for name in METRICS.names():
+        for alias in info_of(METRICS.get(name)).aliases:
+            if alias.endswith("_{k}"):
+                cut.append(_cut_form(alias, name))
+            elif name not in plain.setdefault(alias.lower(), []):
+                plain[alias.lower()].append(name)
+    return plain, cut
 
-    def mark(fn):
-        fn.default_k, fn.groups, fn.ranked, fn.direction = default_k, groups, ranked, direction
-        return fn
 
-    return mark
+def resolve_name(base: str) -> tuple[str, str | None]:
+    """The registered metric ``base`` names and the cutoff its name holds: a registered
+    name, or one of a metric's aliases (ir_measures', trec_eval's, ranx's names), its case
+    ignored as in ir-measures (``nDCG`` → ``ndcg``, ``P`` → ``precision``, ``ndcg_cut_10``
+    → ``ndcg`` with the cutoff ``"10"``); ``(base, None)`` when nothing matches."""
+    if base in METRICS:
+        return base, None
+    plain, cut = _name_table()
+    found = plain.get(base.lower(), [])
+    if len(found) == 1:
+        return found[0], None
+    for pattern, name in cut:
+        m = pattern.match(base)
+        if m:
+            return name, m.group(1)
+    return base, None
 
 
 def registered_name(base: str) -> str:
-    """The registered metric ``base`` names, its case ignored as in ir-measures
-    (``nDCG`` → ``ndcg``); ``base`` itself when no registered name matches."""
-    if base in METRICS:
-        return base
-    folded = [n for n in METRICS if n.lower() == base.lower()]
-    return folded[0] if len(folded) == 1 else base
+    """The registered metric ``base`` names (:func:`resolve_name`), ``base`` itself when no
+    registered name or alias matches."""
+    return resolve_name(base)[0]
+
+
+def declaration_of(name: str) -> MetricInfo:
+    """The declaration of the registered metric ``name`` (or of the name it is an alias of)."""
+    return info_of(METRICS.get(registered_name(name)))
 
 
 def direction_of(name: str) -> str:
@@ -177,8 +192,37 @@ def direction_of(name: str) -> str:
     better: ``"higher"`` for names that are not registered."""
     m = _NAME.match(name)
     base = registered_name(m.group(1)) if m else ""
-    fn = METRICS.get(base) if base in METRICS else None
-    return getattr(fn, "direction", "higher")
+    return info_of(METRICS.get(base)).direction if base in METRICS else "higher"
+
+
+def metric_label(key: str) -> str:
+    """A table's name of the metric of output key ``key``: its declared label, the cutoff,
+    the group and the direction (``ndcg@10:affected`` → ``NDCG@10 affected ↑``); ``key``
+    itself for a metric without a label or a key that is no metric name."""
+    m = _NAME.match(key)
+    if m is None:
+        return key
+    base, k_text = resolve_name(m.group(1))
+    k_text = k_text if m.group(2) is None else m.group(2)
+    group = m.group(3) or "all"
+    if base not in METRICS or group not in GROUPS:
+        return key
+    if k_text is not None and not (k_text.isascii() and k_text.isdigit()):
+        return key
+    return info_of(METRICS.get(base)).table_label(k_text, group) or key
+
+
+def _did_you_mean(base: str) -> str:
+    """``did you mean ...?`` for an unknown metric name (difflib over every registered
+    name and alias, trec_eval's forms shown with the cutoff 10), then the names' form."""
+    known: dict[str, str] = {}
+    for name in METRICS.names():
+        for shown in (name, *info_of(METRICS.get(name)).aliases):
+            known.setdefault(shown.replace("{k}", "10").lower(), shown.replace("{k}", "10"))
+    close = difflib.get_close_matches(base.lower(), list(known), n=3, cutoff=0.6)
+    if not close:
+        return _FORM
+    return "did you mean " + " or ".join(known[c] for c in close) + "? " + _FORM
 
 
 @dataclass(frozen=True)
@@ -235,18 +279,22 @@ def parse_metric(entry) -> MetricRequest:
     m = _NAME.match(text)
     if m is None:
         raise ParameterError("metrics", "a metric name", text, fix=_FORM)
-    base, k_text, g_text = m.groups()
-    base = registered_name(base)
+    written, k_text, g_text = m.groups()
+    base, cut = resolve_name(written)
     if base not in METRICS:
         raise ParameterError(
             "metrics",
             "a registered metric name (one of " + ", ".join(METRICS.names()) + ")",
             text,
-            fix=_FORM,
+            fix=_did_you_mean(written),
         )
-    fn = METRICS.get(base)
-    k = _cutoff(text, k_text, options, getattr(fn, "default_k", None))
-    group = _group(text, base, g_text, options, getattr(fn, "groups", GROUPS))
+    if cut is not None:
+        if k_text is not None:
+            raise ParameterError("metrics", f"one cutoff ({written} holds one)", text)
+        k_text = cut
+    info = info_of(METRICS.get(base))
+    k = _cutoff(text, k_text, options, info.default_k)
+    group = _group(text, base, g_text, options, info.groups)
     return MetricRequest(base, k, group, key, options)
 
 
@@ -356,7 +404,7 @@ def compute_metrics(scores, spec, *, regime: str) -> dict[str, np.ndarray]:
 
 
 def _compute(scores, spec, requests, regime: str) -> dict[str, np.ndarray]:
-    ranked = [getattr(METRICS.get(r.name), "ranked", False) for r in requests]
+    ranked = [info_of(METRICS.get(r.name)).ranked for r in requests]
     given = isinstance(scores, Ranking)
     values_of = scores
     if given:
@@ -386,7 +434,18 @@ def _no_cutoff(name: str, k) -> None:
         )
 
 
-@metric_info(default_k=None, groups=GROUPS, ranked=True)
+#: what ρ(DTR) and Δ(EEL) read: the true relevance P(R) and the groups
+_PAPER = ("relevance", "groups")
+
+
+@metric_info(
+    name="ndcg",
+    aliases=("nDCG", "ndcg_cut_{k}"),
+    label="NDCG",
+    needs=("labels", "groups"),
+    undefined="no list holds a relevant item",
+    ranked=True,
+)
 def _ndcg_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """NDCG@k (:func:`~groupbias.evaluation.metrics.ndcg`) of the ranking by ``scores``
     against ``spec.labels``, over all items or one group (``ndcg@10:affected``); no
@@ -403,7 +462,8 @@ def _ndcg_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     )
 
 
-@metric_info(default_k=None, groups=("all",), ranked=True)
+@metric_info(name="rho_dtr", label="ρ(DTR)", needs=_PAPER, groups=("all",), ranked=True,
+             undefined="no list holds a relevant item of both groups")  # fmt: skip
 def _rho_dtr_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
     estimates (:func:`~groupbias.evaluation.metrics.rho_dtr_tabular`, no cutoff); ``"ltr"``,
@@ -416,7 +476,8 @@ def _rho_dtr_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray
     return rho_dtr_ranking(scores, spec.relevance, k=k, **common)
 
 
-@metric_info(default_k=None, groups=("all",), ranked=True, direction="lower")
+@metric_info(name="delta_eel", label="Δ(EEL)", needs=_PAPER, groups=("all",), ranked=True,
+             direction="lower", undefined="no list holds relevant items")  # fmt: skip
 def _delta_eel_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
     (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:
@@ -431,78 +492,104 @@ def _delta_eel_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarr
     )
 
 
-def _on_labels(fn):
-    """The metric-by-name form of a utility metric of a retrieval run (``map``, ``mrr``):
-    ``fn`` of the ranking by the scores against ``spec.labels``, cutoff ``k``."""
-
-    @metric_info(default_k=None, groups=("all",), ranked=True)
-    def by_name(scores, spec, *, regime, k, group, **options):
-        return fn(scores, spec.labels, qptr=spec.qptr, k=k, reduce=None, **options)
-
+def _as_declared(by_name, fn):
+    """``by_name`` named, documented and declared as the metric function ``fn``."""
     by_name.__name__ = by_name.__qualname__ = fn.__name__
     by_name.__doc__ = (
-        f"``{fn.__name__}`` (:func:`groupbias.evaluation.metrics.{fn.__name__}`) of the ranking "
-        "by the scores against ``spec.labels``; no ``@k``: the whole list."
+        f"``{fn.__name__}`` (:func:`{fn.__module__}.{fn.__name__}`) of the ranking by the "
+        "scores, by name (:data:`BUILTIN_METRICS`)."
     )
-    return by_name
+    return metric_info(**asdict(info_of(fn)))(by_name)
 
 
-#: the cutoff of a related-work metric whose name has no ``@k`` (``"awrf"`` = ``"awrf@10"``;
-#: ``{"name": "awrf", "k": None}`` for no cutoff)
-DEFAULT_K = 10
+def _on_labels(fn):
+    """The metric-by-name form of a utility metric of a retrieval run (``map``, ``mrr``,
+    ``precision``...): ``fn`` of the ranking by the scores against ``spec.labels``, cutoff
+    ``k`` (no ``@k``: the whole list; a metric without a cutoff refuses one)."""
+    cuts = "k" in inspect.signature(fn).parameters
+
+    def by_name(scores, spec, *, regime, k, group, **options):
+        if not cuts and k is not None:
+            raise ParameterError("metrics", f"{info_of(fn).name} without @k", k)
+        cut = {"k": k} if cuts else {}
+        return fn(scores, spec.labels, qptr=spec.qptr, reduce=None, **cut, **options)
+
+    return _as_declared(by_name, fn)
 
 
-def _on_membership(fn, labels: str | None, direction: str):
+_POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def _on_membership(fn):
     """The metric-by-name form of a related-work metric of :mod:`~groupbias.evaluation.
     fairness`: ``fn`` on ``spec.membership`` (default ``[groups, 1 - groups]``), with
-    ``spec.labels`` passed as ``labels`` (``"keyword"``), as the second array
-    (``"positional"``) or not at all (None); the same in both regimes."""
+    ``spec.labels`` (when it ``needs`` them) passed as its second array or as ``labels``,
+    as its signature says; the same in both regimes."""
+    params = inspect.signature(fn).parameters
+    labels = "labels" in info_of(fn).needs
+    positional = labels and "labels" in params and params["labels"].kind is _POSITIONAL
 
-    @metric_info(default_k=DEFAULT_K, groups=("all",), ranked=True, direction=direction)
     def by_name(scores, spec, *, regime, k, group, **options):
         m = spec.membership
         if m is None and spec.groups is not None:
             m = membership_from_groups(spec.groups)
-        if labels == "keyword":
-            options = {"labels": spec.labels, **options}
         arrays = (scores,)
-        if labels == "positional":
+        if positional:
             if spec.labels is None:
                 raise ParameterError("labels", f"relevance labels for {fn.__name__}", None)
             arrays = (scores, spec.labels)
+        elif labels:
+            options = {"labels": spec.labels, **options}
         return fn(*arrays, qptr=spec.qptr, membership=m, k=k, reduce=None, **options)
 
-    by_name.__name__ = by_name.__qualname__ = fn.__name__
-    by_name.__doc__ = (
-        f"``{fn.__name__}`` (:func:`groupbias.evaluation.fairness.{fn.__name__}`) of the "
-        "ranking by the scores on ``spec.membership`` (default ``[groups, 1 - groups]``); "
-        f"the same in both regimes; k default {DEFAULT_K}."
-    )
-    return by_name
+    return _as_declared(by_name, fn)
+
+
+def _on_judgments(fn):
+    """The metric-by-name form of a measure of which documents the qrels judge
+    (``judged``): only a run with its qrels knows it, so evaluating it elsewhere says so."""
+
+    def by_name(scores, spec, *, regime, k, group, **options):
+        raise ParameterError(
+            "metrics",
+            "a measure of the items' scores and labels",
+            info_of(fn).name,
+            fix="it needs the qrels: evaluate a run (gb.evaluate_run, groupbias-report evaluate)",
+        )
+
+    return _as_declared(by_name, fn)
+
+
+def _declared(module) -> dict:
+    """The metric functions ``module`` declares (:func:`metric_info` with a ``name``), by
+    name, in the module's order."""
+    found = {}
+    for fn in vars(module).values():
+        info = getattr(fn, "info", None)
+        if isinstance(info, MetricInfo) and info.name and fn.__module__ == module.__name__:
+            found[info.name] = fn
+    return found
+
+
+def _by_name(fn):
+    needs = info_of(fn).needs
+    if "judgments" in needs:
+        return _on_judgments(fn)
+    return _on_membership(fn) if "membership" in needs else _on_labels(fn)
 
 
 #: every built-in metric by name: the one table :data:`groupbias.core.registry.METRICS`
-#: starts from (NDCG, ρ(DTR), Δ(EEL) of the paper, then the related-work metrics)
+#: starts from (NDCG, ρ(DTR), Δ(EEL) of the paper, the utility measures of a retrieval
+#: run, then the related-work metrics), derived from the declarations beside the functions
 BUILTIN_METRICS = {
     "ndcg": _ndcg_by_name,
     "rho_dtr": _rho_dtr_by_name,
     "delta_eel": _delta_eel_by_name,
-    "map": _on_labels(average_precision),
-    "mrr": _on_labels(reciprocal_rank),
-    "awrf": _on_membership(F.awrf, "keyword", "higher"),
-    "awrf_distance": _on_membership(F.awrf_distance, "keyword", "lower"),
-    "ndcg_awrf": _on_membership(F.ndcg_awrf, "positional", "higher"),
-    "ted": _on_membership(F.ted, "keyword", "lower"),
-    "texfair": _on_membership(F.texfair, "keyword", "higher"),
-    "rbdf": _on_membership(F.rbdf, None, "higher"),
-    "nfairr": _on_membership(F.nfairr, None, "higher"),
-    "fairr": _on_membership(F.fairr, None, "higher"),
-    "cwex": _on_membership(F.cwex, None, "higher"),
-    "delta_exposure": _on_membership(F.delta_exposure, None, "lower"),
-    "rank_bias": _on_membership(F.rank_bias, None, "zero"),
-    "arab": _on_membership(F.arab, None, "zero"),
+    **{
+        name: _by_name(fn)
+        for module in (metrics, trec_eval, fairness)
+        for name, fn in _declared(module).items()
+    },
 }
 #: the related-work metrics among them
-RELATED_WORK = tuple(
-    name for name in BUILTIN_METRICS if name not in ("ndcg", "rho_dtr", "delta_eel", "map", "mrr")
-)
+RELATED_WORK = tuple(name for name, fn in BUILTIN_METRICS.items() if info_of(fn).related_work)

@@ -21,10 +21,17 @@ from ..core.validation import checked_arguments, choice, vector
 from ..data.ranking_data import RankingData
 from ..data.trec import read_groups, read_qrels, read_run
 from ..simulate.group_bias import relevance_from_labels
-from .catalog import DEFAULT_METRICS, EvalSpec, compute_metrics, eel_thresholds, parse_metric
+from .catalog import (
+    DEFAULT_METRICS,
+    EvalSpec,
+    compute_metrics,
+    declaration_of,
+    eel_thresholds,
+    parse_metric,
+)
 from .inputs import check_both_groups, check_reduce, reduce_queries
 from .protocol import EvaluationProtocol
-from .trec_eval import judged_queries, trec_measures
+from .trec_eval import TREC_MEASURES, judged_queries, trec_measures
 
 __all__ = ["evaluate", "evaluate_run", "run_data"]
 
@@ -164,14 +171,21 @@ def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None)
     return data, run.scores[keep]
 
 
-#: how :func:`evaluate_run` computes nDCG, MRR and MAP of a run
+#: how :func:`evaluate_run` computes the utility measures of a run (nDCG, MAP, P, ...)
 SEMANTICS = ("trec_eval", "candidates")
-#: our metric names computed by :mod:`.trec_eval` under ``semantics="trec_eval"``
-_TREC = ("ndcg", "mrr", "map")
 
 
 def _trec_name(r) -> str:
     return r.name if r.k is None else f"{r.name}@{r.k}"
+
+
+def _by_trec_eval(r, semantics: str) -> bool:
+    """Whether :mod:`.trec_eval` computes the request ``r``: a measure it has, over all
+    items and without options, under trec_eval's semantics (or one that needs to know
+    which documents are judged, which only the qrels say)."""
+    if r.name not in TREC_MEASURES or r.group != "all" or r.options:
+        return False
+    return semantics == "trec_eval" or "judgments" in declaration_of(r.name).needs
 
 
 @checked_arguments
@@ -209,11 +223,7 @@ def evaluate_run(
     choice("semantics", semantics, SEMANTICS)
     run, qrels = _load(run, read_run), _load(qrels, read_qrels)
     requests = [parse_metric(m) for m in metrics]
-    trec = [
-        r
-        for r in requests
-        if semantics == "trec_eval" and r.name in _TREC and r.group == "all" and not r.options
-    ]
+    trec = [r for r in requests if _by_trec_eval(r, semantics)]
     per_query: dict = {}
     if trec:
         _, values = trec_measures(run, qrels, [_trec_name(r) for r in trec])

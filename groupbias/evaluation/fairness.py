@@ -37,6 +37,7 @@ from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum
 from ..core.validation import check_k, choice, is_integer, real
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, as_ranking
+from .declaration import metric_info
 from .exposure import tie_average_exposure
 from .inputs import check_reduce, item_vector, membership_matrix, reduce_queries
 from .metrics import ndcg
@@ -66,6 +67,27 @@ BACKGROUNDS = ("candidates", "collection")
 ASSIGNMENTS = ("expected", "hard")
 MAGNITUDES = ("tc", "tf", "bool")
 _ROW_SUM_TOL = 1e-9
+#: the cutoff of a related-work metric asked for by name without ``@k`` (``"awrf"`` =
+#: ``"awrf@10"``; ``{"name": "awrf", "k": None}`` for no cutoff)
+DEFAULT_K = 10
+
+
+#: what a related-work metric reads: memberships, and the relevance labels for some
+MEMBERSHIP = ("membership",)
+WITH_LABELS = ("membership", "labels")
+#: why a related-work metric has no value on any list (said when no query has one)
+NO_REPRESENTATIVE = "no candidate list holds a group-representative document"
+NO_NEUTRAL = "no candidate list holds a neutral document"
+NO_NEUTRAL_WHY = " (every document is entirely one group's, so no reordering is more neutral)"
+
+
+def related_work(**declaration):
+    """The declaration (:func:`~groupbias.evaluation.declaration.metric_info`) of a
+    related-work metric: asked for by name it gets a ranking, has no ``:group`` suffix and
+    cuts at :data:`DEFAULT_K` without ``@k``."""
+    return metric_info(
+        related_work=True, ranked=True, groups=("all",), default_k=DEFAULT_K, **declaration
+    )
 
 
 # --------------------------------------------------------------------------- validation
@@ -234,6 +256,7 @@ def _distribution_distance(p: np.ndarray, t: np.ndarray, distance: str) -> np.nd
     return np.clip(0.5 * _kl2(p, mid) + 0.5 * _kl2(t, mid), 0.0, 1.0)
 
 
+@related_work(name="awrf_distance", label="AWRF distance", needs=WITH_LABELS, direction="lower")
 def awrf_distance(
     scores,
     *,
@@ -293,6 +316,7 @@ def awrf_distance(
     return reduce_queries(_finish(d, q), reduce)
 
 
+@related_work(name="awrf", label="AWRF", needs=WITH_LABELS)
 def awrf(scores, *, qptr, membership, reduce: str | None = "mean", **options):
     """AWRF in the TREC Fair 2022 orientation, ``1 − Δ(nE, Ê)`` (1 = the exposure matches
     the target); ``options`` as in :func:`awrf_distance` (``labels``, ``k``, ``target``,
@@ -303,6 +327,7 @@ def awrf(scores, *, qptr, membership, reduce: str | None = "mean", **options):
     return reduce_queries(1.0 - d, reduce)
 
 
+@related_work(name="ndcg_awrf", label="nDCG×AWRF", needs=WITH_LABELS)
 def ndcg_awrf(
     scores,
     labels,
@@ -363,6 +388,7 @@ def _rbdf(w, m, q, qidx):
         return segment_sum(w * rep, q) / total
 
 
+@related_work(name="rbdf", label="RBDF", needs=MEMBERSHIP)
 def rbdf(
     scores,
     *,
@@ -405,6 +431,9 @@ def _ted(scores, qptr, membership, labels, k, target, rbdf, ties, on_no_represen
     return _finish(ted, q), max_ted
 
 
+@related_work(
+    name="ted", label="TED", needs=WITH_LABELS, direction="lower", undefined=NO_REPRESENTATIVE
+)
 def ted(
     scores,
     *,
@@ -445,6 +474,7 @@ def ted(
     )
 
 
+@related_work(name="texfair", label="TExFAIR", needs=WITH_LABELS, undefined=NO_REPRESENTATIVE)
 def texfair(
     scores,
     *,
@@ -511,6 +541,7 @@ def _fairr(scores, qptr, membership, k, tau, target, ties):
     return q, qidx, k, omega, segment_sum(omega * r.weights(k, ties).dense(), q, qidx)
 
 
+@related_work(name="fairr", label="FaiRR", needs=MEMBERSHIP, undefined=NO_NEUTRAL)
 def fairr(
     scores,
     *,
@@ -530,6 +561,9 @@ def fairr(
     return reduce_queries(_finish(fairr, q), reduce)
 
 
+@related_work(
+    name="nfairr", label="NFaiRR", needs=MEMBERSHIP, undefined=NO_NEUTRAL + NO_NEUTRAL_WHY
+)
 def nfairr(
     scores,
     *,
@@ -652,6 +686,7 @@ def _gap(x: np.ndarray) -> np.ndarray:
     return groups.max(axis=1) - groups.min(axis=1)
 
 
+@related_work(name="delta_exposure", label="ΔExposure", needs=MEMBERSHIP, direction="lower")
 def delta_exposure(
     scores,
     *,
@@ -673,6 +708,7 @@ def delta_exposure(
     )
 
 
+@related_work(name="cwex", label="CWEx", needs=MEMBERSHIP)
 def cwex(
     scores,
     *,
@@ -733,6 +769,7 @@ def _rank_bias(scores, qptr, membership, k, magnitude, pair, ties, average):
     return _finish(segment_sum(w * (mag[:, 0] - mag[:, 1]), q, qidx), q)
 
 
+@related_work(name="rank_bias", label="RaB", needs=MEMBERSHIP, direction="zero")
 def rank_bias(
     scores,
     *,
@@ -761,6 +798,7 @@ def rank_bias(
     )
 
 
+@related_work(name="arab", label="ARaB", needs=MEMBERSHIP, direction="zero")
 def arab(
     scores,
     *,

@@ -41,6 +41,7 @@ from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
 from ..core.validation import check_k, check_qptr, checked_arguments, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount, rank_weights
+from .declaration import GROUPS, metric_info
 from .exposure import (
     check_offset,
     eel_grading,
@@ -68,6 +69,11 @@ __all__ = [
     "delta_eel_ranking",
     "average_precision",
     "reciprocal_rank",
+    "precision",
+    "recall",
+    "r_precision",
+    "bpref",
+    "success",
     "GROUPS",
 ]
 
@@ -76,8 +82,6 @@ GAINS = ("exp2", "linear")
 _EXP2_LIMIT = 1024
 #: ties of NDCG: those of a ranking, and the worst case
 NDCG_TIES = (*TIES, "pessimistic")
-#: which items' relevance NDCG counts: all, or one group's
-GROUPS = ("all", "affected", "non_affected")
 ON_NO_RELEVANT = ("skip", "zero", "one")
 ON_ZERO_UTILITY = ("extend", "skip", "one", "zero")
 ON_ZERO_NDCG = ("keep", "skip")
@@ -631,6 +635,16 @@ def delta_eel_ranking(
 
 # --------------------------------------------------------------------------- retrieval runs
 
+#: why a utility measure of a run has no value on a list (said when no query has one)
+NO_RELEVANT = "no list holds a relevant item"
+
+
+def run_measure(**declaration):
+    """The declaration (:func:`~groupbias.evaluation.declaration.metric_info`) of a utility
+    measure of a retrieval run: of the labels, over all items, given a ranking."""
+    declaration = {"undefined": NO_RELEVANT, **declaration}
+    return metric_info(needs=("labels",), ranked=True, groups=("all",), **declaration)
+
 
 def _relevant_ranks(scores, labels, qptr, k, relevant_from):
     """Ranks (ties by position), relevance and query of every item, and the cutoff."""
@@ -649,6 +663,7 @@ def _no_relevant(out: np.ndarray, n_rel: np.ndarray, q: np.ndarray, policy: str)
     return out
 
 
+@run_measure(name="map", aliases=("AP", "map_cut_{k}"), label="MAP")
 @checked_arguments
 def average_precision(
     scores,
@@ -684,6 +699,7 @@ def average_precision(
     return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
 
 
+@run_measure(name="mrr", aliases=("RR", "recip_rank"), label="MRR")
 @checked_arguments
 def reciprocal_rank(
     scores,
@@ -706,4 +722,121 @@ def reciprocal_rank(
     out = np.zeros(q.size - 1)
     np.maximum.at(out, qidx, inv)
     n_rel = segment_sum(rel.astype(np.float64), q, qidx)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
+
+
+def _top_hits(scores, labels, qptr, k, relevant_from, on_no_relevant):
+    """Relevant items in each query's top k (all without a cutoff), the number of relevant
+    items and of items per query, and the ranks, relevance and offsets behind them."""
+    choice("on_no_relevant", on_no_relevant, ("skip", "zero"))
+    ranks, rel, q, qidx, k = _relevant_ranks(scores, labels, qptr, k, relevant_from)
+    inside = rel if k is None else rel & (ranks <= k)
+    hits = segment_sum(inside.astype(np.float64), q, qidx)
+    n_rel = segment_sum(rel.astype(np.float64), q, qidx)
+    return hits, n_rel, np.diff(q).astype(np.float64), (ranks, rel, q, qidx, k)
+
+
+@run_measure(name="precision", aliases=("P", "P_{k}"), label="P")
+@checked_arguments
+def precision(
+    scores, labels, *, qptr, k: int | None = None, relevant_from: float = 1,
+    reduce: str | None = "mean",
+):  # fmt: skip
+    """P@k of every query, as trec_eval's ``P_k``: the relevant items (``labels >=
+    relevant_from``) among the top k divided by k, also when the list is shorter (the rest
+    counts as not relevant); without a cutoff, by the list's length. Ties by position."""
+    check_reduce(reduce)
+    hits, _, size, (*_, q, _, k) = _top_hits(scores, labels, qptr, k, relevant_from, "zero")
+    out = hits / (float(k) if k is not None else np.maximum(size, 1.0))
+    out[size == 0] = np.nan
+    return reduce_queries(out, reduce)
+
+
+@run_measure(name="recall", aliases=("R", "recall_{k}"), label="R")
+@checked_arguments
+def recall(
+    scores, labels, *, qptr, k: int | None = None, relevant_from: float = 1,
+    on_no_relevant: str = "skip", reduce: str | None = "mean",
+):  # fmt: skip
+    """R@k of every query, as trec_eval's ``recall_k``: the relevant items among the top k
+    divided by all relevant items of the query's list (the qrels' relevant documents under
+    trec_eval's semantics, :mod:`groupbias.evaluation.trec_eval`). Ties by position. A query
+    without a relevant item: ``"skip"`` (NaN) or ``"zero"``."""
+    check_reduce(reduce)
+    hits, n_rel, _, (*_, q, _, k) = _top_hits(
+        scores, labels, qptr, k, relevant_from, on_no_relevant
+    )
+    out = hits / np.maximum(n_rel, 1.0)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
+
+
+@run_measure(
+    name="rprec", aliases=("Rprec", "r-precision", "R-prec"), label="R-prec", undefined=NO_RELEVANT
+)
+@checked_arguments
+def r_precision(
+    scores, labels, *, qptr, relevant_from: float = 1, on_no_relevant: str = "skip",
+    reduce: str | None = "mean",
+):  # fmt: skip
+    """R-precision of every query, as trec_eval's ``Rprec``: P@R with R the number of
+    relevant items of the query (the point where precision equals recall). Ties by
+    position. A query without a relevant item: ``"skip"`` (NaN) or ``"zero"``."""
+    check_reduce(reduce)
+    _, n_rel, _, (ranks, rel, q, qidx, _) = _top_hits(
+        scores, labels, qptr, None, relevant_from, on_no_relevant
+    )
+    hits = segment_sum((rel & (ranks <= n_rel[qidx])).astype(np.float64), q, qidx)
+    out = hits / np.maximum(n_rel, 1.0)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
+
+
+@run_measure(name="bpref", aliases=("Bpref",), label="bpref")
+@checked_arguments
+def bpref(
+    scores, labels, *, qptr, relevant_from: float = 1, on_no_relevant: str = "skip",
+    reduce: str | None = "mean",
+):  # fmt: skip
+    """bpref of every query (Buckley & Voorhees 2004), as trec_eval computes it with every
+    listed item judged:
+
+        bpref = (1 / R) sum_{d relevant} (1 - min(n_d, R) / min(N, R))
+
+    with ``R`` the relevant and ``N`` the non-relevant items of the list, ``n_d`` the
+    non-relevant items ranked above ``d`` (a term is 1 when ``n_d = 0``). Unjudged documents
+    count only under :mod:`groupbias.evaluation.trec_eval` (they are skipped there). Ties
+    by position. A query without a relevant item: ``"skip"`` (NaN) or ``"zero"``."""
+    check_reduce(reduce)
+    _, n_rel, size, (ranks, rel, q, qidx, _) = _top_hits(
+        scores, labels, qptr, None, relevant_from, on_no_relevant
+    )
+    order = np.lexsort((ranks, qidx))
+    seen = np.cumsum(~rel[order])  # non-relevant items at or above each rank, cumulative
+    above = np.empty(ranks.size)
+    above[order] = seen - np.concatenate(([0], seen))[q[:-1]][qidx[order]]
+    r, n = n_rel[qidx], (size - n_rel)[qidx]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        term = np.where(above > 0, 1.0 - np.minimum(above, r) / np.minimum(n, r), 1.0)
+    out = segment_sum(np.where(rel, term, 0.0), q, qidx) / np.maximum(n_rel, 1.0)
+    return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)
+
+
+@run_measure(
+    name="success",
+    aliases=("Success", "success_{k}", "hit_rate"),
+    label="Success",
+    undefined=NO_RELEVANT,
+)
+@checked_arguments
+def success(
+    scores, labels, *, qptr, k: int | None = None, relevant_from: float = 1,
+    on_no_relevant: str = "skip", reduce: str | None = "mean",
+):  # fmt: skip
+    """Success@k of every query, as trec_eval's ``success_k`` (ranx's ``hit_rate@k``): 1
+    when a relevant item is in the top k, else 0. Ties by position. A query without a
+    relevant item: ``"skip"`` (NaN) or ``"zero"``."""
+    check_reduce(reduce)
+    hits, n_rel, _, (*_, q, _, k) = _top_hits(
+        scores, labels, qptr, k, relevant_from, on_no_relevant
+    )
+    out = (hits > 0).astype(np.float64)
     return reduce_queries(_no_relevant(out, n_rel, q, on_no_relevant), reduce)

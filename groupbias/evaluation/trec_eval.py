@@ -15,7 +15,13 @@ from judging a run's candidates as a ranking of its own:
   document of the query, retrieved or not; AP divides by every relevant judged document.
 
 Measures (``@k`` cuts the run at rank k): ``ndcg@k``, ``mrr@k`` (reciprocal rank of the
-first relevant document), ``map@k`` (average precision), ``p@k`` (precision), ``recall@k``.
+first relevant document), ``map@k`` (average precision), ``precision@k`` (``p@k``; trec_eval's
+``P_k``: divided by k), ``recall@k`` (divided by the relevant judged documents), ``rprec``
+(precision at R, the relevant judged documents), ``bpref`` (judged documents only: an
+unjudged one is skipped, the non-relevant ones are those the qrels judge below 1),
+``success@k`` (a relevant document in the top k) and ``judged@k`` (ir_measures'
+``Judged@k``: the share of the top k that the qrels judge, ties by document id ascending,
+divided by the run's length where it is shorter than k; trec_eval has no such measure).
 """
 
 from __future__ import annotations
@@ -26,11 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ParameterError
+from .declaration import metric_info
 
 __all__ = ["TREC_MEASURES", "judged_queries", "trec_measures"]
 
 #: measure names (lower case, before ``@k``) this module computes
-TREC_MEASURES = ("ndcg", "mrr", "map", "p", "recall")
+TREC_MEASURES = (
+    "ndcg", "mrr", "map", "p", "precision", "recall", "rprec", "bpref", "success", "judged"
+)  # fmt: skip
+#: the measures that need a cutoff, and those that take none
+_CUT = ("p", "precision", "recall", "success")
+_UNCUT = ("rprec", "bpref")
 
 
 def _parse(name: str) -> tuple[str, int | None]:
@@ -38,9 +50,11 @@ def _parse(name: str) -> tuple[str, int | None]:
     if base not in TREC_MEASURES:
         raise ParameterError("metrics", f"one of {', '.join(TREC_MEASURES)} (with @k)", name)
     if not cut:
-        if base in ("p", "recall"):
+        if base in _CUT:
             raise ParameterError("metrics", f"{base}@k with a cutoff k", name)
         return base, None
+    if base in _UNCUT:
+        raise ParameterError("metrics", f"{base} without a cutoff (trec_eval has none)", name)
     if not cut.isdigit() or int(cut) < 1:
         raise ParameterError("metrics", "a cutoff k >= 1 after '@'", name)
     return base, int(cut)
@@ -62,7 +76,8 @@ class _Judged:
     """A run's judged queries in trec_eval's order: per retrieved document its query
     ``q_of``, 1-based ``rank``, ``label`` and MS MARCO's rank ``rank_up`` (ties by document
     id, ascending); per query the offsets ``qptr``, sizes and relevant judged documents
-    ``n_rel``; every judged document's query ``jq`` and label ``jl``."""
+    ``n_rel`` and non-relevant ones ``n_nonrel``; per retrieved document whether the qrels
+    judge it (``judged``); every judged document's query ``jq`` and label ``jl``."""
 
     qids: np.ndarray
     q_of: np.ndarray
@@ -73,6 +88,8 @@ class _Judged:
     n_rel: np.ndarray
     jq: np.ndarray
     jl: np.ndarray
+    judged: np.ndarray
+    n_nonrel: np.ndarray
 
     @classmethod
     def of(cls, run, qrels) -> _Judged:
@@ -97,7 +114,21 @@ class _Judged:
         jq = by_id[np.searchsorted(qids[by_id], qrels.query_ids.astype(str)[on])]
         jl = qrels.labels[on]
         n_rel = np.bincount(jq, weights=(jl >= 1).astype(float), minlength=qids.size)
-        return cls(qids, q_of, rank, rank_up, label, qptr, n_rel, jq, jl)
+        n_nonrel = np.bincount(jq, weights=(jl < 1).astype(float), minlength=qids.size)
+        pairs = np.char.add(np.char.add(qids[q_of].astype(str), "\t"), docs)
+        judged_pairs = np.char.add(
+            np.char.add(qrels.query_ids.astype(str), "\t"), qrels.item_ids.astype(str)
+        )
+        judged_docs = np.isin(pairs, judged_pairs)
+        return cls(qids, q_of, rank, rank_up, label, qptr, n_rel, jq, jl, judged_docs, n_nonrel)
+
+    def above(self, mask: np.ndarray) -> np.ndarray:
+        """Per retrieved document, the documents of ``mask`` at or above its rank."""
+        o = np.lexsort((self.rank, self.q_of))
+        seen = np.empty(mask.size)
+        c = np.cumsum(mask[o])
+        seen[o] = c - np.concatenate([[0], c])[self.qptr[:-1]][self.q_of[o]]
+        return seen
 
     def per_query(self, values: np.ndarray) -> np.ndarray:
         return np.bincount(self.q_of, weights=values, minlength=self.qids.size)
@@ -128,11 +159,7 @@ def _mrr(j: _Judged, k: int | None) -> np.ndarray:
 
 def _map(j: _Judged, k: int | None) -> np.ndarray:
     hit = (j.label >= 1) & (j.rank <= (k or j.rank.size))
-    # relevant documents at or above each rank: a cumulative count within the query
-    o = np.lexsort((j.rank, j.q_of))
-    seen = np.empty(hit.size)
-    c = np.cumsum(hit[o])
-    seen[o] = c - np.concatenate([[0], c])[j.qptr[:-1]][j.q_of[o]]
+    seen = j.above(hit)  # relevant documents at or above each rank
     return _ratio(j.per_query(np.where(hit, seen / j.rank, 0.0)), j.n_rel)
 
 
@@ -145,7 +172,55 @@ def _recall(j: _Judged, k: int | None) -> np.ndarray:
     return _ratio(hits, j.n_rel)
 
 
-_MEASURES = {"ndcg": _ndcg, "mrr": _mrr, "map": _map, "p": _precision, "recall": _recall}
+def _rprec(j: _Judged, k: None) -> np.ndarray:
+    hits = j.per_query(((j.label >= 1) & (j.rank <= j.n_rel[j.q_of])).astype(float))
+    return _ratio(hits, j.n_rel)
+
+
+def _bpref(j: _Judged, k: None) -> np.ndarray:
+    rel = j.judged & (j.label >= 1)
+    nonrel_above = j.above(j.judged & (j.label < 1))
+    r, n = j.n_rel[j.q_of], j.n_nonrel[j.q_of]
+    frac = _ratio(np.minimum(nonrel_above, r), np.minimum(n, r))
+    term = np.where(nonrel_above > 0, 1.0 - frac, 1.0)
+    return _ratio(j.per_query(np.where(rel, term, 0.0)), j.n_rel)
+
+
+def _success(j: _Judged, k: int | None) -> np.ndarray:
+    hits = j.per_query(((j.label >= 1) & (j.rank <= (k or 1))).astype(float))
+    return (hits > 0).astype(float)
+
+
+@metric_info(
+    name="judged",
+    aliases=("Judged",),
+    label="Judged",
+    needs=("judgments",),
+    groups=("all",),
+    ranked=True,
+    undefined="the run retrieves nothing for a judged query",
+)
+def _judged(j: _Judged, k: int | None) -> np.ndarray:
+    """ir_measures' ``Judged@k``: the share of the top k (ties by document id, ascending)
+    that the qrels judge; a run shorter than k is divided by its length."""
+    size = np.diff(j.qptr).astype(float)
+    top = j.rank_up <= (k or j.rank_up.size)
+    cut = size if k is None else np.minimum(size, float(k))
+    return _ratio(j.per_query((j.judged & top).astype(float)), cut)
+
+
+_MEASURES = {
+    "ndcg": _ndcg,
+    "mrr": _mrr,
+    "map": _map,
+    "p": _precision,
+    "precision": _precision,
+    "recall": _recall,
+    "rprec": _rprec,
+    "bpref": _bpref,
+    "success": _success,
+    "judged": _judged,
+}
 
 
 def trec_measures(run, qrels, metrics: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:

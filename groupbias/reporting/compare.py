@@ -31,7 +31,7 @@ from ..evaluation.catalog import direction_of
 from ..evaluation.evaluate import evaluate_run
 from ..evaluation.stats import CORRECTIONS, TESTS, adjust_p_values, paired_test
 from ..evaluation.trec_eval import judged_queries
-from .tables import METRIC_LABELS, better_than, tex_text
+from .tables import better_than, column_label, tex_text
 
 __all__ = ["Comparison", "compare", "compare_runs", "system_letters"]
 
@@ -82,7 +82,7 @@ class Comparison:
         for metric in self.metrics:
             col = [float(v[(s, metric)]) for s in self.systems]
             best = _best(col, direction_of(metric))
-            rows[METRIC_LABELS.get(metric, metric)] = [
+            rows[column_label(metric)] = [
                 mark(x, "".join(self.beats(s, metric)), x == best and np.isfinite(x))
                 for s, x in zip(self.systems, col)
             ]
@@ -96,7 +96,7 @@ class Comparison:
         parts = []
         for metric in self.metrics:
             n, total = int(v.loc[metric, "n_shared"]), int(v.loc[metric, "n_any"])
-            label = METRIC_LABELS.get(metric, metric)
+            label = column_label(metric)
             parts.append(f"{label} {n}" + (f" of {total}" if total != n else ""))
         return ", ".join(parts)
 

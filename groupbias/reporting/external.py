@@ -30,22 +30,12 @@ import numpy as np
 
 from ..core.errors import DataFormatError, GroupBiasError, ParameterError
 from ..data.trec import read_groups, read_qrels, read_run
-from ..evaluation.catalog import RELATED_WORK, EvalSpec, compute_metrics, parse_metric
+from ..evaluation.catalog import EvalSpec, compute_metrics, declaration_of, parse_metric
 from ..evaluation.evaluate import evaluate_run, run_data
 from ..pipelines.retrieval import LEXICON_METRICS, lexicon_membership
 
 __all__ = ["UndefinedMeasureError", "evaluate_external", "refuse_undefined"]
 
-#: why a measure has no value on any query, by metric (else: the generic reason)
-UNDEFINED_BECAUSE = {
-    "nfairr": "no candidate list holds a neutral document (every document is entirely one "
-    "group's, so no reordering is more neutral)",
-    "fairr": "no candidate list holds a neutral document",
-    "texfair": "no candidate list holds a group-representative document",
-    "ted": "no candidate list holds a group-representative document",
-    "rho_dtr": "no list holds a relevant item of both groups",
-    "delta_eel": "no list holds relevant items",
-}
 #: what to try instead
 MEMBERSHIP_HINT = (
     "for the seed papers' definitions give three-class labels (--classes M,F: N is neutral) "
@@ -63,11 +53,11 @@ def refuse_undefined(per_query: dict, source: str) -> None:
     for key, values in per_query.items():
         v = np.asarray(values, dtype=np.float64)
         if v.size and np.isnan(v).all():
-            name = parse_metric(key).name
-            why = UNDEFINED_BECAUSE.get(name, "the measure is undefined on every list")
-            hint = f"; {MEMBERSHIP_HINT}" if name in RELATED_WORK else ""
+            info = declaration_of(parse_metric(key).name)
+            hint = f"; {MEMBERSHIP_HINT}" if info.related_work else ""
             raise UndefinedMeasureError(
-                f"{key} of {source}: undefined on all {v.size} judged queries: {why}{hint}"
+                f"{key} of {source}: undefined on all {v.size} judged queries: "
+                f"{info.undefined}{hint}"
             )
         if not v.size:
             raise UndefinedMeasureError(f"{key} of {source}: the qrels judge none of its queries")
@@ -102,7 +92,7 @@ def _plan(metrics, requests, *, lexicon: bool, classes) -> dict[str, list]:
             options = dict(LEXICON_METRICS[r.name])
             source = options.pop("membership")
             entry: object = {"name": r.name, "key": r.key, "k": r.k, **options, **r.options}
-        elif classes and r.name in RELATED_WORK:
+        elif classes and declaration_of(r.name).related_work:
             source, entry = "classes", given
         else:
             source, entry = "run", given

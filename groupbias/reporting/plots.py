@@ -297,7 +297,7 @@ def beta_sweep_figure(
     s.d. band (sample s.d., as :func:`groupbias.reporting.tables.paper_table` shows). β
     decreases to the right. Records: ``regime``, ``metric``, ``condition``,
     ``value``, ``beta`` (None for full information). Returns the matplotlib figure."""
-    from .tables import METRIC_LABELS
+    from .tables import column_label
 
     df = _frame(records)
     regimes = [r for r in REGIME_TITLES if r in set(df.get("regime", pd.Series(dtype=str)))]
@@ -322,9 +322,7 @@ def beta_sweep_figure(
             if betas:
                 pad = 0.03 * max(betas[0] - betas[-1], 0.1)
                 ax.set_xlim(betas[0] + pad, betas[-1] - pad)  # β decreases to the right
-            ax.set_title(
-                f"{REGIME_TITLES[regime]}: {METRIC_LABELS.get(metric, metric)}", fontsize=10
-            )
+            ax.set_title(f"{REGIME_TITLES[regime]}: {column_label(metric)}", fontsize=10)
             ax.grid(alpha=0.3)
             if i == len(regimes) - 1:
                 ax.set_xlabel("group underestimation factor β")

@@ -24,22 +24,16 @@ import pandas as pd
 
 from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
-from ..evaluation.catalog import direction_of
+from ..evaluation.catalog import direction_of, metric_label
 
-METRIC_LABELS = {
-    "ndcg@10": "NDCG@10 ↑",
-    "ndcg@10:affected": "NDCG@10 affected ↑",
-    "ndcg@10:non_affected": "NDCG@10 non-affected ↑",
-    "rho_dtr": "ρ(DTR) ↑",
-    "delta_eel": "Δ(EEL) ↓",
-    "beta_hat": "β̂",
-    "awrf": "AWRF ↑",
-    "texfair": "TExFAIR ↑",
-    "nfairr": "NFaiRR ↑",
-    "cwex": "CWEx ↑",
-    "arab": "ARaB →0",
-    "ndcg_awrf": "nDCG×AWRF ↑",
-}
+#: the β̂ column's label (β̂ is a record's value, not a registered metric)
+BETA_HAT_LABEL = "β̂"
+
+
+def column_label(metric: str) -> str:
+    """A table's name of a record's metric: the metric's declared label
+    (:func:`~groupbias.evaluation.catalog.metric_label`: ``NDCG@10 affected ↑``), or β̂."""
+    return BETA_HAT_LABEL if metric == "beta_hat" else metric_label(metric)
 
 
 def better_than(metric: str, value: float, reference: float) -> bool:
@@ -191,7 +185,7 @@ def _beta_block(
             cells[ds].append(null.text(digits) + (VIOLATED_MARK if bad > 0 else ""))
     for metric in metrics:
         for cond in ("biased", "corrected"):
-            columns.append((block, METRIC_LABELS.get(metric, metric), CONDITION_SHORT[cond]))
+            columns.append((block, column_label(metric), CONDITION_SHORT[cond]))
             for ds in datasets:
                 c = lookup(ds, beta, metric, cond)
                 cell = c.text(digits)
@@ -233,7 +227,7 @@ def paper_table(
     rows: dict[str, list[str]] = {ds: [] for ds in datasets}
     if include_full:
         for metric in metrics:
-            columns.append(("full information", METRIC_LABELS.get(metric, metric), "F"))
+            columns.append(("full information", column_label(metric), "F"))
             for ds in datasets:
                 rows[ds].append(lookup(ds, None, metric, "full").text(digits))
     with_estimate = bool((df["metric"] == "beta_hat").any())

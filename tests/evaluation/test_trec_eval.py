@@ -23,6 +23,14 @@ PAIRS = {
     "map": "AP",
     "p@5": "P@5",
     "recall@10": "R@10",
+    "precision@10": "P@10",
+    "recall@100": "R@100",
+    "rprec": "Rprec",
+    "bpref": "Bpref",
+    "success@1": "Success@1",
+    "success@10": "Success@10",
+    "judged@10": "Judged@10",
+    "judged": "Judged",
 }
 
 
@@ -106,6 +114,21 @@ def test_the_run_file_through_the_command_and_the_library(tmp_path, capsys):
         gb.evaluate_run(run, qrels, tmp_path / "r.groups", metrics=["ndcg"], semantics="x")
 
 
+def _grep_bm25(grep_root, tmp_path, monkeypatch):
+    """BM25's run of Grep-BiasIR's test queries and its qrels and group files, written in
+    ``tmp_path`` (``bm25.run``, ``grep_biasir_test.*``); returns the run and the qrels."""
+    from groupbias.data.datasets import load_dataset
+    from groupbias.reporting.aggregate import main as report_main
+    from groupbias.retrieval.bm25 import BM25Index
+
+    monkeypatch.setenv("GROUPBIAS_GREP_BIASIR", str(grep_root))
+    c = load_dataset("grep_biasir", split="test")
+    run = BM25Index(c.texts).search(c.queries, k=1000, on_empty="skip")
+    run.to_trec(query_ids=c.query_ids, doc_ids=c.doc_ids).write(tmp_path / "bm25.run")
+    assert report_main(["export", "grep_biasir", "--out", str(tmp_path)]) == 0
+    return gb.read_run(tmp_path / "bm25.run"), gb.read_qrels(tmp_path / "grep_biasir_test.qrels")
+
+
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_a_bm25_run_of_grep_biasir_equals_ir_measures_over_its_117_queries(
@@ -118,17 +141,9 @@ def test_a_bm25_run_of_grep_biasir_equals_ir_measures_over_its_117_queries(
     0.8055 over 113 queries where ir_measures gives about 0.798 / 0.778 over 117)."""
     import pandas as pd
 
-    from groupbias.data.datasets import load_dataset
     from groupbias.reporting.aggregate import main as report_main
-    from groupbias.retrieval.bm25 import BM25Index
 
-    monkeypatch.setenv("GROUPBIAS_GREP_BIASIR", str(grep_root))
-    c = load_dataset("grep_biasir", split="test")
-    run = BM25Index(c.texts).search(c.queries, k=1000, on_empty="skip")
-    run.to_trec(query_ids=c.query_ids, doc_ids=c.doc_ids).write(tmp_path / "bm25.run")
-    assert report_main(["export", "grep_biasir", "--out", str(tmp_path)]) == 0
-    trec = gb.read_run(tmp_path / "bm25.run")
-    qrels = gb.read_qrels(tmp_path / "grep_biasir_test.qrels")
+    trec, qrels = _grep_bm25(grep_root, tmp_path, monkeypatch)
     ties = sum(len(s) - len(np.unique(s)) for s in np.split(trec.scores, trec.qptr[1:-1]))
     assert ties > 0  # the case the tie order decides
     args = ["evaluate", "--run", str(tmp_path / "bm25.run")]
@@ -143,3 +158,42 @@ def test_a_bm25_run_of_grep_biasir_equals_ir_measures_over_its_117_queries(
         expect = np.array([ref.get(q, 0.0) for q in got.index])
         np.testing.assert_allclose(got[ours].to_numpy(), expect, rtol=0, atol=1e-12)
         assert abs(got[ours].mean() - expect.mean()) < 1e-12
+
+
+#: the same measures by ir_measures' / ranx's names and by trec_eval's
+IR_NAMES = "nDCG@10,P@10,R@100,AP,RR,Rprec,bpref"
+TREC_NAMES = "ndcg_cut_10,P_10,recall_100,map,recip_rank,Rprec,bpref"
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_ir_measures_and_trec_eval_names_give_one_table_equal_to_ir_measures(
+    grep_root, tmp_path, monkeypatch, capsys
+):
+    """``groupbias-report evaluate --metrics nDCG@10,P@10,R@100,AP,RR,Rprec,bpref`` and the
+    same with trec_eval's names print the same table (the rows' values and query counts),
+    and every per-query value equals ir_measures on BM25's run of Grep-BiasIR."""
+    import pandas as pd
+
+    from groupbias.reporting.aggregate import main as report_main
+
+    trec, qrels = _grep_bm25(grep_root, tmp_path, monkeypatch)
+    files = ["--run", str(tmp_path / "bm25.run")]
+    files += ["--qrels", str(tmp_path / "grep_biasir_test.qrels")]
+    files += ["--groups", str(tmp_path / "grep_biasir_test.groups"), "--classes", "M,F"]
+    capsys.readouterr()
+    tables, shown = {}, {}
+    for which, names in (("ir", IR_NAMES), ("trec", TREC_NAMES)):
+        out = tmp_path / which
+        assert report_main(["evaluate", *files, "--metrics", names, "--out", str(out)]) == 0
+        lines = capsys.readouterr().out.splitlines()[1:8]
+        shown[which] = [line.split()[1:] for line in lines]  # value, queries per row
+        tables[which] = pd.read_csv(tmp_path / f"{which}_per_query.csv", dtype={"query": str})
+    assert shown["ir"] == shown["trec"]
+    ir, te = tables["ir"].set_index("query"), tables["trec"].set_index("query")
+    assert len(ir) == 117 and list(ir.index) == list(te.index)
+    for ours, theirs in zip(IR_NAMES.split(","), TREC_NAMES.split(","), strict=True):
+        np.testing.assert_array_equal(ir[ours].to_numpy(), te[theirs].to_numpy())
+        ref = _reference(trec, qrels, "Bpref" if ours == "bpref" else ours)
+        expect = np.array([ref.get(q, 0.0) for q in ir.index])
+        np.testing.assert_allclose(ir[ours].to_numpy(), expect, rtol=0, atol=1e-12, err_msg=ours)
