@@ -76,6 +76,7 @@ __all__ = [
     "resolve_name",
     "declaration_of",
     "metric_label",
+    "register_metric",
 ]
 
 #: what the paper's tables and figures report: NDCG@10 overall and per group, ρ(DTR), Δ(EEL)
@@ -223,6 +224,18 @@ def _did_you_mean(base: str) -> str:
     if not close:
         return _FORM
     return "did you mean " + " or ".join(known[c] for c in close) + "? " + _FORM
+
+
+def register_metric(name: str, *, replace: bool = False, **declaration):
+    """Decorator declaring a metric (:func:`metric_info`: ``aliases``, ``label``, ``needs``,
+    ``undefined``, ``related_work``, ``direction``, ``default_k``, ``groups``, ``ranked``)
+    and registering it in :data:`~groupbias.core.registry.METRICS` as ``name``: adding a
+    metric is its function and this one declaration (docs/extending.md)."""
+
+    def add(fn):
+        return METRICS.register(name, metric_info(name=name, **declaration)(fn), replace=replace)
+
+    return add
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,8 @@ NOT_RUNNABLE = {
 RUN_ELSEWHERE = {
     "docs/extending.md: # file: my_extensions.py": "test_extending.py",
     "docs/extending.md: import numpy as np": "test_extending.py",
+    "docs/extending.md: # file: top_share.py": "test_extending.py",
+    "docs/extending.md: # file: test_top_share.py": "test_extending.py",
     "docs/extending.md: # file: myconfigs/dataset/toy.": "test_extending.py",
     "docs/extending.md: # file: myconfigs/estimator/me": "test_extending.py",
     "docs/extending.md: # @package _global_": "test_extending.py",

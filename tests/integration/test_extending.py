@@ -1,8 +1,10 @@
-"""docs/extending.md works as written: its files are written, its Python blocks run in order
-and its command line runs the new experiment with the new dataset and estimator."""
+"""docs/extending.md works as written: its files are written, its metric's test passes, its
+Python blocks run in order and its command line runs the new experiment with the new
+dataset, estimator and metric."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -33,8 +35,14 @@ def test_extending_doc_runs(tmp_path, monkeypatch):
         elif lang == "bash":
             commands.append(code.strip())
     assert (tmp_path / "my_extensions.py").exists() and commands
+    # the metric's own test, as the doc writes it (a test file beside the metric's file)
+    (test_file,) = list(tmp_path.glob("test_*.py"))
+    tests = importlib.import_module(test_file.stem)
+    ran = [getattr(tests, n)() for n in dir(tests) if n.startswith("test_")]
+    assert ran
     (command,) = commands
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "GROUPBIAS_RUNS": str(tmp_path / "runs")}
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "GROUPBIAS_RUNS": str(tmp_path / "runs")}
     args = command.split()[1:]  # drop "PYTHONPATH=." (set in env above)
     exe = Path(sys.executable).with_name(args[0])
     res = subprocess.run(
