@@ -169,3 +169,23 @@ def test_the_new_measures_by_name_in_gb_evaluate():
         gb.evaluate(scores, data, regime="ltr", metrics=["bpref@10"])
     with pytest.raises(gb.ParameterError, match="needs the qrels"):
         gb.evaluate(scores, data, regime="ltr", metrics=["Judged@10"])
+
+
+def test_docs_interop_name_table_is_what_the_catalogue_parses():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "interop.md").read_text()
+    table = doc.split("## Measure names", 1)[1].split("\n\n<!--", 1)[1]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    assert len(rows) == 9
+
+    def parsed(cell: str) -> set:
+        names = [n.strip(" `") for n in cell.split(",") if n.strip() not in ("—", "")]
+        return {
+            (r.name, r.k)
+            for r in (parse_metric(n.replace("@k", "@10").replace("_k", "_10")) for n in names)
+        }
+
+    for row in rows:
+        ours, *tools, _meaning = row.strip("|").split("|")
+        assert ours.strip() and all(parsed(t) <= parsed(ours) for t in tools), row
