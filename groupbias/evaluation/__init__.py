@@ -8,6 +8,8 @@ tests and the closed forms of §4.
   the grades EEL compares;
 - :mod:`~groupbias.evaluation.inputs`: the input checks and the ``reduce`` every metric
   shares;
+- :mod:`~groupbias.evaluation.declaration`: each metric's one declaration (name, aliases,
+  label, what it needs, why it can be undefined, direction);
 - :mod:`~groupbias.evaluation.catalog`: metrics by name (``"ndcg@10:affected"``), the
   table of built-in metrics, :class:`EvalSpec` and :func:`compute_metrics`;
 - :mod:`~groupbias.evaluation.protocol`: deterministic and stochastic (policy) evaluation;

@@ -1,9 +1,11 @@
 """Metrics by name: strings ``base[@k][:group]`` and mappings ``{name, key, **options}``
 resolved against :data:`groupbias.core.registry.METRICS`.
 
-- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...),
-  its case ignored as in ir-measures (``"nDCG@10"`` is ``ndcg@10``; the output key stays the
-  name as written);
+- ``base``: a registered name (``"ndcg"``, ``"rho_dtr"``, ``"delta_eel"``, ``"awrf"``...)
+  or one of the aliases its declaration lists (ir_measures', trec_eval's and ranx's names:
+  ``"P"``, ``"Rprec"``, ``"hit_rate"``; trec_eval's hold the cutoff: ``"ndcg_cut_10"``,
+  ``"P_10"``), its case ignored as in ir-measures (``"nDCG@10"`` is ``ndcg@10``; the output
+  key stays the name as written); an unknown name is refused with the closest ones;
 - ``@k``: the rank cutoff, an integer >= 1 (``"ndcg@10"``); without it the metric's
   ``default_k`` (``None`` = no cutoff for ``ndcg``, ``rho_dtr``, ``delta_eel`` and user
   metrics; 10 for the related-work metrics of :mod:`groupbias.evaluation.fairness`);
@@ -13,7 +15,11 @@ resolved against :data:`groupbias.core.registry.METRICS`.
   "alpha": 0.2}``; ``k`` and ``group`` may be given there instead of in the name
   (``"k": None`` = no cutoff). The key defaults to ``name``.
 
-Every registered metric has one call shape::
+Each metric is declared once, beside its function
+(:func:`~groupbias.evaluation.declaration.metric_info`); :data:`BUILTIN_METRICS`,
+:data:`RELATED_WORK`, the tables' labels (:func:`metric_label`) and the reasons an
+external run's measure is undefined (:func:`declaration_of`) are derived from the
+declarations. Every registered metric has one call shape::
 
     fn(scores, spec, *, regime, k, group, **options) -> float64 [n_queries]
 

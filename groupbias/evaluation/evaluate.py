@@ -205,10 +205,11 @@ def evaluate_run(
     ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
     rankings of the same data (:func:`run_data` builds it; true relevance
     ``label / label_max``). ``metrics``: names of :data:`groupbias.core.registry.METRICS`,
-    ir-measures style names too (``nDCG@10``); ``protocol``: an
-    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic);
-    ``reduce``: as in :func:`evaluate`; ``semantics``: ``"trec_eval"`` (default) computes
-    nDCG, MRR and MAP as ``trec_eval`` / ``ir_measures`` do
+    ir_measures', trec_eval's and ranx's names too (``nDCG@10``, ``P_10``, ``r-precision``);
+    ``protocol``: an :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default:
+    deterministic); ``reduce``: as in :func:`evaluate`; ``semantics``: ``"trec_eval"``
+    (default) computes nDCG, MRR, MAP, P, R, R-precision, bpref and Success as ``trec_eval``
+    / ``ir_measures`` do (``judged``, which needs the qrels, always so)
     (:mod:`groupbias.evaluation.trec_eval`: every judged query of the run scores, the ideal
     from every judged document, linear gains, ties by document id), ``"candidates"`` judges
     the run's candidates as a ranking of their own, as every other metric (the metrics'

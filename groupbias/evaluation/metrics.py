@@ -1,6 +1,8 @@
 """Ranking quality and fairness-of-exposure metrics of the paper (§4.1–4.2, §6.2–6.3): NDCG@k,
 ρ(DTR) and Δ(EEL), each in its tabular form (scores are utility estimates) and its ranking
-form (the exposure of the ranking by the scores, or of a policy).
+form (the exposure of the ranking by the scores, or of a policy); and the utility measures of
+a retrieval run on its candidates: AP, RR, P@k, R@k, R-precision, bpref and Success@k
+(:mod:`groupbias.evaluation.trec_eval` computes them with trec_eval's semantics).
 
 One function per metric, one call shape (:mod:`groupbias.evaluation.inputs`): flat arrays
 over all items of all queries with offsets ``qptr`` (items of query ``i`` are
