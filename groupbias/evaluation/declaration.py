@@ -103,6 +103,9 @@ def metric_info(
             raise ParameterError(key, "a non-empty string or None", text)
     if not isinstance(undefined, str) or not undefined:
         raise ParameterError("undefined", "a sentence saying why", undefined)
+    for alias in _texts("aliases", aliases):
+        if "{k}" in alias[:-4] or ("{k}" in alias and not alias.endswith("_{k}")):
+            raise ParameterError("aliases", "{k} only at the end, after '_' (P_{k})", alias)
     for flag, value in (("ranked", ranked), ("related_work", related_work)):
         if not isinstance(value, bool):
             raise ParameterError(flag, "True or False", value)

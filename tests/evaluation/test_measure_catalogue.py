@@ -189,3 +189,30 @@ def test_docs_interop_name_table_is_what_the_catalogue_parses():
     for row in rows:
         ours, *tools, _meaning = row.strip("|").split("|")
         assert ours.strip() and all(parsed(t) <= parsed(ours) for t in tools), row
+
+
+def test_a_declaration_is_all_the_catalogue_tables_and_messages_read(monkeypatch):
+    from groupbias.evaluation.catalog import declaration_of, register_metric
+    from groupbias.evaluation.declaration import metric_info
+    from groupbias.reporting.external import UndefinedMeasureError, refuse_undefined
+
+    METRICS._load_builtins()
+    monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))
+
+    @register_metric(
+        "misses",
+        aliases=("Miss", "miss_{k}"),
+        label="misses",
+        direction="lower",
+        undefined="no list has a miss",
+        related_work=True,
+    )
+    def misses(scores, spec, *, regime, k, group, **options):
+        return np.full(len(spec.qptr) - 1, np.nan)
+
+    assert (parse_metric("miss_5").name, parse_metric("MISS@5").k) == ("misses", 5)
+    assert metric_label("miss_5") == "misses@5 ↓" and declaration_of("Miss").related_work
+    with pytest.raises(UndefinedMeasureError, match="no list has a miss; for the seed"):
+        refuse_undefined({"miss_5": np.full(3, np.nan)}, "run.txt")
+    with pytest.raises(gb.ParameterError, match="only at the end"):
+        metric_info(aliases=("P_{k}_x",))
