@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.errors import ParameterError
+from ..core.validation import check_qptr
 from .rows import RowSort, loop_rows, ranking_loops
 
-__all__ = ["dcg_at_k"]
+__all__ = ["dcg_at_k", "selection_offsets", "top_k_selection"]
+
+_FLOAT64 = np.dtype(np.float64)
 
 #: the largest grade the loop counts (gains ``2^63 - 1`` are still finite)
 _MAX_GRADE = 63
@@ -30,6 +34,35 @@ def _subset(qptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarr
     sub_q = np.concatenate([[0], np.cumsum(sizes)])
     starts = np.repeat(qptr[queries] - sub_q[:-1], sizes)
     return np.arange(sub_q[-1]) + starts, sub_q
+
+
+def selection_offsets(scores, labels, qptr, groups, group: str, ties: str) -> np.ndarray | None:
+    """The checked offsets where the top-k selection may take NDCG's arrays without their
+    element checks (float64 arrays of one shape, average ties, memberships given exactly
+    when a group is asked: its loop checks the values it reads, finite scores and labels
+    whole numbers in [0, 63], and a value it refuses sends the call through the checks,
+    which name it); None for any other input, which takes the checked path."""
+    if ties != "average" or (groups is None) != (group == "all"):
+        return None  # (memberships given for group="all" are checked by the other path)
+    for a in (scores, labels) if groups is None else (scores, labels, groups):
+        if not isinstance(a, np.ndarray) or a.dtype != _FLOAT64 or a.shape != scores.shape:
+            return None
+    if scores.ndim != 1:
+        return None
+    try:
+        q = check_qptr(qptr, scores.size)
+    except ParameterError:
+        return None
+    return q if q.size else None
+
+
+def top_k_selection(scores, labels, qptr, groups, group: str, k, gain: str, discount):
+    """:func:`dcg_at_k` of the items of ``group`` (``"all"``, ``"affected"``: weight
+    ``groups``, ``"non_affected"``: ``1 - groups``), or None where it does not serve."""
+    weights = None if groups is None or group == "all" else groups
+    if weights is not None and group == "non_affected":
+        weights = 1.0 - weights
+    return dcg_at_k(scores, labels, qptr, weights, k, gain, discount)
 
 
 def dcg_at_k(

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._fast.dcg import dcg_at_k
+from .._fast.dcg import selection_offsets, top_k_selection
 from ..core.errors import ParameterError
 from ..core.segments import max_list_size, query_index, segment_sum, sort_within
-from ..core.validation import check_k, check_qptr, checked_arguments, choice, is_integer
+from ..core.validation import check_k, checked_arguments, choice, is_integer
 from ..rank.ranking import TIES, DeterministicRanking, Ranking, log_discount, rank_weights
 from .declaration import GROUPS, metric_info
 from .exposure import (
@@ -101,7 +101,6 @@ EEL_REDUCE = ("mean", None, "sum")
 
 
 #: the dtype of the arrays the top-k selection takes without their element checks
-_FLOAT64 = np.dtype(np.float64)
 
 
 @checked_arguments
@@ -152,9 +151,9 @@ def ndcg(
     on_no_relevant = choice("on_no_relevant", on_no_relevant, ON_NO_RELEVANT)
     on_zero_ndcg = choice("on_zero_ndcg", on_zero_ndcg, ON_ZERO_NDCG)
     k = check_k(k)
-    q = _unchecked_offsets(scores, labels, qptr, groups, group, ties)
+    q = selection_offsets(scores, labels, qptr, groups, group, ties)
     selected = None if q is None else _selection(scores, labels, q, groups, group, k, gain)
-    if selected is None:  # the checks, then the ranking's weights (or the selection)
+    if q is None or selected is None:  # the checks, then the ranking's weights (or the selection)
         dcg, idcg, q = _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, q)
     else:
         dcg, idcg = selected
@@ -162,25 +161,6 @@ def ndcg(
     if on_zero_ndcg == "skip":
         out[out == 0.0] = np.nan
     return out if reduce is None else reduce_queries(out, reduce)
-
-
-def _unchecked_offsets(scores, labels, qptr, groups, group, ties):
-    """The checked offsets where the top-k selection may take the arrays without their
-    element checks (float64 arrays of one shape: its loop checks the values it reads,
-    finite scores and labels whole numbers in [0, 63], and a value it refuses sends the call
-    through the checks, which name it); None for any other input."""
-    if ties != "average" or (groups is None) != (group == "all"):
-        return None  # (memberships given for group="all" are checked by the other path)
-    for a in (scores, labels) if groups is None else (scores, labels, groups):
-        if not isinstance(a, np.ndarray) or a.dtype != _FLOAT64 or a.shape != scores.shape:
-            return None
-    if scores.ndim != 1:
-        return None
-    try:
-        q = check_qptr(qptr, scores.size)
-    except ParameterError:
-        return None
-    return q if q.size else None
 
 
 def _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, tried):
@@ -194,11 +174,8 @@ def _checked_dcg(scores, labels, qptr, groups, group, k, gain, ties, tried):
 
 
 def _selection(scores, lab, q, g, group, k, gain):
-    """DCG@k and IDCG@k per query by the top-k selection of the score array ``scores``
-    (:func:`groupbias._fast.dcg.dcg_at_k`), or None where it does not serve the input."""
-    weights = None if g is None or group == "all" else g if group == "affected" else 1.0 - g
-    discount = rank_weights(max_list_size(q), k)
-    return dcg_at_k(scores, lab, q, weights, k, gain, discount)
+    """DCG@k and IDCG@k per query by the top-k selection, or None where it does not serve."""
+    return top_k_selection(scores, lab, q, g, group, k, gain, rank_weights(max_list_size(q), k))
 
 
 def _dcg_and_ideal(r: Ranking, lab, g, group, k, gain, ties, given: bool):
