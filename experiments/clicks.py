@@ -46,6 +46,7 @@ from .common import (
     available,
     check_common,
     check_metrics,
+    dataset_list,
     entries,
     folder_name,
     parse_entries,
@@ -88,7 +89,10 @@ class ClickLogKeys:
     """The config keys of :class:`~groupbias.pipelines.clicks.ClickSettings` shared by
     ``experiment=clicks`` and ``experiment=drift``: its fields, the user model's as
     ``user_model`` (its kind), ``eta``, ``noise``, ``continuation``; the defaults are the
-    settings' own (:data:`DEFAULT_CLICKS`)."""
+    settings' own (:data:`DEFAULT_CLICKS`); and their ``dataset_list`` (both list
+    ``datasets``)."""
+
+    dataset_list = property(dataset_list)  # the app's check of data overrides
 
     positions: int = DEFAULT_CLICKS.positions
     user_model: str = DEFAULT_CLICKS.user.kind

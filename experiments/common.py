@@ -44,6 +44,13 @@ class Entry:
         return self.dataset.label_with(self.grouping)
 
     @property
+    def plain(self) -> bool:
+        """True when the entry is only its dataset's name (no title, params or grouping)."""
+        return self.dataset == DatasetSpec(name=self.dataset.name) and self.grouping == (
+            BuiltinGrouping()
+        )
+
+    @property
     def step_key(self) -> dict:
         """What a resumable step on this entry depends on: its dataset and grouping."""
         return {"dataset": repr(self.dataset), "grouping": repr(self.grouping)}
@@ -103,6 +110,15 @@ def parse_entries(items, key: str = "datasets", *, required: bool = False) -> tu
             )
         out.append(entry)
     return tuple(out)
+
+
+def dataset_list(exp, key: str = "experiment.datasets") -> tuple | None:
+    """An experiment's ``dataset_list`` (:class:`groupbias.app.setup.Experiment`): the config
+    key of the datasets it runs unless the command line chooses one, and ``(name, plain)`` of
+    each (None: it has no list and runs the composed ``dataset``)."""
+    if not exp.entries:
+        return None
+    return key, tuple((e.dataset.name, e.plain) for e in exp.entries)
 
 
 def entries(listed: Sequence[Entry], setup: Setup) -> list[Entry]:

@@ -35,7 +35,15 @@ from groupbias.pipelines.records import record_base
 from groupbias.pipelines.tabular import correct_and_evaluate
 from groupbias.simulate.merit import at_utility_ratio
 
-from .common import available, check_common, entries, parse_entries, rng_for, step_records
+from .common import (
+    available,
+    check_common,
+    dataset_list,
+    entries,
+    parse_entries,
+    rng_for,
+    step_records,
+)
 
 METRICS = ("rho_dtr", "delta_eel")
 
@@ -77,6 +85,8 @@ class EstimatorRobustness:
     fig9_estimators: dict = field(default_factory=dict)
     skip_missing: bool = True
     datasets: list = field(default_factory=list)
+
+    dataset_list = property(dataset_list)  # the app's check of data overrides
 
     def __post_init__(self) -> None:
         check_common(self)

@@ -10,7 +10,7 @@ from pathlib import Path
 from groupbias.app.setup import Setup
 
 from .common import available, beta_grid, check_common, parse_entries, step_records, tabular_step
-from .impact import check_setups, setups
+from .impact import check_setups, setups, setups_list
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Fig7:
     datasets: list = field(default_factory=list)
     split: str = "train"
     skip_missing: bool = True
+
+    dataset_list = property(setups_list)  # the app's check of data overrides
 
     def __post_init__(self) -> None:
         check_common(self)

@@ -25,6 +25,7 @@ from .common import (
     available,
     beta_grid,
     check_common,
+    dataset_list,
     entries,
     folder_name,
     parse_entries,
@@ -59,6 +60,14 @@ def setups(exp, setup: Setup) -> list[Entry]:
     return out
 
 
+def setups_list(exp) -> tuple | None:
+    """``dataset_list`` (:func:`.common.dataset_list`) of an experiment with ``setups``: the
+    paper's setups (none of them plain) or the listed datasets."""
+    if exp.setups != "paper":
+        return dataset_list(exp)
+    return "experiment.setups", (("yahoo", False), ("mslr", False))
+
+
 def check_setups(exp) -> None:
     choice("setups", exp.setups, ("paper", "listed"))
     if exp.setups == "listed" and not exp.datasets:
@@ -76,6 +85,8 @@ class Impact:
     split: str = "train"
     regimes: list = field(default_factory=lambda: list(REGIMES))
     skip_missing: bool = True
+
+    dataset_list = property(setups_list)  # the app's check of data overrides
 
     def __post_init__(self) -> None:
         check_common(self)

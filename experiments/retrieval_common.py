@@ -349,6 +349,13 @@ class SystemsExperiment:
     alpha: float = 0.05
     skip_missing: bool = True
 
+    @property
+    def dataset_list(self) -> tuple | None:
+        """The listed text datasets (:func:`.common.dataset_list`)."""
+        if not self.datasets:
+            return None
+        return "experiment.datasets", tuple((str(n), True) for n in self.datasets)
+
     def check_systems(self) -> dict:
         """Validate the shared settings (errors name the key); the ``llm`` mapping's keys
         that are not endpoint settings are returned."""

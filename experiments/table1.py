@@ -22,6 +22,7 @@ from .common import (
     beta_grid,
     check_common,
     check_metrics,
+    dataset_list,
     entries,
     evaluation_title,
     parse_entries,
@@ -48,6 +49,8 @@ class Table1:
     correlations: list = field(default_factory=list)
     skip_missing: bool = True
     datasets: list = field(default_factory=list)
+
+    dataset_list = property(dataset_list)  # the app's check of data overrides
 
     def __post_init__(self) -> None:
         check_common(self)

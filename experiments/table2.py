@@ -21,6 +21,7 @@ from .common import (
     beta_grid,
     check_common,
     check_metrics,
+    dataset_list,
     entries,
     evaluation_title,
     folder_name,
@@ -110,6 +111,8 @@ class Table2:
     skip_missing: bool = True
     datasets: list = field(default_factory=list)
     valid_fraction: float = 0.2
+
+    dataset_list = property(dataset_list)  # the app's check of data overrides
 
     def __post_init__(self) -> None:
         check_common(self)

@@ -27,5 +27,6 @@ CONFIG_DIR = _find_config_dir()
 def data_chosen(keys) -> bool:
     """True when the keys set on the command line choose a dataset or grouping
     (``dataset=...``, ``grouping.feature_id=...``): then they replace an experiment's
-    dataset list."""
+    dataset list, where :func:`groupbias.app.config.build_setup` allows it (``dataset=<name>``,
+    or a list of only the composed dataset); elsewhere such a key is refused."""
     return any(k.split(".")[0] in ("dataset", "grouping") for k in keys)

@@ -339,6 +339,47 @@ def _unused_ranker_keys(experiment, overridden) -> None:
             )
 
 
+def _is_key(key: str, under: str) -> bool:
+    return key == under or key.startswith((under + ".", under + "["))
+
+
+def _data_keys(experiment, dataset, chosen: bool, overridden) -> None:
+    """The data a run reads is named in one place. ``dataset=<name>`` on the command line
+    (``chosen``) replaces an experiment's list (its ``dataset_list``): the list's key given
+    too is refused. Otherwise a ``dataset.*`` or ``grouping`` key sets the composed dataset,
+    which the run reads only where every entry of the list is plainly that dataset (the
+    entries are then replaced by it); elsewhere the key is refused, never silently ignored
+    or applied to other data than the list names."""
+    listed = getattr(experiment, "dataset_list", None)
+    keys = [k for k in overridden if _is_key(k, "dataset") or _is_key(k, "grouping")]
+    if listed is None or not keys:
+        return
+    key, names = listed
+    name = getattr(experiment, "name", type(experiment).__name__)
+    if "dataset" in overridden and chosen:
+        both = next((k for k in overridden if _is_key(k, key)), None)
+        if both is not None:
+            raise ConfigError(
+                both,
+                f"unused: dataset={dataset.name} on the command line replaces {key} of "
+                f"experiment {name!r}",
+                hint=f"drop one of them: dataset=<name> runs that dataset, {key}=... the list",
+            )
+        return
+    if chosen and all(plain and n == dataset.name for n, plain in names):
+        return
+    other = next((n for n, plain in names if not (plain and n == dataset.name)), names[0][0])
+    entry = f"set it in the entry of {key} ({{dataset: {other}, params: ..., grouping: ...}})"
+    if key == "experiment.setups":
+        entry = f"list the datasets (experiment.setups=listed experiment.datasets=[{other}])"
+    raise ConfigError(
+        keys[0],
+        f"unused: it applies to the composed dataset ({dataset.name}), and experiment "
+        f"{name!r} reads {key} ({', '.join(n for n, _ in names)})",
+        hint=f"choose the dataset too (dataset={other} {keys[0]}=...), or {entry}",
+    )
+
+
 def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     """Every object of a composed run config: ``(setup, experiment)``.
 
@@ -365,6 +406,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     groups["evaluation"] = build(c.get("evaluation") or _DETERMINISTIC, "evaluation")
     _unused_policy_keys(c.get("evaluation") or {}, groups["evaluation"])
     experiment = build(c.get("experiment"), "experiment")
+    _data_keys(experiment, groups["dataset"], data_from_command_line, overridden)
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:
         _unused_ranker_keys(experiment, overridden)

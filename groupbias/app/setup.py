@@ -54,7 +54,11 @@ class Experiment(Protocol):
     ``experiments/``): ``run`` computes result records into the run directory, ``present``
     prints and plots them. An experiment may also say how many steps (``rd.step``) its run
     makes, ``planned_steps(setup) -> int``: the command then shows ``step n/total`` and the
-    time left (:mod:`groupbias.app.progress`)."""
+    time left (:mod:`groupbias.app.progress`). An experiment that runs its own list of
+    datasets says so in ``dataset_list``: ``(key, ((name, plain), ...))``, the config key of
+    the list and each entry's dataset name, ``plain`` when the entry is only that name (None:
+    it runs the composed ``dataset``); :func:`groupbias.app.config.build_setup` then refuses
+    ``dataset.*`` and ``grouping`` keys that would not reach the list."""
 
     name: str
 
