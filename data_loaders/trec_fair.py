@@ -152,7 +152,8 @@ def load_trec_fair_ppg(
     """Load ``ppg/{year}/{split}.csv`` (TREC Fair Ranking, preprocessed form).
 
     Queries are the ``session`` values, items the rows; ``labels = score`` (binary relevance,
-    ``label_max = 1``), ``features = feature_1..feature_K`` (feature ids 1..K),
+    ``label_max = 1``; a score that is not a whole grade is refused naming its line),
+    ``features = feature_1..feature_K`` (feature ids 1..K),
     ``groups = 1`` where ``sensitive_attribute == "L"`` (low h-index, affected) and 0 for
     ``"H"``. Row order is kept; the rows of a session are contiguous in the published files,
     and if they are not, sessions are grouped stably (in order of first appearance, rows in
@@ -194,9 +195,14 @@ def load_trec_fair_ppg(
     # integer ids read exactly (sessions 10**30 + s stay distinct: as text beyond int64)
     session = id_column(df, "session", path, big="text")
     labels = numeric_column(df, "score", path)
-    bad = first_bad(labels < 0)
+    bad = first_bad((labels < 0) | (labels != np.floor(labels)))  # whole grades only
     if bad is not None:
-        raise DataFormatError(path, record_line(path, bad), "negative relevance", field="score")
+        raise DataFormatError(
+            path,
+            record_line(path, bad),
+            f"relevance {df['score'].iloc[bad]!r}; expected a whole grade 0, 1, 2, ...",
+            field="score",
+        )
     feats = np.column_stack([numeric_column(df, c, path) for _, c in fcols])
 
     runs = np.flatnonzero(session[1:] != session[:-1]) + 1

@@ -201,6 +201,8 @@ def test_ppg_non_contiguous_sessions_grouped_stably(tmp_path):
         ("H,5,1,0,0,0\nL,5,0,x,0,0\n", 3, "feature_1"),
         ("H,5,1,0,0,0\nL,5.5,0,1,0,0\n", 3, "session"),
         ("H,5,1,0,0,0\nL,5,,1,0,0\n", 3, "score"),
+        ("H,5,1,0,0,0\nL,5,1.5,1,0,0\n", 3, "score"),  # a grade that is not whole
+        ("H,5,1,0,0,0\n\nL,5,0.25,1,0,0\n", 4, "score"),
     ],
 )
 def test_ppg_format_errors(tmp_path, text, line, field):
@@ -247,6 +249,22 @@ def test_ppg_real_counts(trec_root, year, split, rows, queries, both):
     if both is not None:
         assert _both(d) == both
     assert set(np.unique(d.labels)) == {0.0, 1.0}
+
+
+@pytest.mark.realdata
+def test_ppg_real_file_with_one_fractional_grade_is_refused(trec_root, tmp_path):
+    """One grade 1 -> 1.5 in TREC Fair 2020's train file: it was read silently (label_max
+    1.5); now the line and the value are named."""
+    lines = (trec_root / "ppg" / "2020" / "train.csv").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if i and line.split(",")[2] == "1")
+    cells = lines[at].split(",")
+    lines[at] = ",".join([*cells[:2], "1.5", *cells[3:]])
+    (tmp_path / "ppg" / "2020").mkdir(parents=True)
+    (tmp_path / "ppg" / "2020" / "train.csv").write_text("".join(lines))
+    with pytest.raises(DataFormatError) as exc:
+        load_trec_fair_ppg(tmp_path, 2020, "train")
+    assert exc.value.line == at + 1 and exc.value.field == "score"
+    assert "'1.5'" in str(exc.value) and "train.csv" in str(exc.value)
 
 
 @pytest.mark.realdata
