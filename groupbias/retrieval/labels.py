@@ -56,14 +56,23 @@ MAGNITUDES = ("tc", "tf", "bool")
 def load_gender_wordlist(path: str | os.PathLike) -> dict[str, tuple[str, ...]]:
     """``{"M": male words, "F": female words}`` of a ``word,m|f`` file (Rekabsaz & Schedl's
     ``wordlist_genderspecific.txt``, no header). A line with another shape, a group other
-    than ``m`` / ``f``, or a word that is not one token is an error naming the line."""
+    than ``m`` / ``f``, a word that is not one token, or bytes that are not UTF-8 text (a
+    binary file) is an error naming the line."""
     p = Path(path)
     if not p.is_file():
         raise MissingFilesError(
             p.parent, [p.name], hint="a 'word,m|f' list (set experiment.wordlist)"
         )
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a binary file given for the list
+        at = data.count(b"\n", 0, exc.start) + 1
+        raise DataFormatError(
+            p, at, f"not UTF-8 text ({exc.reason}); expected a 'word,m|f' list"
+        ) from None
     out: dict[str, list[str]] = {"M": [], "F": []}
-    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=1):
         line = line.strip().lstrip("\ufeff")
         if not line or line.startswith("#"):
             continue

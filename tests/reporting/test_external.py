@@ -88,6 +88,18 @@ def test_words_without_corpus_is_one_line(files, capsys):
     assert len(err) == 2 and "--words/--corpus" in err[0]
 
 
+def test_a_binary_word_list_is_one_line_naming_it(files, capsys):
+    """--words given a binary file (here bytes of a compiled program): once a
+    UnicodeDecodeError traceback; now one line naming the file and line, exit 2."""
+    binary = files / "w.bin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)) + b"\nhe,m\n")
+    extra = ["--words", str(binary), "--corpus", str(files / "c.tsv")]
+    assert _evaluate(files, "--affected", "F", *extra, "--metrics", "nfairr@10") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in err[0]
+    assert str(binary) in err[0] and "line 1" in err[0] and "not UTF-8" in err[0]
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_a_bm25_run_of_grep_biasir_scores_as_retrieval_fairness_does(
