@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataFormatError, MissingFilesError
+from groupbias.core.io import env_value
 from groupbias.core.validation import identifiers
 
 from ._lazy import pandas as pd
@@ -31,13 +32,14 @@ def resolve_path(
 ) -> Path:
     """``path`` if given, else ``$env``; a clear :class:`MissingFilesError` when neither."""
     if path is None:
-        value = os.environ.get(env)
-        if not value:
+        value = env_value(env)
+        if value is None:
             raise MissingFilesError(
-                ".",
+                "",
                 expected,
-                hint=f"no {what} location given: pass path=... or set the environment "
-                f"variable {env}",
+                hint=f"no {what} location given: set the environment variable {env} to "
+                "your copy (or pass path=...)",
+                unset=env,
             )
         path = value
     return Path(path).expanduser()

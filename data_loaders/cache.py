@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupbias.core.io import CONTENT_HASH, NOT_REGULAR, file_digest, regular_file
+from groupbias.core.io import CONTENT_HASH, NOT_REGULAR, env_value, file_digest, regular_file
 from groupbias.data.ranking_data import RankingData
 
 __all__ = [
@@ -72,8 +72,8 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """The cache root: ``cache_dir``, else ``$GROUPBIAS_CACHE``, else ``~/.cache/groupbias``."""
     if cache_dir is not None:
         return Path(cache_dir).expanduser()
-    env = os.environ.get("GROUPBIAS_CACHE")
-    if env:
+    env = env_value("GROUPBIAS_CACHE")
+    if env is not None:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "groupbias"
 

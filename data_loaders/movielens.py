@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from groupbias.core.errors import DataError, DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.io import env_value
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
@@ -427,12 +428,13 @@ def _metadata_files(metadata, links, ratings_dir: Path, grouping: str) -> tuple[
     """The metadata file (``metadata``, a folder holding ``movies_metadata.csv``, else
     ``$GROUPBIAS_MOVIELENS_META``) and, for The Movies Dataset, its ``links.csv``."""
     if metadata is None:
-        env = os.environ.get(META_ENV_VAR)
-        if not env:
+        env = env_value(META_ENV_VAR)
+        if env is None:
             raise MissingFilesError(
-                ".",
+                "",
                 ["movie_id,country,gross CSV or movies_metadata.csv"],
                 hint=f"grouping={grouping!r} needs movie metadata. {_META_HINT}",
+                unset=META_ENV_VAR,
             )
         metadata = env
     metadata = Path(metadata).expanduser()

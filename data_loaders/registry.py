@@ -13,7 +13,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from groupbias.core.errors import ParameterError
+from groupbias.core.errors import MissingFilesError, ParameterError
+from groupbias.core.io import env_value
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import DatasetInfo, register_dataset
 from groupbias.data.ranking_data import RankingData
@@ -185,8 +186,11 @@ class LightgbmOptions:
         _flag("cache", self.cache)
 
     def _file(self, root, split: str) -> str:
-        root = root if root is not None else os.environ.get(lightgbm.ENV_VAR, "")
-        return os.path.join(root, getattr(self, split))
+        name = getattr(self, split)
+        root = root if root is not None else env_value(lightgbm.ENV_VAR)
+        if root is None:  # no folder given: never the working directory by chance
+            raise MissingFilesError("", [name], unset=lightgbm.ENV_VAR)
+        return os.path.join(root, name)
 
     def sources(self, root, split: str) -> dict:
         data = self._file(root, split)

@@ -4,7 +4,6 @@ BM25 settings, the LLM endpoint, and their result tables."""
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ import numpy as np
 
 from groupbias.app.setup import Setup
 from groupbias.core.errors import ConfigError, DataFormatError, GroupBiasWarning, ParameterError
+from groupbias.core.io import env_value
 from groupbias.core.validation import choice, integer, real
 from groupbias.data.datasets import record_input_file
 from groupbias.data.membership import TermMembership
@@ -71,7 +71,7 @@ def text_collection(setup: Setup) -> TextCollection:
 
 def wordlist(path) -> dict[str, tuple[str, ...]]:
     """The gender word list of ``path`` (else ``$GROUPBIAS_GENDER_WORDLIST``)."""
-    value = path or os.environ.get(WORDLIST_ENV)
+    value = path or env_value(WORDLIST_ENV)
     if not value:
         raise ConfigError(
             "experiment.wordlist",

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.common import markdown
+from groupbias.core.io import env_value
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -85,8 +86,8 @@ _SPAN = re.compile(
 
 def data_root(name: str, env: str, probe: str) -> Path | None:
     """A shared data set: ``$env`` or ``../shared/data/<name>``, if ``probe`` is in it."""
-    value = os.environ.get(env)
-    cand = Path(value) if value else SHARED / name
+    value = env_value(env)
+    cand = Path(value) if value is not None else SHARED / name
     return cand if (cand / probe).exists() else None
 
 

@@ -157,10 +157,13 @@ HEADER = ["convention", "biased β = 0.8", "biased β = 0.6", "ratio", "corr. β
 
 
 def main() -> None:
-    os.environ.setdefault(
-        "GROUPBIAS_TREC_FAIR", str(Path(__file__).resolve().parents[2] / "shared/data/trec-fair")
-    )
     from experiments.common import markdown
+    from groupbias.core.io import env_value
+
+    if env_value("GROUPBIAS_TREC_FAIR") is None:  # unset or empty: the shared copy
+        os.environ["GROUPBIAS_TREC_FAIR"] = str(
+            Path(__file__).resolve().parents[2] / "shared/data/trec-fair"
+        )
 
     print(markdown(HEADER, rows(trec2020_utilities())))
 

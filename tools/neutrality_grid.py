@@ -36,8 +36,6 @@ def _tokenizer(name: str, words: dict):
 def measure() -> list[dict]:
     """One record per setting: ``text``, ``tokens``, ``both``, ``tau``, ``n``, ``accuracy``,
     ``kappa``."""
-    import os
-
     from data_loaders.text_collections import load_grep_biasir
     from experiments.retrieval_common import wordlist
     from groupbias.data.membership import term_membership
@@ -49,7 +47,7 @@ def measure() -> list[dict]:
     out = []
     for text in TEXTS:
         for both in BOTH:
-            c = load_grep_biasir(os.environ.get("GROUPBIAS_GREP_BIASIR"), both=both, text=text)
+            c = load_grep_biasir(None, both=both, text=text)
             truth = np.array([binary[g] for g in c.label("gender")], dtype=object)
             for tokens in TOKENS:
                 split, lists = _tokenizer(tokens, words)

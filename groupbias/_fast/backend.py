@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +22,7 @@ from functools import cache
 from types import ModuleType
 
 from ..core.errors import ParameterError
+from ..core.io import env_value
 from ..core.validation import choice
 
 __all__ = ["BACKENDS", "ENV_VAR", "backend", "compiled", "use_backend"]
@@ -39,7 +39,7 @@ def backend() -> str:
     value = _chosen.get()
     if value is not None:
         return value
-    return choice(ENV_VAR, os.environ.get(ENV_VAR, "auto").strip() or "auto", BACKENDS)
+    return choice(ENV_VAR, (env_value(ENV_VAR) or "auto").strip(), BACKENDS)
 
 
 @contextmanager

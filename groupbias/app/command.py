@@ -1,12 +1,23 @@
 """What :mod:`groupbias.app.cli` and :mod:`groupbias.app.preflight` both read: where the config
-tree is (:data:`CONFIG_DIR`) and which command-line keys choose the data
-(:func:`data_chosen`). The command imports the check; neither imports the other back."""
+tree is (:data:`CONFIG_DIR`), which command-line keys choose the data (:func:`data_chosen`),
+and the ``groupbias_env`` resolver the config tree reads environment variables with
+(registered on import). The command imports the check; neither imports the other back."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from ..core.io import env_value
+
 __all__ = ["CONFIG_DIR", "data_chosen"]
+
+#: ``${groupbias_env:NAME,default}``: ``$NAME``, or ``default`` where it is unset or empty
+#: (``${oc.env:...}`` would give '' for ``NAME=``; an empty variable means unset everywhere)
+OmegaConf.register_new_resolver(
+    "groupbias_env", lambda name, default=None: env_value(name) or default, replace=True
+)
 
 
 def _find_config_dir() -> str:

@@ -112,17 +112,30 @@ class DataFormatError(DataError):
 
 
 class MissingFilesError(DataError, FileNotFoundError):
-    """Expected data files are absent; the message lists what was expected where."""
+    """Expected data files are absent; the message lists what was expected where.
+
+    ``unset``: the environment variable that was to name the folder, where it is unset or
+    empty and no path was given: then no folder was searched, and the message says so
+    (``directory`` is ``""``)."""
 
     def __init__(
-        self, directory: str | os.PathLike, expected: Iterable[str], *, hint: str | None = None
+        self,
+        directory: str | os.PathLike,
+        expected: Iterable[str],
+        *,
+        hint: str | None = None,
+        unset: str | None = None,
     ) -> None:
         self.directory = str(directory)
         self.expected = list(expected)
         self.hint = hint
-        msg = f"missing data file(s) in {self.directory!r}: expected " + ", ".join(
-            repr(e) for e in self.expected
-        )
+        self.unset = unset
+        files = ", ".join(repr(e) for e in self.expected)
+        if unset is not None:
+            state = "is empty" if os.environ.get(unset) is not None else "is not set"
+            msg = f"missing data file(s) {files}: no folder searched, ${unset} {state}"
+        else:
+            msg = f"missing data file(s) in {self.directory!r}: expected {files}"
         if hint:
             msg += f". {hint}"
         super().__init__(msg)

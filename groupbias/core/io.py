@@ -30,6 +30,15 @@ CONTENT_HASH = "sha256"
 _DIGESTS: dict[tuple, str] = {}
 
 
+def env_value(name: str) -> str | None:
+    """The value of the environment variable ``name``; None when it is unset, empty or
+    blank. Every ``GROUPBIAS_*`` variable is read through it: ``NAME=`` means unset,
+    everywhere (``configs/config.yaml`` reads them with the ``groupbias_env`` resolver of
+    :mod:`groupbias.app.command`)."""
+    value = os.environ.get(name)
+    return value if value is not None and value.strip() else None
+
+
 #: environment variables that hold a process's rank in a distributed run: torchrun's, those
 #: of Lightning's launcher for the processes it starts, Slurm's task rank
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID")

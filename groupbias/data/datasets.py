@@ -298,6 +298,7 @@ class DatasetSpec:
                 exc.expected,
                 hint=f"point {info.env_var} at your copy of {info.title}, or choose it with "
                 f"dataset={info.name} dataset.root=<folder>; see docs/datasets.md",
+                unset=exc.unset,
             ) from exc
         except FileNotFoundError:
             raise

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import GroupBiasError, ParameterError
-from ..core.io import read_json, write_json_atomic
+from ..core.io import env_value, read_json, write_json_atomic
 from ..core.validation import integer, real
 
 __all__ = [
@@ -99,7 +98,7 @@ class ChatEndpoint:
     def key(self) -> str | None:
         if self.api_key:
             return self.api_key
-        return os.environ.get("GROUPBIAS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        return env_value("GROUPBIAS_LLM_API_KEY") or env_value("OPENAI_API_KEY")
 
 
 @dataclass

@@ -905,13 +905,16 @@ def test_7_output_never_leaves_the_runs_folder(override, key, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_7_an_empty_runs_variable_is_refused(tmp_path, monkeypatch):
+def test_7_an_empty_runs_key_is_refused_and_an_empty_variable_is_unset(tmp_path, monkeypatch):
     from groupbias.app.preflight import check_command_line
     from groupbias.core.errors import ConfigError
 
-    monkeypatch.setenv("GROUPBIAS_RUNS", "")
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match="paths.runs: expected a folder, got ''"):
-        check_command_line(["experiment=table1"])
+        check_command_line(["experiment=table1", "paths.runs="])
+    monkeypatch.setenv("GROUPBIAS_RUNS", "")  # unset, as every empty GROUPBIAS_* variable
+    assert check_command_line(["experiment=table1"]) == 1
+    assert not list(tmp_path.iterdir())
 
 
 def test_12_run_folder_names_are_flat_short_shell_safe_and_distinct():
