@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -93,6 +94,13 @@ class ClickLogKeys:
     ``datasets``)."""
 
     dataset_list = property(dataset_list)  # the app's check of data overrides
+    #: keys used only under another option (``DEPENDENT_KEYS`` of the app's build_setup)
+    DEPENDENT_KEYS: ClassVar[dict[str, tuple]] = {
+        "continuation": ("user_model", ("cascade",)),
+        "logging_noise": ("logging", ("noisy_relevance", "noisy_attractiveness")),
+        "labeled_fraction": ("logging", ("ranker",)),
+        "intervention_rate": ("intervention", ("swap", "shuffle")),
+    }
 
     positions: int = DEFAULT_CLICKS.positions
     user_model: str = DEFAULT_CLICKS.user.kind

@@ -380,6 +380,30 @@ def _data_keys(experiment, dataset, chosen: bool, overridden) -> None:
     )
 
 
+def _unused_dependent_keys(built: Mapping[str, Any], overridden) -> None:
+    """One rule for keys that take effect only under another option: a built object's
+    ``DEPENDENT_KEYS`` (key -> (option, the option's values that use the key; None: any value
+    but 0)). Such a key set on the command line while its option does not use it is refused
+    naming that option (``estimator.bias_boot`` without ``estimator.bias_correction=
+    bootstrap``), never accepted and ignored."""
+    for key in overridden:
+        group, _, rest = key.partition(".")
+        obj = built.get(group)
+        leaf = rest.split(".")[0].split("[")[0]
+        option, values = (getattr(obj, "DEPENDENT_KEYS", None) or {}).get(leaf, (None, None))
+        if option is None:
+            continue
+        value = getattr(obj, option)
+        if (value in values) if values is not None else bool(value):
+            continue
+        want = f"={'|'.join(values)}" if values is not None else " other than 0"
+        raise ConfigError(
+            key,
+            f"unused: it takes effect only with {group}.{option}{want} (here {value!r})",
+            hint=f"set {group}.{option} too, or drop {key}",
+        )
+
+
 def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     """Every object of a composed run config: ``(setup, experiment)``.
 
@@ -407,6 +431,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
     _unused_policy_keys(c.get("evaluation") or {}, groups["evaluation"])
     experiment = build(c.get("experiment"), "experiment")
     _data_keys(experiment, groups["dataset"], data_from_command_line, overridden)
+    _unused_dependent_keys({**groups, "experiment": experiment}, overridden)
     trains = bool(getattr(experiment, "trains_ranker", True))
     if not trains:
         _unused_ranker_keys(experiment, overridden)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
@@ -262,6 +262,18 @@ class KSEstimator:
     run's own scores with per-query propensities of spread ``bias_beta_std``
     (:func:`groupbias.estimate.debias.bootstrap_bias`).
     """
+
+    #: keys used only under another option: key -> (the option, its values that use the key;
+    #: None: any value but 0); a key given without them is refused naming the option
+    #: (``DEPENDENT_KEYS`` of :func:`groupbias.app.config.build_setup`)
+    DEPENDENT_KEYS: ClassVar[dict[str, tuple]] = {
+        "bias_boot": ("bias_correction", ("bootstrap",)),
+        "bias_beta_std": ("bias_correction", ("bootstrap",)),
+        "confidence": ("bootstrap", None),
+        "auto_sizes": ("cluster_size", ("auto",)),
+        "auto_boot": ("cluster_size", ("auto",)),
+        "jitter_scale": ("jitter", None),
+    }
 
     cluster_size: int | str | None = None
     grid_step: float = 0.01
