@@ -53,7 +53,7 @@ METRICS = (
         "k": 10,
         "tau": 1.0,
         "membership": "counts",
-        "background": "retrieved",  # IFaiRR over the retrieved list (seed 002; top_k: the top 10)
+        "background": "candidates",  # IFaiRR over the retrieved list (seed 002; top_k: the top 10)
     },
     {"name": "texfair", "key": "texfair@10", "k": 10, "membership": "term_share"},
     {"name": "arab", "key": "arab_tf@10", "k": 10, "magnitude": "tf", "membership": "counts"},

@@ -63,7 +63,13 @@ TARGETS = ("uniform", "corpus", "relevant")
 AWRF_DISTANCES = ("js", "l1", "kl")
 WEIGHTS = ("log", "geometric", "uniform")
 ON_NO_REPRESENTATIVE = ("skip", "fair")
-BACKGROUNDS = ("candidates", "collection")
+#: NFaiRR's background set S, one set of names everywhere (docs/fairness_metrics.md): the
+#: query's candidates (of a retrieval run: every document it retrieved), the ranking's own
+#: top k (the retrieval judge's; :func:`nfairr` sees only the items passed), every item of
+#: every query
+BACKGROUNDS = ("candidates", "top_k", "collection")
+#: documented aliases: ``retrieved``, the retrieval judge's earlier name of ``candidates``
+BACKGROUND_ALIASES = {"retrieved": "candidates"}
 ASSIGNMENTS = ("expected", "hard")
 MAGNITUDES = ("tc", "tf", "bool")
 _ROW_SUM_TOL = 1e-9
@@ -561,6 +567,13 @@ def fairr(
     return reduce_queries(_finish(fairr, q), reduce)
 
 
+def nfairr_background(value) -> str:
+    """One of :data:`BACKGROUNDS` (an alias of :data:`BACKGROUND_ALIASES` read as its name)."""
+    if isinstance(value, str):
+        value = BACKGROUND_ALIASES.get(value, value)
+    return choice("background", value, BACKGROUNDS)
+
+
 @related_work(
     name="nfairr", label="NFaiRR", needs=MEMBERSHIP, undefined=NO_NEUTRAL + NO_NEUTRAL_WHY
 )
@@ -593,7 +606,14 @@ def nfairr(
     weight in the background, e.g. every candidate entirely one group) is NaN: NFaiRR
     cannot rank such lists. Returns float64 [n_queries]."""
     check_reduce(reduce)
-    background = choice("background", background, BACKGROUNDS)
+    background = nfairr_background(background)
+    if background == "top_k":
+        raise ParameterError(
+            "background",
+            "candidates or collection: nfairr() sees only the items passed (for top_k pass the "
+            "ranking's top k, as the retrieval judge's background: top_k does)",
+            background,
+        )
     q, qidx, k, omega, fairr = _fairr(scores, qptr, membership, k, tau, target, ties)
     if background == "candidates":
         ideal = segment_sum(omega * tie_average_exposure(omega, q, qidx, k), q, qidx)

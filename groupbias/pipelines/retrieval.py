@@ -23,12 +23,15 @@ others on the retrieved documents only.
 NFaiRR's background set ``S`` (IFaiRR = the FaiRR of the best ordering of ``S``) is the
 option ``background`` of an ``nfairr`` entry:
 
-- ``"retrieved"`` (default): every document the run retrieved for the query (its whole
+- ``"candidates"`` (default): every document the run retrieved for the query (its whole
   list, to the retrieval depth): the candidates a re-ranker could have put in the top k,
   as the official NFaiRR code normalizes (its background run file is the retrieved pool)
   and as seed 002 states it ("the highest achievable FaiRR score among the document
-  candidates for each query");
-- ``"top_k"``: the run's own top k (only the order within the top k counts).
+  candidates for each query"); ``"retrieved"`` is a documented alias;
+- ``"top_k"``: the run's own top k (only the order within the top k counts);
+- ``"collection"``: every document the run retrieved, for all queries (one IFaiRR).
+
+The names are those of :func:`groupbias.evaluation.fairness.nfairr` (``BACKGROUNDS``).
 
 :func:`run_records` turns the per-query values of several systems
 into records with paired tests against a reference system (``records_for``).
@@ -42,9 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ParameterError
-from ..core.validation import choice
 from ..data.text import Run, TextCollection
 from ..evaluation.catalog import EvalSpec, compute_metrics, parse_metric
+from ..evaluation.fairness import BACKGROUNDS, nfairr_background
 from ..evaluation.stats import label_agreement
 from .records import records_for
 
@@ -62,8 +65,9 @@ __all__ = [
 MEMBERSHIPS = ("groups", "gendered", "counts", "term_share")
 #: metrics computed on the judged view of a run (module docstring)
 JUDGED_VIEW = ("ndcg", "map", "mrr", "awrf", "awrf_distance", "ndcg_awrf")
-#: NFaiRR's background set (module docstring): the whole retrieved list, or the top k
-NFAIRR_BACKGROUNDS = ("retrieved", "top_k")
+#: NFaiRR's background set (module docstring): the query's candidates (the whole retrieved
+#: list), the top k, or every retrieved document of every query
+NFAIRR_BACKGROUNDS = BACKGROUNDS
 
 
 #: the lexicon membership (and options) each bias measure takes in the seed papers, as
@@ -147,7 +151,8 @@ class RunJudge:
                 # cutoff would count them as retrieved
                 raise ParameterError("k", f"a cutoff of at most the judge's k={self.k}", req.key)
             if req.name == "nfairr":
-                view = choice("background", background or "retrieved", NFAIRR_BACKGROUNDS)
+                background = nfairr_background(background or "candidates")
+                view = "top_k" if background == "top_k" else "retrieved"
             elif background is not None:
                 raise ParameterError(
                     "background", "no background (only nfairr has one)", background
@@ -156,6 +161,8 @@ class RunJudge:
                 given = dict(entry) if isinstance(entry, dict) else dict(req.options)
                 k = self.k if req.k is None else min(req.k, self.k)
                 entry = {**given, "name": req.name, "key": req.key, "k": k}
+                if background == "collection":
+                    entry["background"] = "collection"
             plan.setdefault((view, source), []).append(entry)
             order.append(req.key)
         out: dict[str, np.ndarray] = {}

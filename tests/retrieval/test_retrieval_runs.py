@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -333,10 +334,40 @@ def test_llm_refiner_asks_with_seed_004_prompt_against_a_local_server(tmp_path):
     LLMRefiner(lenient, unparsed=1, asked=40).check()  # within the share it allows
 
 
+def test_nfairr_background_has_one_set_of_names_in_code_config_and_docs():
+    """The metric and the judge take the same names (the table configurations said
+    candidates | collection, the retrieval docs retrieved | top_k); nfairr() refuses top_k
+    with the hint to pass the top k, and reads the alias retrieved as candidates."""
+    from pathlib import Path
+
+    from groupbias.evaluation import fairness as F
+    from groupbias.pipelines.retrieval import NFAIRR_BACKGROUNDS
+
+    assert NFAIRR_BACKGROUNDS == F.BACKGROUNDS == ("candidates", "top_k", "collection")
+    s, q = np.array([2.0, 1.0, 3.0]), np.array([0, 3])
+    m = np.array([[1.0, 0.0], [0.0, 0.0], [0.5, 0.5]])
+    alias = F.nfairr(s, qptr=q, membership=m, k=2, background="retrieved", reduce=None)
+    same = F.nfairr(s, qptr=q, membership=m, k=2, background="candidates", reduce=None)
+    assert np.array_equal(alias, same)
+    with pytest.raises(ParameterError, match="pass the ranking's top k") as info:
+        F.nfairr(s, qptr=q, membership=m, k=2, background="top_k", reduce=None)
+    assert info.value.name == "background"
+    repo = Path(__file__).resolve().parents[2]
+    used = set()
+    for folder, pattern in (("configs", "*.yaml"), ("experiments", "*.py"), ("docs", "*.md")):
+        for path in (repo / folder).rglob(pattern):
+            text = path.read_text()
+            used |= set(re.findall(r"""background["']?:\s*["']?(\w+)""", text))
+            used |= set(re.findall(r"background=[\"']?(\w+)", text))
+    assert used and used <= set(F.BACKGROUNDS), used
+
+
 def test_nfairr_background_is_the_retrieved_list_or_the_top_k_by_hand():
     """Run d1..d4 at k = 2, ω = 2/3, 1, 1, 0 (τ = 1 on the lexicon counts). FaiRR@2 =
     2/3 + 1/log2(3) either way; IFaiRR@2 of ``top_k`` (d1, d2) is 1 + (2/3)/log2(3), of
-    ``retrieved`` (all four: d2, d3 first) 1 + 1/log2(3)."""
+    ``candidates`` (all four: d2, d3 first) 1 + 1/log2(3); ``collection`` is every
+    retrieved document of every query (this one: as ``candidates``); ``retrieved`` is the
+    documented alias of ``candidates``."""
     c = _collection()
     tm = term_membership(list(c.texts), WORDS)
     judge = RunJudge(c, "gender", ("M", "F", "N"), "N", tm.counts, tm.lengths, k=2)
@@ -346,15 +377,18 @@ def test_nfairr_background_is_the_retrieved_list_or_the_top_k_by_hand():
         run,
         [
             {**entry, "key": "default"},
+            {**entry, "key": "candidates", "background": "candidates"},
             {**entry, "key": "retrieved", "background": "retrieved"},
             {**entry, "key": "top_k", "background": "top_k"},
+            {**entry, "key": "collection", "background": "collection"},
         ],
     )
     fairr = 2 / 3 + 1 / math.log2(3)
     assert got["top_k"][0] == pytest.approx(fairr / (1 + (2 / 3) / math.log2(3)), rel=1e-12)
-    assert got["retrieved"][0] == pytest.approx(fairr / (1 + 1 / math.log2(3)), rel=1e-12)
-    assert got["default"][0] == got["retrieved"][0]  # seed 002's convention is the default
+    assert got["candidates"][0] == pytest.approx(fairr / (1 + 1 / math.log2(3)), rel=1e-12)
+    assert got["default"][0] == got["candidates"][0]  # seed 002's convention is the default
+    assert got["retrieved"][0] == got["candidates"][0] == got["collection"][0]
     with pytest.raises(ParameterError, match="background"):
-        judge.per_query(run, [{**entry, "background": "collection"}])
+        judge.per_query(run, [{**entry, "background": "pool"}])
     with pytest.raises(ParameterError, match="background"):
         judge.per_query(run, [{"name": "cwex", "background": "top_k"}])
