@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-# the composed dataset's size: experiments with a list of their own read `synthetic` at its
-# defaults (a `dataset.*` key would not reach the list: it is refused)
+# the composed dataset's size, for experiments without a list of their own; those with one
+# read `synthetic` at its defaults (a `dataset.*` key would not reach the list: refused)
 TINY_SYNTH = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 TINY_TRAIN = [
     "trainer.max_epochs=2",
