@@ -4,12 +4,15 @@ Every system (a TREC run, or a condition's run that an LTR experiment wrote) is 
 per query on the same qrels and item→group file; for every metric, every pair of systems is
 compared by a paired test over the queries both have (Student's t by default, as
 ``scipy.stats.ttest_rel``; or Wilcoxon), and the p-values of that metric's family of
-``k (k − 1) / 2`` pairs are adjusted for multiple testing (Holm by default, or Bonferroni;
-:func:`groupbias.evaluation.stats.adjust_p_values`). The table shows each system's mean and,
-as superscript letters, the systems it is *significantly better than* (adjusted p < alpha,
-in the direction the metric is registered with: higher, lower or closer to 0); the best
-value of each column is bold. The numbers behind it are tidy tables (:class:`Comparison`
-``values`` and ``tests``), written as CSV beside the Markdown and LaTeX views.
+``k (k − 1) / 2`` pairs are adjusted for multiple testing if asked (none by default; Holm or
+Bonferroni: :func:`groupbias.evaluation.stats.adjust_p_values`). The table shows each
+system's mean and, as superscript letters, the systems it is *significantly better than*
+(adjusted p ≤ alpha, in the direction the metric is registered with: higher, lower or closer
+to 0); the best value of each column is bold. The defaults are ``ranx.compare``'s
+(:data:`RANX_DEFAULTS`: ``stat_test="student"``, no correction, ``max_p=0.01``), so the
+letters are ranx's; :meth:`Comparison.headline` names the test and correction used. The
+numbers behind the table are tidy tables (:class:`Comparison` ``values`` and ``tests``),
+written as CSV beside the Markdown and LaTeX views.
 """
 
 from __future__ import annotations
@@ -33,7 +36,18 @@ from ..evaluation.stats import CORRECTIONS, TESTS, adjust_p_values, paired_test
 from ..evaluation.trec_eval import judged_queries
 from .tables import better_than, column_label, tex_text
 
-__all__ = ["Comparison", "compare", "compare_runs", "system_letters"]
+__all__ = ["RANX_DEFAULTS", "Comparison", "compare", "compare_runs", "system_letters"]
+
+#: ``ranx.compare``'s defaults as our settings: its ``stat_test="student"`` is the two-sided
+#: paired t-test of ``scipy.stats.ttest_rel``, it corrects nothing, and a pair differs
+#: significantly at ``p <= max_p`` (0.01)
+RANX_TEST, RANX_CORRECTION, RANX_ALPHA = "ttest", "none", 0.01
+RANX_DEFAULTS = {"test": RANX_TEST, "correction": RANX_CORRECTION, "alpha": RANX_ALPHA}
+TEST_NAMES = {
+    "ttest": "paired t-test (two-sided, as scipy.stats.ttest_rel)",
+    "wilcoxon": "Wilcoxon signed-rank test (two-sided, as scipy.stats.wilcoxon)",
+}
+CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}
 
 
 def system_letters(n: int) -> list[str]:
@@ -100,9 +114,28 @@ class Comparison:
             parts.append(f"{label} {n}" + (f" of {total}" if total != n else ""))
         return ", ".join(parts)
 
+    def headline(self) -> str:
+        """One line naming the test, the correction and the level, and whether they are
+        ``ranx.compare``'s defaults (else the flags that give its table)."""
+        pairs = len(self.systems) * (len(self.systems) - 1) // 2
+        fix = CORRECTION_NAMES[self.correction] + " correction"
+        if self.correction != "none":
+            fix += f" over the {pairs} pairs of each metric"
+        settings = {"test": self.test, "correction": self.correction, "alpha": self.alpha}
+        ranx = (
+            "ranx.compare's defaults"
+            if settings == RANX_DEFAULTS
+            else "ranx.compare's table: --test ttest --correction none --alpha 0.01"
+        )
+        adjusted = "adjusted " if self.correction != "none" else ""
+        return (
+            f"Test: {TEST_NAMES[self.test]}, {fix}, significant at {adjusted}p ≤ "
+            f"{self.alpha:g} ({ranx})."
+        )
+
     def legend(self) -> str:
         test = "paired t-test" if self.test == "ttest" else "Wilcoxon signed-rank test"
-        fix = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[self.correction]
+        fix = CORRECTION_NAMES[self.correction]
         pairs = len(self.systems) * (len(self.systems) - 1) // 2
         if self.tests["p_value"].isna().all():
             return (
@@ -113,11 +146,13 @@ class Comparison:
         return (
             f"Means over the {self.unit} every system has ({self.shared()}). Superscripts: "
             f"the systems a value is significantly better than ({test} over the {self.unit} "
-            f"both have, {fix} correction over the {pairs} pairs of each metric, p < "
+            f"both have, {fix} correction over the {pairs} pairs of each metric, p ≤ "
             f"{self.alpha:g}); bold: the best value of a column."
         )
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, *, headline: bool = True) -> str:
+        """The table and its legend, after :meth:`headline` (unless ``headline=False``)."""
+
         def mark(x, sup, best):
             text = "–" if not np.isfinite(x) else f"{x:.3f}"
             text = f"**{text}**" if best else text
@@ -127,7 +162,8 @@ class Comparison:
         lines = ["| " + " | ".join(["system", *t.columns]) + " |", "|" + "---|" * (t.shape[1] + 1)]
         for idx, row in t.iterrows():
             lines.append("| " + " | ".join([str(idx), *row.tolist()]) + " |")
-        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+        head = self.headline() + "\n\n" if headline else ""
+        return head + "\n".join(lines) + "\n\n" + self.legend() + "\n"
 
     def to_latex(self, caption: str | None = None) -> str:
         def mark(x, sup, best):
@@ -175,9 +211,9 @@ def compare(
     per_query: Mapping[str, Mapping[str, pd.Series]],
     *,
     metrics: Sequence[str] | None = None,
-    test: str = "ttest",
-    correction: str = "holm",
-    alpha: float = 0.05,
+    test: str = RANX_TEST,
+    correction: str = RANX_CORRECTION,
+    alpha: float = RANX_ALPHA,
     unit: str = "queries",
 ) -> Comparison:
     """Compare systems on per-query values: ``per_query[system][metric]`` a Series indexed
@@ -187,7 +223,8 @@ def compare(
     system has is a :class:`ParameterError`), so the best value compares like with like;
     pairs are tested on the units both systems have; ``metrics``: the metrics to compare
     (default: the first system's); three or more systems make the letters worth reading,
-    two or more are needed."""
+    two or more are needed. The defaults of ``test``, ``correction`` and ``alpha`` are
+    ``ranx.compare``'s (:data:`RANX_DEFAULTS`)."""
     test = choice("test", test, TESTS)
     correction = choice("correction", correction, CORRECTIONS)
     real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -214,7 +251,7 @@ def compare(
         key = tests_df.loc[at, "pair"]
         tests_df.loc[at, "p_adjusted"] = key.map(dict(zip(tests_df.loc[first, "pair"], adj)))
     tests_df["better"] = [
-        bool(p < alpha and better_than(m, a, b))
+        bool(p <= alpha and better_than(m, a, b))  # ranx: p <= max_p
         for p, m, a, b in zip(
             tests_df["p_adjusted"], tests_df["metric"], tests_df["mean"], tests_df["other_mean"]
         )
@@ -289,9 +326,9 @@ def compare_runs(
     metrics: Sequence = ("ndcg@10", "rho_dtr", "delta_eel"),
     affected: str | None = None,
     label_max=None,
-    test: str = "ttest",
-    correction: str = "holm",
-    alpha: float = 0.05,
+    test: str = RANX_TEST,
+    correction: str = RANX_CORRECTION,
+    alpha: float = RANX_ALPHA,
     semantics: str = "trec_eval",
 ) -> Comparison:
     """:func:`compare` of TREC runs (``{name: path or TrecRun}``) evaluated per query on

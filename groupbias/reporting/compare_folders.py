@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
-from .compare import Comparison, compare
+from .compare import RANX_ALPHA, RANX_CORRECTION, RANX_TEST, Comparison, compare
 from .results import REPLICATES, key_columns, read_runs, tidy_results
 
 __all__ = ["FolderComparison", "compare_folders"]
@@ -42,6 +42,10 @@ class FolderComparison:
     unit: str
     settings: tuple[tuple[dict, Comparison], ...]
 
+    def headline(self) -> str:
+        """The test, correction and level of the comparisons (one line)."""
+        return self.settings[0][1].headline()
+
     def to_markdown(self) -> str:
         over = (
             f"paired over the {self.unit}"
@@ -52,10 +56,10 @@ class FolderComparison:
             f"Systems: the values of `{self.by}`, compared within each setting, {over}; the "
             "records hold each run's means, not per-query values.\n"
         )
-        parts = [head]
+        parts = [self.headline() + "\n\n", head]
         for setting, cmp in self.settings:
             title = " · ".join(f"{k}={v}" for k, v in setting.items()) or "all records"
-            parts.append(f"\n### {title}\n\n{cmp.to_markdown()}")
+            parts.append(f"\n### {title}\n\n{cmp.to_markdown(headline=False)}")
         return "".join(parts)
 
     def _frame(self, kind: str) -> pd.DataFrame:
@@ -97,9 +101,9 @@ def compare_folders(
     *,
     by: str = "condition",
     metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
-    test: str = "ttest",
-    correction: str = "holm",
-    alpha: float = 0.05,
+    test: str = RANX_TEST,
+    correction: str = RANX_CORRECTION,
+    alpha: float = RANX_ALPHA,
     notes: list[str] | None = None,
 ) -> FolderComparison:
     """The systems (values of ``by``) of the runs below ``roots`` compared within every

@@ -144,17 +144,50 @@ def _compare_records(a: argparse.Namespace) -> int:
         a.runs, by=a.by, metrics=_metric_list(a.metrics), test=a.test,
         correction=a.correction, alpha=a.alpha, notes=notes,
     )  # fmt: skip
-    for note in notes:
-        print(f"groupbias-report: note: {note}")
+    return _show(result, a.out, notes)
+
+
+def _show(result, out: str | None, notes: list[str] | None = None) -> int:
+    """Print a comparison (its first line: the test and correction), then ``notes``, and,
+    with ``--out``, write its files; nothing is written without it."""
     print(result.to_markdown(), end="")
-    for kind, path in result.save(a.out).items():
+    for note in notes or ():
+        print(f"groupbias-report: note: {note}")
+    if out is None:
+        print("(not written: --out STEM writes STEM.md, STEM_values.csv, STEM_tests.csv)")
+        return 0
+    for kind, path in result.save(out).items():
         print(f"{kind}: {path}")
     return 0
 
 
+def _test_options(p: argparse.ArgumentParser) -> None:
+    """``compare``'s test, correction, level (``ranx.compare``'s defaults) and output."""
+    from ..evaluation.stats import CORRECTIONS, TESTS
+    from .compare import RANX_ALPHA, RANX_CORRECTION, RANX_TEST
+
+    p.add_argument(
+        "--test", default=RANX_TEST, choices=TESTS, help="paired test (default: ranx's student)"
+    )
+    p.add_argument(
+        "--correction",
+        default=RANX_CORRECTION,
+        choices=CORRECTIONS,
+        help="multiple-testing correction of each metric's pairs (default: none, as ranx)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=RANX_ALPHA,
+        help="significant at (adjusted) p <= alpha (default: ranx's max_p, 0.01)",
+    )
+    p.add_argument(
+        "--out", default=None, help="write STEM.md, .tex, _values.csv, _tests.csv (else print)"
+    )
+
+
 def compare_command(argv: list[str]) -> int:
     """``groupbias-report compare``: the ranx-style table of several runs."""
-    from ..evaluation.stats import CORRECTIONS, TESTS
     from .compare import compare_runs
 
     p = argparse.ArgumentParser(
@@ -164,10 +197,7 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("runs", nargs="+", help="run files, or folders holding test.run files")
     _common(p, files_required=False)
     p.add_argument("--names", default=None, help="comma-separated system names (run order)")
-    p.add_argument("--test", default="ttest", choices=TESTS)
-    p.add_argument("--correction", default="holm", choices=CORRECTIONS)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--out", default="comparison", help="output stem (.md, .tex, .csv)")
+    _test_options(p)
     p.add_argument("--semantics", default="trec_eval", choices=("trec_eval", "candidates"))
     p.add_argument(
         "--by",
@@ -202,10 +232,7 @@ def compare_command(argv: list[str]) -> int:
         alpha=a.alpha,
         semantics=a.semantics,
     )
-    print(result.to_markdown(), end="")
-    for kind, path in result.save(a.out).items():
-        print(f"{kind}: {path}")
-    return 0
+    return _show(result, a.out)
 
 
 #: how an exported item→group file names a document whose label is unknown ("")

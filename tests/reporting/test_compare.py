@@ -59,7 +59,7 @@ def four_systems():
 
 
 def test_p_values_equal_scipy_ttest_rel_with_a_hand_holm_correction(four_systems):
-    res = compare(four_systems, alpha=0.01)
+    res = compare(four_systems, alpha=0.01, correction="holm")
     names = list(four_systems)
     for metric in ("ndcg@10", "delta_eel"):
         pairs = list(itertools.combinations(names, 2))
@@ -80,13 +80,14 @@ def test_p_values_equal_scipy_ttest_rel_with_a_hand_holm_correction(four_systems
     assert res.beats("b", "ndcg@10") == ["a", "d"] and res.beats("a", "ndcg@10") == []
     md = res.to_markdown()
     assert "| c c | **" in md and "<sup>abd</sup>" in md and "Holm correction" in md
+    assert md.splitlines()[0].startswith("Test: paired t-test") and "Holm" in md.splitlines()[0]
     tex = res.to_latex(caption="Runs")
     assert r"$^{abd}$" in tex and r"\textbf{" in tex and r"\toprule" in tex
     assert "Holm correction over the 6 pairs" in tex
 
 
 def test_bonferroni_is_never_less_strict_than_holm(four_systems):
-    holm = compare(four_systems, alpha=0.01)
+    holm = compare(four_systems, alpha=0.01, correction="holm")
     bonf = compare(four_systems, alpha=0.01, correction="bonferroni")
     assert (bonf.tests["p_adjusted"] >= holm.tests["p_adjusted"] - 1e-15).all()
     assert bonf.tests["better"].sum() <= holm.tests["better"].sum()
@@ -98,22 +99,88 @@ def test_letters_beyond_z_and_too_few_systems(four_systems):
         compare({"a": four_systems["a"]})
 
 
-def test_compare_runs_from_trec_files(tmp_path):
-    d = gb.load_dataset("synthetic", n_queries=200, list_size=[6, 30], split="test")
-    rng = np.random.default_rng(5)
-    noise = {"weak": 2.0, "good": 0.5, "best": 0.1}
+def noisy_runs(folder, noise: dict, *, n_queries: int, seed: int) -> dict:
+    """``{name: run file}``: the synthetic test split's labels plus normal noise of each
+    scale of ``noise``, and the split's ``t.qrels`` and ``t.groups``, in ``folder``."""
+    d = gb.load_dataset("synthetic", n_queries=n_queries, list_size=[6, 30], split="test")
+    rng = np.random.default_rng(seed)
     runs = {
-        name: gb.write_run(tmp_path / f"{name}.run", d.labels + rng.normal(0, s, d.n_items), d)
+        name: gb.write_run(folder / f"{name}.run", d.labels + rng.normal(0, s, d.n_items), d)
         for name, s in noise.items()
     }
-    gb.write_qrels(tmp_path / "t.qrels", d)
-    gb.write_groups(tmp_path / "t.groups", d)
+    gb.write_qrels(folder / "t.qrels", d)
+    gb.write_groups(folder / "t.groups", d)
+    return runs
+
+
+def test_compare_runs_from_trec_files(tmp_path):
+    runs = noisy_runs(tmp_path, {"weak": 2.0, "good": 0.5, "best": 0.1}, n_queries=200, seed=5)
     res = compare_runs(runs, tmp_path / "t.qrels", tmp_path / "t.groups", metrics=["nDCG@10"])
     assert res.beats("best", "nDCG@10") == ["a", "b"] and res.beats("weak", "nDCG@10") == []
     means = res.values.set_index("system")["mean"]
     for name, path in runs.items():
         direct = gb.evaluate_run(path, tmp_path / "t.qrels", tmp_path / "t.groups")["ndcg@10"]
         assert means[name] == pytest.approx(direct, abs=1e-12)
+
+
+def _markdown_letters(text: str, columns: list[str]) -> dict[tuple[str, str], str]:
+    """``{(system, column): letters}`` of the Markdown table in ``text`` (``columns``: the
+    names of its columns after the first, in order)."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    out = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        system = cells[0].split(" ", 1)[1]
+        for column, cell in zip(columns, cells[1:]):
+            out[(system, column)] = cell.partition("<sup>")[2].removesuffix("</sup>")
+    return out
+
+
+def test_compare_command_letters_equal_ranx_compare(tmp_path, capsys, monkeypatch):
+    """Three runs of 100 queries: the command's first line names its test and correction
+    (ranx.compare's defaults), its letters equal those of ``ranx.compare`` with its defaults
+    (student, max_p 0.01) on the same files, Holm takes letters away, and nothing is
+    written without --out."""
+    ranx = pytest.importorskip("ranx")
+    from ranx.data_structures.report import super_chars
+
+    noise = {"weak": 1.3, "good": 1.15, "best": 1.0}
+    paths = noisy_runs(tmp_path, noise, n_queries=500, seed=3)
+    metrics = ["ndcg@10", "map", "mrr"]
+    runs = []
+    for name, path in paths.items():
+        run = ranx.Run.from_file(str(path), kind="trec")
+        run.name = name
+        runs.append(run)
+    qrels = ranx.Qrels.from_file(str(tmp_path / "t.qrels"), kind="trec")
+    report = ranx.compare(qrels, runs, metrics=metrics)  # its defaults
+    plain = str.maketrans("".join(super_chars[:3]), "abc")
+    want = {
+        (n, m): report.get_superscript_for_table(n, m).translate(plain)
+        for n in noise
+        for m in metrics
+    }
+    assert want[("best", "ndcg@10")] == "a" and want[("good", "map")] == "a"  # letters to compare
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", *map(str, paths.values()), "--names", ",".join(noise)]
+    args += ["--qrels", "t.qrels", "--groups", "t.groups", "--metrics", ",".join(metrics)]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert report_main(args) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "Test: paired t-test (two-sided, as scipy.stats.ttest_rel), no correction, "
+        "significant at p ≤ 0.01 (ranx.compare's defaults)."
+    )
+    assert _markdown_letters(out, metrics) == want
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and "not written" in out
+    for n, m in want:  # the means as ranx's, to the table's 3 decimals
+        assert f"{report.results[n][m]:.3f}" in out
+    assert report_main([*args, "--correction", "holm"]) == 0
+    holm = capsys.readouterr().out
+    first = holm.splitlines()[0]
+    assert "Holm correction over the 3 pairs" in first and "--correction none" in first
+    fewer = _markdown_letters(holm, metrics)
+    assert fewer != want and all(set(fewer[k]) <= set(v) for k, v in want.items())
 
 
 def test_compare_command_on_the_conditions_an_ltr_run_wrote(tmp_path, capsys):
