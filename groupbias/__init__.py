@@ -12,6 +12,8 @@ report. The whole method is available flat::
                            beta_hat_per_query=est.beta_hat_per_query)
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
     gb.evaluate_run("bm25.run", "test.qrels", "test.groups", metrics=["nDCG@10", "rho_dtr"])
+    gb.per_query_results("bm25.run", "test.qrels", metrics=["nDCG@10", "map"])  # a DataFrame
+    gb.load_results("runs/table1")                     # a run folder's records, a DataFrame
     ranker = gb.load_ranker("runs/table2/<run>/models/synthetic/beta0.8/corrected")
     scores = ranker.predict(gb.load_dataset("synthetic", split="test"))
 
@@ -75,6 +77,9 @@ __version__ = "0.1.0"
 #: names of :mod:`groupbias.ltr.train`, imported when first used (torch and Lightning load
 #: with them)
 _LTR_NAMES = ("TrainedRanker", "load_ranker", "train_ranker")
+#: names of :mod:`groupbias.reporting.frames` (results as pandas DataFrames), imported when
+#: first used (the reporting stage loads the command's configuration code with them)
+_FRAME_NAMES = ("load_results", "per_query_results")
 
 
 def __getattr__(name: str):
@@ -82,6 +87,10 @@ def __getattr__(name: str):
         from .ltr import train
 
         return train.TrainedRanker.load if name == "load_ranker" else getattr(train, name)
+    if name in _FRAME_NAMES:
+        from .reporting import frames
+
+        return getattr(frames, name)
     raise AttributeError(f"module 'groupbias' has no attribute {name!r}")
 
 
@@ -134,6 +143,8 @@ __all__ = [
     "TrainedRanker",
     "load_ranker",
     "train_ranker",
+    "load_results",
+    "per_query_results",
     "write_groups",
     "write_qrels",
     "write_run",

@@ -192,7 +192,7 @@ def _by_trec_eval(r, semantics: str) -> bool:
 def evaluate_run(
     run,
     qrels,
-    groups,
+    groups=None,
     *,
     metrics: Sequence = DEFAULT_METRICS,
     affected: str | None = None,
@@ -204,12 +204,14 @@ def evaluate_run(
     """``{metric key: value}`` of an external TREC run (a ranking: the LTR regime) against
     ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
     rankings of the same data (:func:`run_data` builds it; true relevance
-    ``label / label_max``). ``metrics``: names of :data:`groupbias.core.registry.METRICS`,
-    ir_measures', trec_eval's and ranx's names too (``nDCG@10``, ``P_10``, ``r-precision``);
-    ``protocol``: an :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default:
-    deterministic); ``reduce``: as in :func:`evaluate`; ``semantics``: ``"trec_eval"``
-    (default) computes nDCG, MRR, MAP, P, R, R-precision, bpref and Success as ``trec_eval``
-    / ``ir_measures`` do (``judged``, which needs the qrels, always so)
+    ``label / label_max``). ``groups`` is needed only by metrics of groups (ρ(DTR), Δ(EEL),
+    AWRF, ...; None for the trec_eval measures under ``semantics="trec_eval"``). ``metrics``:
+    names of :data:`groupbias.core.registry.METRICS`, ir_measures', trec_eval's and ranx's
+    names too (``nDCG@10``, ``P_10``, ``r-precision``); ``protocol``: an
+    :class:`~groupbias.evaluation.protocol.EvaluationProtocol` (default: deterministic);
+    ``reduce``: as in :func:`evaluate`; ``semantics``: ``"trec_eval"`` (default) computes
+    nDCG, MRR, MAP, P, R, R-precision, bpref and Success as ``trec_eval`` / ``ir_measures`` do
+    (``judged``, which needs the qrels, always so)
     (:mod:`groupbias.evaluation.trec_eval`: every judged query of the run scores, the ideal
     from every judged document, linear gains, ties by document id), ``"candidates"`` judges
     the run's candidates as a ranking of their own, as every other metric (the metrics'
@@ -230,6 +232,11 @@ def evaluate_run(
         _, values = trec_measures(run, qrels, [_trec_name(r) for r in trec])
         per_query.update({r.key: values[_trec_name(r)] for r in trec})
     rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
+    if rest and groups is None:
+        raise ParameterError(
+            "groups", f"an item→group file for {', '.join(map(str, rest))}", None,
+            fix="give groups= (lines 'docno group'), or only nDCG, MRR and MAP",
+        )  # fmt: skip
     if rest:
         data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
         _refuse_one_group_means(data, rest, reduce)

@@ -22,7 +22,6 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -31,9 +30,8 @@ from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
 from ..core.validation import choice, real
 from ..evaluation.catalog import direction_of
-from ..evaluation.evaluate import evaluate_run
 from ..evaluation.stats import CORRECTIONS, TESTS, adjust_p_values, paired_test
-from ..evaluation.trec_eval import judged_queries
+from .frames import runs_frame
 from .tables import better_than, column_label, tex_text
 
 __all__ = ["RANX_DEFAULTS", "Comparison", "compare", "compare_runs", "system_letters"]
@@ -335,21 +333,13 @@ def compare_runs(
     ``qrels`` and ``groups`` as :func:`groupbias.evaluation.evaluate.evaluate_run` does
     (nDCG, MRR and MAP with ``trec_eval``'s semantics unless ``semantics="candidates"``;
     the fairness metrics on each run's ranking of its candidates)."""
-    from ..data.trec import TrecRun, read_groups, read_qrels, read_run
-
-    if isinstance(qrels, (str, os.PathLike)):
-        qrels = read_qrels(qrels)
-    if isinstance(groups, (str, os.PathLike)):
-        groups = read_groups(groups, affected=affected)
-    per_query = {}
-    for name, given in runs.items():
-        run = read_run(given) if isinstance(given, (str, os.PathLike)) else cast(TrecRun, given)
-        vals = evaluate_run(
-            run, qrels, groups, metrics=metrics, label_max=label_max, reduce=None,
-            semantics=semantics,
-        )  # fmt: skip
-        judged = run.query_ids[judged_queries(run, qrels)]  # evaluate_run's queries
-        qids = pd.Index(np.asarray(judged).astype(str), name="query")
-        per_query[name] = {k: pd.Series(v, index=qids) for k, v in vals.items()}
-    keys = list(next(iter(per_query.values())))
+    frame = runs_frame(
+        runs, qrels, groups, metrics=metrics, affected=affected, label_max=label_max,
+        semantics=semantics,
+    )  # fmt: skip
+    keys = [c for c in frame.columns if c not in ("system", "query")]
+    per_query = {
+        name: {k: rows.set_index("query")[k] for k in keys}
+        for name, rows in frame.groupby("system", sort=False)
+    }
     return compare(per_query, metrics=keys, test=test, correction=correction, alpha=alpha)

@@ -26,10 +26,7 @@ import pandas as pd
 
 from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
-
-#: what a directory given to ``compare`` holds: one run per condition, and the files its
-#: runs are judged against (the LTR pipelines write them beside the conditions' folders)
-RUN_NAME, QRELS_NAME, GROUPS_NAME = "test.run", "test.qrels", "test.groups"
+from .frames import GROUPS_NAME, QRELS_NAME, RUN_NAME
 
 
 def _metric_list(text: str, option: str = "--metrics") -> list[str]:

@@ -41,6 +41,8 @@ PUBLIC_NAMES = {
     "write_groups", "write_qrels", "write_run", "evaluate_run",
     # trained rankers (groupbias.ltr.train, imported on first use: docs/ltr.md)
     "TrainedRanker", "load_ranker", "train_ranker",
+    # results as DataFrames (groupbias.reporting.frames, imported on first use)
+    "load_results", "per_query_results",
 }  # fmt: skip
 #: the stages, in pipeline order (pyproject's import-linter contract checks the layering;
 #: docs/architecture.md and CONTRIBUTING.md list them)
