@@ -78,6 +78,13 @@ def test_table1_pvalues_equal_a_fresh_run(trec, runs):
     fresh_check("table1_pvalues", runs)
 
 
+@pytest.mark.documented
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_paper_code_ndcg_over_queries_with_a_relevant_paper_equals_a_fresh_run(trec, runs):
+    fresh_check("paper_code_no_relevant", runs)
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["table1_sizes", "datasets_ppg_sizes", "method_ties", "eel_scale"])
 def test_the_trec_counts_and_tie_table_equal_a_fresh_run(trec, runs, name):
