@@ -45,7 +45,7 @@ TEST_NAMES = {
     "ttest": "paired t-test (two-sided, as scipy.stats.ttest_rel)",
     "wilcoxon": "Wilcoxon signed-rank test (two-sided, as scipy.stats.wilcoxon)",
 }
-CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}
+CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni"}
 
 
 def system_letters(n: int) -> list[str]:
@@ -115,10 +115,7 @@ class Comparison:
     def headline(self) -> str:
         """One line naming the test, the correction and the level, and whether they are
         ``ranx.compare``'s defaults (else the flags that give its table)."""
-        pairs = len(self.systems) * (len(self.systems) - 1) // 2
-        fix = CORRECTION_NAMES[self.correction] + " correction"
-        if self.correction != "none":
-            fix += f" over the {pairs} pairs of each metric"
+        fix = self._correction_text()
         settings = {"test": self.test, "correction": self.correction, "alpha": self.alpha}
         ranx = (
             "ranx.compare's defaults"
@@ -131,10 +128,18 @@ class Comparison:
             f"{self.alpha:g} ({ranx})."
         )
 
+    def _correction_text(self) -> str:
+        """``no correction`` or ``Holm correction over the 3 pairs of each metric``."""
+        if self.correction == "none":
+            return "no correction"
+        pairs = len(self.systems) * (len(self.systems) - 1) // 2
+        return (
+            f"{CORRECTION_NAMES[self.correction]} correction over the {pairs} pairs of each metric"
+        )
+
     def legend(self) -> str:
         test = "paired t-test" if self.test == "ttest" else "Wilcoxon signed-rank test"
-        fix = CORRECTION_NAMES[self.correction]
-        pairs = len(self.systems) * (len(self.systems) - 1) // 2
+        adjusted = "adjusted " if self.correction != "none" else ""
         if self.tests["p_value"].isna().all():
             return (
                 f"Means over the {self.unit} every system has ({self.shared()}); no paired "
@@ -144,8 +149,8 @@ class Comparison:
         return (
             f"Means over the {self.unit} every system has ({self.shared()}). Superscripts: "
             f"the systems a value is significantly better than ({test} over the {self.unit} "
-            f"both have, {fix} correction over the {pairs} pairs of each metric, p ≤ "
-            f"{self.alpha:g}); bold: the best value of a column."
+            f"both have, {self._correction_text()}, {adjusted}p ≤ {self.alpha:g}); bold: "
+            "the best value of a column."
         )
 
     def to_markdown(self, *, headline: bool = True) -> str:
