@@ -304,5 +304,5 @@ class Demo:
             )
         )
         fig = save_figure(self.figure(recs), run_dir / FIGURE)
-        print(f"[groupbias] figure {fig['png'].name} (and .pdf), tables tabular.* and ltr.* in")
+        print(f"[groupbias] figure {fig['png'].name} (.pdf, .svg), tables tabular.* and ltr.* in")
         print(f"[groupbias]   {shown_path(run_dir)}")

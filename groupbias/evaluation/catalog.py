@@ -78,6 +78,7 @@ __all__ = [
     "RELATED_WORK",
     "DIRECTIONS",
     "direction_of",
+    "bounds_of",
     "registered_name",
     "resolve_name",
     "declaration_of",
@@ -197,9 +198,21 @@ def declaration_of(name: str) -> MetricInfo:
 def direction_of(name: str) -> str:
     """Which way the metric of output name ``name`` (``base[@k][:group]``, any case) is
     better: ``"higher"`` for names that are not registered."""
+    return _declared(name).direction
+
+
+def bounds_of(name: str) -> tuple[float | None, float | None]:
+    """The lowest and highest value the metric of output name ``name`` can take (None where
+    unbounded or not declared; ``(None, None)`` for names that are not registered)."""
+    return _declared(name).bounds
+
+
+def _declared(name: str) -> MetricInfo:
+    """The declaration of the metric of output name ``name`` (``base[@k][:group]``, any
+    case); the defaults for a name that is not registered."""
     m = _NAME.match(name)
     base = registered_name(m.group(1)) if m else ""
-    return info_of(METRICS.get(base)).direction if base in METRICS else "higher"
+    return info_of(METRICS.get(base)) if base in METRICS else MetricInfo()
 
 
 def metric_label(key: str) -> str:
@@ -464,6 +477,7 @@ _PAPER = ("relevance", "groups")
     needs=("labels", "groups"),
     undefined="no list holds a relevant item",
     ranked=True,
+    bounds=(0.0, 1.0),
 )
 def _ndcg_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """NDCG@k (:func:`~groupbias.evaluation.metrics.ndcg`) of the ranking by ``scores``
@@ -482,7 +496,8 @@ def _ndcg_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
 
 
 @metric_info(name="rho_dtr", label="ρ(DTR)", needs=_PAPER, groups=("all",), ranked=True,
-             undefined="no list holds a relevant item of both groups")  # fmt: skip
+             undefined="no list holds a relevant item of both groups",
+             bounds=(0.0, 1.0))  # fmt: skip
 def _rho_dtr_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """ρ(DTR) against ``spec.relevance``: ``regime="tabular"``, the scores are utility
     estimates (:func:`~groupbias.evaluation.metrics.rho_dtr_tabular`, no cutoff); ``"ltr"``,
@@ -496,7 +511,8 @@ def _rho_dtr_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray
 
 
 @metric_info(name="delta_eel", label="Δ(EEL)", needs=_PAPER, groups=("all",), ranked=True,
-             direction="lower", undefined="no list holds relevant items")  # fmt: skip
+             direction="lower", undefined="no list holds relevant items",
+             bounds=(0.0, None))  # fmt: skip
 def _delta_eel_by_name(scores, spec, *, regime, k, group, **options) -> np.ndarray:
     """Δ(EEL) against ``spec.relevance`` with the grade thresholds ``spec.thresholds``
     (an option ``thresholds`` overrides them), cutoff ``k`` on the target exposures:

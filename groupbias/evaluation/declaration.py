@@ -62,6 +62,7 @@ class MetricInfo:
     default_k: int | None = None
     groups: tuple[str, ...] = GROUPS
     ranked: bool = False
+    bounds: tuple[float | None, float | None] = (None, None)
 
     def table_label(self, k: str | None, group: str) -> str | None:
         """``label[@k][ group] arrow``; None without a label."""
@@ -93,6 +94,7 @@ def metric_info(
     groups: Sequence[str] = GROUPS,
     ranked: bool = False,
     direction: str = "higher",
+    bounds: tuple[float | None, float | None] = (None, None),
 ):
     """Decorator declaring a metric (the module docstring): sets ``fn.info`` (a
     :class:`MetricInfo`) and, as before, ``fn.default_k``, ``fn.groups``, ``fn.ranked``
@@ -109,6 +111,9 @@ def metric_info(
     for flag, value in (("ranked", ranked), ("related_work", related_work)):
         if not isinstance(value, bool):
             raise ParameterError(flag, "True or False", value)
+    lo, hi = bounds
+    if lo is not None and hi is not None and not lo < hi:
+        raise ParameterError("bounds", "(lowest, highest) with lowest < highest", bounds)
     info = MetricInfo(
         name=name,
         aliases=_texts("aliases", aliases),
@@ -120,6 +125,7 @@ def metric_info(
         default_k=check_k(default_k, "default_k"),
         groups=tuple(choice("groups", g, GROUPS) for g in groups),
         ranked=ranked,
+        bounds=(lo, hi),
     )
 
     def mark(fn):

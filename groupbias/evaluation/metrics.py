@@ -621,7 +621,7 @@ NO_RELEVANT = "no list holds a relevant item"
 def run_measure(**declaration):
     """The declaration (:func:`~groupbias.evaluation.declaration.metric_info`) of a utility
     measure of a retrieval run: of the labels, over all items, given a ranking."""
-    declaration = {"undefined": NO_RELEVANT, **declaration}
+    declaration = {"undefined": NO_RELEVANT, "bounds": (0.0, 1.0), **declaration}
     return metric_info(needs=("labels",), ranked=True, groups=("all",), **declaration)
 
 

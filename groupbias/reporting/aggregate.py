@@ -25,7 +25,7 @@ and views of the summary, depending on what the records contain:
   variant and σ_β;
 - records over ≥ 3 values of β: degradation figures per regime and dataset, full
   information, biased and corrected against β with ± 1 s.d. bands over the replicates
-  (:func:`groupbias.reporting.plots.plot_beta_sweep`).
+  (:func:`groupbias.reporting.plots.plot_beta_sweep`), as PNG, PDF and SVG.
 """
 
 from __future__ import annotations

@@ -3,8 +3,14 @@
 Record keys used here: ``metric`` (e.g. ``"ndcg@10"``, ``"ndcg@10:affected"``,
 ``"ndcg@10:non_affected"``, ``"rho_dtr"``, ``"delta_eel"``, ``"beta_hat"``), ``condition``
 (``"full"``, ``"biased"``, ``"corrected"``, ``"estimate"``), ``value``, ``beta`` and, where
-relevant, ``dataset``, ``regime``, ``cluster_size``, ``variant``. Every function writes PNG
-and PDF (atomically) and returns the paths.
+relevant, ``dataset``, ``regime``, ``cluster_size``, ``variant``. Every function writes PNG,
+PDF and SVG (atomically) and returns the paths.
+
+Ready for a paper: colours of the Okabe–Ito palette (told apart with the common forms of
+colour blindness), and lines that differ in marker and line style too (told apart in
+grayscale, and where they coincide); axes within the range each metric can take
+(:func:`groupbias.evaluation.catalog.bounds_of`); PDF with TrueType (Type 42) fonts, which
+publishers' checks accept where Type 3 fonts are refused.
 """
 
 from __future__ import annotations
@@ -20,15 +26,23 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from ..core.errors import ParameterError  # noqa: E402
 from ..core.io import write_bytes_atomic  # noqa: E402
+from ..evaluation.catalog import bounds_of  # noqa: E402
 
+#: the colours used, of the Okabe–Ito palette (Okabe & Ito, "Color Universal Design", 2008)
+BLACK, ORANGE, BLUE, VERMILLION = "#000000", "#E69F00", "#0072B2", "#D55E00"
+
+#: the per-group series (cluster-size and bar figures): metric, legend label, colour, marker
 GROUP_SERIES = (
-    ("ndcg@10", "overall", "tab:red"),
-    ("ndcg@10:affected", "affected group", "black"),
-    ("ndcg@10:non_affected", "non-affected group", "goldenrod"),
+    ("ndcg@10", "overall", VERMILLION, "o"),
+    ("ndcg@10:affected", "affected group", BLACK, "^"),
+    ("ndcg@10:non_affected", "non-affected group", ORANGE, "s"),
 )
+#: what :func:`save_figure` writes
+FORMATS = ("png", "pdf", "svg")
 
 
 def _frame(records) -> pd.DataFrame:
@@ -41,16 +55,20 @@ def _frame(records) -> pd.DataFrame:
 
 
 def save_figure(fig, stem: str | os.PathLike) -> dict[str, Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically and close it; the figure's
-    title (``suptitle``) becomes the files' Title metadata."""
+    """Save ``fig`` as ``stem.png``, ``stem.pdf`` and ``stem.svg`` atomically and close it;
+    the figure's title (``suptitle``) becomes the files' Title metadata. Fonts are embedded
+    as TrueType (PDF); the SVG has no date and the same ids from run to run."""
     stem = Path(stem)
     out = {}
     title = fig.get_suptitle()
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        meta = {"Title": title} if title else None
-        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight", metadata=meta)
-        out[ext] = write_bytes_atomic(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
+    with plt.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.hashsalt": "groupbias"}):
+        for ext in FORMATS:
+            buf = io.BytesIO()
+            meta = {"Title": title} if title else {}
+            if ext == "svg":
+                meta["Date"] = None
+            fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight", metadata=meta or None)
+            out[ext] = write_bytes_atomic(stem.parent / f"{stem.name}.{ext}", buf.getvalue())
     plt.close(fig)
     return out
 
@@ -71,7 +89,7 @@ def plot_degradation(
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     width = 0.8 / len(GROUP_SERIES)
     x = np.arange(len(betas))
-    for j, (metric, label, color) in enumerate(GROUP_SERIES):
+    for j, (metric, label, color, _) in enumerate(GROUP_SERIES):
         stats = [
             df[(df["metric"] == metric) & (df["beta"].astype(float) == b)]["value"] for b in betas
         ]
@@ -146,51 +164,95 @@ def plot_cluster_size(
     *,
     true_beta: float | None = None,
     title: str | None = None,
-    series: Sequence[tuple[str, str, str]] = GROUP_SERIES,
+    series: Sequence[tuple[str, str, str, str]] = GROUP_SERIES,
 ) -> dict[str, Path]:
     """Paper Fig. 8 / 9: corrected NDCG@10 (overall / affected / non-affected) against the
-    cluster size (log axis) with mean ± std bands over repetitions, biased levels as dashed
-    reference lines; right panel: β̂ mean ± std against the cluster size."""
+    cluster size (log axis) with mean ± 1 s.d. (sample) bands over the replicates, the
+    biased levels as dashed lines over them (and full information dotted, where recorded);
+    right panel: β̂ against the cluster size. Each group has its colour and marker; the
+    legends say what line styles and bands are, and n."""
     df = _frame(records)
     if "cluster_size" not in df.columns:
         raise ParameterError("records", "records with a 'cluster_size' key", list(df.columns))
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    cor = df[df["condition"] == "corrected"]
-    for metric, label, color in series:
-        sub = cor[cor["metric"] == metric].groupby("cluster_size")["value"]
-        m, s = sub.mean(), sub.std(ddof=0).fillna(0.0)
-        if m.empty:
-            continue
-        axes[0].plot(m.index, m.values, "-o", color=color, label=label, ms=3)
-        axes[0].fill_between(m.index, m - s, m + s, color=color, alpha=0.2)
-        bias = df[(df["condition"] == "biased") & (df["metric"] == metric)]["value"]
-        if len(bias):
-            axes[0].axhline(bias.mean(), color=color, ls="--", lw=1)
-    axes[0].set_xscale("log")
-    axes[0].set_xlabel("cluster size (queries)")
-    axes[0].set_ylabel("NDCG@10 (corrected; dashed: biased)")
-    axes[0].legend(fontsize=8)
-    est_df = df[df["metric"] == "beta_hat"]
-    est = est_df.groupby("cluster_size")
-    m = est["value"].mean()
-    # band: the spread of β̂ over clusters when recorded ("std"), else over repetitions
-    if "std" in est_df.columns and est_df["std"].notna().any():
-        s = est["std"].mean().fillna(0.0)
-    else:
-        s = est["value"].std(ddof=0).fillna(0.0)
-    if not m.empty:
-        axes[1].plot(m.index, m.values, "-o", color="tab:blue", ms=3, label="β̂")
-        axes[1].fill_between(m.index, m - s, m + s, color="tab:blue", alpha=0.2)
-    if true_beta is not None:
-        axes[1].axhline(true_beta, color="gray", ls="--", lw=1, label="true β")
-    axes[1].set_xscale("log")
-    axes[1].set_xlabel("cluster size (queries)")
-    axes[1].set_ylabel("inferred group propensity β̂")
-    axes[1].legend(fontsize=8)
+    _cluster_panel(axes[0], df, series)
+    _beta_hat_panel(axes[1], df, true_beta)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     return save_figure(fig, stem)
+
+
+def _mean_band(values) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Per group of ``values`` (a grouped Series): mean, sample s.d. (0 for one) and n."""
+    return values.mean(), values.std(ddof=1).fillna(0.0), values.count()
+
+
+def _cluster_panel(ax, df: pd.DataFrame, series) -> None:
+    """The left panel of :func:`plot_cluster_size`: per group the corrected line and band,
+    the biased level dashed (drawn over the corrected line: where they meet both show) and
+    full information dotted."""
+    from matplotlib.lines import Line2D
+
+    cor, n = df[df["condition"] == "corrected"], pd.Series(dtype=int)
+    styles = {"biased": ("--", 3), "full": (":", 4)}
+    drawn = set()
+    lo, hi = bounds_of(series[0][0]) if series else (None, None)
+    handles: list = []  # the legend's: groups, line styles, the band
+    for metric, label, color, marker in series:
+        m, sd, n_k = _mean_band(cor[cor["metric"] == metric].groupby("cluster_size")["value"])
+        if m.empty:
+            continue
+        n = pd.concat([n, n_k])
+        ax.plot(m.index, m.values, "-", marker=marker, color=color, ms=5, clip_on=False, zorder=2)
+        band = np.array([m - sd, m + sd])
+        band = np.clip(band, lo, hi) if lo is not None or hi is not None else band
+        ax.fill_between(m.index, *band, color=color, alpha=0.18, lw=0, zorder=1)
+        handles.append(Line2D([], [], color=color, marker=marker, ms=5, label=label))
+        for cond, (ls, z) in styles.items():
+            level = df[(df["condition"] == cond) & (df["metric"] == metric)]["value"]
+            if len(level):
+                ax.axhline(level.mean(), color=color, ls=ls, lw=1.3, zorder=z)
+                drawn.add(cond)
+    handles.append(Line2D([], [], color="0.3", ls="-", label="corrected (mean)"))
+    for cond, name in (("biased", "biased"), ("full", "full information")):
+        if cond in drawn:
+            handles.append(Line2D([], [], color="0.3", ls=styles[cond][0], label=name))
+    if len(n):
+        unit = replicate_unit(cor)
+        counts = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
+        handles.append(Patch(color="0.6", alpha=0.4, label=f"± 1 s.d.; n = {counts} {unit}"))
+    ax.set_xscale("log")
+    ax.set_xlabel("cluster size (queries)")
+    ax.set_ylabel("NDCG@10")
+    within_bounds(ax, lo, hi)
+    ax.legend(handles=handles, fontsize=7.5, ncol=2, framealpha=0.9)
+
+
+def _beta_hat_panel(ax, df: pd.DataFrame, true_beta: float | None) -> None:
+    """The right panel of :func:`plot_cluster_size`: β̂ against the cluster size, mean over
+    the replicates with a band of the spread of β̂ over the clusters (the records' ``std``,
+    averaged) where recorded, else ± 1 s.d. over the replicates; the true β dashed."""
+    est_df = df[df["metric"] == "beta_hat"]
+    est = est_df.groupby("cluster_size")
+    m, sd, n = _mean_band(est["value"])
+    if "std" in est_df.columns and est_df["std"].notna().any():
+        sd, what = est["std"].mean().fillna(0.0), "± s.d. of β̂ over the clusters"
+    else:
+        what = "± 1 s.d. over the replicates"
+    if not m.empty:
+        unit = replicate_unit(est_df)
+        ax.plot(
+            m.index, m.values, "-o", color=BLUE, ms=4, label=f"β̂, mean over n = {n.max()} {unit}"
+        )
+        ax.fill_between(m.index, m - sd, m + sd, color=BLUE, alpha=0.2, lw=0, label=what)
+    if true_beta is not None:
+        ax.axhline(true_beta, color=BLACK, ls="--", lw=1, label="true β", zorder=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("cluster size (queries)")
+    ax.set_ylabel("inferred group propensity β̂")
+    within_bounds(ax, 0.0, None)
+    ax.legend(fontsize=7.5)
 
 
 def plot_ks_curves(
@@ -228,11 +290,18 @@ def plot_ks_curves(
     return save_figure(fig, stem)
 
 
-#: the lines of :func:`beta_sweep_figure`: condition, legend label, colour, line style
+#: the lines of :func:`beta_sweep_figure`: condition, legend label and how it is drawn. Each
+#: differs in colour, line style and marker; where lines coincide all stay visible: the
+#: biased line's dashes and hollow circles lie over the corrected line and its triangles,
+#: the full-information dots and small squares over both
 SWEEP_LINES = (
-    ("full", "full information", "black", "--"),
-    ("biased", "biased", "tab:red", "-"),
-    ("corrected", "corrected", "tab:blue", "-"),
+    ("full", "full information", dict(color=BLACK, ls=":", marker="s", ms=3.5, zorder=4)),
+    (
+        "biased",
+        "biased",
+        dict(color=VERMILLION, ls="--", marker="o", ms=8, mfc="none", mew=1.3, zorder=3),
+    ),
+    ("corrected", "corrected", dict(color=BLUE, ls="-", marker="^", ms=5.5, zorder=2)),
 )
 REGIME_TITLES = {"tabular": "tabular regime", "ltr": "LTR regime"}
 
@@ -270,19 +339,59 @@ def sweep_curves(df: pd.DataFrame, betas: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["condition", "beta", "mean", "sd", "n"])
 
 
-def _sweep_panel(ax, df: pd.DataFrame, betas: list[float]) -> None:
+def _sweep_panel(ax, df: pd.DataFrame, betas: list[float], metric: str) -> pd.DataFrame:
     """Full information (flat: it does not depend on β), biased and corrected against β, each
-    the mean over repetitions with a ± 1 s.d. band (:func:`sweep_curves`)."""
+    the mean over repetitions with a ± 1 s.d. band (:func:`sweep_curves`) cut to the range
+    of ``metric``; the y axis within that range too. Returns the curves drawn."""
     curves = sweep_curves(df, betas)
-    for cond, label, color, style in SWEEP_LINES:
+    lo, hi = bounds_of(metric)
+    for cond, label, style in SWEEP_LINES:
         line = curves[curves["condition"] == cond]
         if line.empty:
             continue
         means, sds = line["mean"].to_numpy(), line["sd"].to_numpy()
-        ax.plot(
-            betas, means, style, color=color, label=label, marker="o", ms=4 if cond != "full" else 2
-        )
-        ax.fill_between(betas, means - sds, means + sds, color=color, alpha=0.15, lw=0)
+        ax.plot(betas, means, label=label, lw=1.5, clip_on=False, **style)
+        band = np.array([means - sds, means + sds])
+        if lo is not None or hi is not None:
+            band = np.clip(band, lo, hi)
+        ax.fill_between(betas, *band, color=style["color"], alpha=0.15, lw=0, zorder=1)
+    within_bounds(ax, lo, hi)
+    return curves
+
+
+def within_bounds(ax, lo: float | None, hi: float | None) -> None:
+    """Keep the y axis of ``ax`` within ``[lo, hi]`` (None: that side as drawn); the left
+    and bottom spines sit a few points outside the data, so a line at a bound (NDCG 1,
+    Δ(EEL) 0) is not hidden by the frame, which then has no top or right side."""
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(bottom if lo is None else max(bottom, lo), top if hi is None else min(top, hi))
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.spines[["left", "bottom"]].set_position(("outward", 4))
+
+
+def band_label(curves: pd.DataFrame, unit: str) -> str:
+    """The legend text of the bands: what they are and over how many replicates (``n``,
+    with the full-information line's when it differs)."""
+
+    def counts(rows: pd.DataFrame) -> str:
+        n = sorted(set(rows["n"].astype(int)))
+        return str(n[0]) if len(n) == 1 else f"{n[0]}–{n[-1]}"
+
+    main = curves[curves["condition"] != "full"]
+    full = curves[curves["condition"] == "full"]
+    text = f"line: mean; band: ± 1 s.d. (sample); n = {counts(main if len(main) else full)} {unit}"
+    if len(main) and len(full) and counts(full) != counts(main):
+        text += f" (full information: {counts(full)})"
+    return text
+
+
+def replicate_unit(df: pd.DataFrame) -> str:
+    """What the replicates of ``df`` are: ``seeds``, ``repetitions`` or both, by the keys
+    that take several values."""
+    varying = [c for c in ("seed", "repetition") if c in df and df[c].nunique() > 1]
+    if len(varying) == 2:
+        return "runs (seeds × repetitions)"
+    return f"{varying[0]}s" if varying else "runs"
 
 
 def beta_sweep_figure(
@@ -293,10 +402,12 @@ def beta_sweep_figure(
 ):
     """The degradation-and-recovery picture (paper Figs. 2, 5-7 in one): one row per regime
     present (tabular, LTR), one panel per metric, each with three lines against β — full
-    information, biased and corrected — as the mean over the records' repetitions with a ±1
-    s.d. band (sample s.d., as :func:`groupbias.reporting.tables.paper_table` shows). β
-    decreases to the right. Records: ``regime``, ``metric``, ``condition``,
-    ``value``, ``beta`` (None for full information). Returns the matplotlib figure."""
+    information, biased and corrected (:data:`SWEEP_LINES`) — as the mean over the records'
+    repetitions with a ±1 s.d. band (sample s.d., as :func:`groupbias.reporting.tables.
+    paper_table` shows), within the metric's range. β decreases to the right. The legend
+    says what the line and the band are and n. Records: ``regime``, ``metric``,
+    ``condition``, ``value``, ``beta`` (None for full information) and the replicate keys
+    ``seed`` / ``repetition``. Returns the matplotlib figure."""
     from .tables import column_label
 
     df = _frame(records)
@@ -312,17 +423,23 @@ def beta_sweep_figure(
         squeeze=False,
         layout="constrained",
     )
+    drawn = []
     for i, regime in enumerate(regimes):
         sub = df[(df["regime"] == regime) & df["condition"].isin(["biased", "corrected"])]
         betas = sorted({float(b) for b in sub["beta"].dropna()}, reverse=True)
         for j, metric in enumerate(metrics):
             ax = axes[i][j]
-            _sweep_panel(ax, df[(df["regime"] == regime) & (df["metric"] == metric)], betas)
+            panel = df[(df["regime"] == regime) & (df["metric"] == metric)]
+            drawn.append(_sweep_panel(ax, panel, betas, metric))
             ax.set_xticks(betas, [f"{b:.1f}" if round(b, 1) == b else f"{b:g}" for b in betas])
             if betas:
                 pad = 0.03 * max(betas[0] - betas[-1], 0.1)
                 ax.set_xlim(betas[0] + pad, betas[-1] - pad)  # β decreases to the right
-            ax.set_title(f"{REGIME_TITLES[regime]}: {column_label(metric)}", fontsize=10)
+            ax.set_title(
+                f"{REGIME_TITLES[regime]}: {column_label(metric)}",
+                fontsize=10,
+                pad=9,  # clear of markers at the top bound
+            )
             ax.grid(alpha=0.3)
             if i == len(regimes) - 1:
                 ax.set_xlabel("group underestimation factor β")
@@ -332,7 +449,8 @@ def beta_sweep_figure(
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             shown.setdefault(label, handle)
-    fig.legend(list(shown.values()), list(shown), loc="outside lower center", ncol=3, frameon=False)
+    shown[band_label(pd.concat(drawn), replicate_unit(df))] = Patch(color="0.6", alpha=0.4)
+    fig.legend(list(shown.values()), list(shown), loc="outside lower center", ncol=4, frameon=False)
     return fig
 
 
@@ -343,7 +461,7 @@ def plot_beta_sweep(
     metrics: Sequence[str] = ("ndcg@10", "rho_dtr", "delta_eel"),
     title: str | None = None,
 ) -> dict[str, Path]:
-    """:func:`beta_sweep_figure` written as ``stem.png`` and ``stem.pdf``."""
+    """:func:`beta_sweep_figure` written as ``stem.png``, ``stem.pdf`` and ``stem.svg``."""
     return save_figure(beta_sweep_figure(records, metrics=metrics, title=title), stem)
 
 

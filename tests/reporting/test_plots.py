@@ -234,4 +234,86 @@ def test_the_report_draws_full_biased_and_corrected_against_beta(tmp_path):
     fig = plots.beta_sweep_figure(records[records["condition"] != "corrected"])
     labels = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}
     assert labels == {"full information", "biased"}
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["full information", "biased"]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[:2] == ["full information", "biased"] and len(texts) == 3
+    assert texts[2] == "line: mean; band: ± 1 s.d. (sample); n = 3 seeds"
+
+
+def test_axes_stay_within_the_range_a_metric_is_registered_with():
+    """NDCG and ρ(DTR) lie in [0, 1], Δ(EEL) in [0, ∞) (docs/metrics.md); a user metric
+    declares its range, an undeclared one has none; a range with lowest >= highest is
+    refused."""
+    from groupbias.core.registry import METRICS
+    from groupbias.evaluation.catalog import bounds_of, metric_info
+
+    assert bounds_of("ndcg@10:affected") == (0.0, 1.0) and bounds_of("nDCG") == (0.0, 1.0)
+    assert bounds_of("rho_dtr") == (0.0, 1.0) and bounds_of("delta_eel") == (0.0, None)
+    assert bounds_of("unregistered") == (None, None)
+
+    @metric_info(bounds=(-1.0, 1.0))
+    def tilt(scores, spec, *, regime, k, group, **options):  # pragma: no cover - not run
+        raise AssertionError
+
+    METRICS.register("tilt", tilt, replace=True)
+    assert bounds_of("tilt@5") == (-1.0, 1.0)
+    with pytest.raises(ParameterError, match="bounds"):
+        metric_info(bounds=(1.0, 1.0))
+    # a sweep whose bands would pass 1 keeps the NDCG axis and bands within [0, 1]
+    recs = [
+        dict(regime="tabular", metric="ndcg@10", condition=c, beta=b, value=v, seed=s)
+        for s, bump in enumerate((0.0, 0.02, 0.04))
+        for b in (1.0, 0.8, 0.6)
+        for c, v in (("biased", 0.95 - bump - (1 - b) / 4), ("corrected", 1.0 - bump * b))
+    ]
+    fig = plots.beta_sweep_figure(recs, metrics=("ndcg@10",))
+    ax = fig.axes[0]
+    assert 0.0 <= ax.get_ylim()[0] < ax.get_ylim()[1] <= 1.0
+    for band in ax.collections:
+        assert band.get_paths()[0].vertices[:, 1].max() <= 1.0
+
+
+def test_cluster_size_figure_shows_biased_over_corrected_and_says_what_the_band_is(
+    tmp_path, monkeypatch
+):
+    """The cluster-size figure of 2 seeds × 3 repetitions: per group a colour and marker of
+    its own; the biased level dashed, drawn over the corrected line (once hidden under it
+    where they meet), and in the legend; the band ± 1 sample s.d. with n = 6 said; the
+    NDCG axis within [0, 1]; PNG, PDF and SVG."""
+    from matplotlib.colors import to_hex
+
+    rng = np.random.default_rng(2)
+    recs = []
+    for seed in (0, 1):
+        for rep in range(3):
+            key = dict(seed=seed, repetition=rep, beta=0.8)
+            levels = (("ndcg@10", 0.99), ("ndcg@10:affected", 0.8), ("ndcg@10:non_affected", 0.95))
+            for m, level in levels:
+                recs.append(dict(key, metric=m, condition="biased", cluster_size=1, value=level))
+                for k in (1, 10, 100):
+                    v = min(1.0, level + 0.01 * rng.random())
+                    recs.append(dict(key, metric=m, condition="corrected", cluster_size=k, value=v))
+            for k in (1, 10, 100):
+                recs.append(dict(key, metric="beta_hat", condition="estimate", cluster_size=k,
+                                 value=0.8 + 0.02 * rng.standard_normal()))  # fmt: skip
+    figures = []
+    save = plots.save_figure
+    monkeypatch.setattr(plots, "save_figure", lambda f, stem: figures.append(f) or save(f, stem))
+    out = plots.plot_cluster_size(recs, tmp_path / "cs", true_beta=0.8)
+    assert sorted(out) == ["pdf", "png", "svg"]
+    assert out["svg"].read_text().lstrip().startswith("<?xml")
+    ax = figures[0].axes[0]
+    solid = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-"]
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(solid) == len(dashed) == 3
+    assert len({ln.get_marker() for ln in solid}) == 3
+    assert len({to_hex(ln.get_color()) for ln in solid}) == 3
+    for line, level in zip(dashed, (0.99, 0.8, 0.95), strict=True):
+        assert np.allclose(line.get_ydata(), level)
+        assert all(line.get_zorder() > s.get_zorder() for s in solid)
+    overall = [r["value"] for r in recs if r["metric"] == "ndcg@10" and r["cluster_size"] == 10
+               and r["condition"] == "corrected"]  # fmt: skip
+    assert len(overall) == 6 and np.isclose(solid[0].get_ydata()[1], np.mean(overall))
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "biased" in texts and "corrected (mean)" in texts
+    assert "± 1 s.d.; n = 6 runs (seeds × repetitions)" in texts
+    assert 0.0 <= ax.get_ylim()[0] < ax.get_ylim()[1] <= 1.0
