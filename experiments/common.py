@@ -227,6 +227,31 @@ def tabular_step(setup: Setup, split: RankingData, title: str, *, tag: str, beta
     return {"records": res.records}
 
 
+def full_information_step(setup: Setup, split: RankingData, title: str, *, tag: str, **options):
+    """The full-information records of the tabular regime (the true relevance as the
+    utilities: the biased utilities at β = 1 with σ_β = 0), ``condition="full"`` and no β,
+    under the setup's evaluation protocol (``options``: more keywords of ``run_tabular``).
+    Nothing is estimated from these utilities, so the assumption check does not run."""
+    res = run_tabular(
+        split,
+        beta=1.0,
+        beta_std=0.0,
+        bias=setup.bias,
+        estimator=setup.estimator,
+        diagnostics=None,
+        rng=rng_for(setup.seed, tag, title, "full"),
+        dataset=title,
+        **options,
+    )
+    return {
+        "records": [
+            {**r, "condition": "full", "beta": None, "p_value": None}
+            for r in res.records
+            if r["condition"] == "biased"
+        ]
+    }
+
+
 def beta_grid(values) -> list[dict]:
     """The grid of :func:`step_records` over β."""
     return [{"beta": beta} for beta in values]

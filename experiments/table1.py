@@ -2,8 +2,10 @@
 
 Per dataset and β: simulate β_q ~ N(β, σ_β), estimate β̂ over the configured clusters (one
 global cluster by default), IPS-correct, and report NDCG@10, ρ(DTR), Δ(EEL) of biased (B) and
-corrected (C) utilities, with * for p < alpha (paired t-test per query). Each (dataset, β) is
-a resumable step of the run directory.
+corrected (C) utilities, with * for p < alpha (paired t-test per query). Per dataset the
+full-information values (the true relevance as the utilities) are recorded too: the
+reference line of the report's degradation figure. Each (dataset, β) and each dataset's full
+information is a resumable step of the run directory.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .common import (
     dataset_list,
     entries,
     evaluation_title,
+    full_information_step,
     parse_entries,
     step_records,
     table_records,
@@ -58,8 +61,8 @@ class Table1:
         self.entries = parse_entries(self.datasets, required=True)
 
     def planned_steps(self, setup: Setup) -> int:
-        """One step per β, for every dataset."""
-        return len(entries(self.entries, setup)) * len(setup.bias.betas)
+        """Full information and one step per β, for every dataset."""
+        return len(entries(self.entries, setup)) * (1 + len(setup.bias.betas))
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = [], []
@@ -68,18 +71,13 @@ class Table1:
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
-            on_skip=lambda: rd.forgo(len(setup.bias.betas)),
+            on_skip=lambda: rd.forgo(1 + len(setup.bias.betas)),
         ):
-            step = functools.partial(
-                tabular_step,
-                setup,
-                data[self.split],
-                entry.title,
-                tag="table1",
-                metrics=self.metrics,
-                correlations=self.correlations,
-                protocol=setup.evaluation,
-            )
+            args = (setup, data[self.split], entry.title)
+            options = dict(tag="table1", metrics=self.metrics, protocol=setup.evaluation)
+            full = functools.partial(full_information_step, *args, **options)
+            step = functools.partial(tabular_step, *args, **options, correlations=self.correlations)
+            records += step_records(rd, entry, {"{title}_full": full}, [{}])
             records += step_records(
                 rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
             )

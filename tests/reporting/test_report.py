@@ -38,6 +38,11 @@ def _records(folder: Path) -> list[dict]:
     return json.loads((folder / "metrics.json").read_text())["records"]
 
 
+def _at_beta(summary: pd.DataFrame, beta) -> pd.Series:
+    """The summary rows at ``beta`` (None: full information, which has no β)."""
+    return summary["beta"].isna() if beta is None else np.isclose(summary["beta"], beta)
+
+
 @pytest.mark.slow
 def test_table1_default_and_policy_runs_are_rows_of_one_report(tmp_path):
     """The sequence docs/table1_trec.md recommends: `groupbias experiment=table1`, then the
@@ -63,7 +68,7 @@ def test_table1_default_and_policy_runs_are_rows_of_one_report(tmp_path):
                 (summary["evaluation"] == mode)
                 & (summary["metric"] == r["metric"])
                 & (summary["condition"] == r["condition"])
-                & np.isclose(summary["beta"], r["beta"])
+                & _at_beta(summary, r["beta"])
             ]
             assert len(row) == 1 and row["n"].iloc[0] == 1
             assert row["mean"].iloc[0] == pytest.approx(r["value"], abs=1e-12)
@@ -99,7 +104,7 @@ def test_a_three_seed_sweep_becomes_mean_sd_and_n(tmp_path):
         row = summary[
             (summary["metric"] == key[0])
             & (summary["condition"] == key[1])
-            & np.isclose(summary["beta"], key[2])
+            & _at_beta(summary, key[2])
         ]
         assert len(row) == 1
         assert row["mean"].iloc[0] == pytest.approx(np.mean(values), abs=1e-12)
@@ -199,3 +204,83 @@ def test_two_experiments_full_information_rows_stay_apart(tmp_path):
     md = (tmp_path / "runs" / "report" / "table_ltr.md").read_text()
     rows = sorted(line.split("|")[1].strip() for line in md.splitlines() if "synthetic" in line)
     assert rows == ["synthetic · experiment=demo", "synthetic · experiment=table2"]
+
+
+#: the Okabe–Ito palette (Okabe & Ito 2008), told apart with the common colour blindnesses
+OKABE_ITO = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"}
+#: the range each drawn metric can take (docs/metrics.md)
+RANGES = {"ndcg@10": (0.0, 1.0), "rho_dtr": (0.0, 1.0), "delta_eel": (0.0, np.inf)}
+
+
+@pytest.mark.slow
+def test_the_degradation_figure_of_a_three_seed_table1_sweep_is_ready_for_a_paper(
+    tmp_path, monkeypatch
+):
+    """`groupbias -m experiment=table1 seed=0,1,2 'bias.betas=[1.0,...,0.6]'` then
+    `groupbias-report runs/table1`: every panel has full information, biased and corrected,
+    each the mean of the three seeds (by hand from the runs' records), with a band; the
+    lines differ in colour (Okabe–Ito), line style and marker, and where they coincide the
+    one drawn over another has the smaller or a hollow marker; the legend says what the
+    band is and n; the y axes stay within each metric's range (the NDCG axis once ran to
+    1.04); PNG, PDF (no Type 3 fonts) and SVG are written."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import to_hex
+
+    from groupbias.reporting import plots
+
+    betas = [1.0, 0.9, 0.8, 0.7, 0.6]
+    run_groupbias(
+        tmp_path, "-m", "experiment=table1", "seed=0,1,2", "bias.betas=[1.0,0.9,0.8,0.7,0.6]",
+        SYNTHETIC, *TINY, "paths.runs=runs",
+    )  # fmt: skip
+    root = tmp_path / "runs" / "table1"
+    figures = []
+    save = plots.save_figure
+    monkeypatch.setattr(
+        plots, "save_figure", lambda fig, stem: figures.append(fig) or save(fig, stem)
+    )
+    assert report_main([str(root)]) == 0
+    assert len(figures) == 1
+    fig = figures[0]
+    runs = [_records(f.parent) for f in sorted(root.rglob("metrics.json"))]
+    assert len(runs) == 3
+    for ax, metric in zip(fig.axes, ("ndcg@10", "rho_dtr", "delta_eel"), strict=True):
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert sorted(lines) == ["biased", "corrected", "full information"]
+        for cond, line in lines.items():
+            key = {"full information": "full"}.get(cond, cond)
+            want = [
+                np.mean([r["value"] for run in runs for r in run
+                         if (r["metric"], r["condition"]) == (metric, key)
+                         and (key == "full" or r["beta"] == b)])
+                for b in betas
+            ]  # fmt: skip
+            assert list(line.get_xdata()) == betas
+            assert np.allclose(line.get_ydata(), want, rtol=0, atol=1e-12), (metric, cond)
+        assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 3
+        drawn = list(lines.values())
+        for i, a in enumerate(drawn):
+            assert to_hex(a.get_color()) in OKABE_ITO
+            for b in drawn[i + 1 :]:
+                assert to_hex(a.get_color()) != to_hex(b.get_color())
+                assert a.get_linestyle() != b.get_linestyle()
+                assert a.get_marker() != b.get_marker()
+                top, below = (a, b) if a.get_zorder() > b.get_zorder() else (b, a)
+                assert top.get_zorder() != below.get_zorder()
+                hollow = top.get_markerfacecolor() == "none"
+                assert hollow or top.get_markersize() < below.get_markersize()
+        lo, hi = RANGES[metric]
+        bottom, top_ = ax.get_ylim()
+        assert lo <= bottom < top_ <= hi, (metric, ax.get_ylim())
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [
+        "full information",
+        "biased",
+        "corrected",
+        "line: mean; band: ± 1 s.d. (sample); n = 3 seeds",
+    ]
+    out = root / "report"
+    for ext in ("png", "pdf", "svg"):
+        assert (out / f"degradation_tabular.{ext}").stat().st_size > 1000
+    pdf = (out / "degradation_tabular.pdf").read_bytes()
+    assert b"/Type3" not in pdf and (b"/TrueType" in pdf or b"/CIDFontType2" in pdf)
