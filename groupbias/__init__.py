@@ -3,18 +3,22 @@
 Data flows one way: load -> group -> simulate -> estimate -> correct -> train/evaluate ->
 report. The whole method is available flat::
 
+    import numpy as np
+
     import groupbias as gb
 
+    rng = np.random.default_rng(0)
     data = gb.load_dataset("trec2020", split="train")          # grouped RankingData
-    sim = gb.simulate_group_bias(data, beta_mean=0.8, rng=np.random.default_rng(0))
+    sim = gb.simulate_group_bias(data, beta_mean=0.8, rng=rng)
     est = gb.estimate_beta(sim.attractiveness, data.groups, qptr=data.qptr, rng=rng)
     fixed = gb.ips_correct(sim.attractiveness, data.groups, qptr=data.qptr,
                            beta_hat_per_query=est.beta_hat_per_query)
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
     gb.evaluate_run("bm25.run", "test.qrels", "test.groups", metrics=["nDCG@10", "rho_dtr"])
     gb.per_query_results("bm25.run", "test.qrels", metrics=["nDCG@10", "map"])  # a DataFrame
-    gb.load_results("runs/table1")                     # a run folder's records, a DataFrame
-    ranker = gb.load_ranker("runs/table2/<run>/models/synthetic/beta0.8/corrected")
+    # a ranker that `groupbias experiment=table2 dataset=synthetic` trained (docs/ltr.md)
+    ranker = gb.load_ranker("runs/table2/dataset=synthetic/models/synthetic/beta0.8/corrected")
+    gb.load_results("runs/table2")                     # the run folder's records, a DataFrame
     scores = ranker.predict(gb.load_dataset("synthetic", split="test"))
 
 Subpackages, one per stage, each importing only the ones listed before it:
@@ -92,6 +96,12 @@ def __getattr__(name: str):
 
         return getattr(frames, name)
     raise AttributeError(f"module 'groupbias' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and those imported on first use (``dir(gb)`` lists
+    ``TrainedRanker``, ``load_ranker`` and ``train_ranker`` before they are imported)."""
+    return sorted({*globals(), *_LTR_NAMES})
 
 
 __all__ = [
