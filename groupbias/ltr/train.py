@@ -140,6 +140,18 @@ class TrainedRanker:
         device: str | torch.device | None = None,
         on_device: bool | None = None,
     ) -> np.ndarray:
+        """Score every item of ``data`` with the trained scorer.
+
+        ``data``: a :class:`~groupbias.data.ranking_data.RankingData` (any object with
+        ``features``, ``labels`` and ``qptr``) or a ``(features, labels, qptr)`` tuple; or the
+        features alone with the query offsets as ``qptr`` (``predict(features, qptr)``). The
+        features are normalized as in training (``normalize``) and must have the
+        ``n_features`` columns the ranker was trained on (else :class:`ParameterError`).
+        ``batch_size``: lists scored at a time; ``device`` and ``on_device`` as in the class
+        docstring. Returns float64 scores [n_items] in the flat item order of ``data``;
+        scores compare items of one query only. The scorer is put in eval mode for the call
+        and back as it was after (no gradients are kept).
+        """
         if qptr is not None:
             data = (np.asarray(data), None, qptr)
         lists = as_flat_lists(data, normalize=self.normalize, name="data")

@@ -74,3 +74,20 @@ def test_the_package_docstring_example_runs(tmp_path, trec_root, monkeypatch):
     scores, data = namespace["scores"], namespace["data"]
     assert scores.shape == (test.n_items,) and scores.dtype.name == "float64"
     assert namespace["est"].beta_hat_per_query.shape == (data.n_queries,)
+
+
+def test_help_on_a_trained_ranker_describes_every_public_method():
+    """``help(gb.TrainedRanker)``: each public method says what it does (``predict`` once
+    had no docstring): what it takes and what it returns."""
+    import inspect
+
+    methods = [
+        name
+        for name, value in vars(gb.TrainedRanker).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, classmethod))
+    ]
+    assert "predict" in methods
+    for name in methods:
+        assert inspect.getdoc(getattr(gb.TrainedRanker, name)), name
+    doc = inspect.getdoc(gb.TrainedRanker.predict)
+    assert "qptr" in doc and "float64" in doc and "n_features" in doc
