@@ -247,6 +247,24 @@ class Interrupted(BaseException):
         super().__init__(signal.Signals(signum).name)
 
 
+#: what stopped a run, by signal (``meta.json``'s ``error``)
+STOPPED_BY = {
+    "SIGINT": "interrupted by SIGINT (Ctrl-C)",
+    "SIGTERM": "interrupted by SIGTERM (a termination request: kill, a scheduler's time limit "
+    "or preemption)",
+    "SIGHUP": "interrupted by SIGHUP (its terminal closed)",
+}
+
+
+def stop_reason(exc: BaseException) -> str:
+    """Why a run stopped, as ``meta.json`` says it: the signal that interrupted it (Ctrl-C is
+    a ``KeyboardInterrupt``), else the exception's type and message."""
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        name = str(exc) if isinstance(exc, Interrupted) else "SIGINT"
+        return STOPPED_BY.get(name, f"interrupted by {name}")
+    return f"{type(exc).__name__}: {exc}"
+
+
 def run_once(
     path: str | os.PathLike,
     cfg: Mapping,
@@ -281,9 +299,7 @@ def run_once(
     except BaseException as exc:  # record why, keep finished steps for the next attempt
         stopped = isinstance(exc, (KeyboardInterrupt, Interrupted))
         try:
-            rd._meta(
-                "interrupted" if stopped else "failed", error=f"{type(exc).__name__}: {exc}"[:2000]
-            )
+            rd._meta("interrupted" if stopped else "failed", error=stop_reason(exc)[:2000])
         except OSError:  # a full disk, say: the error itself is what the user must see
             pass
         raise

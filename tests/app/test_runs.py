@@ -1,6 +1,7 @@
 import json
 import platform
 import re
+import signal
 import subprocess
 import sys
 
@@ -132,3 +133,27 @@ def test_step_records_run_every_point_in_order_and_resume(tmp_path):
     assert calls == []
     step_records(rd, entry, steps, beta_grid([0.8]), key={"sizes": [2]})
     assert calls == order[:2]
+
+
+@pytest.mark.parametrize(
+    "exc, want",
+    [
+        (KeyboardInterrupt(), "interrupted by SIGINT (Ctrl-C)"),
+        (runs.Interrupted(signal.SIGTERM), "interrupted by SIGTERM (a termination request"),
+        (runs.Interrupted(signal.SIGHUP), "interrupted by SIGHUP (its terminal closed)"),
+        (ValueError("bad value"), "ValueError: bad value"),
+    ],
+)
+def test_meta_json_says_what_stopped_the_run(tmp_path, exc, want):
+    """An interrupted run's ``meta.json`` names the signal (once ``KeyboardInterrupt: ``
+    with no text); a failed one its error."""
+
+    def stopped(rd):
+        rd.step("s1", lambda: {"v": 1})
+        raise exc
+
+    with pytest.raises(type(exc)):
+        runs.run_once(tmp_path / "r", {"a": 1}, stopped)
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    assert meta["status"] == ("failed" if isinstance(exc, ValueError) else "interrupted")
+    assert meta["error"].startswith(want), meta["error"]
