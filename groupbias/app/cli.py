@@ -242,12 +242,24 @@ def _quiet_teardown() -> None:
 
 class QuietPipe:
     """A stdout that turns quiet when its reader goes away (``groupbias | head``): the run
-    goes on, its remaining output is dropped instead of ending in a BrokenPipeError."""
+    goes on, its remaining output is dropped instead of ending in a BrokenPipeError. It
+    knows whether its last line is unfinished (:attr:`mid_line`)."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
+        self._line = ""  # the end of the last line written, "" after a newline
+
+    @property
+    def mid_line(self) -> bool:
+        r"""Whether the last line written has text and no newline yet (a progress bar drawn
+        with ``\r``, a line printed without its end); a line a bar cleared (``\r``, spaces,
+        ``\r``) has none."""
+        drawn = [part for part in self._line.split("\r") if part]
+        return bool(drawn) and bool(drawn[-1].strip())
 
     def write(self, text: str) -> int:
+        _, newline, tail = text.rpartition("\n")
+        self._line = (tail if newline else self._line + text)[-256:]
         try:
             return self._stream.write(text)
         except BrokenPipeError:
@@ -293,6 +305,8 @@ def os_error_hint(exc: OSError) -> str:
 def report_failure(exc: BaseException, cfg=None) -> int:
     """Print the one-line form of an expected failure; returns the exit code."""
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        if getattr(sys.stdout, "mid_line", False):  # a bar or line was cut short: end it
+            print(file=sys.stdout, flush=True)
         print("groupbias: interrupted; the same command resumes", file=sys.stderr, flush=True)
         return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     if isinstance(exc, OSError):

@@ -162,3 +162,34 @@ def test_every_help_text_ends_in_a_full_sentence():
     assert len(texts) > 20
     unfinished = {k: v[-40:] for k, v in texts.items() if not re.search(r"[.!?]$", v)}
     assert not unfinished
+
+
+@pytest.mark.parametrize(
+    "before, shown",
+    [
+        # a step line cut short (once: "…: runninggroupbias: interrupted")
+        ("[groupbias] step 1/6 x: running", "[groupbias] step 1/6 x: running\n"),
+        # a bar drawn over its line with \r
+        (
+            "\rgroupbias demo: 3/7 steps |███   | 00:12",
+            "\rgroupbias demo: 3/7 steps |███   | 00:12\n",
+        ),
+        # a finished line, and a line a bar cleared: nothing added
+        ("[groupbias] step 1/6 x: done\n", "[groupbias] step 1/6 x: done\n"),
+        ("\r" + " " * 40 + "\r", "\r" + " " * 40 + "\r"),
+    ],
+)
+def test_the_interrupted_message_starts_a_line_of_its_own(monkeypatch, before, shown):
+    """On a terminal stdout and stderr share the screen: after Ctrl-C the one line
+    ``groupbias: interrupted`` starts a line of its own whatever stdout left mid-line, and
+    no empty line is added where nothing was."""
+    import io
+
+    from groupbias.app.cli import QuietPipe, report_failure
+
+    screen = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", QuietPipe(screen))
+    monkeypatch.setattr(sys, "stderr", screen)
+    print(before, end="")
+    assert report_failure(KeyboardInterrupt()) == 130
+    assert screen.getvalue() == shown + "groupbias: interrupted; the same command resumes\n"
