@@ -226,7 +226,15 @@ def _cluster_panel(ax, df: pd.DataFrame, series) -> None:
     ax.set_xlabel("cluster size (queries)")
     ax.set_ylabel("NDCG@10")
     within_bounds(ax, lo, hi)
-    ax.legend(handles=handles, fontsize=7.5, ncol=2, framealpha=0.9)
+    # below the axes: the lines run anywhere in [0, 1], so no corner is free for sure
+    ax.legend(
+        handles=handles,
+        fontsize=7.5,
+        ncol=3,
+        frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.26),
+    )
 
 
 def _beta_hat_panel(ax, df: pd.DataFrame, true_beta: float | None) -> None:
