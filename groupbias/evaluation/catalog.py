@@ -198,16 +198,16 @@ def declaration_of(name: str) -> MetricInfo:
 def direction_of(name: str) -> str:
     """Which way the metric of output name ``name`` (``base[@k][:group]``, any case) is
     better: ``"higher"`` for names that are not registered."""
-    return _declared(name).direction
+    return _declaration_named(name).direction
 
 
 def bounds_of(name: str) -> tuple[float | None, float | None]:
     """The lowest and highest value the metric of output name ``name`` can take (None where
     unbounded or not declared; ``(None, None)`` for names that are not registered)."""
-    return _declared(name).bounds
+    return _declaration_named(name).bounds
 
 
-def _declared(name: str) -> MetricInfo:
+def _declaration_named(name: str) -> MetricInfo:
     """The declaration of the metric of output name ``name`` (``base[@k][:group]``, any
     case); the defaults for a name that is not registered."""
     m = _NAME.match(name)
