@@ -100,8 +100,9 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     """The module's names and those imported on first use (``dir(gb)`` lists
-    ``TrainedRanker``, ``load_ranker`` and ``train_ranker`` before they are imported)."""
-    return sorted({*globals(), *_LTR_NAMES})
+    ``TrainedRanker``, ``load_ranker``, ``train_ranker``, ``per_query_results`` and
+    ``load_results`` before they are imported)."""
+    return sorted({*globals(), *_LTR_NAMES, *_FRAME_NAMES})
 
 
 __all__ = [
