@@ -6,12 +6,12 @@ import functools
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["cores", "in_parallel", "in_order", "torch_cores"]
+__all__ = ["cores", "in_parallel", "in_order", "as_they_finish", "torch_cores"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -81,6 +81,24 @@ def in_order(
         finally:
             for _, fut in pending:
                 fut.cancel()
+
+
+def as_they_finish(
+    work: Callable[[A], T], items: Iterable[A], *, workers: int
+) -> Generator[tuple[A, Callable[[], T]], None, None]:
+    """``(item, result)`` for each of ``items`` as its call ends, ``result()`` returning
+    ``work(item)`` or raising what it raised; at most ``workers`` calls run at once, on a
+    pool that lives only as long as this generator. Closed early (Ctrl-C, an error in the
+    consumer), it drops the calls not started and returns at once: only the calls in flight
+    (at most ``workers``) finish, in their threads, for work that is slow to stop (a request
+    over the network)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = {pool.submit(work, item): item for item in items}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @contextmanager

@@ -34,10 +34,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._fast.threads import as_they_finish
 from ..core.errors import GroupBiasError, ParameterError
 from ..core.io import env_value, read_json, write_json_atomic
 from ..core.validation import integer, real
@@ -276,16 +276,18 @@ class ChatClient:
         if not todo:
             return out
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, leave=False)
-        pool = ThreadPoolExecutor(max_workers=self.endpoint.concurrency)
+
+        def ask(item):
+            key, ix = item
+            return self._ask_and_store(key, prompts[ix[0]], parses)
+
+        # on Ctrl-C (or any error) the queued prompts are dropped, not asked: only the
+        # requests in flight (at most ``concurrency``) finish, in their threads
+        replies = as_they_finish(ask, todo.items(), workers=self.endpoint.concurrency)
         try:
-            futures = {
-                pool.submit(self._ask_and_store, k, prompts[ix[0]], parses): (k, ix)
-                for k, ix in todo.items()
-            }
-            for fut in as_completed(futures):
-                key, ix = futures[fut]
+            for (_, ix), result in replies:
                 try:
-                    answer, ok = fut.result()
+                    answer, ok = result()
                 except RuntimeError as exc:
                     for i in ix:
                         out.failed[i] = str(exc)
@@ -298,9 +300,7 @@ class ChatClient:
                 out.requested += 1
                 bar.update(1)
         finally:
-            # on Ctrl-C (or any error) the queued prompts are dropped, not asked: only the
-            # requests in flight (at most ``concurrency``) finish, in their threads
-            pool.shutdown(wait=False, cancel_futures=True)
+            replies.close()
             bar.close()
         return out
 

@@ -110,3 +110,35 @@ def test_in_order_hands_each_error_to_its_item_and_joins_on_close():
     gen.close()  # early stop: the pool is shut down, nothing more is drawn
     assert len(started) <= 6
     assert threading.active_count() == before
+
+
+def test_as_they_finish_yields_in_completion_order_and_drops_the_queue_on_close():
+    """Results come as calls end (the slow first item last); closing early returns at once,
+    the queued calls never start and only those in flight finish."""
+    import time
+
+    from groupbias._fast.threads import as_they_finish
+
+    started: list[int] = []
+
+    def work(i: int) -> int:
+        started.append(i)
+        time.sleep(0.3 if i == 0 else 0.01)
+        return i
+
+    order = [item for item, result in as_they_finish(work, range(4), workers=4) if result() >= 0]
+    assert order[-1] == 0 and sorted(order) == [0, 1, 2, 3]
+
+    def slow(i: int) -> int:  # item 1 ends at once, the others take a second
+        started.append(i)
+        time.sleep(0.0 if i == 1 else 1.0)
+        return i
+
+    started.clear()
+    gen = as_they_finish(slow, range(50), workers=2)
+    first, _ = next(gen)
+    t0 = time.monotonic()
+    gen.close()
+    assert first == 1 and time.monotonic() - t0 < 0.5  # no wait for the calls in flight
+    time.sleep(1.5)
+    assert sorted(started) == [0, 1, 2]  # the queue was dropped: 3..49 never started
