@@ -123,7 +123,7 @@ def test_as_they_finish_yields_in_completion_order_and_drops_the_queue_on_close(
 
     def work(i: int) -> int:
         started.append(i)
-        time.sleep(0.3 if i == 0 else 0.01)
+        time.sleep(1.0 if i == 0 else 0.01)
         return i
 
     order = [item for item, result in as_they_finish(work, range(4), workers=4) if result() >= 0]
@@ -141,4 +141,4 @@ def test_as_they_finish_yields_in_completion_order_and_drops_the_queue_on_close(
     gen.close()
     assert first == 1 and time.monotonic() - t0 < 0.5  # no wait for the calls in flight
     time.sleep(1.5)
-    assert sorted(started) == [0, 1, 2]  # the queue was dropped: 3..49 never started
+    assert {0, 1} <= set(started) <= {0, 1, 2}  # the queue was dropped: 3..49 never started
