@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["cores", "in_parallel", "in_order", "as_they_finish", "torch_cores"]
+__all__ = ["cores", "call_later", "in_parallel", "in_order", "as_they_finish", "torch_cores"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -23,6 +23,13 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         return os.cpu_count() or 1
+
+
+def call_later(seconds: float, fn: Callable[..., object], *args) -> None:
+    """``fn(*args)`` on a thread of its own after ``seconds`` (a signal sent again a moment
+    later, by the command's unraisable hook); returns at once. The thread is not a daemon:
+    the interpreter waits for it before it exits, so the call is never skipped."""
+    threading.Timer(seconds, fn, args).start()
 
 
 def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .._fast import use_backend
+from .._fast.threads import call_later
 from ..core.errors import ConfigError, GroupBiasError, GroupBiasWarning
 from ..core.io import writes_files
 from ..core.memory import release_free_memory
@@ -214,10 +215,8 @@ def _redeliver(unraisable) -> None:
     most likely back in its own code. Anything else goes to Python's hook."""
     exc = unraisable.exc_value
     if isinstance(exc, (Interrupted, KeyboardInterrupt)):
-        import threading
-
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum)).start()
+        call_later(REDELIVER_S, os.kill, os.getpid(), signum)
         return
     sys.__unraisablehook__(unraisable)
 
