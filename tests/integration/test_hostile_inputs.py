@@ -307,13 +307,14 @@ def test_6_a_float_id_names_its_line(tmp_path):
 
 
 def test_9_small_data_trains_in_one_piece_and_large_data_in_chunks_within_the_budget():
+    from groupbias._fast.rows import padded_layouts
     from groupbias.evaluation import fair_exposure as F
 
     q = np.arange(0, 20 * 200 + 1, 20)
-    layouts = F._layouts(np.ones(q[-1]), q)
+    layouts = padded_layouts(q, int(q[-1]))
     assert F._chunks(layouts, 32) == [layouts]  # 4,000 items: as before, one piece
     q = np.arange(0, 20 * 5000 + 1, 20)
-    layouts = F._layouts(np.ones(q[-1]), q)
+    layouts = padded_layouts(q, int(q[-1]))
     chunks = F._chunks(layouts, 32)
     assert len(chunks) > 1
     for chunk in chunks:
@@ -325,6 +326,7 @@ def test_9_small_data_trains_in_one_piece_and_large_data_in_chunks_within_the_bu
 
 @pytest.mark.slow  # a subprocess or a whole run: seconds
 def test_9_chunked_training_learns_the_policy_of_one_piece(monkeypatch):
+    from groupbias._fast.rows import padded_layouts
     from groupbias.evaluation import fair_exposure as F
 
     rng = np.random.default_rng(3)
@@ -334,7 +336,7 @@ def test_9_chunked_training_learns_the_policy_of_one_piece(monkeypatch):
     learner = F.FairExposureLearner(epochs=150, samples=16)
     whole = learner.fit(u, grades, qptr=q).weights(None, "average").dense()
     monkeypatch.setattr(F, "TRAIN_VALUES", 16 * 10 * 7)  # pieces of 7 queries
-    assert len(F._chunks(F._layouts(u, q), 16)) == 9
+    assert len(F._chunks(padded_layouts(q, u.size), 16)) == 9
     pieces = learner.fit(u, grades, qptr=q).weights(None, "average").dense()
     target = F.target_exposure(grades, qptr=q)
     err_whole = np.abs(whole - target).mean()
