@@ -24,14 +24,25 @@ query.
 A run read back is a :class:`TrecRun` (flat arrays and query offsets ``qptr``, like
 :class:`~groupbias.data.ranking_data.RankingData`); qrels are :class:`Qrels`; a group file is
 :class:`GroupFile`. Malformed files raise :class:`~groupbias.core.errors.DataFormatError`
-naming the file and line; every file is written atomically.
+naming the file and line (its line in the file, comment and blank lines counted); every file
+is written atomically.
+
+**Reading** follows ``trec_eval``: fields are separated by any whitespace (tabs or spaces);
+blank lines and comment lines (``#`` first, after any leading whitespace: a ``#`` inside a
+field, such as MS MARCO v2.1's docnos, is part of it) are skipped; a run's fields after the
+sixth are ignored (``trec_eval``'s ``results.trunc``) and its tag is its last line's; a file
+starting with gzip's bytes (``.gz``) is decompressed. Qrels have exactly four fields.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
 import io
 import os
 import re
+import warnings
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -324,10 +335,28 @@ def write_groups(path: str | os.PathLike, data: RankingData) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def _utf8_bytes(path: Path) -> bytes:
-    """The bytes of a UTF-8 text file (a UTF-8 byte-order mark dropped); UTF-16 and bytes
-    that are not UTF-8 are a :class:`DataFormatError` naming the line."""
+#: a line ``trec_eval`` skips: blank, or a comment (``#`` after any leading whitespace)
+_SKIPPED_LINE = re.compile(rb"[ \t\r\f\v]*(?:#|$)")
+_ANY_SKIPPED = re.compile(rb"(?m)^[ \t\r\f\v]*(?:#|$)")
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The bytes of a TREC file, decompressed where it is gzip (``.gz``, told by its first
+    bytes); a gzip file that cannot be read is a :class:`DataFormatError`."""
     data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataFormatError(
+                path, None, f"a gzip file that cannot be read ({exc}): compress it again"
+            ) from None
+    return _utf8_bytes(path, data)
+
+
+def _utf8_bytes(path: Path, data: bytes) -> bytes:
+    """``data``, the bytes of a UTF-8 text file (a UTF-8 byte-order mark dropped); UTF-16
+    and bytes that are not UTF-8 are a :class:`DataFormatError` naming the line."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise DataFormatError(
             path, 1, "UTF-16 text (its byte-order mark); TREC files are read as UTF-8: save "
@@ -343,45 +372,100 @@ def _utf8_bytes(path: Path) -> bytes:
     return data
 
 
+def _content_lines(data: bytes) -> tuple[bytes, np.ndarray | None]:
+    """``data`` without the lines ``trec_eval`` skips (blank and comment lines), and the
+    file's line number of each line kept (None: every line is kept)."""
+    body = data[:-1] if data.endswith(b"\n") else data
+    if not _ANY_SKIPPED.search(body):
+        return data, None
+    lines = body.split(b"\n")
+    keep = [i for i, line in enumerate(lines) if not _SKIPPED_LINE.match(line)]
+    return b"\n".join([lines[i] for i in keep] + [b""]), np.asarray(keep, dtype=np.int64) + 1
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The fields of a file's content lines (``df``, strings) and each one's line number in
+    the file (``number``, 1-based: comment and blank lines counted)."""
+
+    df: pd.DataFrame
+    number: np.ndarray
+
+    def at(self, row: int) -> int:
+        return int(self.number[row])
+
+
+def _layout_text(layout: tuple[str, ...]) -> str:
+    return f"{len(layout)} fields ({' '.join(layout)})"
+
+
+def _fields_on(data: bytes, row: int) -> int:
+    """How many fields content line ``row`` of ``data`` has (read again: error path)."""
+    line = data.split(b"\n")[row]
+    return len(line.split())
+
+
 def _read_columns(
-    path: str | os.PathLike, layouts: tuple[tuple[str, ...], ...], what: str
-) -> pd.DataFrame:
-    """The whitespace-separated columns of ``path`` as strings, named by the layout of that
-    many fields; a line with another number of fields, or an empty file, is a
-    :class:`DataFormatError` naming it."""
+    path: str | os.PathLike,
+    layouts: tuple[tuple[str, ...], ...],
+    what: str,
+    *,
+    extra_fields: bool = False,
+) -> _Lines:
+    """The whitespace-separated fields of ``path``'s lines as strings, named by the layout of
+    that many fields (the first line's, where there are several), read as ``trec_eval``
+    reads: blank lines and comment lines (``#`` first) skipped, tabs or spaces, gzip
+    files decompressed; ``extra_fields``: fields after the layout's are ignored (a run's,
+    as trec_eval does). A line with another number of fields, or a file without content
+    lines, is a :class:`DataFormatError` naming its line in the file."""
     import pandas as pd
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
-    shown = " or ".join(f"{len(x)} fields ({' '.join(x)})" for x in layouts)
-    data = _utf8_bytes(path)
-    try:
-        df = pd.read_csv(
-            io.BytesIO(data), sep=r"\s+", header=None, dtype=object, keep_default_na=False,
-            engine="c",
-        )  # fmt: skip
+    data, numbers = _content_lines(_file_bytes(path))
+    width = max(len(x) for x in layouts) + 1  # one more: a line with too many fields shows
+    try:  # a line with more than `width` fields keeps its first ones: pandas warns of that
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            df = pd.read_csv(
+                io.BytesIO(data), sep=r"\s+", header=None, names=range(width), index_col=False,
+                dtype=object, keep_default_na=False, quoting=csv.QUOTE_NONE, engine="c",
+            )  # fmt: skip
     except pd.errors.EmptyDataError:
         raise DataFormatError(path, None, f"empty: no {what} lines") from None
-    except pd.errors.ParserError as exc:
-        m = re.search(r"line (\d+), saw (\d+)", str(exc))
-        line, saw = (int(m.group(1)), m.group(2)) if m else (None, "more")
-        raise DataFormatError(path, line, f"expected {shown}, got {saw}") from None
-    names = next((x for x in layouts if len(x) == df.shape[1]), None)
+    if df.empty:
+        raise DataFormatError(path, None, f"empty: no {what} lines")
+    lines = _Lines(df, np.arange(1, len(df) + 1) if numbers is None else numbers)
+    first = int((df.iloc[0] != "").sum())
+    names = next((x for x in layouts if len(x) == first), None)
+    if names is None and extra_fields and first > len(layouts[0]):
+        names = layouts[0]
     if names is None:
-        raise DataFormatError(path, 1, f"expected {shown}, got {df.shape[1]}")
-    last = df.iloc[:, -1].to_numpy()  # a line with fewer fields leaves the last one empty
-    short = pd.isna(last) | (last == "")
-    if short.any():
-        i = int(np.flatnonzero(short)[0])
-        raise DataFormatError(path, i + 1, f"expected {shown}, got fewer")
+        shown = " or ".join(_layout_text(x) for x in layouts)
+        got = _fields_on(data, 0)
+        raise DataFormatError(path, lines.at(0), f"expected {shown}, got {got}")
+    shown = _layout_text(names)
+    if extra_fields:
+        shown = f"at least {shown[:-1]}; later ones are ignored)"
+    if len(layouts) > 1:
+        shown += " as on the file's first line"
+    short = (df[len(names) - 1] == "").to_numpy()
+    long = np.zeros_like(short) if extra_fields else (df[len(names)] != "").to_numpy()
+    bad = np.flatnonzero(short | long)
+    if bad.size:
+        i = int(bad[0])
+        got = _fields_on(data, i)
+        raise DataFormatError(path, lines.at(i), f"expected {shown}, got {got}")
+    df = df.iloc[:, : len(names)]
     df.columns = list(names)
-    return df
+    return _Lines(df, lines.number)
 
 
-def _numbers(path, df: pd.DataFrame, column: str) -> np.ndarray:
+def _numbers(path, lines: _Lines, column: str) -> np.ndarray:
     import pandas as pd
 
+    df = lines.df
     try:  # numpy parses the text of a column in one pass; a bad entry is located below
         values = df[column].to_numpy().astype(np.float64)
     except ValueError:
@@ -390,27 +474,34 @@ def _numbers(path, df: pd.DataFrame, column: str) -> np.ndarray:
     if bad.size:
         i = int(bad[0])
         raise DataFormatError(
-            path, i + 1, f"not a finite number: {df[column].iloc[i]!r}", field=column
+            path, lines.at(i), f"not a finite number: {df[column].iloc[i]!r}", field=column
         )
     return values
 
 
-def _duplicates(path, df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+def _duplicates(path, lines: _Lines, columns: tuple[str, ...], what: str) -> None:
     """A :class:`DataFormatError` naming the first line whose ``columns`` repeat a line's."""
+    df = lines.df
     i = _first_repeat(*(df[c].to_numpy() for c in columns))
     if i is not None:
         ids = " ".join(str(df[c].iloc[i]) for c in columns)
-        raise DataFormatError(path, i + 1, f"{what} {ids!r} appears twice")
+        raise DataFormatError(path, lines.at(i), f"{what} {ids!r} appears twice")
 
 
 def read_run(path: str | os.PathLike) -> TrecRun:
-    """A run file (``qid Q0 docno rank score tag``), queries in the order they first appear,
-    items of a query in the file's order; the first line's tag."""
+    """A run file (``qid Q0 docno rank score tag``, read as ``trec_eval`` reads it: fields
+    after the sixth ignored, blank and ``#`` comment lines skipped, gzip files
+    decompressed), queries in the order they first appear, items of a query in the file's
+    order (the evaluation orders them: :mod:`groupbias.evaluation.trec_eval`); the last
+    line's tag, as ``trec_eval`` reports it."""
     import pandas as pd
 
-    df = _read_columns(path, (("qid", "Q0", "docno", "rank", "score", "tag"),), "run")
-    scores = _numbers(path, df, "score")
-    _duplicates(path, df, ("qid", "docno"), "query and document")
+    lines = _read_columns(
+        path, (("qid", "Q0", "docno", "rank", "score", "tag"),), "run", extra_fields=True
+    )
+    df = lines.df
+    scores = _numbers(path, lines, "score")
+    _duplicates(path, lines, ("qid", "docno"), "query and document")
     codes, uniques = pd.factorize(df["qid"], sort=False)
     order = np.argsort(codes, kind="stable")
     qptr = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
@@ -419,15 +510,17 @@ def read_run(path: str | os.PathLike) -> TrecRun:
         qptr.astype(np.int64),
         df["docno"].to_numpy(dtype=object)[order],
         scores[order],
-        str(df["tag"].iloc[0]),
+        str(df["tag"].iloc[-1]),
     )
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
-    """A qrels file (``qid iteration docno relevance``); relevance below 0 reads as 0."""
-    df = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
-    labels = _numbers(path, df, "relevance")
-    _duplicates(path, df, ("qid", "docno"), "query and document")
+    """A qrels file (``qid iteration docno relevance``; blank and ``#`` comment lines
+    skipped, gzip files decompressed); relevance below 0 reads as 0."""
+    lines = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
+    df = lines.df
+    labels = _numbers(path, lines, "relevance")
+    _duplicates(path, lines, ("qid", "docno"), "query and document")
     return Qrels(
         df["qid"].to_numpy(dtype=object),
         df["docno"].to_numpy(dtype=object),
@@ -442,7 +535,8 @@ def read_groups(path: str | os.PathLike, *, affected: str | None = None) -> Grou
     import pandas as pd
 
     path = Path(path)
-    df = _read_columns(path, (("docno", "group"), ("qid", "docno", "group")), "groups")
+    lines = _read_columns(path, (("docno", "group"), ("qid", "docno", "group")), "groups")
+    df = lines.df
     if affected is not None:
         groups = (df["group"] == str(affected)).to_numpy(dtype=np.float64)
         if not groups.any():
@@ -456,13 +550,13 @@ def read_groups(path: str | os.PathLike, *, affected: str | None = None) -> Grou
             i = int(bad[0])
             raise DataFormatError(
                 path,
-                i + 1,
+                lines.at(i),
                 f"{df['group'].iloc[i]!r} is not a membership in [0, 1]; for labels such as "
                 "L/H name the affected one (affected='L', --affected L)",
                 field="group",
             )
     per_query = "qid" in df.columns
-    _duplicates(path, df, ("qid", "docno") if per_query else ("docno",), "item")
+    _duplicates(path, lines, ("qid", "docno") if per_query else ("docno",), "item")
     return GroupFile(
         df["docno"].to_numpy(dtype=object),
         groups,

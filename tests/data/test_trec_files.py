@@ -4,6 +4,10 @@ framework computes on the same rankings; malformed files named by file and line.
 
 from __future__ import annotations
 
+import gzip
+import re
+from pathlib import Path
+
 import ir_measures
 import numpy as np
 import pandas as pd
@@ -144,10 +148,16 @@ def test_unjudged_queries_are_left_out_and_unjudged_items_count_as_not_relevant(
 @pytest.mark.parametrize(
     ("name", "text", "line", "says"),
     [
-        ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t extra\n", 2, "expected 6 fields"),
+        ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4\n", 2, "at least 6 fields .*, got 5"),
+        ("r.run", "# my run\n1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4\n", 3, "at least 6 fields .*, got 5"),
+        ("r.run", "# my run\n\n1 Q0 a 1 0.5 t\n  \n1 Q0 b 2 x t\n", 5, "not a finite number"),
+        ("r.run", "\n# my run\n1 Q0 a 1 0.5 t\n1 Q0 a 2 0.4 t\n", 4, "appears twice"),
+        ("q.qrels", "# judged by\n1 0 a 1\n# round 2\n1 0 b 1 x\n", 4, "4 fields .*, got 5"),
+        ("q.qrels", "# judged by\n1 0 a 1\n# round 2\n1 0 b\n", 4, "4 fields .*, got 3"),
+        ("g.groups", "# g\na 1\nb 1 0\n", 3, "2 fields .* first line, got 3"),
         ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 b 2 high t\n", 2, "not a finite number"),
         ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 a 2 0.4 t\n", 2, "appears twice"),
-        ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 b 2\n", 2, "got fewer"),
+        ("r.run", "1 Q0 a 1 0.5 t\n1 Q0 b 2\n", 2, "got 4"),
         ("q.qrels", "1 0 a 1\n1 0 b x\n", 2, "not a finite number"),
         ("g.groups", "a 1\nb 2\n", 2, "not a membership"),
     ],
@@ -159,6 +169,56 @@ def test_malformed_files_name_the_file_and_line(tmp_path, name, text, line, says
     with pytest.raises(DataFormatError, match=says) as err:
         reader[path.suffix[1:]](path)
     assert err.value.line == line and err.value.path == str(path)
+    same = re.search(r"expected (?:at least )?(\d+) fields.*got (\d+)", str(err.value))
+    assert same is None or same.group(1) != same.group(2), str(err.value)
+
+
+#: trec_eval's own test files (tests/data/trec_eval/README.md: source and licence)
+TREC_EVAL = Path(__file__).parent / "trec_eval"
+
+
+def _lines(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text().splitlines()]
+
+
+def test_runs_keep_their_first_six_fields_and_the_last_tag_as_trec_eval_does():
+    run = gb.read_run(TREC_EVAL / "results.trunc")  # lines of 7 and 9 fields
+    want = {(f[0], f[2]): float(f[4]) for f in _lines(TREC_EVAL / "results.trunc")}
+    q = np.repeat(run.query_ids, np.diff(run.qptr))
+    assert dict(zip(zip(q, run.item_ids), run.scores.tolist())) == want
+    assert list(run.query_ids) == ["301", "303"] and run.tag == "STANDARD"
+    tags = _lines(TREC_EVAL / "results.test")
+    assert gb.read_run(TREC_EVAL / "results.test").tag == tags[-1][5]  # tab-separated
+
+
+def test_qrels_skip_comment_lines_but_not_a_hash_inside_a_field():
+    plain = gb.read_qrels(TREC_EVAL / "qrels.test")
+    commented = gb.read_qrels(TREC_EVAL / "qrels.test.with-comments")  # 3 '#' lines
+    assert commented.item_ids.size == plain.item_ids.size == len(_lines(TREC_EVAL / "qrels.test"))
+    differ = np.flatnonzero(commented.item_ids != plain.item_ids)
+    assert [commented.item_ids[i] for i in differ] == ["CR#93E-1860"]  # a docno, not a comment
+    np.testing.assert_array_equal(commented.labels, plain.labels)
+    comments = gb.read_qrels(TREC_EVAL / "qrels.comment.test.gz")  # docnos holding '#'
+    assert comments.item_ids.size == 5890 and all("#" in d for d in comments.item_ids[:20])
+
+
+def test_gzip_blank_lines_tabs_and_leading_spaces(tmp_path):
+    text = (TREC_EVAL / "results.test").read_bytes()
+    (tmp_path / "r.run.gz").write_bytes(gzip.compress(text))
+    lines = text.decode().splitlines()
+    odd = "\n".join(["# a run", ""] + ["  " + x.replace("\t", " \t ") for x in lines] + ["", ""])
+    (tmp_path / "odd.run").write_text(odd)
+    plain = gb.read_run(TREC_EVAL / "results.test")
+    for other in (gb.read_run(tmp_path / "r.run.gz"), gb.read_run(tmp_path / "odd.run")):
+        np.testing.assert_array_equal(other.item_ids, plain.item_ids)
+        np.testing.assert_array_equal(other.scores, plain.scores)
+        np.testing.assert_array_equal(other.qptr, plain.qptr)
+    (tmp_path / "broken.gz").write_bytes(gzip.compress(text)[:200])
+    with pytest.raises(DataFormatError, match="gzip"):
+        gb.read_run(tmp_path / "broken.gz")
+    (tmp_path / "only.run").write_text("# nothing yet\n\n")
+    with pytest.raises(DataFormatError, match="no run lines"):
+        gb.read_run(tmp_path / "only.run")
 
 
 def test_an_item_without_a_group_is_named(tmp_path, synthetic_test):
