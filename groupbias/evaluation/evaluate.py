@@ -31,9 +31,15 @@ from .catalog import (
 )
 from .inputs import check_both_groups, check_reduce, reduce_queries
 from .protocol import EvaluationProtocol
-from .trec_eval import TREC_MEASURES, judged_queries, trec_measures
+from .trec_eval import (
+    TREC_MEASURES,
+    check_relevance_level,
+    judged_queries,
+    trec_measures,
+    trec_queries,
+)
 
-__all__ = ["evaluate", "evaluate_run", "run_data"]
+__all__ = ["evaluate", "evaluate_run", "run_data", "run_queries"]
 
 
 @checked_arguments
@@ -149,6 +155,12 @@ def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None)
     not judge are left out (as ``trec_eval`` does). Returns ``(data, scores)``."""
     run = _load(run, read_run)
     qrels = _load(qrels, read_qrels)
+    if groups is None:
+        raise ParameterError(
+            "groups", "an item→group file (docno group)", None,
+            fix="the measures of the run's candidates need each item's group (--groups); "
+            "trec_eval's measures (nDCG, MAP, MRR with semantics='trec_eval') need none",
+        )  # fmt: skip
     groups = _load(groups, read_groups, affected=affected)
     judged = judged_queries(run, qrels)
     keep = np.repeat(judged, np.diff(run.qptr))
@@ -200,6 +212,8 @@ def evaluate_run(
     protocol: EvaluationProtocol | None = None,
     reduce: str | None = "mean",
     semantics: str = "trec_eval",
+    complete: bool = False,
+    relevance_level: int = 1,
 ) -> dict:
     """``{metric key: value}`` of an external TREC run (a ranking: the LTR regime) against
     ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
@@ -215,7 +229,13 @@ def evaluate_run(
     (:mod:`groupbias.evaluation.trec_eval`: every judged query of the run scores, the ideal
     from every judged document, linear gains, ties by document id), ``"candidates"`` judges
     the run's candidates as a ranking of their own, as every other metric (the metrics'
-    own conventions: ``2^l - 1`` gains, queries without a relevant candidate skipped). Example::
+    own conventions: ``2^l - 1`` gains, queries without a relevant candidate skipped).
+    ``trec_eval``'s options: ``complete`` (``-c``) adds the qrels' queries the run lacks, each
+    scoring 0 on the ``trec_eval`` measures (NaN, undefined, on the measures of the run's
+    candidates: no ranking) and counted in their means; ``relevance_level`` (``-l N``): the
+    binary measures (MAP, MRR, P, recall) count a label >= N as relevant, nDCG keeps graded
+    gains. ``reduce=None`` gives per-query values in the order of :func:`run_queries`.
+    ``groups`` may be None when every metric is a ``trec_eval`` measure. Example::
 
         import groupbias as gb
 
@@ -223,14 +243,14 @@ def evaluate_run(
                         metrics=["nDCG@10", "rho_dtr", "delta_eel", "awrf"])
     """
     check_reduce(reduce)
-    choice("semantics", semantics, SEMANTICS)
+    level = _relevance_level(relevance_level, choice("semantics", semantics, SEMANTICS))
     run, qrels = _load(run, read_run), _load(qrels, read_qrels)
     requests = [parse_metric(m) for m in metrics]
     trec = [r for r in requests if _by_trec_eval(r, semantics)]
-    per_query: dict = {}
-    if trec:
-        _, values = trec_measures(run, qrels, [_trec_name(r) for r in trec])
-        per_query.update({r.key: values[_trec_name(r)] for r in trec})
+    _, values = trec_measures(
+        run, qrels, [_trec_name(r) for r in trec], complete=complete, relevance_level=level
+    )
+    per_query = {r.key: values[_trec_name(r)] for r in trec}
     rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
     if rest and groups is None:
         raise ParameterError(
@@ -240,8 +260,27 @@ def evaluate_run(
     if rest:
         data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
         _refuse_one_group_means(data, rest, reduce)
-        per_query.update(_on_candidates(data, scores, rest, protocol))
+        unranked = run_queries(run, qrels, complete=complete).size - data.n_queries
+        for key, values in _on_candidates(data, scores, rest, protocol).items():
+            per_query[key] = np.concatenate([values, np.full(unranked, np.nan)])
     return {r.key: reduce_queries(per_query[r.key], reduce) for r in requests}
+
+
+def _relevance_level(level, semantics: str) -> int:
+    """``trec_eval -l``'s level, which only the ``trec_eval`` semantics has."""
+    level = check_relevance_level(level)
+    if level != 1 and semantics != "trec_eval":
+        raise ParameterError(
+            "relevance_level", "1 with semantics='candidates'", level,
+            fix="the relevance level is trec_eval's option: use semantics='trec_eval'",
+        )  # fmt: skip
+    return level
+
+
+def run_queries(run, qrels, *, complete: bool = False) -> np.ndarray:
+    """The query ids of :func:`evaluate_run`'s per-query values (``reduce=None``): the run's
+    judged queries in run order, then, with ``complete``, the qrels' queries it lacks."""
+    return trec_queries(_load(run, read_run), _load(qrels, read_qrels), complete=complete)
 
 
 def _on_candidates(data: RankingData, scores, metrics, protocol) -> dict:

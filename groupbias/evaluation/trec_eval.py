@@ -5,14 +5,19 @@ from judging a run's candidates as a ranking of its own:
 
 * the queries are those of the run that the qrels judge; each scores, 0 where the run
   retrieves nothing relevant (a query whose judgments hold nothing relevant scores 0 too);
+  ``complete=True`` (``trec_eval -c``) adds every query of the qrels that the run lacks,
+  after the run's, each scoring 0 on every measure and counted in the means;
 * the run's order is its scores, descending, ties broken by document id, descending (the
   rank column is ignored);
 * ``mrr@k`` is MS MARCO's ``MRR@k`` (``trec_eval`` has no cut reciprocal rank; ``ir_measures``
   computes ``RR@k`` with MS MARCO's evaluation), which breaks ties by document id,
   ascending; ``mrr`` without a cut is ``trec_eval``'s ``recip_rank``;
-* relevant means a label of at least 1; nDCG uses the label itself as the gain
-  (``trec_eval``'s ``ndcg_cut``) and ``log2(1 + r)``, its ideal taken over every judged
-  document of the query, retrieved or not; AP divides by every relevant judged document.
+* relevant means a label of at least ``relevance_level`` (default 1; ``trec_eval -l N``):
+  every binary measure reads it from one place, :attr:`_Judged.relevant` (per retrieved
+  document) and :attr:`_Judged.n_rel` (per query); nDCG keeps graded gains whatever the
+  level, as ``trec_eval`` does: the label itself as the gain (``trec_eval``'s
+  ``ndcg_cut``) and ``log2(1 + r)``, its ideal taken over every judged document of the
+  query, retrieved or not; AP divides by every relevant judged document.
 
 Measures (``@k`` cuts the run at rank k): ``ndcg@k``, ``mrr@k`` (reciprocal rank of the
 first relevant document), ``map@k`` (average precision), ``precision@k`` (``p@k``; trec_eval's
@@ -32,9 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ParameterError
+from ..core.validation import integer
 from .declaration import metric_info
 
-__all__ = ["TREC_MEASURES", "judged_queries", "trec_measures"]
+__all__ = ["TREC_MEASURES", "judged_queries", "trec_queries", "trec_measures"]
 
 #: measure names (lower case, before ``@k``) this module computes
 TREC_MEASURES = (
@@ -60,30 +66,58 @@ def _parse(name: str) -> tuple[str, int | None]:
     return base, int(cut)
 
 
-def judged_queries(run, qrels) -> np.ndarray:
+def judged_queries(run, qrels, *, complete: bool = False) -> np.ndarray:
     """Which queries of ``run`` the ``qrels`` judge (bool [run.n_queries]): the queries a run
-    is evaluated on, as ``trec_eval`` does; none is a :class:`ParameterError`."""
+    is evaluated on, as ``trec_eval`` does; none is a :class:`ParameterError` (unless
+    ``complete``: the qrels' queries then all score 0)."""
     judged = np.isin(run.query_ids.astype(str), qrels.query_ids.astype(str))
-    if not judged.any():
+    if not judged.any() and not (complete and qrels.query_ids.size):
         raise ParameterError(
             "qrels", "judgments of the run's queries", f"none of its {run.n_queries} queries"
         )
     return judged
 
 
+def trec_queries(run, qrels, *, complete: bool = False) -> np.ndarray:
+    """The query ids (str) a run is evaluated on, in the order of the per-query values:
+    the run's judged queries in run order, then (``complete``, ``trec_eval -c``) the
+    qrels' queries the run lacks, in the qrels' order."""
+    qids = run.query_ids[judged_queries(run, qrels, complete=complete)].astype(str)
+    if not complete:
+        return qids
+    judged = _first_seen(qrels.query_ids.astype(str))
+    return np.concatenate([qids, judged[~np.isin(judged, qids)]])
+
+
+def _first_seen(values: np.ndarray) -> np.ndarray:
+    """The distinct ``values`` in the order they first appear."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)]
+
+
+def check_relevance_level(level) -> int:
+    """``trec_eval -l``: the smallest label that counts as relevant, an integer >= 1."""
+    return integer(
+        "relevance_level", level, low=1,
+        fix="the smallest grade that counts as relevant (trec_eval -l N), 1 by default",
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _Judged:
     """A run's judged queries in trec_eval's order: per retrieved document its query
-    ``q_of``, 1-based ``rank``, ``label`` and MS MARCO's rank ``rank_up`` (ties by document
-    id, ascending); per query the offsets ``qptr``, sizes and relevant judged documents
-    ``n_rel`` and non-relevant ones ``n_nonrel``; per retrieved document whether the qrels
-    judge it (``judged``); every judged document's query ``jq`` and label ``jl``."""
+    ``q_of``, 1-based ``rank``, ``label``, whether it is ``relevant`` (label >= the relevance
+    level) and MS MARCO's rank ``rank_up`` (ties by document id, ascending); per query the
+    offsets ``qptr``, sizes and relevant judged documents ``n_rel`` and non-relevant ones
+    ``n_nonrel``; per retrieved document whether the qrels judge it (``judged``); every
+    judged document's query ``jq`` and label ``jl``."""
 
     qids: np.ndarray
     q_of: np.ndarray
     rank: np.ndarray
     rank_up: np.ndarray
     label: np.ndarray
+    relevant: np.ndarray
     qptr: np.ndarray
     n_rel: np.ndarray
     jq: np.ndarray
@@ -92,12 +126,12 @@ class _Judged:
     n_nonrel: np.ndarray
 
     @classmethod
-    def of(cls, run, qrels) -> _Judged:
-        judged = judged_queries(run, qrels)
+    def of(cls, run, qrels, *, complete: bool = False, level: int = 1) -> _Judged:
+        judged = judged_queries(run, qrels, complete=complete)
         sizes = np.diff(run.qptr)
         keep = np.repeat(judged, sizes)
-        qids = run.query_ids[judged].astype(str)
-        sizes = sizes[judged]
+        qids = trec_queries(run, qrels, complete=complete)
+        sizes = np.concatenate([sizes[judged], np.zeros(qids.size - judged.sum(), np.int64)])
         q_of = np.repeat(np.arange(qids.size), sizes)
         docs, scores = run.item_ids[keep].astype(str), run.scores[keep]
         _, doc_rank = np.unique(docs, return_inverse=True)
@@ -113,14 +147,17 @@ class _Judged:
         by_id = np.argsort(qids)
         jq = by_id[np.searchsorted(qids[by_id], qrels.query_ids.astype(str)[on])]
         jl = qrels.labels[on]
-        n_rel = np.bincount(jq, weights=(jl >= 1).astype(float), minlength=qids.size)
+        n_rel = np.bincount(jq, weights=(jl >= level).astype(float), minlength=qids.size)
         n_nonrel = np.bincount(jq, weights=(jl < 1).astype(float), minlength=qids.size)
         pairs = np.char.add(np.char.add(qids[q_of].astype(str), "\t"), docs)
         judged_pairs = np.char.add(
             np.char.add(qrels.query_ids.astype(str), "\t"), qrels.item_ids.astype(str)
         )
         judged_docs = np.isin(pairs, judged_pairs)
-        return cls(qids, q_of, rank, rank_up, label, qptr, n_rel, jq, jl, judged_docs, n_nonrel)
+        return cls(
+            qids, q_of, rank, rank_up, label, label >= level, qptr, n_rel, jq, jl, judged_docs,
+            n_nonrel,
+        )  # fmt: skip
 
     def above(self, mask: np.ndarray) -> np.ndarray:
         """Per retrieved document, the documents of ``mask`` at or above its rank."""
@@ -151,24 +188,24 @@ def _ndcg(j: _Judged, k: int | None) -> np.ndarray:
 
 def _mrr(j: _Judged, k: int | None) -> np.ndarray:
     rank = j.rank if k is None else j.rank_up
-    hit = (j.label >= 1) & (rank <= (k or rank.size))
+    hit = j.relevant & (rank <= (k or rank.size))
     first = np.full(j.qids.size, np.inf)
     np.minimum.at(first, j.q_of[hit], rank[hit].astype(float))
     return np.where(np.isfinite(first), 1.0 / first, 0.0)
 
 
 def _map(j: _Judged, k: int | None) -> np.ndarray:
-    hit = (j.label >= 1) & (j.rank <= (k or j.rank.size))
+    hit = j.relevant & (j.rank <= (k or j.rank.size))
     seen = j.above(hit)  # relevant documents at or above each rank
     return _ratio(j.per_query(np.where(hit, seen / j.rank, 0.0)), j.n_rel)
 
 
 def _precision(j: _Judged, k: int | None) -> np.ndarray:
-    return j.per_query(((j.label >= 1) & (j.rank <= (k or 1))).astype(float)) / float(k or 1)
+    return j.per_query((j.relevant & (j.rank <= (k or 1))).astype(float)) / float(k or 1)
 
 
 def _recall(j: _Judged, k: int | None) -> np.ndarray:
-    hits = j.per_query(((j.label >= 1) & (j.rank <= (k or j.rank.size))).astype(float))
+    hits = j.per_query((j.relevant & (j.rank <= (k or j.rank.size))).astype(float))
     return _ratio(hits, j.n_rel)
 
 
@@ -223,11 +260,17 @@ _MEASURES = {
 }
 
 
-def trec_measures(run, qrels, metrics: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def trec_measures(
+    run, qrels, metrics: Sequence[str], *, complete: bool = False, relevance_level: int = 1
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(query_ids, {name: per-query values})`` of ``run`` (a
     :class:`~groupbias.data.trec.TrecRun`) against ``qrels`` (a
-    :class:`~groupbias.data.trec.Qrels`): the run's judged queries in run order and each
-    measure of ``metrics`` (names as in the module docstring, any case: ``nDCG@10``)."""
+    :class:`~groupbias.data.trec.Qrels`): the queries of :func:`trec_queries` and each
+    measure of ``metrics`` (names as in the module docstring, any case: ``nDCG@10``);
+    ``complete`` (``trec_eval -c``) and ``relevance_level`` (``-l``) as there."""
     parsed = {name: _parse(name) for name in metrics}
-    judged = _Judged.of(run, qrels)
+    level = check_relevance_level(relevance_level)
+    if not parsed:
+        return trec_queries(run, qrels, complete=bool(complete)), {}
+    judged = _Judged.of(run, qrels, complete=bool(complete), level=level)
     return judged.qids, {name: _MEASURES[b](judged, k) for name, (b, k) in parsed.items()}

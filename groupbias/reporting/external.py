@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import DataFormatError, GroupBiasError, ParameterError
-from ..data.trec import read_groups, read_qrels, read_run
+from ..data.trec import TrecRun, read_groups, read_qrels, read_run
 from ..evaluation.catalog import EvalSpec, compute_metrics, declaration_of, parse_metric
-from ..evaluation.evaluate import evaluate_run, run_data
+from ..evaluation.evaluate import evaluate_run, run_data, run_queries
 from ..pipelines.retrieval import LEXICON_METRICS, lexicon_membership
 
 __all__ = ["UndefinedMeasureError", "evaluate_external", "refuse_undefined"]
@@ -100,6 +100,28 @@ def _plan(metrics, requests, *, lexicon: bool, classes) -> dict[str, list]:
     return plan
 
 
+def _by_membership(plan, data, scores, groups, classes, words, corpus) -> dict:
+    """Per-query values of the entries of ``plan`` whose memberships are the run's classes
+    or lexicon counts (:func:`_plan`), on the run's candidates ``data``."""
+    qids = np.repeat(data.query_ids, np.diff(data.qptr))
+    if words is not None:
+        counts, lengths = _lexicon_rows(words, corpus, data.item_ids)
+    per_query: dict[str, np.ndarray] = {}
+    for source, entries in plan.items():
+        if source == "classes":
+            m = np.column_stack(
+                [read_groups(groups, affected=c).lookup(qids, data.item_ids) for c in classes]
+            )
+        else:
+            m = lexicon_membership(source, counts, lengths)
+        spec = EvalSpec(
+            labels=data.labels, relevance=None, groups=data.groups, qptr=data.qptr,
+            membership=m, metrics=tuple(entries),
+        )  # fmt: skip
+        per_query.update(compute_metrics(scores, spec, regime="ltr"))
+    return per_query
+
+
 def evaluate_external(
     run,
     qrels,
@@ -111,16 +133,23 @@ def evaluate_external(
     words=None,
     corpus=None,
     semantics: str = "trec_eval",
+    complete: bool = False,
+    relevance_level: int = 1,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(query ids, {metric key: float64 [n_queries]})`` of a run on its judged queries
-    (module docstring); ``words`` and ``corpus`` go together."""
+    (module docstring); ``words`` and ``corpus`` go together; ``complete`` and
+    ``relevance_level``: ``trec_eval``'s ``-c`` and ``-l``
+    (:func:`~groupbias.evaluation.evaluate.evaluate_run`: a query the run lacks scores 0 on
+    the ``trec_eval`` measures, NaN on the others); ``groups`` may be None when every
+    metric is a ``trec_eval`` measure."""
     if (words is None) != (corpus is None):
         raise ParameterError(
             "--words/--corpus", "both: the word list and the documents' text", words or corpus
         )
     if classes is not None and len(classes) < 2:
         raise ParameterError("--classes", "at least two group labels (e.g. M,F)", classes)
-    run, qrels = read_run(run), read_qrels(qrels)
+    run = run if isinstance(run, TrecRun) else read_run(run)
+    qrels = read_qrels(qrels)
     requests = [parse_metric(m) for m in metrics]
     affected = affected or (classes[0] if classes else None)
     plan = _plan(metrics, requests, lexicon=words is not None, classes=classes)
@@ -128,26 +157,13 @@ def evaluate_external(
     if "run" in plan:
         per_query.update(
             evaluate_run(run, qrels, groups, metrics=plan.pop("run"), affected=affected,
-                         reduce=None, semantics=semantics)
+                         reduce=None, semantics=semantics, complete=complete,
+                         relevance_level=relevance_level)
         )  # fmt: skip
-    data, scores = run_data(run, qrels, groups, affected=affected)
+    queries = run_queries(run, qrels, complete=complete)
     if plan:
-        qids = np.repeat(data.query_ids, np.diff(data.qptr))
-        if words is not None:
-            counts, lengths = _lexicon_rows(words, corpus, data.item_ids)
-        for source, entries in plan.items():
-            if source == "classes":
-                m = np.column_stack(
-                    [
-                        read_groups(groups, affected=c).lookup(qids, data.item_ids)
-                        for c in classes or ()
-                    ]
-                )
-            else:
-                m = lexicon_membership(source, counts, lengths)
-            spec = EvalSpec(
-                labels=data.labels, relevance=None, groups=data.groups, qptr=data.qptr,
-                membership=m, metrics=tuple(entries),
-            )  # fmt: skip
-            per_query.update(compute_metrics(scores, spec, regime="ltr"))
-    return np.asarray(data.query_ids), {r.key: per_query[r.key] for r in requests}
+        data, scores = run_data(run, qrels, groups, affected=affected)
+        unranked = np.full(queries.size - data.n_queries, np.nan)
+        found = _by_membership(plan, data, scores, groups, classes or (), words, corpus)
+        per_query.update({k: np.concatenate([v, unranked]) for k, v in found.items()})
+    return queries, {r.key: per_query[r.key] for r in requests}

@@ -47,16 +47,14 @@ def _common(p: argparse.ArgumentParser, *, files_required: bool) -> None:
     )
 
 
-def evaluate_command(argv: list[str]) -> int:
-    """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
+def _evaluate_parser() -> argparse.ArgumentParser:
     from ..evaluation.evaluate import SEMANTICS
-    from .external import evaluate_external, refuse_undefined
 
     p = argparse.ArgumentParser(
         prog="groupbias-report evaluate", description="Evaluate a TREC run for fairness."
     )
     p.add_argument("--run", required=True, help="run file (qid Q0 docno rank score tag)")
-    _common(p, files_required=True)
+    _common(p, files_required=False)
     p.add_argument("--out", default=None, help="write STEM.csv and STEM_per_query.csv")
     p.add_argument(
         "--semantics",
@@ -67,6 +65,22 @@ def evaluate_command(argv: list[str]) -> int:
         "id), or over the run's candidates with the metrics' own conventions",
     )
     p.add_argument(
+        "-c", "--complete", action="store_true",
+        help="trec_eval -c: a query of the qrels that the run lacks scores 0 and counts in "
+        "the means (the measures of the run's candidates leave it out: no ranking)",
+    )  # fmt: skip
+    p.add_argument(
+        "-l", "--relevance-level", type=int, default=1, metavar="N",
+        help="trec_eval -l N: binary measures (MAP, MRR, P, recall) count grade >= N as "
+        "relevant; nDCG keeps graded gains (default 1)",
+    )  # fmt: skip
+    p.add_argument("-q", "--per-query", action="store_true", help="print every query's values")
+    p.add_argument(
+        "--format", default="table", choices=("table", "trec_eval"),
+        help="table (default), or trec_eval's lines 'measure<TAB>query<TAB>value' with 'all' "
+        "rows for the means",
+    )  # fmt: skip
+    p.add_argument(
         "--classes",
         default=None,
         help="the group file holds labels: these (e.g. M,F) are the groups of the bias "
@@ -74,21 +88,70 @@ def evaluate_command(argv: list[str]) -> int:
     )
     p.add_argument("--words", default=None, help="a 'word,m|f' gender word list (needs --corpus)")
     p.add_argument("--corpus", default=None, help="the documents' text (collection.tsv or .jsonl)")
-    a = p.parse_args(argv)
-    classes = None if a.classes is None else _metric_list(a.classes, "--classes")
-    queries, per_query = evaluate_external(
-        a.run, a.qrels, a.groups, metrics=_metric_list(a.metrics), affected=a.affected,
-        classes=classes, words=a.words, corpus=a.corpus, semantics=a.semantics,
-    )  # fmt: skip
-    refuse_undefined(per_query, a.run)
+    return p
+
+
+def trec_eval_lines(
+    queries, per_query: dict, tag: str, *, per_query_rows: bool = False
+) -> list[str]:
+    """``trec_eval``'s output: ``measure<TAB>query<TAB>value`` (the measure padded to 22
+    characters, values to 4 decimals), every query's rows first (``per_query_rows``, its
+    ``-q``; a query where a measure is undefined has no row), then ``runid``, ``num_q`` and
+    each measure's mean over its defined queries, on ``all`` rows. Queries are in the order
+    of their ids (``trec_eval``'s), measures in the order given."""
+
+    def row(measure: str, query: str, value: str) -> str:
+        return f"{measure:<22}\t{query}\t{value}"
+
+    lines = []
+    if per_query_rows:  # queries ordered by id, as trec_eval orders them
+        ids = np.asarray(queries).astype(str).tolist()
+        for i in sorted(range(len(ids)), key=ids.__getitem__):
+            lines += [
+                row(k, ids[i], f"{v[i]:6.4f}") for k, v in per_query.items() if not np.isnan(v[i])
+            ]
+    lines += [row("runid", "all", tag), row("num_q", "all", str(len(queries)))]
+    lines += [row(k, "all", f"{np.nanmean(v):6.4f}") for k, v in per_query.items()]
+    return lines
+
+
+def _print_table(queries, per_query: dict, source: str, *, per_query_rows: bool) -> list[dict]:
+    """Print the means (and, ``per_query_rows``, every query's values); the rows of means."""
     rows = [
         {"metric": k, "value": float(np.nanmean(v)), "n_queries": int(np.sum(~np.isnan(v)))}
         for k, v in per_query.items()
     ]
     width = max(len(k) for k in per_query)
-    print(f"{'metric':<{width}}  {'value':>8}  queries   ({a.run})")
+    print(f"{'metric':<{width}}  {'value':>8}  queries   ({source})")
     for r in rows:
         print(f"{r['metric']:<{width}}  {r['value']:>8.4f}  {r['n_queries']:>7}")
+    if per_query_rows:
+        table = pd.DataFrame(per_query, index=pd.Index(queries, name="query"))
+        print(table.to_string(float_format=lambda v: f"{v:.4f}", na_rep="-"))
+    return rows
+
+
+def evaluate_command(argv: list[str]) -> int:
+    """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
+    from ..data.trec import read_run
+    from .external import evaluate_external, refuse_undefined
+
+    a = _evaluate_parser().parse_args(argv)
+    if a.qrels is None:
+        raise ParameterError("--qrels", "the qrels file the run is judged against", None)
+    classes = None if a.classes is None else _metric_list(a.classes, "--classes")
+    run = read_run(a.run)
+    queries, per_query = evaluate_external(
+        run, a.qrels, a.groups, metrics=_metric_list(a.metrics), affected=a.affected,
+        classes=classes, words=a.words, corpus=a.corpus, semantics=a.semantics,
+        complete=a.complete, relevance_level=a.relevance_level,
+    )  # fmt: skip
+    refuse_undefined(per_query, a.run)
+    if a.format == "trec_eval":
+        print("\n".join(trec_eval_lines(queries, per_query, run.tag, per_query_rows=a.per_query)))
+        rows = [{"metric": k, "value": float(np.nanmean(v))} for k, v in per_query.items()]
+    else:
+        rows = _print_table(queries, per_query, a.run, per_query_rows=a.per_query)
     if a.out:
         stem = Path(a.out)
         write_text_atomic(stem.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))

@@ -262,6 +262,8 @@ def _trec_files(folder: Path) -> None:
     _click_log(folder / "my_clicks.parquet")
     (folder / "female.txt").write_text("she\nher\nwomen\n")  # docs/fairness_metrics.md
     (folder / "male.txt").write_text("he\nhis\nmen\n")
+    for name in ("results.test", "results.trunc", "qrels.test", "qrels.rel_level"):
+        (folder / name).write_bytes((REPO / "tests" / "data" / "trec_eval" / name).read_bytes())
 
 
 def _click_log(path: Path) -> None:
