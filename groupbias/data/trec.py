@@ -424,7 +424,8 @@ def _read_columns(
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
     data, numbers = _content_lines(_file_bytes(path))
-    width = max(len(x) for x in layouts) + 1  # one more: a line with too many fields shows
+    # one more field than a layout has shows a line with too many (unless they are ignored)
+    width = max(len(x) for x in layouts) + (0 if extra_fields else 1)
     try:  # a line with more than `width` fields keeps its first ones: pandas warns of that
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
@@ -439,8 +440,6 @@ def _read_columns(
     lines = _Lines(df, np.arange(1, len(df) + 1) if numbers is None else numbers)
     first = int((df.iloc[0] != "").sum())
     names = next((x for x in layouts if len(x) == first), None)
-    if names is None and extra_fields and first > len(layouts[0]):
-        names = layouts[0]
     if names is None:
         shown = " or ".join(_layout_text(x) for x in layouts)
         got = _fields_on(data, 0)
@@ -451,7 +450,7 @@ def _read_columns(
     if len(layouts) > 1:
         shown += " as on the file's first line"
     short = (df[len(names) - 1] == "").to_numpy()
-    long = np.zeros_like(short) if extra_fields else (df[len(names)] != "").to_numpy()
+    long = (df[len(names)] != "").to_numpy() if len(names) < width else np.zeros_like(short)
     bad = np.flatnonzero(short | long)
     if bad.size:
         i = int(bad[0])
