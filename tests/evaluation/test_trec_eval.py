@@ -197,3 +197,37 @@ def test_ir_measures_and_trec_eval_names_give_one_table_equal_to_ir_measures(
         ref = _reference(trec, qrels, "Bpref" if ours == "bpref" else ours)
         expect = np.array([ref.get(q, 0.0) for q in ir.index])
         np.testing.assert_allclose(ir[ours].to_numpy(), expect, rtol=0, atol=1e-12, err_msg=ours)
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_a_relevance_level_equals_ir_measures_rel_parameter(level):
+    """trec_eval's -l N is ir_measures' ``rel=N``: binary measures count grade >= N, nDCG
+    keeps its graded gains."""
+    run, qrels = _case(2)
+    qids, ours = trec_measures(run, qrels, list(PAIRS), relevance_level=level)
+    for name, ref_name in PAIRS.items():
+        base, _, cut = ref_name.partition("@")
+        leveled = f"{base}(rel={level})" + (f"@{cut}" if cut else "")
+        leveled = ref_name if base == "nDCG" else leveled
+        ref = _reference(run, qrels, leveled)
+        expect = np.array([ref.get(q, 0.0) for q in qids])
+        np.testing.assert_allclose(ours[name], expect, rtol=0, atol=1e-12, err_msg=leveled)
+    assert not np.allclose(ours["map"], trec_measures(run, qrels, ["map"])[1]["map"])
+
+
+def test_complete_adds_the_qrels_queries_the_run_lacks_with_zeros():
+    run, qrels = _case(3)
+    qids, ours = trec_measures(run, qrels, list(PAIRS))
+    all_qids, complete = trec_measures(run, qrels, list(PAIRS), complete=True)
+    missing = [q for q in dict.fromkeys(qrels.query_ids.tolist()) if q not in set(qids)]
+    assert all_qids.tolist() == qids.tolist() + missing
+    lacking = TrecRun(run.query_ids[:40], run.qptr[:41], run.item_ids[: run.qptr[40]],
+                      run.scores[: run.qptr[40]])  # fmt: skip
+    kept, values = trec_measures(lacking, qrels, ["map", "ndcg@10"], complete=True)
+    assert sorted(kept.tolist()) == sorted(set(qrels.query_ids.tolist()))
+    for name in ("map", "ndcg@10"):
+        by_query = dict(zip(all_qids.tolist(), complete[name].tolist()))
+        want = [by_query[q] if q in set(run.query_ids[:40]) else 0.0 for q in kept]
+        np.testing.assert_allclose(values[name], want, rtol=0, atol=1e-12)
+    with pytest.raises(gb.ParameterError, match="relevance_level"):
+        trec_measures(run, qrels, ["map"], relevance_level=0)
