@@ -34,6 +34,7 @@ from .protocol import EvaluationProtocol
 from .trec_eval import (
     TREC_MEASURES,
     check_relevance_level,
+    first_documents,
     judged_queries,
     trec_measures,
     trec_queries,
@@ -214,6 +215,7 @@ def evaluate_run(
     semantics: str = "trec_eval",
     complete: bool = False,
     relevance_level: int = 1,
+    max_docs: int | None = None,
 ) -> dict:
     """``{metric key: value}`` of an external TREC run (a ranking: the LTR regime) against
     ``qrels`` and an item→group file: the same numbers :func:`evaluate` gives on the same
@@ -230,12 +232,12 @@ def evaluate_run(
     from every judged document, linear gains, ties by document id), ``"candidates"`` judges
     the run's candidates as a ranking of their own, as every other metric (the metrics'
     own conventions: ``2^l - 1`` gains, queries without a relevant candidate skipped).
-    ``trec_eval``'s options: ``complete`` (``-c``) adds the qrels' queries the run lacks, each
-    scoring 0 on the ``trec_eval`` measures (NaN, undefined, on the measures of the run's
-    candidates: no ranking) and counted in their means; ``relevance_level`` (``-l N``): the
-    binary measures (MAP, MRR, P, recall) count a label >= N as relevant, nDCG keeps graded
-    gains. ``reduce=None`` gives per-query values in the order of :func:`run_queries`.
-    ``groups`` may be None when every metric is a ``trec_eval`` measure. Example::
+    ``trec_eval``'s options: ``complete`` (``-c``) adds the qrels' queries the run lacks (0 on
+    the ``trec_eval`` measures, counted in their means; NaN on the others: no ranking);
+    ``relevance_level`` (``-l N``): binary measures count a label >= N as relevant, nDCG
+    keeps graded gains; ``max_docs`` (``-M N``): each query's first N documents only.
+    ``reduce=None``: per query, in :func:`run_queries`' order. ``groups`` may be None when
+    every metric is a ``trec_eval`` measure. Example::
 
         import groupbias as gb
 
@@ -244,7 +246,7 @@ def evaluate_run(
     """
     check_reduce(reduce)
     level = _relevance_level(relevance_level, choice("semantics", semantics, SEMANTICS))
-    run, qrels = _load(run, read_run), _load(qrels, read_qrels)
+    run, qrels = first_documents(_load(run, read_run), max_docs), _load(qrels, read_qrels)
     requests = [parse_metric(m) for m in metrics]
     trec = [r for r in requests if _by_trec_eval(r, semantics)]
     _, values = trec_measures(

@@ -7,6 +7,8 @@ from judging a run's candidates as a ranking of its own:
   retrieves nothing relevant (a query whose judgments hold nothing relevant scores 0 too);
   ``complete=True`` (``trec_eval -c``) adds every query of the qrels that the run lacks,
   after the run's, each scoring 0 on every measure and counted in the means;
+  ``max_docs=N`` (``trec_eval -M N``) evaluates each query's first N documents only
+  (:func:`first_documents`);
 * the run's order is its scores, descending, ties broken by document id, descending (the
   rank column is ignored);
 * ``mrr@k`` is MS MARCO's ``MRR@k`` (``trec_eval`` has no cut reciprocal rank; ``ir_measures``
@@ -32,7 +34,7 @@ divided by the run's length where it is shorter than k; trec_eval has no such me
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +42,7 @@ from ..core.errors import ParameterError
 from ..core.validation import integer
 from .declaration import metric_info
 
-__all__ = ["TREC_MEASURES", "judged_queries", "trec_queries", "trec_measures"]
+__all__ = ["TREC_MEASURES", "judged_queries", "trec_queries", "first_documents", "trec_measures"]
 
 #: measure names (lower case, before ``@k``) this module computes
 TREC_MEASURES = (
@@ -93,6 +95,22 @@ def _first_seen(values: np.ndarray) -> np.ndarray:
     """The distinct ``values`` in the order they first appear."""
     _, first = np.unique(values, return_index=True)
     return values[np.sort(first)]
+
+
+def first_documents(run, n: int | None):
+    """``run`` with each query's first ``n`` documents in ``trec_eval``'s order (score
+    descending, ties by document id descending), in the file's order (``trec_eval -M n``);
+    ``run`` itself for ``n=None``."""
+    if n is None:
+        return run
+    n = integer("max_docs", n, low=1, fix="each query's first N documents (trec_eval -M N)")
+    qi = np.repeat(np.arange(run.n_queries), np.diff(run.qptr))
+    _, doc_rank = np.unique(run.item_ids.astype(str), return_inverse=True)
+    order = np.lexsort((-doc_rank, -run.scores, qi))
+    keep = np.sort(order[np.arange(qi.size) - run.qptr[qi[order]] < n])
+    sizes = np.bincount(qi[keep], minlength=run.n_queries)
+    qptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return replace(run, qptr=qptr, item_ids=run.item_ids[keep], scores=run.scores[keep])
 
 
 def check_relevance_level(level) -> int:
@@ -261,15 +279,23 @@ _MEASURES = {
 
 
 def trec_measures(
-    run, qrels, metrics: Sequence[str], *, complete: bool = False, relevance_level: int = 1
+    run,
+    qrels,
+    metrics: Sequence[str],
+    *,
+    complete: bool = False,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(query_ids, {name: per-query values})`` of ``run`` (a
     :class:`~groupbias.data.trec.TrecRun`) against ``qrels`` (a
     :class:`~groupbias.data.trec.Qrels`): the queries of :func:`trec_queries` and each
     measure of ``metrics`` (names as in the module docstring, any case: ``nDCG@10``);
-    ``complete`` (``trec_eval -c``) and ``relevance_level`` (``-l``) as there."""
+    ``complete`` (``trec_eval -c``), ``relevance_level`` (``-l``) and ``max_docs`` (``-M``)
+    as there."""
     parsed = {name: _parse(name) for name in metrics}
     level = check_relevance_level(relevance_level)
+    run = first_documents(run, max_docs)
     if not parsed:
         return trec_queries(run, qrels, complete=bool(complete)), {}
     judged = _Judged.of(run, qrels, complete=bool(complete), level=level)

@@ -32,6 +32,7 @@ from ..core.errors import DataFormatError, GroupBiasError, ParameterError
 from ..data.trec import TrecRun, read_groups, read_qrels, read_run
 from ..evaluation.catalog import EvalSpec, compute_metrics, declaration_of, parse_metric
 from ..evaluation.evaluate import evaluate_run, run_data, run_queries
+from ..evaluation.trec_eval import first_documents
 from ..pipelines.retrieval import LEXICON_METRICS, lexicon_membership
 
 __all__ = ["UndefinedMeasureError", "evaluate_external", "refuse_undefined"]
@@ -135,10 +136,11 @@ def evaluate_external(
     semantics: str = "trec_eval",
     complete: bool = False,
     relevance_level: int = 1,
+    max_docs: int | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(query ids, {metric key: float64 [n_queries]})`` of a run on its judged queries
-    (module docstring); ``words`` and ``corpus`` go together; ``complete`` and
-    ``relevance_level``: ``trec_eval``'s ``-c`` and ``-l``
+    (module docstring); ``words`` and ``corpus`` go together; ``complete``,
+    ``relevance_level`` and ``max_docs``: ``trec_eval``'s ``-c``, ``-l`` and ``-M``
     (:func:`~groupbias.evaluation.evaluate.evaluate_run`: a query the run lacks scores 0 on
     the ``trec_eval`` measures, NaN on the others); ``groups`` may be None when every
     metric is a ``trec_eval`` measure."""
@@ -148,7 +150,7 @@ def evaluate_external(
         )
     if classes is not None and len(classes) < 2:
         raise ParameterError("--classes", "at least two group labels (e.g. M,F)", classes)
-    run = run if isinstance(run, TrecRun) else read_run(run)
+    run = first_documents(run if isinstance(run, TrecRun) else read_run(run), max_docs)
     qrels = read_qrels(qrels)
     requests = [parse_metric(m) for m in metrics]
     affected = affected or (classes[0] if classes else None)

@@ -74,6 +74,10 @@ def _evaluate_parser() -> argparse.ArgumentParser:
         help="trec_eval -l N: binary measures (MAP, MRR, P, recall) count grade >= N as "
         "relevant; nDCG keeps graded gains (default 1)",
     )  # fmt: skip
+    p.add_argument(
+        "-M", "--max-docs", type=int, default=None, metavar="N",
+        help="trec_eval -M N: evaluate each query's first N documents only",
+    )  # fmt: skip
     p.add_argument("-q", "--per-query", action="store_true", help="print every query's values")
     p.add_argument(
         "--format", default="table", choices=("table", "trec_eval"),
@@ -144,7 +148,7 @@ def evaluate_command(argv: list[str]) -> int:
     queries, per_query = evaluate_external(
         run, a.qrels, a.groups, metrics=_metric_list(a.metrics), affected=a.affected,
         classes=classes, words=a.words, corpus=a.corpus, semantics=a.semantics,
-        complete=a.complete, relevance_level=a.relevance_level,
+        complete=a.complete, relevance_level=a.relevance_level, max_docs=a.max_docs,
     )  # fmt: skip
     refuse_undefined(per_query, a.run)
     if a.format == "trec_eval":

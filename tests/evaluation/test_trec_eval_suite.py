@@ -59,6 +59,10 @@ CASES = [
         {"complete": True},
     ),
     Case(
+        "out.test.aqcM", "qrels.test", "results.trunc", "trec_eval -m all_trec -q -c -M100",
+        {"complete": True, "max_docs": 100},
+    ),
+    Case(
         "out.test.aql", "qrels.rel_level", "results.test",
         "trec_eval -m all_trec -mrelstring.20 -q -l2", {"relevance_level": 2},
     ),
@@ -72,7 +76,6 @@ CASES = [
 
 #: the quicktest lines we do not run, and why
 OPTIONS_NOT_OFFERED = {
-    "out.test.aqcM (-c -M100)": "not offered: -M N (evaluate only each query's first N documents)",
     "out.test.prefs (-R prefs, twice: prefs.test and prefs.comment.test)": "not offered: "
     "preference judgments (-R prefs) and trec_eval's all_prefs measures",
     "out.test.qrels_prefs (-R qrels_prefs)": "not offered: preference measures from qrels",

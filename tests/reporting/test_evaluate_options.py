@@ -74,3 +74,20 @@ def test_options_the_evaluation_cannot_use_are_refused(capsys):
     assert code == 2 and "groups" in err.splitlines()[0]
     code, _, err = _evaluate(capsys, "--run", str(DATA / "results.test"), "--metrics", "map")
     assert code == 2 and "--qrels" in err
+
+
+def test_max_docs_evaluates_each_query_s_first_documents(capsys):
+    code, printed, _ = _evaluate(
+        capsys, "--run", str(DATA / "results.trunc"), "--qrels", str(DATA / "qrels.test"),
+        "--metrics", "map,ndcg", "-c", "-q", "-M", "100", "--format", "trec_eval",
+    )  # fmt: skip
+    assert code == 0
+    theirs = {
+        line
+        for line in (DATA / "out.test.aqcM").read_text().splitlines()
+        if line.split()[0] in ("map", "ndcg", "runid", "num_q")
+    }
+    assert set(printed.splitlines()) == theirs
+    code, _, err = _evaluate(capsys, "--run", str(DATA / "results.trunc"), "--qrels",
+                             str(DATA / "qrels.test"), "--metrics", "map", "-M", "0")  # fmt: skip
+    assert code == 2 and "max_docs" in err
