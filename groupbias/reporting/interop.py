@@ -9,7 +9,8 @@
 ``evaluate`` prints each metric's mean over the run's judged queries
 (:func:`groupbias.evaluation.evaluate.evaluate_run`: nDCG, MRR and MAP as ``trec_eval`` computes
 them unless ``--semantics candidates``; the fairness metrics over the run's candidates, the
-LTR regime); ``compare``
+LTR regime), with ``trec_eval``'s options ``-c``, ``-l N``, ``-M N``, ``-q`` and its output
+(``--format trec_eval``: :func:`trec_eval_lines`); ``compare``
 writes the ranx-style table (:mod:`groupbias.reporting.compare`); ``export`` writes the
 qrels and item→group file of a registered dataset's split (:mod:`groupbias.data.trec`: the
 dataset's item ids, or ``<qid>_<position>`` where it has none), the files a run of that
