@@ -160,7 +160,8 @@ def run_data(run, qrels, groups, *, affected: str | None = None, label_max=None)
         raise ParameterError(
             "groups", "an item→group file (docno group)", None,
             fix="the measures of the run's candidates need each item's group (--groups); "
-            "trec_eval's measures (nDCG, MAP, MRR with semantics='trec_eval') need none",
+            "trec_eval's measures (nDCG, MAP, MRR, P, recall, Rprec, bpref, Success with "
+            "semantics='trec_eval'; Judged) need none",
         )  # fmt: skip
     groups = _load(groups, read_groups, affected=affected)
     judged = judged_queries(run, qrels)

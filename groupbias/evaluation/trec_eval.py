@@ -25,10 +25,11 @@ Measures (``@k`` cuts the run at rank k): ``ndcg@k``, ``mrr@k`` (reciprocal rank
 first relevant document), ``map@k`` (average precision), ``precision@k`` (``p@k``; trec_eval's
 ``P_k``: divided by k), ``recall@k`` (divided by the relevant judged documents), ``rprec``
 (precision at R, the relevant judged documents), ``bpref`` (judged documents only: an
-unjudged one is skipped, the non-relevant ones are those the qrels judge below 1),
-``success@k`` (a relevant document in the top k) and ``judged@k`` (ir_measures'
+unjudged one is skipped, the non-relevant ones are those judged below the relevance
+level), ``success@k`` (a relevant document in the top k) and ``judged@k`` (ir_measures'
 ``Judged@k``: the share of the top k that the qrels judge, ties by document id ascending,
 divided by the run's length where it is shorter than k; trec_eval has no such measure).
+Every binary measure takes the relevance level.
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ class _Judged:
     ``q_of``, 1-based ``rank``, ``label``, whether it is ``relevant`` (label >= the relevance
     level) and MS MARCO's rank ``rank_up`` (ties by document id, ascending); per query the
     offsets ``qptr``, sizes and relevant judged documents ``n_rel`` and non-relevant ones
-    ``n_nonrel``; per retrieved document whether the qrels judge it (``judged``); every
-    judged document's query ``jq`` and label ``jl``."""
+    ``n_nonrel`` (below the level); per retrieved document whether the qrels judge it
+    (``judged``); every judged document's query ``jq`` and label ``jl``."""
 
     qids: np.ndarray
     q_of: np.ndarray
@@ -166,7 +167,7 @@ class _Judged:
         jq = by_id[np.searchsorted(qids[by_id], qrels.query_ids.astype(str)[on])]
         jl = qrels.labels[on]
         n_rel = np.bincount(jq, weights=(jl >= level).astype(float), minlength=qids.size)
-        n_nonrel = np.bincount(jq, weights=(jl < 1).astype(float), minlength=qids.size)
+        n_nonrel = np.bincount(jq, weights=(jl < level).astype(float), minlength=qids.size)
         pairs = np.char.add(np.char.add(qids[q_of].astype(str), "\t"), docs)
         judged_pairs = np.char.add(
             np.char.add(qrels.query_ids.astype(str), "\t"), qrels.item_ids.astype(str)
@@ -228,13 +229,13 @@ def _recall(j: _Judged, k: int | None) -> np.ndarray:
 
 
 def _rprec(j: _Judged, k: None) -> np.ndarray:
-    hits = j.per_query(((j.label >= 1) & (j.rank <= j.n_rel[j.q_of])).astype(float))
+    hits = j.per_query((j.relevant & (j.rank <= j.n_rel[j.q_of])).astype(float))
     return _ratio(hits, j.n_rel)
 
 
 def _bpref(j: _Judged, k: None) -> np.ndarray:
-    rel = j.judged & (j.label >= 1)
-    nonrel_above = j.above(j.judged & (j.label < 1))
+    rel = j.judged & j.relevant
+    nonrel_above = j.above(j.judged & ~j.relevant)
     r, n = j.n_rel[j.q_of], j.n_nonrel[j.q_of]
     frac = _ratio(np.minimum(nonrel_above, r), np.minimum(n, r))
     term = np.where(nonrel_above > 0, 1.0 - frac, 1.0)
@@ -242,7 +243,7 @@ def _bpref(j: _Judged, k: None) -> np.ndarray:
 
 
 def _success(j: _Judged, k: int | None) -> np.ndarray:
-    hits = j.per_query(((j.label >= 1) & (j.rank <= (k or 1))).astype(float))
+    hits = j.per_query((j.relevant & (j.rank <= (k or 1))).astype(float))
     return (hits > 0).astype(float)
 
 

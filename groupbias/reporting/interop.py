@@ -72,8 +72,8 @@ def _evaluate_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "-l", "--relevance-level", type=int, default=1, metavar="N",
-        help="trec_eval -l N: binary measures (MAP, MRR, P, recall) count grade >= N as "
-        "relevant; nDCG keeps graded gains (default 1)",
+        help="trec_eval -l N: binary measures (MAP, MRR, P, recall, Rprec, bpref, success) "
+        "count grade >= N as relevant; nDCG keeps graded gains (default 1)",
     )  # fmt: skip
     p.add_argument(
         "-M", "--max-docs", type=int, default=None, metavar="N",

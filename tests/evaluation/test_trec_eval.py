@@ -201,18 +201,22 @@ def test_ir_measures_and_trec_eval_names_give_one_table_equal_to_ir_measures(
 
 @pytest.mark.parametrize("level", [2, 3])
 def test_a_relevance_level_equals_ir_measures_rel_parameter(level):
-    """trec_eval's -l N is ir_measures' ``rel=N``: binary measures count grade >= N, nDCG
-    keeps its graded gains."""
+    """trec_eval's -l N is ir_measures' ``rel=N``: binary measures (AP, RR, P, R, Rprec,
+    bpref, Success) count grade >= N, nDCG keeps its graded gains, Judged has no level."""
     run, qrels = _case(2)
     qids, ours = trec_measures(run, qrels, list(PAIRS), relevance_level=level)
+    _, level1 = trec_measures(run, qrels, list(PAIRS))
     for name, ref_name in PAIRS.items():
         base, _, cut = ref_name.partition("@")
-        leveled = f"{base}(rel={level})" + (f"@{cut}" if cut else "")
-        leveled = ref_name if base == "nDCG" else leveled
+        binary = "rel" in ir_measures.parse_measure(ref_name).SUPPORTED_PARAMS
+        leveled = f"{base}(rel={level})" + (f"@{cut}" if cut else "") if binary else ref_name
         ref = _reference(run, qrels, leveled)
         expect = np.array([ref.get(q, 0.0) for q in qids])
         np.testing.assert_allclose(ours[name], expect, rtol=0, atol=1e-12, err_msg=leveled)
-    assert not np.allclose(ours["map"], trec_measures(run, qrels, ["map"])[1]["map"])
+        assert binary != np.allclose(ours[name], level1[name]), name  # the level reaches it
+    assert {n for n in PAIRS if n.startswith(("ndcg", "judged"))} == {
+        n for n, r in PAIRS.items() if "rel" not in ir_measures.parse_measure(r).SUPPORTED_PARAMS
+    }
 
 
 def test_complete_adds_the_qrels_queries_the_run_lacks_with_zeros():

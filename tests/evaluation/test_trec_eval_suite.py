@@ -86,14 +86,6 @@ OPTIONS_NOT_OFFERED = {
 
 #: trec_eval's measures that the catalogue does not resolve, by name pattern, and why
 NOT_OFFERED = {
-    r"P_\d+": "not offered",
-    r"recall_\d+": "not offered",
-    r"ndcg_cut_\d+": "not offered",
-    r"map_cut_\d+": "not offered",
-    r"recip_rank": "not offered",
-    r"Rprec": "not offered",
-    r"bpref": "not offered",
-    r"success_\d+": "not offered",
     r"num_ret|num_rel|num_rel_ret|num_nonrel_judged_ret": "not offered: counts of documents "
     "(retrieved, relevant, relevant retrieved, judged non-relevant retrieved)",
     r"gm_map|gm_bpref": "not offered: geometric means over the queries",
@@ -109,7 +101,9 @@ NOT_OFFERED = {
     r"G|binG": "not offered: trec_eval's G and binG gain measures",
     r"infAP": "not offered: inferred AP (sampled judgments)",
     r"rbp|rbp_resid": "not offered: rank-biased precision and its residual",
-    r"unj_\d+": "not offered: the unjudged share of the first k documents",
+    r"unj_\d+": "not offered: the unjudged share of the first k documents, divided by k "
+    "(Judged@k, ir_measures', is offered: it divides by the run's length where shorter, "
+    "counts a relevance below 0 as judged, and is not 1 - unj_k then)",
 }
 #: not measures: checked against the run's tag and our number of queries
 NOT_MEASURES = ("runid", "num_q")
@@ -208,6 +202,9 @@ MODULE_NAMES = {
     r"recall_(\d+)": r"recall@\1",
     r"ndcg_cut_(\d+)": r"ndcg@\1",
     r"map_cut_(\d+)": r"map@\1",
+    r"Rprec": "rprec",
+    r"bpref": "bpref",
+    r"success_(\d+)": r"success@\1",
 }
 
 
