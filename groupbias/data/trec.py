@@ -8,7 +8,8 @@ Formats (whitespace-separated, one line per item; the TREC conventions ``trec_ev
   reads back as the same float64, so a run read back ranks and scores exactly as written);
 - **qrels**: ``qid iteration docno relevance``; integral labels are written as integers
   (what ``trec_eval`` and ``ir_measures`` read), others as floats. Labels below 0 (e.g. -2
-  for spam) read as 0, not relevant, as ``trec_eval`` counts them;
+  for spam) read as 0, never relevant, and are marked :attr:`Qrels.unjudged`: ``trec_eval``
+  holds such a document "in the pool but unjudged" (bpref skips it);
 - **groups**: ``docno group`` (one line per item; the same docno may appear once only) or
   ``qid docno group`` (per query, where an item's group depends on the query). ``group`` is
   the item's membership of the affected group in [0, 1] (1 = affected), or a label such as
@@ -113,16 +114,23 @@ class TrecRun:
 @dataclass(frozen=True, eq=False)
 class Qrels:
     """Relevance judgments: per judged item ``query_ids``, ``item_ids`` (str) and
-    ``labels`` (float64, >= 0)."""
+    ``labels`` (float64, >= 0); ``unjudged`` (bool, or None: none is), per line, whether
+    the file gave it a relevance below 0, which ``trec_eval`` reads as "in the pool but
+    unjudged" (its label here is 0)."""
 
     query_ids: np.ndarray
     item_ids: np.ndarray
     labels: np.ndarray
+    unjudged: np.ndarray | None = None
 
     def write(self, path: str | os.PathLike) -> Path:
-        """Write ``qid 0 docno relevance`` lines atomically (integers where integral)."""
-        integral = bool(np.all(self.labels == np.round(self.labels)))
-        labels = self.labels.astype(np.int64).tolist() if integral else self.labels.tolist()
+        """Write ``qid 0 docno relevance`` lines atomically (integers where integral; -1 for
+        an :attr:`unjudged` line)."""
+        values = (
+            self.labels if self.unjudged is None else np.where(self.unjudged, -1.0, self.labels)
+        )
+        integral = bool(np.all(values == np.round(values)))
+        labels = values.astype(np.int64).tolist() if integral else values.tolist()
         lines = [
             f"{q} 0 {d} {v!r}"
             for q, d, v in zip(self.query_ids.tolist(), self.item_ids.tolist(), labels)
@@ -515,7 +523,8 @@ def read_run(path: str | os.PathLike) -> TrecRun:
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
     """A qrels file (``qid iteration docno relevance``; blank and ``#`` comment lines
-    skipped, gzip files decompressed); relevance below 0 reads as 0."""
+    skipped, gzip files decompressed); relevance below 0 reads as 0, marked
+    :attr:`Qrels.unjudged` (``trec_eval``'s "in the pool but unjudged")."""
     lines = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
     df = lines.df
     labels = _numbers(path, lines, "relevance")
@@ -524,6 +533,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
         df["qid"].to_numpy(dtype=object),
         df["docno"].to_numpy(dtype=object),
         np.maximum(labels, 0.0),
+        labels < 0,
     )
 
 

@@ -25,11 +25,12 @@ Measures (``@k`` cuts the run at rank k): ``ndcg@k``, ``mrr@k`` (reciprocal rank
 first relevant document), ``map@k`` (average precision), ``precision@k`` (``p@k``; trec_eval's
 ``P_k``: divided by k), ``recall@k`` (divided by the relevant judged documents), ``rprec``
 (precision at R, the relevant judged documents), ``bpref`` (judged documents only: an
-unjudged one is skipped, the non-relevant ones are those judged below the relevance
-level), ``success@k`` (a relevant document in the top k) and ``judged@k`` (ir_measures'
-``Judged@k``: the share of the top k that the qrels judge, ties by document id ascending,
-divided by the run's length where it is shorter than k; trec_eval has no such measure).
-Every binary measure takes the relevance level.
+unjudged one is skipped, as is one the qrels give a relevance below 0, trec_eval's "in the
+pool but unjudged" (:attr:`~groupbias.data.trec.Qrels.unjudged`); the non-relevant ones are
+those judged below the relevance level), ``success@k`` (a relevant document in the top k)
+and ``judged@k`` (ir_measures' ``Judged@k``: the share of the top k that the qrels hold a
+line for, ties by document id ascending, divided by the run's length where it is shorter
+than k; trec_eval has no such measure). Every binary measure takes the relevance level.
 """
 
 from __future__ import annotations
@@ -128,8 +129,10 @@ class _Judged:
     ``q_of``, 1-based ``rank``, ``label``, whether it is ``relevant`` (label >= the relevance
     level) and MS MARCO's rank ``rank_up`` (ties by document id, ascending); per query the
     offsets ``qptr``, sizes and relevant judged documents ``n_rel`` and non-relevant ones
-    ``n_nonrel`` (below the level); per retrieved document whether the qrels judge it
-    (``judged``); every judged document's query ``jq`` and label ``jl``."""
+    ``n_nonrel`` (below the level, a relevance below 0 not counted); per retrieved document
+    whether the qrels hold a line for it (``judged``) and whether that line judges it,
+    with a relevance of 0 or more (``assessed``: what trec_eval calls judged); every
+    judged document's query ``jq`` and label ``jl``."""
 
     qids: np.ndarray
     q_of: np.ndarray
@@ -142,6 +145,7 @@ class _Judged:
     jq: np.ndarray
     jl: np.ndarray
     judged: np.ndarray
+    assessed: np.ndarray
     n_nonrel: np.ndarray
 
     @classmethod
@@ -167,15 +171,15 @@ class _Judged:
         jq = by_id[np.searchsorted(qids[by_id], qrels.query_ids.astype(str)[on])]
         jl = qrels.labels[on]
         n_rel = np.bincount(jq, weights=(jl >= level).astype(float), minlength=qids.size)
-        n_nonrel = np.bincount(jq, weights=(jl < level).astype(float), minlength=qids.size)
-        pairs = np.char.add(np.char.add(qids[q_of].astype(str), "\t"), docs)
-        judged_pairs = np.char.add(
-            np.char.add(qrels.query_ids.astype(str), "\t"), qrels.item_ids.astype(str)
-        )
-        judged_docs = np.isin(pairs, judged_pairs)
+        pooled = _unjudged(qrels)
+        nonrel = (jl < level) & ~pooled[on]
+        n_nonrel = np.bincount(jq, weights=nonrel.astype(float), minlength=qids.size)
+        at = _line_of(qrels, qids[q_of], docs)
+        judged_docs = at >= 0
+        assessed = judged_docs & ~pooled[np.maximum(at, 0)]
         return cls(
             qids, q_of, rank, rank_up, label, label >= level, qptr, n_rel, jq, jl, judged_docs,
-            n_nonrel,
+            assessed, n_nonrel,
         )  # fmt: skip
 
     def above(self, mask: np.ndarray) -> np.ndarray:
@@ -188,6 +192,24 @@ class _Judged:
 
     def per_query(self, values: np.ndarray) -> np.ndarray:
         return np.bincount(self.q_of, weights=values, minlength=self.qids.size)
+
+
+def _unjudged(qrels) -> np.ndarray:
+    """Per qrels line, whether its relevance was below 0 (trec_eval: pooled, unjudged)."""
+    if qrels.unjudged is None:
+        return np.zeros(qrels.labels.size, dtype=bool)
+    return np.asarray(qrels.unjudged, dtype=bool)
+
+
+def _line_of(qrels, query_ids: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """The qrels line of every ``(query, document)`` pair, -1 where it has none."""
+    key = np.char.add(np.char.add(qrels.query_ids.astype(str), "\t"), qrels.item_ids.astype(str))
+    pairs = np.char.add(np.char.add(query_ids.astype(str), "\t"), docs.astype(str))
+    if key.size == 0:
+        return np.full(pairs.size, -1, dtype=np.int64)
+    order = np.argsort(key)
+    pos = np.minimum(np.searchsorted(key[order], pairs), key.size - 1)
+    return np.where(key[order][pos] == pairs, order[pos], -1)
 
 
 def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -234,8 +256,8 @@ def _rprec(j: _Judged, k: None) -> np.ndarray:
 
 
 def _bpref(j: _Judged, k: None) -> np.ndarray:
-    rel = j.judged & j.relevant
-    nonrel_above = j.above(j.judged & ~j.relevant)
+    rel = j.assessed & j.relevant
+    nonrel_above = j.above(j.assessed & ~j.relevant)
     r, n = j.n_rel[j.q_of], j.n_nonrel[j.q_of]
     frac = _ratio(np.minimum(nonrel_above, r), np.minimum(n, r))
     term = np.where(nonrel_above > 0, 1.0 - frac, 1.0)

@@ -142,7 +142,12 @@ def test_unjudged_queries_are_left_out_and_unjudged_items_count_as_not_relevant(
     gb.write_groups(tmp_path / "g.groups", d)
     data, _ = run_data(run, tmp_path / "q.qrels", tmp_path / "g.groups")
     assert list(data.query_ids) == ["q1"] and list(data.labels) == [1.0, 0.0, 1.0]
-    assert gb.read_qrels(tmp_path / "q.qrels").labels.tolist() == [1.0, 1.0, 0.0]
+    qrels = gb.read_qrels(tmp_path / "q.qrels")
+    assert qrels.labels.tolist() == [1.0, 1.0, 0.0]
+    assert qrels.unjudged.tolist() == [False, False, True]  # trec_eval: pooled, unjudged
+    again = gb.read_qrels(qrels.write(tmp_path / "again.qrels"))
+    assert again.labels.tolist() == [1.0, 1.0, 0.0]
+    assert again.unjudged.tolist() == [False, False, True]
 
 
 @pytest.mark.parametrize(

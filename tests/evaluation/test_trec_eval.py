@@ -1,6 +1,7 @@
 """Run evaluation with trec_eval's semantics: equal to ir_measures (pytrec_eval, and MS
-MARCO's evaluation for RR@k) on runs with ties, unjudged documents, queries with nothing
-relevant retrieved or judged, and queries the qrels do not judge."""
+MARCO's evaluation for RR@k) on runs with ties, unjudged documents, judgments below 0
+(trec_eval's "in the pool but unjudged"), queries with nothing relevant retrieved or
+judged, and queries the qrels do not judge."""
 
 from __future__ import annotations
 
@@ -50,18 +51,23 @@ def _case(seed: int):
         labels = rng.integers(0, 4, 40) * (rng.random(40) < 0.4)
         if q % 13 == 5:
             labels[:] = 0  # nothing relevant judged
+        labels = np.where((labels == 0) & (rng.random(40) < 0.2), -1, labels)
         jq += [f"q{q}"] * 40
         jd += [f"d{d}" for d in judged]
         jl += labels.tolist()
     run = TrecRun(np.array(qids), np.array(qptr), np.array(docs), np.array(scores))
-    qrels = Qrels(np.array(jq), np.array(jd), np.array(jl, dtype=float))
+    jl_ = np.array(jl, dtype=float)  # below 0: read as 0, marked unjudged (as read_qrels)
+    qrels = Qrels(np.array(jq), np.array(jd), np.maximum(jl_, 0.0), jl_ < 0)
     return run, qrels
 
 
 def _reference(run, qrels, measure):
+    labels = (
+        np.where(qrels.unjudged, -1, qrels.labels) if qrels.unjudged is not None else qrels.labels
+    )
     qr = [
         ir_measures.Qrel(q, d, int(v))
-        for q, d, v in zip(qrels.query_ids, qrels.item_ids, qrels.labels, strict=True)
+        for q, d, v in zip(qrels.query_ids, qrels.item_ids, labels, strict=True)
     ]
     qi = np.repeat(run.query_ids, np.diff(run.qptr))
     rn = [
