@@ -48,6 +48,33 @@ def test_trec_eval_format_prints_trec_eval_s_lines(capsys, out, qrels, run, opti
     assert ours[-4:] == [t for t in theirs if "\tall\t" in t]
 
 
+#: trec_eval's names of the measures the catalogue offers beside map and ndcg
+BOTH_NAME = (
+    "recip_rank,Rprec,bpref,P_5,P_1000,recall_10,success_1,success_10,ndcg_cut_10,map_cut_100"
+)
+
+
+@pytest.mark.parametrize(
+    ("out", "qrels", "run", "options"),
+    [
+        ("out.test.aqc", "qrels.test", "results.trunc", ["-q", "-c"]),
+        ("out.test.aqcM", "qrels.test", "results.trunc", ["-q", "-c", "-M", "100"]),
+        ("out.test.aql", "qrels.rel_level", "results.test", ["-q", "-l", "2"]),
+    ],
+)
+def test_every_measure_both_name_prints_trec_eval_s_lines(capsys, out, qrels, run, options):
+    """P, recall, R-precision, bpref, Success and the cut measures under -c, -M and -l:
+    every line (each query's and the means) as trec_eval prints it."""
+    code, printed, _ = _evaluate(
+        capsys, "--run", str(DATA / run), "--qrels", str(DATA / qrels),
+        "--metrics", BOTH_NAME, "--format", "trec_eval", *options,
+    )  # fmt: skip
+    assert code == 0
+    names = {*BOTH_NAME.split(","), "runid", "num_q"}
+    theirs = [line for line in (DATA / out).read_text().splitlines() if line.split()[0] in names]
+    assert sorted(printed.splitlines()) == sorted(theirs) and len(theirs) == (3 + 1) * 10 + 2
+
+
 def test_without_q_only_the_means_and_the_table_format_lists_each_query(capsys, tmp_path):
     files = ["--run", str(DATA / "results.trunc"), "--qrels", str(DATA / "qrels.test")]
     code, printed, _ = _evaluate(capsys, *files, "--metrics", "map", "--format", "trec_eval")
