@@ -7,9 +7,10 @@
     groupbias-report export trec2020 --split test --out trec/  # trec2020_test.{qrels,groups}
 
 ``evaluate`` prints each metric's mean over the run's judged queries
-(:func:`groupbias.evaluation.evaluate.evaluate_run`: nDCG, MRR and MAP as ``trec_eval`` computes
-them unless ``--semantics candidates``; the fairness metrics over the run's candidates, the
-LTR regime), with ``trec_eval``'s options ``-c``, ``-l N``, ``-M N``, ``-q`` and its output
+(:func:`groupbias.evaluation.evaluate.evaluate_run`: nDCG, MRR, MAP, P, recall, R-precision,
+bpref and Success as ``trec_eval`` computes them unless ``--semantics candidates``; the
+fairness metrics over the run's candidates, the LTR regime), with ``trec_eval``'s options
+``-c``, ``-l N``, ``-M N``, ``-q`` and its output
 (``--format trec_eval``: :func:`trec_eval_lines`); ``compare``
 writes the ranx-style table (:mod:`groupbias.reporting.compare`); ``export`` writes the
 qrels and item→group file of a registered dataset's split (:mod:`groupbias.data.trec`: the
@@ -61,9 +62,10 @@ def _evaluate_parser() -> argparse.ArgumentParser:
         "--semantics",
         default="trec_eval",
         choices=SEMANTICS,
-        help="nDCG, MRR, MAP as trec_eval / ir_measures compute them (default: every judged "
-        "query scores, the ideal from all judged documents, linear gains, ties by document "
-        "id), or over the run's candidates with the metrics' own conventions",
+        help="nDCG, MRR, MAP, P, recall, Rprec, bpref, success as trec_eval / ir_measures "
+        "compute them (default: every judged query scores, the ideal from all judged "
+        "documents, linear gains, ties by document id), or over the run's candidates with "
+        "the metrics' own conventions",
     )
     p.add_argument(
         "-c", "--complete", action="store_true",
