@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import io
-import json
 import os
 import signal
 import sys
@@ -45,8 +44,18 @@ from .datamodule import (
     host_tensors,
 )
 from .losses import LambdaLoss
-from .model import ContextScorer, ScorerSpec, make_scorer
+from .model import ContextScorer, ScorerSpec
 from .module import RankerModule, default_optimizer
+from .saved import (
+    build_scorer,
+    condition_folder,
+    load_weights,
+    on_device_choice,
+    ranker_folder,
+    read_info,
+    read_state,
+    scoring_device,
+)
 
 #: ``TrainerSpec.loggers`` names -> Lightning logger classes (CSV always works; the others
 #: need their package: tensorboard, mlflow, wandb)
@@ -147,22 +156,26 @@ class TrainedRanker:
         features alone with the query offsets as ``qptr`` (``predict(features, qptr)``). The
         features are normalized as in training (``normalize``) and must have the
         ``n_features`` columns the ranker was trained on (else :class:`ParameterError`).
-        ``batch_size``: lists scored at a time; ``device`` and ``on_device`` as in the class
-        docstring. Returns float64 scores [n_items] in the flat item order of ``data``;
+        ``batch_size``: lists scored at a time (an integer >= 1); ``device`` and ``on_device``
+        as in the class docstring: a device not present here, or an ``on_device`` other than
+        True, False, None or ``"auto"``, is a :class:`ParameterError` naming it. Returns float64 scores [n_items] in the flat item order of ``data``;
         scores compare items of one query only. The scorer is put in eval mode for the call
         and back as it was after (no gradients are kept).
         """
+        integer("batch_size", batch_size, low=1)
         if qptr is not None:
             data = (np.asarray(data), None, qptr)
         lists = as_flat_lists(data, normalize=self.normalize, name="data")
         if lists.features.shape[1] != self.n_features:
             raise ParameterError(
-                "data.features", f"{self.n_features} feature columns", lists.features.shape[1]
+                "data.features",
+                f"{self.n_features} feature columns (feature width "
+                f"{lists.features.shape[1]}, the ranker expects {self.n_features})",
+                lists.features.shape[1],
+                fix="score the features the ranker was trained on (same dataset and loader)",
             )
-        if device is None:
-            device = next(self.scorer.parameters()).device
-        device = torch.device(device)
-        gather = gathers_on(device, "auto" if on_device is None else on_device)
+        device = scoring_device(device, next(self.scorer.parameters()).device)
+        gather = gathers_on(device, on_device_choice(on_device))
         scorer = self.scorer.to(device)
         was_training = scorer.training
         scorer.eval()
@@ -196,20 +209,27 @@ class TrainedRanker:
         return d
 
     @classmethod
-    def load(cls, directory: str | Path) -> TrainedRanker:
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        condition: str | None = None,
+        beta: float | None = None,
+        dataset: str | None = None,
+    ) -> TrainedRanker:
         """Rebuild a ranker written by :meth:`save` (weights loaded with weights_only=True):
         ``directory`` is the folder holding ``model.pt`` and ``ranker.json``, or a
-        condition's folder of a run (``runs/table2/.../models/<dataset>/beta0.8/corrected``)
-        holding it as ``ranker/``."""
-        d = Path(directory)
-        if not (d / "ranker.json").is_file() and (d / "ranker" / "ranker.json").is_file():
-            d = d / "ranker"
-        for name in ("model.pt", "ranker.json"):
-            if not (d / name).is_file():
-                raise ParameterError("directory", f"a folder holding {name}", str(d))
-        info = json.loads((d / "ranker.json").read_text())
-        scorer = make_scorer(info["model_cfg"], n_features=info["n_features"])
-        scorer.load_state_dict(torch.load(d / "model.pt", map_location="cpu", weights_only=True))
+        condition's folder of a run (``<run folder>/models/<dataset>/beta0.8/corrected``)
+        holding it as ``ranker/``; with ``condition`` (and ``beta`` unless it is
+        ``"full"``; ``dataset`` where the run has several), ``directory`` is the run folder
+        itself (:func:`groupbias.ltr.saved.condition_folder`). A damaged or mismatched file
+        is a :class:`~groupbias.core.errors.DataFormatError` naming it and what to do."""
+        if condition is not None or beta is not None or dataset is not None:
+            directory = condition_folder(directory, condition, beta, dataset)
+        d = ranker_folder(directory)
+        info = read_info(d / "ranker.json")
+        scorer = build_scorer(d / "ranker.json", info)
+        load_weights(scorer, read_state(d / "model.pt"), d / "model.pt", info)
         scorer.eval()
         return cls(
             scorer,
