@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -237,6 +237,22 @@ def _quiet_teardown() -> None:
     end the process by the signal (exit -15)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
+
+
+def run_interruptible(prog: str, body: Callable[[], int], *, again: str) -> int:
+    """Run ``body`` (a command's work; returns its exit code) with the command's handling of
+    signals (:func:`install_signal_handlers`, then :func:`_quiet_teardown`): Ctrl-C, SIGTERM
+    or SIGHUP print one line ``<prog>: interrupted; <again>`` and give 128 + the signal (130,
+    143, 129), no traceback. For a console script's process only: it changes the process's
+    signal handlers for good."""
+    install_signal_handlers()
+    try:
+        return body()
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"{prog}: interrupted; {again}", file=sys.stderr, flush=True)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+    finally:
+        _quiet_teardown()
 
 
 class QuietPipe:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..app.cli import run_interruptible
 from ..core.errors import GroupBiasError
 from ..core.io import write_bytes_atomic, write_text_atomic
 from .interop import COMMANDS
@@ -281,7 +282,20 @@ def _fail(exc: BaseException | str, hint: str = _HINT) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The ``groupbias-report`` command. As the console script (``argv`` None) Ctrl-C and
+    SIGTERM in any subcommand print one line and exit 130 / 143 (every output file is
+    written atomically: none is left half-written, and the same command then writes all of
+    them); called from Python (``argv`` given) the process's signal handling is left alone."""
+    if argv is None:
+        return run_interruptible(
+            "groupbias-report",
+            lambda: _main(sys.argv[1:]),
+            again="files written so far are whole; the same command writes them all",
+        )
+    return _main(list(argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS:
         try:
             return COMMANDS[argv[0]](argv[1:])
@@ -291,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             return _fail_os(exc)
     if "--compare" in argv:  # `groupbias-report --compare RUN ...` = the compare command
         argv.remove("--compare")
-        return main(["compare", *argv])
+        return _main(["compare", *argv])
     p = argparse.ArgumentParser(
         prog="groupbias-report",
         description=" ".join(__doc__.split("\n\n")[0].split()),  # the first paragraph
