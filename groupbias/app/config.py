@@ -30,6 +30,7 @@ from typing import Any
 from .._fast import BACKENDS
 from ..core.errors import ConfigError, ParameterError
 from ..core.validation import is_integer, real
+from .resources import check_resources
 
 __all__ = ["build", "plain", "HYDRA_KEYS"]
 
@@ -448,6 +449,7 @@ def build_setup(cfg, *, data_from_command_line: bool = False, overridden=()):
         data_from_command_line=data_from_command_line,
         **groups,
     )
+    check_resources(c, trains=trains, warn_after_s=setup.warn_after_s)
     check = getattr(experiment, "check", None)
     if check is not None:
         try:
