@@ -29,7 +29,14 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from .command import CONFIG_DIR, data_chosen
 
-__all__ = ["check_command_line", "run_dirname", "RUN_DIR_EXCLUDED", "MAX_DIRNAME", "split_args"]
+__all__ = [
+    "check_command_line",
+    "run_folders",
+    "run_dirname",
+    "RUN_DIR_EXCLUDED",
+    "MAX_DIRNAME",
+    "split_args",
+]
 
 #: override keys that never name a run folder (where to write, how to launch, how verbose)
 RUN_DIR_EXCLUDED = (
@@ -313,3 +320,39 @@ def check_command_line(args: Sequence[str]) -> int:
             except GroupBiasError:
                 raise
     return len(jobs)
+
+
+def run_folders(args: Sequence[str]) -> list[Path]:
+    """The run folder of every job of the command line ``groupbias <args>`` (``-m``: each
+    job of the sweep), as the command makes it: ``paths.runs/<experiment.name>/<run_dirname
+    of the overrides>``, or the ``hydra.run.dir`` / ``hydra.sweep.dir`` the line places it
+    in. Nothing is built or made; a line Hydra cannot read is a :class:`ConfigError`."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    split = split_args(args)
+    if split is None:
+        raise ConfigError(
+            " ".join(a for a in args if a.startswith("-")),
+            "Hydra flags other than -m / --multirun place no run",
+            hint="give the overrides of the groupbias command line",
+        )
+    multirun, overrides = split
+    folders = []
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        for job in _jobs(overrides, multirun):
+            placed = dict(o.split("=", 1) for o in job if o.startswith("hydra.") and "=" in o)
+            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            try:
+                cfg = compose(
+                    config_name="config", overrides=[o for o in job if not o.startswith("hydra.")]
+                )
+            except (HydraException, OmegaConfBaseException, ValueError) as exc:
+                raise _composition_error(exc, job) from None
+            if key in placed:
+                base = Path(placed[key])
+                folders.append(base / run_dirname(job) if multirun else base)
+            else:
+                folders.append(Path(cfg.paths.runs) / cfg.experiment.name / run_dirname(job))
+    return folders

@@ -5,6 +5,7 @@ figures; compare runs; evaluate external TREC runs.
     groupbias-report runs/table1 runs/table2 --out paper/  # several roots
     groupbias-report compare a.run b.run c.run --qrels q --groups g   # (or --compare)
     groupbias-report evaluate --run r --qrels q --groups g            # docs/interop.md
+    groupbias-report where experiment=table2 dataset=trec2020         # its run folder
 
 Reads every complete run below the roots (``metrics.json`` beside a ``meta.json`` with
 status complete; half-finished runs are left out) and writes
@@ -310,7 +311,8 @@ def _main(argv: list[str]) -> int:
         prog="groupbias-report",
         description=" ".join(__doc__.split("\n\n")[0].split()),  # the first paragraph
         epilog="subcommands: evaluate (a TREC run), compare (runs side by side), export "
-        "(a dataset's qrels and groups); see `groupbias-report <subcommand> --help`.",
+        "(a dataset's qrels and groups), where (the run folder of a groupbias command "
+        "line); see `groupbias-report <subcommand> --help`.",
     )
     p.add_argument("roots", nargs="+", help="run directories (searched recursively)")
     p.add_argument("--out", default=None, help="output folder (default: <first root>/report)")

@@ -29,6 +29,7 @@ import pandas as pd
 from ..core.errors import ParameterError
 from ..core.io import write_text_atomic
 from .frames import GROUPS_NAME, QRELS_NAME, RUN_NAME
+from .where import where_command
 
 
 def _metric_list(text: str, option: str = "--metrics") -> list[str]:
@@ -401,4 +402,9 @@ def export_command(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"evaluate": evaluate_command, "compare": compare_command, "export": export_command}
+COMMANDS = {
+    "evaluate": evaluate_command,
+    "compare": compare_command,
+    "export": export_command,
+    "where": where_command,
+}

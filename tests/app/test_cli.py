@@ -559,4 +559,4 @@ def test_model_folders_are_shell_safe_and_where_the_docs_say(tmp_path, capsys):
     models = tmp_path / "table2" / "models" / "TREC_2020"
     assert (models / "beta0.7" / "biased" / "test.run").is_file()
     documented = (REPO / "docs" / "interop.md").read_text()
-    assert "groupbias-report compare runs/table2/models/TREC_2020 " in documented
+    assert "groupbias-report compare runs/table2/dataset=trec2020/models/TREC_2020 " in documented

@@ -394,6 +394,8 @@ def tiny(args: list[str]) -> list[str]:
     if {"evaluation=policy", "evaluation=paper_code"} & set(args):
         extra = [*extra, *TINY_POLICY]
     given = {a.lstrip("+").split("=", 1)[0] for a in args}
+    if "dataset" in given:  # the command's dataset replaces the experiment's list
+        given.add("experiment.datasets")
     return [*args, *(o for o in extra if o.split("=", 1)[0] not in given)]
 
 
