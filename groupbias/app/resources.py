@@ -19,6 +19,9 @@ key                         what it scales
 ``estimator.bias_boot``     β̂ estimates of the bootstrap bias correction, per β̂
 ``estimator.bootstrap``     β̂ estimates of the confidence interval, per β̂
 ``estimator.auto_boot``     β̂ estimates of ``cluster_size: auto``, per β̂
+``experiment.n_queries``    the items an experiment simulates itself (``theory``)
+``evaluation.samples``      the Monte-Carlo rankings of a policy, per query
+``evaluation.epochs``       a learned policy's epochs × ``train_samples``, per query
 ``experiment.repetitions``  the steps: repetitions × the lengths of the experiment's lists
 and the lists                (``bias.betas``, ``experiment.cluster_sizes``, ``.sessions``,
                             ``.datasets``); each step is held in memory before it runs
@@ -46,6 +49,11 @@ BYTES_PER_STEP = 200
 #: lower bound of one PPG session of one query (seconds; 0.1 s measured: 0.4 s per query
 #: of 20 candidates with 4 sessions)
 S_PER_PPG_SESSION = 0.01
+#: bytes an item simulated by the experiment itself holds (``experiment=theory``: labels,
+#: groups, attractiveness, ranks, float64 and int64 arrays)
+BYTES_PER_ITEM = 48
+#: lower bound of one sampled ranking of one query (seconds) for a policy's Monte Carlo
+S_PER_SAMPLE = 1e-7
 #: the experiment's keys whose list lengths multiply its steps
 STEP_LISTS = ("cluster_sizes", "sessions", "datasets")
 
@@ -78,8 +86,29 @@ def check_resources(c: Mapping, *, trains: bool, warn_after_s) -> None:
         pairs = (sessions * top_n) ** 2
         _fits(c, "evaluation.sessions", pairs * 8.0, f"the pair matrix of {top_n} items")
         costs.append(("evaluation.sessions", sessions * S_PER_PPG_SESSION, "one query's learner"))
+    costs += _per_query(c, ev, exp)
     for key, seconds, what in costs:
         _in_time(key, _given(c, key), seconds, what, warn_after_s)
+
+
+def _per_query(c: Mapping, ev: Mapping, exp: Mapping) -> list[tuple[str, float, str]]:
+    """The experiment's own simulated queries (``experiment.n_queries``: their arrays must
+    fit), and the time one query's policy takes (``evaluation.samples``, ``.epochs``)."""
+    n_queries = exp.get("n_queries")
+    if _count(n_queries):
+        items = n_queries * sum(exp.get(k, 0) for k in ("n_N", "n_A") if _count(exp.get(k)))
+        _fits(c, "experiment.n_queries", items * BYTES_PER_ITEM, f"{items:,} simulated items")
+    costs = []
+    if ev.get("mode") == "policy" and _count(ev.get("samples")):
+        costs.append(("evaluation.samples", ev["samples"] * S_PER_SAMPLE, "one query's sampling"))
+    if ev.get("mode") == "policy" and ev.get("learn") and _count(ev.get("epochs")):
+        draws = ev["epochs"] * (ev["train_samples"] if _count(ev.get("train_samples")) else 1)
+        costs.append(("evaluation.epochs", draws * S_PER_SAMPLE, "one query's learner"))
+    return costs
+
+
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0
 
 
 def _steps(c: Mapping, exp: Mapping) -> tuple[int, list[str]]:
@@ -132,7 +161,7 @@ def _in_time(key: str, given, seconds: float, what: str, warn_after_s) -> None:
         )
     if warn_after_s is not None and seconds > warn_after_s:
         warnings.warn(
-            f"{key}={given!r}: {what} take at least about {_duration(seconds)}",
+            f"{key}={given!r}: {what} would take at least about {_duration(seconds)}",
             GroupBiasWarning,
             stacklevel=3,
         )

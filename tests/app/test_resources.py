@@ -60,6 +60,7 @@ def test_a_bootstrap_bias_correction_too_long_to_run():
 def test_a_long_bootstrap_is_warned_with_its_estimate():
     (msg,) = _warned(["estimator.bias_correction=bootstrap", "estimator.bias_boot=100000"])
     assert msg.startswith("estimator.bias_boot=100000: 100,000 β̂ estimates") and " min" in msg
+    assert "would take at least about" in msg
     # the default 50 replicates: no warning; bias_boot unused without the correction: unchecked
     assert _warned(["estimator.bias_correction=bootstrap"]) == []
     (msg,) = _warned(["estimator.bootstrap=2000000"])
@@ -118,3 +119,23 @@ def test_at_the_command_line_one_line_exit_2_no_folder(tmp_path):
         assert lines[0].startswith(f"groupbias: error: {key}: ") and "Traceback" not in res.stderr
         assert len(lines) == 2 and lines[1].startswith("groupbias: hint: ")
         assert not list(tmp_path.iterdir())
+
+
+def test_simulated_queries_and_policy_samples():
+    _refused(
+        ["experiment=theory", "experiment.n_queries=1000000000000"],
+        "experiment.n_queries",
+        "20,000,000,000,000 simulated items",
+    )
+    _refused(
+        ["evaluation=policy", "evaluation.samples=100000000000000"],
+        "evaluation.samples",
+        "would take at least",
+    )
+    (msg,) = _warned(["evaluation=policy", "evaluation.samples=1000000000000"])
+    assert msg.startswith("evaluation.samples=1000000000000: one query's sampling would take")
+    (msg,) = _warned(["evaluation=policy", "evaluation.epochs=100000000"])
+    assert msg.startswith("evaluation.epochs=100000000: one query's learner")
+    for evaluation in ("policy", "paper_code", "paper_code_ppg"):
+        assert _warned([f"evaluation={evaluation}"]) == []
+    assert _warned(["experiment=theory"]) == []
