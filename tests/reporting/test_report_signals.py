@@ -125,6 +125,7 @@ def test_aggregate_interrupted_at_random_moments_then_rerun(tmp_path):
         )
         assert res.returncode == 0, res.stderr[-3000:]
         assert _files(out) == clean
+    print("interrupted (of 10 each):", {sig.name: n for sig, n in stopped.items()})
     assert min(stopped.values()) >= 5, stopped  # most signals came while it worked
 
 
