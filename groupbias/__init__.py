@@ -16,8 +16,9 @@ report. The whole method is available flat::
     gb.evaluate(fixed, data, regime="tabular", relevance=sim.relevance)
     gb.evaluate_run("bm25.run", "test.qrels", "test.groups", metrics=["nDCG@10", "rho_dtr"])
     gb.per_query_results("bm25.run", "test.qrels", metrics=["nDCG@10", "map"])  # a DataFrame
-    # a ranker that `groupbias experiment=table2 dataset=synthetic` trained (docs/ltr.md)
-    ranker = gb.load_ranker("runs/table2/dataset=synthetic/models/synthetic/beta0.8/corrected")
+    # a ranker that `groupbias experiment=table2 dataset=synthetic` trained (docs/ltr.md;
+    # `groupbias-report where experiment=table2 dataset=synthetic` prints its run folder)
+    ranker = gb.load_ranker("runs/table2/dataset=synthetic", condition="corrected", beta=0.8)
     gb.load_results("runs/table2")                     # the run folder's records, a DataFrame
     scores = ranker.predict(gb.load_dataset("synthetic", split="test"))
 

@@ -149,9 +149,12 @@ def read_info(path: Path) -> dict:
 
 
 def build_scorer(path: Path, info: Mapping) -> ContextScorer:
-    """The scorer ``ranker.json`` (``path``) describes, untrained."""
+    """The scorer ``ranker.json`` (``path``) describes, without weights yet: built on torch's
+    ``meta`` device, so a configuration of any size allocates nothing and the global RNG
+    draws nothing (:func:`load_weights` puts the saved tensors in)."""
     try:
-        return make_scorer(info["model_cfg"], n_features=info["n_features"])
+        with torch.device("meta"):
+            return make_scorer(info["model_cfg"], n_features=info["n_features"])
     except (ParameterError, TypeError, ValueError, RuntimeError) as exc:
         raise DataFormatError(
             path, None, f"not a model configuration: {exc}; {RETRAIN}", field="model_cfg"
@@ -216,7 +219,7 @@ def load_weights(scorer: ContextScorer, state: Mapping, path: Path, info: Mappin
         got = tuple(state[key].shape)
         if got != tuple(tensor.shape):
             raise DataFormatError(path, None, _shape_message(key, got, tuple(tensor.shape), info))
-    scorer.load_state_dict(state)
+    scorer.load_state_dict({k: v.to(want[k].dtype) for k, v in state.items()}, assign=True)
 
 
 def _shape_message(key: str, got: tuple, want: tuple, info: Mapping) -> str:

@@ -260,3 +260,15 @@ def test_a_run_of_several_datasets_needs_the_dataset(tmp_path):
         gb.load_ranker(run, condition="biased", beta=0.8)
     one = gb.load_ranker(run, condition="biased", beta=0.8, dataset="TREC 2020")
     assert one.model_cfg["fc_model"]["sizes"] == [10]
+
+
+def test_loading_allocates_nothing_for_the_config_and_leaves_the_rng(saved):
+    cfg = {**TINY, "transformer": {**TINY["transformer"], "d_ff": 10**9}}  # 32 GB of weights
+    (saved / "ranker.json").write_text(json.dumps({**_info(saved), "model_cfg": cfg}))
+    _refused(saved, "shape", f"{10**9}", file="model.pt")
+    (saved / "ranker.json").write_text(json.dumps({**_info(saved), "model_cfg": TINY}))
+    before = torch.get_rng_state()
+    ranker = gb.load_ranker(saved)
+    assert torch.equal(torch.get_rng_state(), before)  # no initialization drawn
+    assert {p.device.type for p in ranker.scorer.parameters()} == {"cpu"}
+    assert {p.dtype for p in ranker.scorer.parameters()} == {torch.float32}
