@@ -158,9 +158,10 @@ class TrainedRanker:
         ``n_features`` columns the ranker was trained on (else :class:`ParameterError`).
         ``batch_size``: lists scored at a time (an integer >= 1); ``device`` and ``on_device``
         as in the class docstring: a device not present here, or an ``on_device`` other than
-        True, False, None or ``"auto"``, is a :class:`ParameterError` naming it. Returns float64 scores [n_items] in the flat item order of ``data``;
-        scores compare items of one query only. The scorer is put in eval mode for the call
-        and back as it was after (no gradients are kept).
+        True, False, None or ``"auto"``, is a :class:`ParameterError` naming it. Returns
+        float64 scores [n_items] in the flat item order of ``data``; scores compare items of
+        one query only. The scorer is put in eval mode for the call and back as it was after
+        (no gradients are kept).
         """
         integer("batch_size", batch_size, low=1)
         if qptr is not None:
