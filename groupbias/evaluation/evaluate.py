@@ -237,8 +237,7 @@ def evaluate_run(
     the ``trec_eval`` measures, counted in their means; NaN on the others: no ranking);
     ``relevance_level`` (``-l N``): binary measures count a label >= N as relevant, nDCG
     keeps graded gains; ``max_docs`` (``-M N``): each query's first N documents only.
-    ``reduce=None``: per query, in :func:`run_queries`' order. ``groups`` may be None when
-    every metric is a ``trec_eval`` measure. Example::
+    ``reduce=None``: per query, in :func:`run_queries`' order. Example::
 
         import groupbias as gb
 
@@ -255,18 +254,29 @@ def evaluate_run(
     )
     per_query = {r.key: values[_trec_name(r)] for r in trec}
     rest = [m for m, r in zip(metrics, requests, strict=True) if r not in trec]
-    if rest and groups is None:
-        raise ParameterError(
-            "groups", f"an item→group file for {', '.join(map(str, rest))}", None,
-            fix="give groups= (lines 'docno group'), or only nDCG, MRR and MAP",
-        )  # fmt: skip
     if rest:
-        data, scores = run_data(run, qrels, groups, affected=affected, label_max=label_max)
-        _refuse_one_group_means(data, rest, reduce)
-        unranked = run_queries(run, qrels, complete=complete).size - data.n_queries
-        for key, values in _on_candidates(data, scores, rest, protocol).items():
-            per_query[key] = np.concatenate([values, np.full(unranked, np.nan)])
+        options = dict(affected=affected, label_max=label_max, protocol=protocol)
+        per_query |= _on_candidates_of(run, qrels, groups, rest, reduce, complete, options)
     return {r.key: reduce_queries(per_query[r.key], reduce) for r in requests}
+
+
+def _on_candidates_of(run, qrels, groups, metrics, reduce, complete: bool, options) -> dict:
+    """Per-query values of ``metrics`` on the run's candidates (the metrics that are not
+    ``trec_eval``'s), NaN on the queries ``complete`` adds (they have no ranking)."""
+    if groups is None:
+        raise ParameterError(
+            "groups", f"an item→group file for {', '.join(map(str, metrics))}", None,
+            fix="give groups= (lines 'docno group'), or only trec_eval's measures (nDCG, MAP, "
+            "MRR, P, R, R-precision, bpref, Success)",
+        )  # fmt: skip
+    protocol = options.pop("protocol")
+    data, scores = run_data(run, qrels, groups, **options)
+    _refuse_one_group_means(data, metrics, reduce)
+    unranked = run_queries(run, qrels, complete=complete).size - data.n_queries
+    return {
+        key: np.concatenate([values, np.full(unranked, np.nan)])
+        for key, values in _on_candidates(data, scores, metrics, protocol).items()
+    }
 
 
 def _relevance_level(level, semantics: str) -> int:
