@@ -173,17 +173,28 @@ def available(
         yield entry, splits
 
 
-def warn_if_long(setup: Setup, splits: Mapping, *, rankers: int, title: str = "") -> None:
+def warn_if_long(
+    setup: Setup, splits: Mapping, *, rankers: int, title: str = "", progress=None
+) -> None:
     """Warn (one line on stderr) before training ``rankers`` rankers of the setup's recipe on
     ``splits`` (train, and valid when present) when the rough estimate of
-    :func:`groupbias.ltr.cost.training_cost` exceeds ``warn_after_s``."""
-    if setup.warn_after_s is None or setup.recipe is None or rankers < 1:
+    :func:`groupbias.ltr.cost.training_cost` exceeds ``warn_after_s``. ``progress``: the
+    run's :class:`~groupbias.app.progress.StepProgress`, told the estimate (its time left
+    until epochs are measured) and that the warning was given."""
+    if setup.recipe is None or rankers < 1:
+        return
+    if setup.warn_after_s is None and progress is None:
         return
     from groupbias.ltr.cost import training_cost
 
     cost = training_cost(setup.recipe, splits["train"], splits.get("valid"), rankers=rankers)
-    if cost.seconds > setup.warn_after_s:
-        warnings.warn(cost.warning(title), GroupBiasWarning, stacklevel=2)
+    if progress is not None:
+        progress.expect(cost)
+    if setup.warn_after_s is not None and cost.seconds > setup.warn_after_s:
+        if progress is None or not progress.warned:
+            warnings.warn(cost.warning(title), GroupBiasWarning, stacklevel=2)
+        if progress is not None:
+            progress.warned = True
 
 
 def step_records(

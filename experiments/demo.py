@@ -112,6 +112,12 @@ class Demo:
         each β of ``ltr_betas``."""
         return 2 + len(setup.bias.betas) + len(self.ltr_betas)
 
+    def planned_rankers(self, setup: Setup) -> list[int]:
+        """The rankers each planned step trains (the tabular steps none; at β = 1 the
+        biased ranker is usually the full-information one: counted once)."""
+        per_beta = [(1 if beta == 1.0 else 2) * self.repetitions for beta in self.ltr_betas]
+        return [0] * (1 + len(setup.bias.betas)) + [self.repetitions, *per_beta]
+
     def rankers(self) -> int:
         """The rankers the run trains: full information and, per β of ``ltr_betas``, biased
         and corrected (at β = 1 the biased one is the full-information one), per repetition."""
@@ -220,7 +226,7 @@ class Demo:
         splits = load(entry)
         summaries = {name: d.summary() for name, d in splits.items()}
         print(_data_line(entry.title, summaries, time.perf_counter() - start))
-        warn_if_long(setup, splits, rankers=self.rankers())
+        warn_if_long(setup, splits, rankers=self.rankers(), progress=rd.progress)
         tab = functools.partial(self._tabular, setup, splits["train"], entry.title)
         from groupbias.ltr.datamodule import PreparedSplits
 

@@ -81,7 +81,13 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
-        warn_if_long(setup, splits, rankers=1 + 2 * len(setup.bias.betas), title=title)
+        warn_if_long(
+            setup,
+            splits,
+            rankers=1 + 2 * len(setup.bias.betas),
+            title=title,
+            progress=rd.progress,
+        )
         # normalized once, when the first step that trains asks, over the loaded features
         # (nothing after it reads a raw feature); shared by every step
         prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)
@@ -123,6 +129,11 @@ class Table2:
     def planned_steps(self, setup: Setup) -> int:
         """One full-information step and one per β, for every dataset."""
         return len(entries(self.entries, setup)) * ltr_steps(setup)
+
+    def planned_rankers(self, setup: Setup) -> list[int]:
+        """The rankers of each planned step: full information one, each β two."""
+        per_dataset = [1] + [2] * len(setup.bias.betas)
+        return per_dataset * len(entries(self.entries, setup))
 
     def run(self, setup: Setup, rd) -> dict:
         records, skipped = ltr_records(self, setup, rd, tag="table2")

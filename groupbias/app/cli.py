@@ -176,12 +176,20 @@ def run(
 
 def step_progress(setup, experiment) -> StepProgress:
     """Where the run's steps report (:mod:`groupbias.app.progress`): the experiment's
-    planned count of steps (its ``planned_steps(setup)``, when it has one), and the live bar
-    where standard output is a terminal and ``progress`` is true."""
+    planned count of steps (its ``planned_steps(setup)``, when it has one) and the rankers of
+    each (its ``planned_rankers(setup)``), the live bar where standard output is a terminal
+    and ``progress`` is true, and the run's ``warn_after_s``."""
     plan = getattr(experiment, "planned_steps", None)
     total = plan(setup) if plan is not None else None
+    rankers = getattr(experiment, "planned_rankers", None)
     bar = setup.progress and sys.stdout.isatty()
-    return StepProgress(total, title=str(getattr(experiment, "name", "")), bar=bar)
+    return StepProgress(
+        total,
+        rankers=rankers(setup) if rankers is not None else None,
+        title=str(getattr(experiment, "name", "")),
+        bar=bar,
+        warn_after_s=setup.warn_after_s,
+    )
 
 
 def show_info_on_console() -> None:

@@ -211,8 +211,7 @@ class RunDir:
                     return saved["result"]
             except (OSError, json.JSONDecodeError, KeyError):
                 pass
-        if label is None:
-            self.progress.running(name)
+        self.progress.running(label or name, say=label is None)
         start = time.perf_counter()
         result = fn()
         # the data read before and during the step: a resumed run reuses it only on these

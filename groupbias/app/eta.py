@@ -1,0 +1,224 @@
+"""The time left of a run, from its own measured cost.
+
+A run's plan is its count of steps and, where the experiment says so
+(``planned_rankers(setup)``: the rankers each planned step trains, in order), the rankers of
+each. The training loop reports every ranker's start, epochs (with their measured seconds)
+and end (:class:`groupbias.ltr.bars.TrainingReport`); every step reports its wall time. The
+time left is then the sum over what is still to come::
+
+    current ranker:  epochs left × t_epoch  (the share of the current epoch done taken off)
+    each ranker to come:  E × t_epoch + c + o
+    each step without rankers to come:  its mean measured time
+
+``t_epoch``: the mean measured seconds of the latest epochs (training and validation; the
+latest :data:`RECENT_EPOCHS`, since the speed of a shared machine drifts), rescaled by the
+calibrated model (:func:`groupbias.ltr.cost.training_cost`) when another dataset's rankers
+come next; ``E``: the mean epochs of the rankers finished so far where early stopping can
+end a ranker sooner, else ``max_epochs``; ``c``: a ranker's measured time outside its epochs
+(Lightning's start, sanity check, checkpoints); ``o``: a ranker's share of its step's time
+outside training (labels, prediction, evaluation), also counted once for a ranker just
+trained (its evaluation comes next); ``c``, ``o`` and the steps' times are the means of the
+latest :data:`RECENT` measured. Before the first epoch is measured the
+same sum is taken with the calibrated model's epoch time and ``E = max_epochs`` (an upper
+estimate, stated as such: :attr:`RunEstimate.basis` is ``"calibrated"``). Without a plan of
+rankers (experiments that do not count them ahead) the time left is the mean measured step
+time times the steps to come.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["RankerClock", "RunEstimate", "RECENT", "RECENT_EPOCHS"]
+
+#: the measured rankers' and steps' times the estimate takes (the latest): a run on a shared
+#: machine speeds up and slows down with the other jobs, and its first ranker carries the
+#: warm-up (imports, first allocations)
+RECENT = 3
+#: the measured epochs the epoch time is the mean of (the latest)
+RECENT_EPOCHS = 8
+
+
+@dataclass
+class RankerClock:
+    """The ranker in training: its epochs done, the batches of its current epoch, when it
+    started."""
+
+    max_epochs: int
+    early_stopping: bool
+    batches: int | None
+    epochs: int = 0
+    batch: int = 0
+    trained: float = 0.0  # seconds of its epochs measured in this process
+    started: float = field(default_factory=time.perf_counter)
+
+    def epoch_share(self) -> float:
+        """The share of the current epoch's training batches done."""
+        if not self.batches:
+            return 0.0
+        return min(self.batch / self.batches, 1.0)
+
+
+class RunEstimate:
+    """The measured cost of a run and its time left (module docstring). ``plan``: the
+    rankers of each planned step (None: not known)."""
+
+    def __init__(self, plan: list[int] | None = None) -> None:
+        self.plan = list(plan) if plan is not None else None
+        self.done = 0  # steps done (computed, reused or forgone)
+        self.rankers_done = 0
+        self.ranker: RankerClock | None = None
+        self.step_started: float | None = None
+        self._step_rankers = 0  # rankers trained in the current step
+        self._step_fit = 0.0  # their seconds in training
+        self._epoch_units: list[float] = []  # measured epoch seconds / calibrated epoch seconds
+        self._ranker_epochs: list[int] = []
+        self._ranker_extra: list[float] = []  # seconds of a ranker outside its epochs
+        self._outside: list[float] = []  # a ranker's share of its step outside training
+        self._plain_steps: list[float] = []  # seconds of steps that train no ranker
+        self._steps: list[float] = []  # seconds of every computed step
+        self._scale = 1.0  # calibrated seconds of one epoch on the data now trained
+        self._calibrated: tuple[float, int, float] | None = None  # epoch s, epochs, extra s
+
+    # -- what the run tells ------------------------------------------------------------
+    def expect(self, cost) -> None:
+        """The calibrated cost (:class:`groupbias.ltr.cost.TrainingCost`) of the rankers on
+        the data about to be trained: their epoch time before one is measured, and the scale
+        of measured epoch times on this data."""
+        from ..ltr.cost import OVERHEAD_S
+
+        per_ranker = cost.seconds / max(cost.rankers, 1) - OVERHEAD_S
+        epoch = max(per_ranker / max(cost.epochs, 1), 1e-9)
+        self._scale = epoch
+        self._calibrated = (epoch, cost.epochs, OVERHEAD_S)
+
+    def step_start(self) -> None:
+        self.step_started = time.perf_counter()
+        self._step_rankers, self._step_fit = 0, 0.0
+
+    def step_end(self, seconds: float | None) -> None:
+        """A step finished (``seconds``: its wall time; None: reused, no time spent)."""
+        planned = self._planned(self.done)
+        if seconds is not None:
+            self._steps.append(seconds)
+            if self._step_rankers:
+                self._outside.append(max(seconds - self._step_fit, 0.0) / self._step_rankers)
+            elif not planned:
+                self._plain_steps.append(seconds)
+        self.done += 1
+        if self.plan is not None:
+            self.rankers_done = sum(self.plan[: self.done])
+        self.step_started, self.ranker = None, None
+        self._step_rankers, self._step_fit = 0, 0.0
+
+    def forgo(self, n: int) -> None:
+        """The next ``n`` planned steps will not run."""
+        if self.plan is not None:
+            del self.plan[self.done : self.done + n]
+
+    def ranker_started(self, *, epoch: int, max_epochs: int, batches, early_stopping: bool):
+        self.ranker = RankerClock(max_epochs, early_stopping, batches, epochs=epoch)
+
+    def batch_done(self, epoch: int, batch: int) -> None:
+        if self.ranker is not None:
+            self.ranker.batch = batch
+
+    def epoch_done(self, epoch: int, seconds: float) -> None:
+        self._epoch_units.append(seconds / self._scale)
+        if self.ranker is not None:
+            self.ranker.epochs, self.ranker.batch = epoch, 0
+            self.ranker.trained += seconds
+
+    def ranker_done(self, epochs: int, seconds: float) -> None:
+        r = self.ranker
+        if r is not None:
+            self._ranker_extra.append(max(seconds - r.trained, 0.0))
+            self._ranker_epochs.append(max(r.epochs, epochs))
+        self._step_rankers += 1
+        self._step_fit += seconds
+        self.rankers_done += 1
+        self.ranker = None
+
+    # -- what it estimates -------------------------------------------------------------
+    @property
+    def basis(self) -> str | None:
+        """``"measured"`` (epochs or steps timed in this run), ``"calibrated"`` (the model of
+        :mod:`groupbias.ltr.cost` only) or None (nothing to go by)."""
+        if self._epoch_units or (self._steps and not self._trains()):
+            return "measured"
+        if self._calibrated is not None and self._trains():
+            return "calibrated"
+        return "measured" if self._steps else None
+
+    def rankers_total(self) -> int | None:
+        return sum(self.plan) if self.plan is not None else None
+
+    def left(self, total_steps: int | None) -> float | None:
+        """Seconds left (module docstring); None when nothing tells."""
+        if total_steps is None:
+            return None
+        if not self._trains():
+            if not self._steps:
+                return None
+            return sum(self._steps) / len(self._steps) * max(total_steps - self.done, 0)
+        if self.basis is None:
+            return None
+        return self._current_step_left() + sum(
+            self._step_cost(k) for k in self._planned_after(self.done + 1)
+        )
+
+    def _trains(self) -> bool:
+        return self.plan is not None and any(self.plan)
+
+    def _planned(self, i: int) -> int:
+        return self.plan[i] if self.plan is not None and i < len(self.plan) else 0
+
+    def _planned_after(self, i: int) -> list[int]:
+        return self.plan[i:] if self.plan is not None else []
+
+    def _epoch_s(self) -> float:
+        if self._epoch_units:
+            recent = self._epoch_units[-RECENT_EPOCHS:]
+            return sum(recent) / len(recent) * self._scale
+        return self._calibrated[0] if self._calibrated is not None else 0.0
+
+    def _epochs(self, max_epochs: int | None = None, early_stopping: bool = True) -> float:
+        top = max_epochs or (self._calibrated[1] if self._calibrated else 1)
+        if early_stopping and self._ranker_epochs:
+            return min(sum(self._ranker_epochs) / len(self._ranker_epochs), top)
+        return float(top)
+
+    def _mean(self, values: list[float], default: float) -> float:
+        """The mean of the last :data:`RECENT` ``values`` (``default`` when none)."""
+        values = values[-RECENT:]
+        return sum(values) / len(values) if values else default
+
+    def _ranker_cost(self) -> float:
+        extra = self._mean(self._ranker_extra, self._calibrated[2] if self._calibrated else 0.0)
+        r = self.ranker
+        epochs = self._epochs(r.max_epochs, r.early_stopping) if r else self._epochs()
+        return epochs * self._epoch_s() + extra + self._mean(self._outside, 0.0)
+
+    def _step_cost(self, rankers: int) -> float:
+        if rankers:
+            return rankers * self._ranker_cost()
+        return self._mean(self._plain_steps, 0.0)
+
+    def _current_step_left(self) -> float:
+        k = self._planned(self.done)
+        now = time.perf_counter()
+        if not k:
+            started = self.step_started if self.step_started is not None else now
+            return max(self._mean(self._plain_steps, 0.0) - (now - started), 0.0)
+        r = self.ranker
+        to_come = k - self._step_rankers - (r is not None)
+        left = max(to_come, 0) * self._ranker_cost()
+        if r is None and self._step_rankers:  # the ranker just trained is evaluated next
+            left += self._mean(self._outside, 0.0)
+        if r is not None:
+            expected = min(r.max_epochs, max(self._epochs(r.max_epochs, r.early_stopping),
+                                             r.epochs + 1))  # fmt: skip
+            left += max(expected - r.epochs - r.epoch_share(), 0.0) * self._epoch_s()
+            left += self._mean(self._outside, 0.0)
+        return left
