@@ -6,19 +6,21 @@ each. The training loop reports every ranker's start, epochs (with their measure
 and end (:class:`groupbias.ltr.bars.TrainingReport`); every step reports its wall time. The
 time left is then the sum over what is still to come::
 
-    current ranker:  epochs left × t_epoch  (the share of the current epoch done taken off)
+    current ranker:  epochs left × t_epoch + o  (the share of the current epoch done taken off)
     each ranker to come:  E × t_epoch + c + o
-    each step without rankers to come:  its mean measured time
+    each step with rankers to come:  s + its rankers
+    each step without rankers to come:  the mean measured time of such steps
 
 ``t_epoch``: the mean measured seconds of the latest epochs (training and validation; the
 latest :data:`RECENT_EPOCHS`, since the speed of a shared machine drifts), rescaled by the
 calibrated model (:func:`groupbias.ltr.cost.training_cost`) when another dataset's rankers
 come next; ``E``: the mean epochs of the rankers finished so far where early stopping can
 end a ranker sooner, else ``max_epochs``; ``c``: a ranker's measured time outside its epochs
-(Lightning's start, sanity check, checkpoints); ``o``: a ranker's share of its step's time
-outside training (labels, prediction, evaluation), also counted once for a ranker just
-trained (its evaluation comes next); ``c``, ``o`` and the steps' times are the means of the
-latest :data:`RECENT` measured. Before the first epoch is measured the
+(Lightning's start, sanity check, checkpoints); ``o``: the measured time after a ranker's
+fit until the next one's (its prediction and evaluation, the next trainer's setup) or the
+step's end; ``s``: a step's measured time before its first ranker (labels, estimate,
+assumption check); ``c``, ``o``, ``s`` and the steps' times are the means of the latest
+:data:`RECENT` measured. Before the first epoch is measured the
 same sum is taken with the calibrated model's epoch time and ``E = max_epochs`` (an upper
 estimate, stated as such: :attr:`RunEstimate.basis` is ``"calibrated"``). Without a plan of
 rankers (experiments that do not count them ahead) the time left is the mean measured step
@@ -64,18 +66,20 @@ class RunEstimate:
     """The measured cost of a run and its time left (module docstring). ``plan``: the
     rankers of each planned step (None: not known)."""
 
-    def __init__(self, plan: list[int] | None = None) -> None:
+    def __init__(self, plan: list[int] | None = None, *, clock=time.perf_counter) -> None:
         self.plan = list(plan) if plan is not None else None
+        self.clock = clock
         self.done = 0  # steps done (computed, reused or forgone)
         self.rankers_done = 0
         self.ranker: RankerClock | None = None
         self.step_started: float | None = None
         self._step_rankers = 0  # rankers trained in the current step
-        self._step_fit = 0.0  # their seconds in training
+        self._fit_end: float | None = None  # when the step's last ranker ended its fit
         self._epoch_units: list[float] = []  # measured epoch seconds / calibrated epoch seconds
         self._ranker_epochs: list[int] = []
         self._ranker_extra: list[float] = []  # seconds of a ranker outside its epochs
-        self._outside: list[float] = []  # a ranker's share of its step outside training
+        self._lead: list[float] = []  # seconds of a ranker step before its first fit
+        self._gaps: list[float] = []  # seconds after a ranker's fit (evaluation, next setup)
         self._plain_steps: list[float] = []  # seconds of steps that train no ranker
         self._steps: list[float] = []  # seconds of every computed step
         self._scale = 1.0  # calibrated seconds of one epoch on the data now trained
@@ -94,23 +98,23 @@ class RunEstimate:
         self._calibrated = (epoch, cost.epochs, OVERHEAD_S)
 
     def step_start(self) -> None:
-        self.step_started = time.perf_counter()
-        self._step_rankers, self._step_fit = 0, 0.0
+        self.step_started = self.clock()
+        self._step_rankers, self._fit_end = 0, None
 
     def step_end(self, seconds: float | None) -> None:
         """A step finished (``seconds``: its wall time; None: reused, no time spent)."""
         planned = self._planned(self.done)
         if seconds is not None:
             self._steps.append(seconds)
-            if self._step_rankers:
-                self._outside.append(max(seconds - self._step_fit, 0.0) / self._step_rankers)
+            if self._step_rankers and self._fit_end is not None:
+                self._gaps.append(max(self.clock() - self._fit_end, 0.0))
             elif not planned:
                 self._plain_steps.append(seconds)
         self.done += 1
         if self.plan is not None:
             self.rankers_done = sum(self.plan[: self.done])
         self.step_started, self.ranker = None, None
-        self._step_rankers, self._step_fit = 0, 0.0
+        self._step_rankers, self._fit_end = 0, None
 
     def forgo(self, n: int) -> None:
         """The next ``n`` planned steps will not run."""
@@ -135,8 +139,13 @@ class RunEstimate:
         if r is not None:
             self._ranker_extra.append(max(seconds - r.trained, 0.0))
             self._ranker_epochs.append(max(r.epochs, epochs))
+        now = self.clock()
+        if self._fit_end is not None:
+            self._gaps.append(max(now - seconds - self._fit_end, 0.0))
+        elif self.step_started is not None:
+            self._lead.append(max(now - seconds - self.step_started, 0.0))
+        self._fit_end = now
         self._step_rankers += 1
-        self._step_fit += seconds
         self.rankers_done += 1
         self.ranker = None
 
@@ -198,27 +207,28 @@ class RunEstimate:
         extra = self._mean(self._ranker_extra, self._calibrated[2] if self._calibrated else 0.0)
         r = self.ranker
         epochs = self._epochs(r.max_epochs, r.early_stopping) if r else self._epochs()
-        return epochs * self._epoch_s() + extra + self._mean(self._outside, 0.0)
+        return epochs * self._epoch_s() + extra + self._mean(self._gaps, 0.0)
 
     def _step_cost(self, rankers: int) -> float:
         if rankers:
-            return rankers * self._ranker_cost()
+            return self._mean(self._lead, 0.0) + rankers * self._ranker_cost()
         return self._mean(self._plain_steps, 0.0)
 
     def _current_step_left(self) -> float:
         k = self._planned(self.done)
-        now = time.perf_counter()
+        now = self.clock()
+        started = self.step_started if self.step_started is not None else now
         if not k:
-            started = self.step_started if self.step_started is not None else now
             return max(self._mean(self._plain_steps, 0.0) - (now - started), 0.0)
-        r = self.ranker
-        to_come = k - self._step_rankers - (r is not None)
-        left = max(to_come, 0) * self._ranker_cost()
-        if r is None and self._step_rankers:  # the ranker just trained is evaluated next
-            left += self._mean(self._outside, 0.0)
-        if r is not None:
+        r, trained = self.ranker, self._step_rankers
+        gap = self._mean(self._gaps, 0.0)
+        if r is not None:  # in training: its epochs left, its evaluation, the others
             expected = min(r.max_epochs, max(self._epochs(r.max_epochs, r.early_stopping),
                                              r.epochs + 1))  # fmt: skip
-            left += max(expected - r.epochs - r.epoch_share(), 0.0) * self._epoch_s()
-            left += self._mean(self._outside, 0.0)
-        return left
+            left = max(expected - r.epochs - r.epoch_share(), 0.0) * self._epoch_s() + gap
+            return left + max(k - trained - 1, 0) * self._ranker_cost()
+        if trained:  # between rankers: the last one's evaluation, the next one's setup
+            since = now - (self._fit_end if self._fit_end is not None else now)
+            return max(gap - since, 0.0) + max(k - trained, 0) * self._ranker_cost()
+        lead = max(self._mean(self._lead, 0.0) - (now - started), 0.0)
+        return lead + k * self._ranker_cost()

@@ -18,44 +18,66 @@ from groupbias.core.errors import GroupBiasWarning
 COST = SimpleNamespace(seconds=13.5, rankers=3, epochs=4)
 
 
-def _ranker(e, epochs, epoch_s, fit_s):
+class Clock:
+    """A clock the test sets (``t`` seconds)."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def _ranker(e, clock, start, epochs, epoch_s, fit_s):
+    """A ranker whose fit starts at ``start`` and takes ``fit_s`` seconds, ``epochs`` of
+    ``epoch_s`` seconds in it."""
+    clock.t = start
     e.ranker_started(epoch=0, max_epochs=4, batches=10, early_stopping=True)
     for n in range(1, epochs + 1):
         e.epoch_done(n, epoch_s)
+    clock.t = start + fit_s
     e.ranker_done(epochs, fit_s)
 
 
 def test_from_the_calibrated_model_to_measured_epochs_rankers_and_steps():
-    e = RunEstimate([0, 1, 2])  # a plain step, a step of one ranker, one of two
+    clock = Clock()
+    e = RunEstimate([0, 1, 2], clock=clock)  # a plain step, a step of one ranker, one of two
     assert e.left(3) is None and e.basis is None  # nothing to go by
     e.step_start()
+    clock.t = 2.0
     e.step_end(2.0)
     e.expect(COST)
     # calibrated: each ranker 4 epochs × 1 s + 0.5 s
     assert e.basis == "calibrated" and e.left(3) == pytest.approx(3 * 4.5)
-    e.step_start()
+    e.step_start()  # at 2 s
+    clock.t = 3.0
     e.ranker_started(epoch=0, max_epochs=4, batches=10, early_stopping=True)
     e.epoch_done(1, 2.0)
     e.batch_done(1, 5)  # half of epoch 2
     # measured: 2.5 epochs of 2 s left, then 2 rankers of 4 epochs (none finished yet)
     assert e.basis == "measured" and e.left(3) == pytest.approx(2.5 * 2.0 + 2 * (8 + 0.5))
     e.epoch_done(2, 2.0)
-    e.ranker_done(2, 5.0)  # early stopping after 2 epochs; 1 s outside them
-    e.step_end(6.0)  # 1 s of the step outside training
+    clock.t = 7.5
+    e.ranker_done(2, 5.0)  # fit from 2.5 s: 0.5 s before it; 1 s outside its epochs
+    clock.t = 8.5
+    e.step_end(6.5)  # 1 s after it
     assert e.rankers_done == 1
-    # 2 rankers of 2 epochs × 2 s + 1 s + 1 s
-    assert e.left(3) == pytest.approx(2 * 6.0)
-    e.step_start()
-    _ranker(e, 3, 2.0, 7.0)
-    # the ranker just trained is evaluated (1 s), one more of E = 2.5 epochs of 2 s + 1 + 1
+    # 0.5 s before the step's rankers, each 2 epochs (early stopping) × 2 s + 1 s + 1 s
+    assert e.left(3) == pytest.approx(0.5 + 2 * 6.0)
+    e.step_start()  # at 8.5 s
+    _ranker(e, clock, 9.5, 3, 2.0, 7.0)
+    # between the rankers: 1 s after this one, then one of E = 2.5 epochs × 2 s + 1 s + 1 s
     assert e.left(3) == pytest.approx(1 + 2.5 * 2 + 1 + 1)
+    clock.t += 0.4
+    assert e.left(3) == pytest.approx(0.6 + 2.5 * 2 + 1 + 1)
 
 
 def test_another_dataset_rescales_the_measured_epoch_time():
-    e = RunEstimate([1, 1])
+    clock = Clock()
+    e = RunEstimate([1, 1], clock=clock)
     e.expect(COST)
     e.step_start()
-    _ranker(e, 4, 3.0, 12.5)  # 3 s an epoch where the model said 1 s
+    _ranker(e, clock, 0.0, 4, 3.0, 12.5)  # 3 s an epoch where the model said 1 s
     e.step_end(12.5)
     e.expect(SimpleNamespace(seconds=2 * (4 * 10.0 + 0.5), rankers=2, epochs=4))
     assert e.left(2) == pytest.approx(4 * 30.0 + 0.5)  # 10 s modelled: 30 s expected
