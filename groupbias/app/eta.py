@@ -6,9 +6,10 @@ each. The training loop reports every ranker's start, epochs (with their measure
 and end (:class:`groupbias.ltr.bars.TrainingReport`); every step reports its wall time. The
 time left is then the sum over what is still to come::
 
-    current ranker:  epochs left × t_epoch + o  (the share of the current epoch done taken off)
-    each ranker to come:  E × t_epoch + c + o
-    each step with rankers to come:  s + its rankers
+    current ranker:  epochs left × t_epoch  (the share of the current epoch done taken off)
+    each ranker to come:  o + E × t_epoch + c
+    the end of a step with rankers:  o_end
+    each step with rankers to come:  s + its rankers (the first without o) + o_end
     each step without rankers to come:  the mean measured time of such steps
 
 ``t_epoch``: the mean measured seconds of the latest epochs (training and validation; the
@@ -16,11 +17,12 @@ latest :data:`RECENT_EPOCHS`, since the speed of a shared machine drifts), resca
 calibrated model (:func:`groupbias.ltr.cost.training_cost`) when another dataset's rankers
 come next; ``E``: the mean epochs of the rankers finished so far where early stopping can
 end a ranker sooner, else ``max_epochs``; ``c``: a ranker's measured time outside its epochs
-(Lightning's start, sanity check, checkpoints); ``o``: the measured time after a ranker's
-fit until the next one's (its prediction and evaluation, the next trainer's setup) or the
-step's end; ``s``: a step's measured time before its first ranker (labels, estimate,
-assumption check); ``c``, ``o``, ``s`` and the steps' times are the means of the latest
-:data:`RECENT` measured. Before the first epoch is measured the
+(Lightning's start, sanity check, checkpoints); ``o``: the measured time from a ranker's fit
+to the next one's (its prediction and evaluation, the next trainer's setup); ``o_end``: from
+a step's last fit to the step's end; ``s``: a step's measured time before its first ranker
+(labels, estimate, assumption check); ``c``, ``o``, ``o_end``, ``s`` and the steps' times
+are the means of the latest :data:`RECENT` measured (the times between are taken off as
+they pass). Before the first epoch is measured the
 same sum is taken with the calibrated model's epoch time and ``E = max_epochs`` (an upper
 estimate, stated as such: :attr:`RunEstimate.basis` is ``"calibrated"``). Without a plan of
 rankers (experiments that do not count them ahead) the time left is the mean measured step
@@ -79,7 +81,8 @@ class RunEstimate:
         self._ranker_epochs: list[int] = []
         self._ranker_extra: list[float] = []  # seconds of a ranker outside its epochs
         self._lead: list[float] = []  # seconds of a ranker step before its first fit
-        self._gaps: list[float] = []  # seconds after a ranker's fit (evaluation, next setup)
+        self._gaps: list[float] = []  # seconds between two rankers' fits (evaluation, setup)
+        self._tails: list[float] = []  # seconds of a ranker step after its last fit
         self._plain_steps: list[float] = []  # seconds of steps that train no ranker
         self._steps: list[float] = []  # seconds of every computed step
         self._scale = 1.0  # calibrated seconds of one epoch on the data now trained
@@ -107,7 +110,7 @@ class RunEstimate:
         if seconds is not None:
             self._steps.append(seconds)
             if self._step_rankers and self._fit_end is not None:
-                self._gaps.append(max(self.clock() - self._fit_end, 0.0))
+                self._tails.append(max(self.clock() - self._fit_end, 0.0))
             elif not planned:
                 self._plain_steps.append(seconds)
         self.done += 1
@@ -203,15 +206,25 @@ class RunEstimate:
         values = values[-RECENT:]
         return sum(values) / len(values) if values else default
 
-    def _ranker_cost(self) -> float:
+    def _fit_cost(self) -> float:
+        """A ranker's expected fit: its epochs and its time outside them."""
         extra = self._mean(self._ranker_extra, self._calibrated[2] if self._calibrated else 0.0)
         r = self.ranker
         epochs = self._epochs(r.max_epochs, r.early_stopping) if r else self._epochs()
-        return epochs * self._epoch_s() + extra + self._mean(self._gaps, 0.0)
+        return epochs * self._epoch_s() + extra
+
+    def _rankers_cost(self, m: int) -> float:
+        """``m`` rankers still to start in the current or a future step, then its end."""
+        gap, tail = self._gap(), self._mean(self._tails, self._gap())
+        return m * self._fit_cost() + max(m - 1, 0) * gap + tail
+
+    def _gap(self) -> float:
+        """``o`` (module docstring); ``o_end`` until one is measured."""
+        return self._mean(self._gaps, self._mean(self._tails, 0.0))
 
     def _step_cost(self, rankers: int) -> float:
         if rankers:
-            return self._mean(self._lead, 0.0) + rankers * self._ranker_cost()
+            return self._mean(self._lead, 0.0) + self._rankers_cost(rankers)
         return self._mean(self._plain_steps, 0.0)
 
     def _current_step_left(self) -> float:
@@ -221,14 +234,18 @@ class RunEstimate:
         if not k:
             return max(self._mean(self._plain_steps, 0.0) - (now - started), 0.0)
         r, trained = self.ranker, self._step_rankers
-        gap = self._mean(self._gaps, 0.0)
-        if r is not None:  # in training: its epochs left, its evaluation, the others
+        gap = self._gap()
+        if r is not None:  # in training: its epochs left, then the step's other rankers
             expected = min(r.max_epochs, max(self._epochs(r.max_epochs, r.early_stopping),
                                              r.epochs + 1))  # fmt: skip
-            left = max(expected - r.epochs - r.epoch_share(), 0.0) * self._epoch_s() + gap
-            return left + max(k - trained - 1, 0) * self._ranker_cost()
+            left = max(expected - r.epochs - r.epoch_share(), 0.0) * self._epoch_s()
+            m = max(k - trained - 1, 0)
+            return left + (gap if m else 0.0) + self._rankers_cost(m)
         if trained:  # between rankers: the last one's evaluation, the next one's setup
             since = now - (self._fit_end if self._fit_end is not None else now)
-            return max(gap - since, 0.0) + max(k - trained, 0) * self._ranker_cost()
+            m = max(k - trained, 0)
+            if not m:
+                return max(self._mean(self._tails, gap) - since, 0.0)
+            return max(gap - since, 0.0) + self._rankers_cost(m)
         lead = max(self._mean(self._lead, 0.0) - (now - started), 0.0)
-        return lead + k * self._ranker_cost()
+        return lead + self._rankers_cost(k)
