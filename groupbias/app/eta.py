@@ -86,6 +86,7 @@ class RunEstimate:
         self._tails: list[float] = []  # seconds of a ranker step after its last fit
         self._plain_steps: list[float] = []  # seconds of steps that train no ranker
         self._steps: list[float] = []  # seconds of every computed step
+        self._max_epochs: int | None = None  # of the last ranker trained
         self._scale = 1.0  # calibrated seconds of one epoch on the data now trained
         self._calibrated: tuple[float, int, float] | None = None  # epoch s, epochs, extra s
 
@@ -127,6 +128,7 @@ class RunEstimate:
 
     def ranker_started(self, *, epoch: int, max_epochs: int, batches, early_stopping: bool):
         self.ranker = RankerClock(max_epochs, early_stopping, batches, epochs=epoch)
+        self._max_epochs = max_epochs
 
     def batch_done(self, epoch: int, batch: int) -> None:
         if self.ranker is not None:
@@ -164,6 +166,13 @@ class RunEstimate:
             return "calibrated"
         return "measured" if self._steps else None
 
+    @property
+    def upper(self) -> bool:
+        """True while the estimate is an upper one: early stopping can end the ranker in
+        training sooner, and no ranker has finished to tell how many epochs they take."""
+        r = self.ranker
+        return r is not None and r.early_stopping and not self._ranker_epochs
+
     def rankers_total(self) -> int | None:
         return sum(self.plan) if self.plan is not None else None
 
@@ -197,7 +206,9 @@ class RunEstimate:
         return self._calibrated[0] if self._calibrated is not None else 0.0
 
     def _epochs(self, max_epochs: int | None = None, early_stopping: bool = True) -> float:
-        top = max_epochs or (self._calibrated[1] if self._calibrated else 1)
+        """``E`` (module docstring) for a ranker of ``max_epochs`` (None: as the last one
+        trained, else the calibrated model's)."""
+        top = max_epochs or self._max_epochs or (self._calibrated[1] if self._calibrated else 1)
         if early_stopping and self._ranker_epochs:
             return min(sum(self._ranker_epochs) / len(self._ranker_epochs), top)
         return float(top)

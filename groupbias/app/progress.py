@@ -141,19 +141,26 @@ class StepProgress:
         return f"step {n}/{self.total}" if self.total is not None else f"step {n}"
 
     def _left_text(self, form: str = "line") -> str:
-        """``about 3 min left`` (measured) or ``roughly 3 min left`` (the calibrated model;
-        ``form="training"``: ``roughly 3 min left, estimated from data size``;
-        ``form="bar"``: ``~3 min left (rough)``); empty if unknown."""
+        """``about 3 min left`` (measured; ``up to`` while an upper estimate) or ``roughly
+        3 min left`` (the calibrated model; ``form="training"``: ``roughly 3 min left,
+        estimated from data size``; ``form="bar"``: ``~3 min left (rough)``); empty if
+        unknown."""
         left = self.left()
         if not left:
             return ""
         calibrated = self.estimate.basis == "calibrated"
         if form == "bar":
-            return f"~{rough_duration(left)} left" + " (rough)" * calibrated
+            near = "≤" if self.estimate.upper else "~"
+            return f"{near}{rough_duration(left)} left" + " (rough)" * calibrated
         if not calibrated:
-            return f"about {rough_duration(left)} left"
+            return f"{self._about()} {rough_duration(left)} left"
         tail = ", estimated from data size" if form == "training" else ""
         return f"roughly {rough_duration(left)} left{tail}"
+
+    def _about(self) -> str:
+        """``about``; ``up to`` while early stopping can end the rankers sooner than the
+        estimate's ``max_epochs`` (no ranker finished yet)."""
+        return "up to" if self.estimate.upper else "about"
 
     def running(self, label: str, *, say: bool = True) -> None:
         """A step starts (``say``: a long one, which says so)."""
@@ -259,7 +266,8 @@ class StepProgress:
         if spent + left > self.warn_after_s:
             self.warned = True
             warnings.warn(
-                f"this run is estimated to take about {rough_duration(spent + left)} in all "
+                f"this run is estimated to take {self._about()} {rough_duration(spent + left)} "
+                "in all "
                 f"({rough_duration(left)} left, measured on its own steps and epochs). "
                 "This warning shows above warn_after_s seconds",
                 GroupBiasWarning,

@@ -111,3 +111,14 @@ def test_lines_say_which_estimate_and_the_warning_fires_once_when_it_passes(caps
     out = capsys.readouterr().out
     assert re.search(r"step 1/3 a: 6.0 s; about \d+ s left\n", out)
     assert p.warned
+
+
+def test_with_early_stopping_the_first_ranker_gives_an_upper_estimate():
+    p = StepProgress(2, rankers=[1, 1])
+    p.running("a", say=False)
+    p.ranker_started(epoch=0, max_epochs=4, batches=2, early_stopping=True)
+    p.epoch_done(1, 1.0)  # 3 more epochs, then one ranker of 4: at most
+    assert p.training_line() == "step 1/2 a: ranker 1/2, epoch 2/4; up to 7 s left"
+    p.ranker_done(2, 2.0)  # stopped after 2 epochs: the next one is expected to do as many
+    # 2 epochs of 1 s and the 1 s outside them
+    assert not p.estimate.upper and p.training_line().endswith("; about 3 s left")
