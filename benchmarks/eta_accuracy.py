@@ -114,7 +114,8 @@ def _table(name: str, overrides, rows, seconds: float, loads) -> tuple[bool, boo
             floored &= inside or near
             mark = "" if inside else f"  <- off{f' (within {FLOOR_S:.0f} s)' * near}"
         est = "-" if left is None else f"{left:.1f}"
-        print(f"{event + ' ' + str(i + 1):>10} {est:>11} {actual:9.1f} {ratio:6.2f}  {basis}{mark}")
+        n = sum(1 for e, *_ in rows[: i + 1] if e == event)  # the n-th step or ranker done
+        print(f"{event + ' ' + str(n):>10} {est:>11} {actual:9.1f} {ratio:6.2f}  {basis}{mark}")
     print(
         f"{name}: from the first finished ranker on, every estimate within ±35 %: {strict}; "
         f"within ±35 % or {FLOOR_S:.0f} s: {floored}"
