@@ -186,6 +186,8 @@ class RunEstimate:
             return sum(self._steps) / len(self._steps) * max(total_steps - self.done, 0)
         if self.basis is None:
             return None
+        if self.done >= total_steps:
+            return 0.0
         return self._current_step_left() + sum(
             self._step_cost(k) for k in self._planned_after(self.done + 1)
         )

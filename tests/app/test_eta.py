@@ -70,6 +70,9 @@ def test_from_the_calibrated_model_to_measured_epochs_rankers_and_steps():
     assert e.left(3) == pytest.approx(1 + 2.5 * 2 + 1 + 1)
     clock.t += 0.4
     assert e.left(3) == pytest.approx(0.6 + 2.5 * 2 + 1 + 1)
+    _ranker(e, clock, 20.0, 2, 2.0, 5.0)
+    e.step_end(7.0)
+    assert e.left(3) == 0.0  # the last planned step is done
 
 
 def test_another_dataset_rescales_the_measured_epoch_time():
