@@ -71,8 +71,8 @@ NOT_RUNNABLE = {
     # tests/reporting/test_external.py runs the same two commands on such files
     "docs/interop.md: groupbias-report export grep_b": "needs the reader's run and corpus",
     # what the command prints (tests/app/test_progress.py and test_demo.py check it)
-    "README.md: [groupbias] step 5/7 LTR, full": "the progress lines a run prints",
-    "README.md: groupbias: warning: this run t": "the warning a long run prints",
+    "docs/ltr.md: [groupbias] step 5/7 LTR, full": "the progress lines a run prints",
+    "docs/ltr.md: groupbias: warning: this run t": "the warning a long run prints",
     # a benchmark's command followed by the timings it printed
     "docs/fairness_metrics.md: .venv/bin/python benchmarks/fa": "a benchmark and its output",
 }
