@@ -164,61 +164,21 @@ def load_trec_fair_ppg(
     """
     y = _check_year(year)
     path = ppg_file(root, y, split)
-    header = read_table(path, nrows=0).columns
-    cols = [str(c).strip() for c in header]
-    missing = [c for c in ("sensitive_attribute", "session", "score") if c not in cols]
-    fcols = sorted((int(m.group(1)), c) for c in cols if (m := _FEATURE_RE.match(c)))
-    if missing or not fcols:
-        need = missing or ["feature_1"]
-        raise DataFormatError(
-            path,
-            1,
-            "missing column(s) " + ", ".join(need) + "; expected "
-            "sensitive_attribute, session, score, feature_1..feature_K",
-            field=need[0],
-        )
+    cols, fcols = _ppg_columns(path)
     df = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
     df.columns = cols
     if len(df) == 0:
         raise DataFormatError(path, None, "no data rows after the header")
-
-    attr = df["sensitive_attribute"].fillna("").str.strip().str.upper()
-    bad = first_bad(~attr.isin(["H", "L"]).to_numpy())
-    if bad is not None:
-        raise DataFormatError(
-            path,
-            record_line(path, bad),
-            f"value {df['sensitive_attribute'].iloc[bad]!r}; expected H or L",
-            field="sensitive_attribute",
-        )
-    groups = (attr == "L").to_numpy(dtype=np.float64)
+    groups = _ppg_groups(df, path)
     # integer ids read exactly (sessions 10**30 + s stay distinct: as text beyond int64)
     session = id_column(df, "session", path, big="text")
-    labels = numeric_column(df, "score", path)
-    bad = first_bad((labels < 0) | (labels != np.floor(labels)))  # whole grades only
-    if bad is not None:
-        raise DataFormatError(
-            path,
-            record_line(path, bad),
-            f"relevance {df['score'].iloc[bad]!r}; expected a whole grade 0, 1, 2, ...",
-            field="score",
-        )
+    labels = _ppg_labels(df, path)
     feats = np.column_stack([numeric_column(df, c, path) for _, c in fcols])
-
-    runs = np.flatnonzero(session[1:] != session[:-1]) + 1
-    uniq, first_pos = np.unique(session, return_index=True)
-    regrouped = runs.size + 1 != uniq.size
+    order = _sessions_together(session)
+    regrouped = order is not None
     if regrouped:
-        rank = np.empty(uniq.size, dtype=np.int64)
-        rank[np.argsort(first_pos, kind="stable")] = np.arange(uniq.size)
-        order = np.argsort(rank[np.searchsorted(uniq, session)], kind="stable")
-        session, labels, feats, groups = (
-            session[order],
-            labels[order],
-            feats[order],
-            groups[order],
-        )
-        runs = np.flatnonzero(session[1:] != session[:-1]) + 1
+        session, labels, feats, groups = session[order], labels[order], feats[order], groups[order]
+    runs = np.flatnonzero(session[1:] != session[:-1]) + 1
     qptr = np.concatenate(([0], runs, [session.size])).astype(np.int64)
     data = RankingData(
         features=feats,
@@ -238,6 +198,65 @@ def load_trec_fair_ppg(
     return data
 
 
+def _ppg_columns(path: Path) -> tuple[list[str], list[tuple[int, str]]]:
+    """The header's column names (stripped) and its ``(k, "feature_k")`` columns in order of
+    ``k``; :class:`DataFormatError` when a required column is missing."""
+    header = read_table(path, nrows=0).columns
+    cols = [str(c).strip() for c in header]
+    missing = [c for c in ("sensitive_attribute", "session", "score") if c not in cols]
+    fcols = sorted((int(m.group(1)), c) for c in cols if (m := _FEATURE_RE.match(c)))
+    if missing or not fcols:
+        need = missing or ["feature_1"]
+        raise DataFormatError(
+            path,
+            1,
+            "missing column(s) " + ", ".join(need) + "; expected "
+            "sensitive_attribute, session, score, feature_1..feature_K",
+            field=need[0],
+        )
+    return cols, fcols
+
+
+def _ppg_groups(df: pd.DataFrame, path: Path) -> np.ndarray:
+    """1.0 where ``sensitive_attribute`` is L (low h-index, affected), 0.0 where H."""
+    attr = df["sensitive_attribute"].fillna("").str.strip().str.upper()
+    bad = first_bad(~attr.isin(["H", "L"]).to_numpy())
+    if bad is not None:
+        raise DataFormatError(
+            path,
+            record_line(path, bad),
+            f"value {df['sensitive_attribute'].iloc[bad]!r}; expected H or L",
+            field="sensitive_attribute",
+        )
+    return (attr == "L").to_numpy(dtype=np.float64)
+
+
+def _ppg_labels(df: pd.DataFrame, path: Path) -> np.ndarray:
+    """The ``score`` column; a negative or fractional grade is refused naming its line."""
+    labels = numeric_column(df, "score", path)
+    bad = first_bad((labels < 0) | (labels != np.floor(labels)))  # whole grades only
+    if bad is not None:
+        raise DataFormatError(
+            path,
+            record_line(path, bad),
+            f"relevance {df['score'].iloc[bad]!r}; expected a whole grade 0, 1, 2, ...",
+            field="score",
+        )
+    return labels
+
+
+def _sessions_together(session: np.ndarray) -> np.ndarray | None:
+    """None when the rows of each session are contiguous; else the stable row order that
+    groups them (sessions in order of first appearance, rows in file order)."""
+    runs = np.flatnonzero(session[1:] != session[:-1]) + 1
+    uniq, first_pos = np.unique(session, return_index=True)
+    if runs.size + 1 == uniq.size:
+        return None
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[np.argsort(first_pos, kind="stable")] = np.arange(uniq.size)
+    return np.argsort(rank[np.searchsorted(uniq, session)], kind="stable")
+
+
 # ---------------------------------------------------------------------------------------
 # the track's JSON + corpus subset
 # ---------------------------------------------------------------------------------------
@@ -251,26 +270,7 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                obj = json.loads(line)
-            except UnicodeDecodeError as exc:
-                raise DataFormatError(
-                    path, lineno, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, lineno, f"invalid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise DataFormatError(
-                    path, lineno, "JSON nested too deeply to read (expected one flat object)"
-                ) from None
-            except ValueError as exc:  # a number of over 4300 digits
-                raise DataFormatError(path, lineno, f"unreadable JSON value ({exc})") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, lineno, "expected a JSON object per line")
-            for key in ("qid", "documents"):
-                if key not in obj:
-                    raise DataFormatError(path, lineno, "missing key", field=key)
+            obj = _sample_object(raw, path, lineno)
             qid = _normalize_qid(obj["qid"], path, lineno)
             if qid in seen:
                 raise DataFormatError(
@@ -280,43 +280,74 @@ def _read_sample(path: Path) -> tuple[pd.DataFrame, list]:
                     field="qid",
                 )
             seen[qid] = lineno
-            documents = obj["documents"]
-            if not isinstance(documents, list):
-                raise DataFormatError(path, lineno, "expected a list", field="documents")
+            listed = _sample_documents(obj, path, lineno)
             qorder.append(qid)
-            listed: dict = {}  # doc id -> its index in the list
-            for j, d in enumerate(documents):
-                if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
-                    raise DataFormatError(
-                        path, lineno, f"document {j} needs doc_id and relevance", field="documents"
-                    )
-                r = d["relevance"]
-                if isinstance(r, bool) or r not in (0, 1):
-                    raise DataFormatError(
-                        path,
-                        lineno,
-                        f"document {j}: relevance {r!r}, expected 0 or 1",
-                        field="relevance",
-                    )
-                doc = str(d["doc_id"])
-                if doc in listed:  # a document twice in one list would count twice
-                    raise DataFormatError(
-                        path,
-                        lineno,
-                        f"document {doc!r} is listed twice for qid {obj['qid']!r} (documents "
-                        f"{listed[doc]} and {j})",
-                        field="documents",
-                    )
-                listed[doc] = j
-                qids.append(qid)
-                docs.append(doc)
-                rels.append(float(r))
+            qids += [qid] * len(listed)
+            docs += [doc for doc, _ in listed]
+            rels += [rel for _, rel in listed]
     if not qorder:
         raise DataFormatError(path, None, "no queries in file")
     # some qids are not numbers, or not int64 ones (2**70): all strings
     if not all(isinstance(q, int) and -(2**63) <= q < 2**63 for q in qorder):
         qids, qorder = [str(q) for q in qids], [str(q) for q in qorder]
     return pd.DataFrame({"qid": qids, "doc_id": docs, "relevance": rels}), qorder
+
+
+def _sample_object(raw: bytes, path: Path, lineno: int) -> dict:
+    """One line of the training sample as its JSON object, with ``qid`` and ``documents``."""
+    try:
+        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        obj = json.loads(line)
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            path, lineno, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, lineno, f"invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataFormatError(
+            path, lineno, "JSON nested too deeply to read (expected one flat object)"
+        ) from None
+    except ValueError as exc:  # a number of over 4300 digits
+        raise DataFormatError(path, lineno, f"unreadable JSON value ({exc})") from None
+    if not isinstance(obj, dict):
+        raise DataFormatError(path, lineno, "expected a JSON object per line")
+    for key in ("qid", "documents"):
+        if key not in obj:
+            raise DataFormatError(path, lineno, "missing key", field=key)
+    return obj
+
+
+def _sample_documents(obj: dict, path: Path, lineno: int) -> list[tuple[str, float]]:
+    """``(doc_id, relevance)`` of one query's ``documents`` in listed order; a relevance
+    other than 0 or 1, or a document listed twice, is refused."""
+    documents = obj["documents"]
+    if not isinstance(documents, list):
+        raise DataFormatError(path, lineno, "expected a list", field="documents")
+    listed: dict = {}  # doc id -> its index in the list
+    out = []
+    for j, d in enumerate(documents):
+        if not isinstance(d, dict) or "doc_id" not in d or "relevance" not in d:
+            raise DataFormatError(
+                path, lineno, f"document {j} needs doc_id and relevance", field="documents"
+            )
+        r = d["relevance"]
+        if isinstance(r, bool) or r not in (0, 1):
+            raise DataFormatError(
+                path, lineno, f"document {j}: relevance {r!r}, expected 0 or 1", field="relevance"
+            )
+        doc = str(d["doc_id"])
+        if doc in listed:  # a document twice in one list would count twice
+            raise DataFormatError(
+                path,
+                lineno,
+                f"document {doc!r} is listed twice for qid {obj['qid']!r} (documents "
+                f"{listed[doc]} and {j})",
+                field="documents",
+            )
+        listed[doc] = j
+        out.append((doc, float(r)))
+    return out
 
 
 def read_sample(path: Path) -> tuple[pd.DataFrame, list]:
@@ -429,6 +460,7 @@ def paper_groups(
     return paper_group, n_authors
 
 
+# long: the public entry point; its docstring documents every parameter
 def load_trec_fair_track(
     root: str | os.PathLike | None,
     year: int,
@@ -469,62 +501,23 @@ def load_trec_fair_track(
     ydir = track_files(root, y)[SAMPLE_FILE[y]].parent
 
     pairs, qorder = _read_sample(ydir / SAMPLE_FILE[y])
-
-    # ---- paper metadata -----------------------------------------------------------------
-    ppath = ydir / PAPERS
-    papers = read_table(ppath, dtype=str, keep_default_na=False, na_values=[""])
-    if "paper_sha" not in papers.columns:
-        raise DataFormatError(ppath, 1, "missing column", field="paper_sha")
-    meta_cols = {}
-    missing_counts = {}
-    for col in ("n_citations", "n_key_citations", "paper_year"):
-        if col in papers.columns:
-            meta_cols[col] = numeric_column(papers, col, ppath, allow_missing=True)
-        else:
-            meta_cols[col] = np.full(len(papers), np.nan)
-    pmeta = pd.DataFrame(meta_cols, index=papers["paper_sha"].str.strip())
-    pmeta = pmeta[~pmeta.index.duplicated(keep="first")]
-
-    # ---- authors and groups ----------------------------------------------------------
+    pmeta = _paper_metadata(ydir / PAPERS)
     paper_group, n_authors = paper_groups(ydir, y, author_rule, high_level)
 
-    # ---- assemble -----------------------------------------------------------------------
     docs = pairs["doc_id"]
-    feats_df = pmeta.reindex(docs)
-    has_meta = docs.isin(pmeta.index).to_numpy()
-    feats_df = feats_df.assign(n_authors=n_authors.reindex(docs).to_numpy())
-    for col in TRACK_FEATURES:
-        missing_counts[col] = int(feats_df[col].isna().sum())
+    feats_df = pmeta.reindex(docs).assign(n_authors=n_authors.reindex(docs).to_numpy())
+    missing_counts = {col: int(feats_df[col].isna().sum()) for col in TRACK_FEATURES}
     groups = paper_group.reindex(docs).to_numpy(dtype=np.float64, copy=True)
     unknown_mask = np.isnan(groups)
-    n_unknown = int(unknown_mask.sum())
-    if unknown == "affected":
-        groups[unknown_mask] = 1.0
-    elif unknown == "non_affected":
-        groups[unknown_mask] = 0.0
-    keep = ~unknown_mask if unknown == "drop" else np.ones(groups.size, dtype=bool)
-
-    qid_all = pairs["qid"].to_numpy()
-    qcode = pd.Index(qorder).get_indexer(qid_all)
-    qcode_kept = qcode[keep]
-    counts = np.bincount(qcode_kept, minlength=len(qorder))
-    nonempty = counts > 0
-    qptr = np.zeros(int(nonempty.sum()) + 1, dtype=np.int64)
-    np.cumsum(counts[nonempty], out=qptr[1:])
-    features = feats_df[list(TRACK_FEATURES)].to_numpy(dtype=np.float64)[keep]
-    features = np.nan_to_num(features, nan=0.0)
-    labels = pairs["relevance"].to_numpy()[keep]
-    g = groups[keep]
-    query_ids = np.asarray(qorder, dtype=object if isinstance(qorder[0], str) else np.int64)
-    query_ids = query_ids[nonempty]
+    keep = _apply_unknown(groups, unknown_mask, unknown)
+    qptr, nonempty = _kept_queries(pairs["qid"].to_numpy(), qorder, keep)
     if qptr[-1] == 0:
         raise DataError(
             f"{ydir}: no document has an author with a known h-index group "
             f"(author_rule={author_rule!r}, unknown={unknown!r})"
         )
-    qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
-    n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
-    n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
+    features = feats_df[list(TRACK_FEATURES)].to_numpy(dtype=np.float64)[keep]
+    query_ids = np.asarray(qorder, dtype=object if isinstance(qorder[0], str) else np.int64)
     meta = {
         "source": str(ydir),
         "year": y,
@@ -534,24 +527,72 @@ def load_trec_fair_track(
         "pairs_in_sample": int(len(pairs)),
         "queries_in_sample": len(qorder),
         "relevant_in_sample": int(pairs["relevance"].sum()),
-        "documents_without_metadata": int((~has_meta).sum()),
-        "documents_without_known_group": n_unknown,
+        "documents_without_metadata": int((~docs.isin(pmeta.index).to_numpy()).sum()),
+        "documents_without_known_group": int(unknown_mask.sum()),
         "documents_dropped": int((~keep).sum()),
         "queries_dropped_empty": int((~nonempty).sum()),
-        "queries_with_both_groups": int(np.sum((n_aff > 0) & (n_non > 0))),
+        "queries_with_both_groups": _with_both_groups(qptr, groups[keep]),
         "feature_names": list(TRACK_FEATURES),
         "missing_feature_values": missing_counts,
         "sensitive_attribute": "authors' h-index group (affected = low)",
     }
     return RankingData(
-        features=features,
-        labels=labels,
+        features=np.nan_to_num(features, nan=0.0),
+        labels=pairs["relevance"].to_numpy()[keep],
         qptr=qptr,
-        query_ids=query_ids,
+        query_ids=query_ids[nonempty],
         feature_ids=np.arange(1, len(TRACK_FEATURES) + 1),
         item_ids=docs.to_numpy(dtype=object)[keep],
-        groups=g,
+        groups=groups[keep],
         label_max=1.0,
         name=name or f"trec-fair-{y}/track/train",
         meta=meta,
     )
+
+
+def _apply_unknown(groups: np.ndarray, unknown_mask: np.ndarray, unknown: str) -> np.ndarray:
+    """Give the documents of ``unknown_mask`` the group the ``unknown`` policy names (in
+    place); returns the mask of documents kept (all but the unknown ones for ``"drop"``)."""
+    if unknown == "affected":
+        groups[unknown_mask] = 1.0
+    elif unknown == "non_affected":
+        groups[unknown_mask] = 0.0
+    return ~unknown_mask if unknown == "drop" else np.ones(groups.size, dtype=bool)
+
+
+def _kept_queries(
+    qids: np.ndarray, qorder: list, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(qptr, nonempty)``: the query pointers over the kept documents (``qids`` their
+    queries, contiguous in ``qorder``'s order) and which of ``qorder`` keep a document."""
+    counts = np.bincount(pd.Index(qorder).get_indexer(qids)[keep], minlength=len(qorder))
+    nonempty = counts > 0
+    qptr = np.zeros(int(nonempty.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[nonempty], out=qptr[1:])
+    return qptr, nonempty
+
+
+def _paper_metadata(path: Path) -> pd.DataFrame:
+    """``n_citations``, ``n_key_citations``, ``paper_year`` of each paper of ``papers.csv``
+    (NaN where missing or where the file lacks the column), indexed by paper sha (the first
+    row of a sha repeated)."""
+    papers = read_table(path, dtype=str, keep_default_na=False, na_values=[""])
+    if "paper_sha" not in papers.columns:
+        raise DataFormatError(path, 1, "missing column", field="paper_sha")
+    meta_cols = {}
+    for col in ("n_citations", "n_key_citations", "paper_year"):
+        if col in papers.columns:
+            meta_cols[col] = numeric_column(papers, col, path, allow_missing=True)
+        else:
+            meta_cols[col] = np.full(len(papers), np.nan)
+    pmeta = pd.DataFrame(meta_cols, index=papers["paper_sha"].str.strip())
+    return pmeta[~pmeta.index.duplicated(keep="first")]
+
+
+def _with_both_groups(qptr: np.ndarray, g: np.ndarray) -> int:
+    """The number of queries (delimited by ``qptr``) with documents of both groups (``g``:
+    the documents' memberships, a fraction counting towards both)."""
+    qidx = np.repeat(np.arange(qptr.size - 1), np.diff(qptr))
+    n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
+    n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
+    return int(np.sum((n_aff > 0) & (n_non > 0)))
