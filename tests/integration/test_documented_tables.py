@@ -1,4 +1,4 @@
-"""The documented tables of numbers equal a fresh run (tools/docs_tables.py): one test
+"""The documented tables of numbers equal a fresh run (tools/docs_tables/): one test
 per generated block of docs/*.md, each running the command the block names (in-process, same
 configuration) and comparing every number with the table's tolerance. Tables a fresh run
 makes in a few seconds run unmarked (Table 1's deterministic rows among them), those of
