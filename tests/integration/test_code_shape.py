@@ -2,7 +2,8 @@
 contract in pyproject.toml, run by `make lint`) and one test folder per stage, the flat API
 kept, one function per metric, no module reaching into another's private names, no two
 modules importing each other, validation written once, and no function over 60 lines or
-module over 700 lines without a reason written beside it."""
+module over 700 lines without a reason written beside it, in every package of the repository
+(the library, the dataset loaders, the paper's artifacts and the maintainers' tools)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("groupbias", "data_loaders", "experiments")
+#: every folder of our code the shape rules cover: the library, the dataset loaders, the
+#: paper's artifacts and the maintainers' tools
+PACKAGES = ("groupbias", "data_loaders", "experiments", "tools")
 MAX_LINES = 60
 #: a comment on the ``def`` line or in the three lines above it: ``# long: <reason>``
 REASON = re.compile(r"#\s*long:\s*\S")
@@ -103,7 +106,7 @@ MAX_MODULE_LINES = 700
 
 def test_no_long_module_without_a_reason():
     long = []
-    for path in sorted((REPO / "groupbias").rglob("*.py")):
+    for path in sorted(p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")):
         lines = path.read_text().splitlines()
         if len(lines) > MAX_MODULE_LINES and not REASON.search("\n".join(lines[:40])):
             long.append(f"{path.relative_to(REPO)} ({len(lines)} lines)")
@@ -248,9 +251,18 @@ def test_validation_helpers_are_written_once():
     assert not bad
 
 
+def test_the_shape_rules_cover_every_package_of_the_repository():
+    """A new top-level package (a folder with an ``__init__.py``) joins PACKAGES, so that the
+    size, import and exception rules reach it too."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*/__init__.py"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert {Path(p).parts[0] for p in tracked if len(Path(p).parts) == 2} == set(PACKAGES)
+
+
 def test_no_long_function_without_a_reason():
     long = []
-    for path, tree in _modules("groupbias"):
+    for path, tree in _modules(*PACKAGES):
         lines = path.read_text().splitlines()
         for node in ast.walk(tree):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
