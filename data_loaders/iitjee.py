@@ -39,11 +39,13 @@ Conventions
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from groupbias.core.errors import DataError, DataFormatError, ParameterError
+from groupbias.core.validation import choice
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
@@ -274,3 +276,19 @@ def _candidates(df: pd.DataFrame, keep: np.ndarray):
     pin = df["PIN_RES"].fillna("").str.strip()
     no_key = ((cat == "") | (pin == "")).to_numpy() & keep & ~unknown
     return female, unknown, unknown_codes, no_key, cat, pin
+
+
+@dataclass(frozen=True)
+class IitjeeOptions:
+    """IIT-JEE 2009 CSV (``load_iitjee``); ``bad_rows``: raise | drop."""
+
+    bad_rows: str = "raise"
+
+    def __post_init__(self) -> None:
+        choice("bad_rows", self.bad_rows, ("raise", "drop"))
+
+    def sources(self, root, split: str) -> dict:
+        return {"csv": iitjee_file(root)}
+
+    def load(self, root, split: str) -> RankingData:
+        return load_iitjee(root, bad_rows=self.bad_rows)

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from groupbias.core.errors import DataFormatError, MissingFilesError
-from groupbias.core.validation import offsets_from_sizes
+from groupbias.core.errors import DataFormatError, MissingFilesError, ParameterError
+from groupbias.core.io import env_value
+from groupbias.core.validation import integer, offsets_from_sizes, real
 from groupbias.data.ranking_data import RankingData
 
+from ._options import flag
 from .svmlight import DEFAULT_CHUNK_BYTES, FORMAT_VERSION, UINT_RE, read_svmlight
 
-__all__ = ["load_lightgbm", "read_query_file", "ENV_VAR"]
+__all__ = ["load_lightgbm", "read_query_file", "ENV_VAR", "LightgbmOptions"]
 
 ENV_VAR = "GROUPBIAS_LIGHTGBM"
 
@@ -152,3 +155,47 @@ def _build(
             "n_lines": rows.n_lines,
         },
     )
+
+
+@dataclass(frozen=True)
+class LightgbmOptions:
+    """LightGBM-style files in one folder: file name per split, each with its ``.query``."""
+
+    train: str = "train.txt"
+    valid: str = "valid.txt"
+    test: str = "test.txt"
+    n_features: int | None = None
+    feature_id_base: int = 0
+    label_max: float | None = None
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("train", "valid", "test"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a file name", getattr(self, name))
+        if self.n_features is not None:
+            integer("n_features", self.n_features, low=1)
+        integer("feature_id_base", self.feature_id_base, low=0)
+        if self.label_max is not None:
+            real("label_max", self.label_max, low=0.0, low_open=True)
+        flag("cache", self.cache)
+
+    def _file(self, root, split: str) -> str:
+        name = getattr(self, split)
+        root = root if root is not None else env_value(ENV_VAR)
+        if root is None:  # no folder given: never the working directory by chance
+            raise MissingFilesError("", [name], unset=ENV_VAR)
+        return os.path.join(root, name)
+
+    def sources(self, root, split: str) -> dict:
+        data = self._file(root, split)
+        return {"data": data, "query": data + ".query"}
+
+    def load(self, root, split: str) -> RankingData:
+        return load_lightgbm(
+            self._file(root, split),
+            n_features=self.n_features,
+            feature_id_base=self.feature_id_base,
+            label_max=self.label_max,
+            cache=self.cache,
+        )

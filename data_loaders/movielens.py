@@ -54,15 +54,18 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from groupbias.core.errors import DataError, DataFormatError, MissingFilesError, ParameterError
 from groupbias.core.io import env_value
+from groupbias.core.validation import choice, real
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
+from ._options import optional_path
 from ._tables import (
     check_text,
     first_bad,
@@ -641,3 +644,36 @@ def _by_user(p, user, movie, rating, features, keep, groups, meta, grouping, nam
         name=name or f"movielens/{p.name}" + (f"/{grouping}" if grouping else ""),
         meta=meta,
     )
+
+
+@dataclass(frozen=True)
+class MovielensOptions:
+    """MovieLens ratings + metadata (``load_movielens``)."""
+
+    grouping: str
+    metadata: str | None = None
+    links: str | None = None
+    missing: str = "drop"
+    box_office_threshold: float = 100e6
+
+    def __post_init__(self) -> None:
+        choice("grouping", self.grouping, GROUPINGS)
+        optional_path("metadata", self.metadata)
+        optional_path("links", self.links)
+        choice("missing", self.missing, MISSING_POLICIES)
+        real("box_office_threshold", self.box_office_threshold, low=0.0)
+
+    def sources(self, root, split: str) -> dict:
+        return movielens_files(
+            root, metadata=self.metadata, links=self.links, grouping=self.grouping
+        )
+
+    def load(self, root, split: str) -> RankingData:
+        return load_movielens(
+            root,
+            metadata=self.metadata,
+            links=self.links,
+            grouping=self.grouping,
+            missing=self.missing,
+            box_office_threshold=self.box_office_threshold,
+        )

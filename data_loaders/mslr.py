@@ -10,16 +10,27 @@ The directory is the ``root`` argument, else ``$GROUPBIAS_MSLR`` (read when call
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from groupbias.core.errors import MissingFilesError
-from groupbias.core.validation import is_integer
+from groupbias.core.validation import integer, is_integer
 from groupbias.data.ranking_data import RankingData
 
+from ._options import flag
 from ._tables import resolve_path
 from .svmlight import load_svmlight
 
-__all__ = ["load_mslr", "mslr_root", "mslr_file", "SPLITS", "N_FEATURES", "LABEL_MAX", "ENV_VAR"]
+__all__ = [
+    "load_mslr",
+    "mslr_root",
+    "mslr_file",
+    "SPLITS",
+    "N_FEATURES",
+    "LABEL_MAX",
+    "ENV_VAR",
+    "MslrOptions",
+]
 
 ENV_VAR = "GROUPBIAS_MSLR"
 SPLITS = ("train", "vali", "test")
@@ -83,3 +94,21 @@ def load_mslr(
         cache=cache,
         graded=True,
     )
+
+
+@dataclass(frozen=True)
+class MslrOptions:
+    """MSLR-WEB30K/10K (``load_mslr``); ``fold`` 1..5."""
+
+    fold: int = 1
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        integer("fold", self.fold, low=1, high=5)
+        flag("cache", self.cache)
+
+    def sources(self, root, split: str) -> dict:
+        return {"data": mslr_file(root, self.fold, split)}
+
+    def load(self, root, split: str) -> RankingData:
+        return load_mslr(root, fold=self.fold, split=split, cache=self.cache)

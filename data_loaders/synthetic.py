@@ -35,14 +35,14 @@ How the normals are drawn (``draws``; the model is the same):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from groupbias._fast.normals import block_normals
 from groupbias.core.errors import ParameterError
 from groupbias.core.memory import check_fits
-from groupbias.core.validation import choice, generator, integer, is_integer
+from groupbias.core.validation import choice, generator, integer, is_integer, real
 from groupbias.data.ranking_data import RankingData
 
 SENSITIVE_FEATURE_ID = 1
@@ -334,3 +334,53 @@ def make_synthetic_splits(
             meta=dict(data.meta, split=split),
         )
     return out
+
+
+@dataclass(frozen=True)
+class SyntheticOptions:
+    """The embedded synthetic dataset (:func:`make_synthetic`)."""
+
+    n_queries: int = 200
+    list_size: Sequence[int] = (5, 60)
+    n_features: int = 20
+    affected_share: float = 0.3
+    utility_ratio: float = 1.0
+    n_grades: int = 5
+    n_informative: int | None = None
+    seed: int = 7
+    draws: str = "sequential"
+
+    def __post_init__(self) -> None:
+        integer("n_queries", self.n_queries, low=3)
+        ls = self.list_size
+        if isinstance(ls, str) or not isinstance(ls, Sequence) or len(ls) != 2:
+            raise ParameterError("list_size", "[min, max] items per query", ls)
+        lo = integer("list_size", ls[0], low=1)
+        integer("list_size", ls[1], low=lo, what=f"[min, max] with max >= min = {lo}")
+        integer("n_features", self.n_features, low=2)
+        real(
+            "affected_share", self.affected_share, low=0.0, high=1.0, low_open=True, high_open=True
+        )
+        real("utility_ratio", self.utility_ratio, low=0.0, low_open=True)
+        check_grades(integer("n_grades", self.n_grades, low=2))
+        if self.n_informative is not None:
+            integer("n_informative", self.n_informative, low=1, high=self.n_features - 1)
+        integer("seed", self.seed, low=0)
+        choice("draws", self.draws, DRAWS)
+        check_size(self.n_queries, ls, self.n_features)  # before anything is drawn
+
+    def sources(self, root, split: str) -> dict:
+        return {}  # generated from these options alone
+
+    def load(self, root, split: str) -> RankingData:
+        return make_synthetic_splits(
+            n_queries=self.n_queries,
+            list_size=tuple(self.list_size),
+            n_features=self.n_features,
+            affected_share=self.affected_share,
+            utility_ratio=self.utility_ratio,
+            n_grades=self.n_grades,
+            n_informative=self.n_informative,
+            seed=self.seed,
+            draws=self.draws,
+        )[split]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from groupbias.data.text import TextCollection
 
 from . import trec_fair
 from ._lazy import pandas as pd
+from ._options import optional_path
 from ._tables import read_table, require_files, resolve_path
 
 ENV_VAR = "GROUPBIAS_GREP_BIASIR"
@@ -215,3 +217,79 @@ def load_trec_fair_text(
             "author_rule": author_rule,
         },
     )
+
+
+@dataclass(frozen=True)
+class GrepBiasirOptions:
+    """Grep-BiasIR as a text collection (``load_grep_biasir``)."""
+
+    both: str = "unknown"
+    text: str = "title+document"
+
+    def __post_init__(self) -> None:
+        choice("both", self.both, BOTH_POLICIES)
+        choice("text", self.text, tuple(TEXT_FIELDS))
+
+    def load(self, root, split: str):
+        return load_grep_biasir(root, both=self.both, text=self.text)
+
+
+@dataclass(frozen=True)
+class TrecTextOptions:
+    """TREC Fair as a text collection (``load_trec_fair_text``)."""
+
+    year: int
+    author_rule: str = "first"
+    high_level: int = 4
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+        choice("author_rule", self.author_rule, ("first", "none_high", "majority"))
+        integer("high_level", self.high_level, low=0)
+
+    def load(self, root, split: str):
+        return load_trec_fair_text(
+            root, self.year, author_rule=self.author_rule, high_level=self.high_level
+        )
+
+
+@dataclass(frozen=True)
+class TextFilesOptions:
+    """A user's text collection from files (``groupbias.data.text.load_text_collection``):
+    ``corpus`` (collection.tsv or .jsonl), ``queries`` (queries.tsv or TREC topics),
+    ``qrels`` (TREC qrels), ``groups`` (an item -> group file, or null) stored as the
+    document label ``group_label``; relative paths are taken below ``root`` when given."""
+
+    corpus: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    groups: str | None = None
+    group_label: str = "group"
+    unknown_docs: str = "raise"
+    topic_field: str = "title"
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "queries", "qrels"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, "a file path", getattr(self, name))
+        optional_path("groups", self.groups)
+        if not isinstance(self.group_label, str) or not self.group_label:
+            raise ParameterError("group_label", "a label name", self.group_label)
+        choice("unknown_docs", self.unknown_docs, ("raise", "skip"))
+        choice("topic_field", self.topic_field, ("title", "desc", "narr"))
+
+    def load(self, root, split: str):
+        from groupbias.data.text import load_text_collection
+
+        def at(path):
+            return None if path is None else os.path.join(root or "", path)
+
+        return load_text_collection(
+            at(self.corpus),
+            at(self.queries),
+            at(self.qrels),
+            groups=at(self.groups),
+            group_label=self.group_label,
+            unknown_docs=self.unknown_docs,
+            topic_field=self.topic_field,
+        )

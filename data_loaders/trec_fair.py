@@ -50,12 +50,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from groupbias.core.errors import DataError, DataFormatError, ParameterError
-from groupbias.core.validation import integer, is_integer
+from groupbias.core.validation import choice, integer, is_integer
 from groupbias.data.ranking_data import RankingData
 
 from ._lazy import pandas as pd
@@ -596,3 +597,47 @@ def _with_both_groups(qptr: np.ndarray, g: np.ndarray) -> int:
     n_aff = np.bincount(qidx, weights=g, minlength=qptr.size - 1)
     n_non = np.bincount(qidx, weights=1 - g, minlength=qptr.size - 1)
     return int(np.sum((n_aff > 0) & (n_non > 0)))
+
+
+@dataclass(frozen=True)
+class TrecPpgOptions:
+    """TREC Fair Ranking, preprocessed ppg CSVs (``load_trec_fair_ppg``)."""
+
+    year: int
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+
+    def sources(self, root, split: str) -> dict:
+        return {"csv": ppg_file(root, self.year, split)}
+
+    def load(self, root, split: str) -> RankingData:
+        return load_trec_fair_ppg(root, year=self.year, split=split)
+
+
+@dataclass(frozen=True)
+class TrecTrackOptions:
+    """TREC Fair Ranking, the track's JSON + corpus (``load_trec_fair_track``)."""
+
+    year: int
+    author_rule: str = "first"
+    unknown: str = "drop"
+    high_level: int = 4
+
+    def __post_init__(self) -> None:
+        choice("year", str(self.year), ("2019", "2020"))
+        choice("author_rule", self.author_rule, AUTHOR_RULES)
+        choice("unknown", self.unknown, UNKNOWN_POLICIES)
+        integer("high_level", self.high_level, low=0)
+
+    def sources(self, root, split: str) -> dict:
+        return track_files(root, self.year)
+
+    def load(self, root, split: str) -> RankingData:
+        return load_trec_fair_track(
+            root,
+            year=self.year,
+            author_rule=self.author_rule,
+            unknown=self.unknown,
+            high_level=self.high_level,
+        )

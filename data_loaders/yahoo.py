@@ -10,11 +10,13 @@ The directory is the ``root`` argument, else ``$GROUPBIAS_YAHOO`` (read when cal
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from groupbias.core.errors import MissingFilesError
 from groupbias.data.ranking_data import RankingData
 
+from ._options import flag
 from ._tables import resolve_path
 from .svmlight import load_svmlight
 
@@ -26,6 +28,7 @@ __all__ = [
     "N_FEATURES",
     "LABEL_MAX",
     "ENV_VAR",
+    "YahooOptions",
 ]
 
 ENV_VAR = "GROUPBIAS_YAHOO"
@@ -85,3 +88,19 @@ def load_yahoo(
         cache=cache,
         graded=True,
     )
+
+
+@dataclass(frozen=True)
+class YahooOptions:
+    """Yahoo! LTR Set 1 (``load_yahoo``); ``cache``: the parsed-split cache."""
+
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        flag("cache", self.cache)
+
+    def sources(self, root, split: str) -> dict:
+        return {"data": yahoo_file(root, split)}
+
+    def load(self, root, split: str) -> RankingData:
+        return load_yahoo(root, split=split, cache=self.cache)
