@@ -486,6 +486,22 @@ def _numbers(path, lines: _Lines, column: str) -> np.ndarray:
     return values
 
 
+def _whole_grades(path, lines: _Lines, labels: np.ndarray) -> None:
+    """A :class:`DataFormatError` naming the first line whose relevance is not a whole
+    number: qrels grades are integers (``trec_eval`` would read ``1.5`` as 1 without a word)."""
+    bad = np.flatnonzero(labels != np.round(labels))
+    if bad.size:
+        i = int(bad[0])
+        raise DataFormatError(
+            path,
+            lines.at(i),
+            f"relevance {lines.df['relevance'].iloc[i]!r} is not a whole number; qrels grades "
+            "are integers (trec_eval would read it as its integer part): write the grade you "
+            "mean",
+            field="relevance",
+        )
+
+
 def _duplicates(path, lines: _Lines, columns: tuple[str, ...], what: str) -> None:
     """A :class:`DataFormatError` naming the first line whose ``columns`` repeat a line's."""
     df = lines.df
@@ -528,6 +544,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
     lines = _read_columns(path, (("qid", "iteration", "docno", "relevance"),), "qrels")
     df = lines.df
     labels = _numbers(path, lines, "relevance")
+    _whole_grades(path, lines, labels)
     _duplicates(path, lines, ("qid", "docno"), "query and document")
     return Qrels(
         df["qid"].to_numpy(dtype=object),

@@ -310,3 +310,20 @@ def test_utf16_and_non_utf8_files_are_named_with_their_line(tmp_path, reader):
     assert info.value.line == 2
     p.write_bytes(b"\xef\xbb\xbf" + text.encode())  # a UTF-8 byte-order mark is dropped
     assert read(p) is not None
+
+
+def test_a_grade_that_is_not_a_whole_number_is_refused_naming_file_line_and_value(tmp_path):
+    """Issue 39 item 2: a qrels grade 1 -> 1.5 was read silently (and trec_eval truncates
+    it); it is a typed error naming the file, the line (comments counted) and the value."""
+    from groupbias.core.errors import DataFormatError
+    from groupbias.data.trec import read_qrels
+
+    path = tmp_path / "q.qrels"
+    path.write_text("# judged by hand\nq1 0 d1 1\nq1 0 d2 1.5\nq2 0 d3 2.0\n")
+    with pytest.raises(DataFormatError) as info:
+        read_qrels(path)
+    err = info.value
+    assert (err.line, err.field) == (3, "relevance")
+    assert str(path) in str(err) and "'1.5'" in str(err) and "whole number" in str(err)
+    path.write_text("q1 0 d1 1\nq1 0 d2 2.0\nq2 0 d3 -1\n")  # 2.0 is the grade 2
+    assert read_qrels(path).labels.tolist() == [1.0, 2.0, 0.0]
