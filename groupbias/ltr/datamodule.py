@@ -275,15 +275,24 @@ class EpochBatchSampler(Sampler):
 
     Without ``set_epoch`` calls the epoch advances by one per iteration. With ``world_size >
     1`` (default: from ``torch.distributed``) rank ``r`` takes batches ``r, r + w, ...``,
-    padded by wrapping around so that all ranks take equally many.
+    padded by wrapping around so that all ranks take equally many. ``epoch``, ``skip``: the
+    first iteration is of that epoch and leaves out its first ``skip`` batches of this rank
+    (a run resumed mid-epoch, :mod:`groupbias.ltr.resume`).
     """
 
     def __init__(
-        self, n_batches: int, *, rank: int | None = None, world_size: int | None = None
+        self,
+        n_batches: int,
+        *,
+        rank: int | None = None,
+        world_size: int | None = None,
+        epoch: int = 0,
+        skip: int = 0,
     ) -> None:
         self.n_batches = int(n_batches)
-        self.epoch = 0
+        self.epoch = int(epoch)
         self._rank, self._world = rank, world_size
+        self._skip = (int(epoch), int(skip))
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
@@ -302,7 +311,8 @@ class EpochBatchSampler(Sampler):
     def __iter__(self) -> Iterator[tuple[int, int]]:
         epoch = self.epoch
         self.epoch += 1
-        for b in self._shard():
+        (skip_epoch, skip), self._skip = self._skip, (0, 0)
+        for b in self._shard()[skip if epoch == skip_epoch else 0 :]:
             yield (epoch, int(b))
 
 
@@ -494,6 +504,7 @@ class RankingDataModule(pl.LightningDataModule):
         self.on_device = spec.on_device
         self.pin_memory = bool(pin_memory)
         self._on_device: dict[tuple[str, torch.device], tuple] = {}
+        self._resume = (0, 0)
         self.train_lists, self.valid_lists, self.test_lists = (
             None
             if data is None
@@ -563,6 +574,10 @@ class RankingDataModule(pl.LightningDataModule):
         name = split if self.device_batches() else None
         return self._loader(EvalBatches(lists, batch_size=self.eval_batch_size, split=name))
 
+    def resume_at(self, epoch: int, batch: int) -> None:
+        """The next training loader starts at ``batch`` of ``epoch`` (a resumed run)."""
+        self._resume = (int(epoch), int(batch))
+
     def train_dataloader(self) -> DataLoader:
         ds = TrainBatches(
             self.split_lists("train"),
@@ -571,7 +586,8 @@ class RankingDataModule(pl.LightningDataModule):
             seed=self.seed,
             split="train" if self.device_batches() else None,
         )
-        return self._loader(ds, EpochBatchSampler(len(ds)))
+        epoch, skip = self._resume
+        return self._loader(ds, EpochBatchSampler(len(ds), epoch=epoch, skip=skip))
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("valid")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
 
 from ..core.errors import ParameterError
 from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
@@ -56,6 +56,7 @@ from .saved import (
     read_state,
     scoring_device,
 )
+from .resume import GlobalRandomState, checkpoint_plugins, resume_point
 
 #: ``TrainerSpec.loggers`` names -> Lightning logger classes (CSV always works; the others
 #: need their package: tensorboard, mlflow, wandb)
@@ -279,7 +280,9 @@ class TrainerSpec:
     afterwards; None: the cores this process may use, so the same machine always trains
     with the same count and gives the same bits; ``"auto"``: the cores the 1-minute load
     average leaves idle when training starts, at least 1, see :func:`idle_cores`, for a
-    machine shared with other jobs).
+    machine shared with other jobs); ``checkpoint_every_min``: minutes of training between
+    saves of the full training state within an epoch, besides the save at every epoch's
+    start (None: at epoch starts only; :mod:`groupbias.ltr.resume`).
     """
 
     max_epochs: int = 20
@@ -296,9 +299,15 @@ class TrainerSpec:
     loggers: tuple[str, ...] = ("csv",)
     extra: Mapping = field(default_factory=dict)
     threads: int | str | None = None
+    checkpoint_every_min: float | None = 10.0
 
     def __post_init__(self) -> None:
         integer("max_epochs", self.max_epochs, low=1)
+        if self.checkpoint_every_min is not None:
+            real(
+                "checkpoint_every_min", self.checkpoint_every_min, low=0.0, low_open=True,
+                what="a number of minutes > 0, or null (saves at epoch starts only)",
+            )  # fmt: skip
         if isinstance(self.threads, str) and self.threads != "auto":
             raise ParameterError(
                 "threads", "an integer >= 1, null (every core) or 'auto' (the idle cores)",
@@ -491,30 +500,45 @@ def _callbacks(spec: TrainerSpec, out: Path, has_valid: bool):
     return callbacks, ckpt
 
 
-def _fit(recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_valid: bool):
-    """Fit with ``trainer.threads`` intra-op threads (restored afterwards)."""
+def _fit(
+    recipe: RankerRecipe, dm: RankingDataModule, out: Path, seed: int, has_valid: bool, resume
+):
+    """Fit with ``trainer.threads`` intra-op threads (restored afterwards); ``resume``: the
+    :class:`~groupbias.ltr.resume.ResumeCheckpoint` of the run, and the file it resumes from
+    (or None)."""
     spec = recipe.trainer
     callbacks, ckpt = _callbacks(spec, out, has_valid)
     settings = spec.trainer_kwargs()
     callbacks = [*callbacks, *progress_callbacks(settings["enable_progress_bar"])]
+    callbacks += [resume[0], _StopWatch()]
+    settings["plugins"] = checkpoint_plugins(settings.pop("plugins", None))
     if not has_valid:
         settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.n_threads())
     try:
-        module, trainer = _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices)
+        module, trainer = _fit_seeded(
+            recipe, dm, out, seed, callbacks, settings, devices, resume[1]
+        )
     finally:
         torch.set_num_threads(threads)
     return module, trainer, ckpt
 
 
-def _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices):
-    """Build the scorer, module and trainer under a forked RNG seeded with ``seed``, fit."""
+def _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices, ckpt_path):
+    """Build the scorer, module and trainer under a forked RNG seeded with ``seed``, fit
+    (from ``ckpt_path``, a resume file, when given)."""
     spec = recipe.trainer
-    with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
+    with (
+        torch.random.fork_rng(devices=devices),
+        GlobalRandomState(),
+        warnings.catch_warnings(),
+    ):
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*number of training batches.*")
+        # a mid-epoch state resumes exactly: the sampler starts at the saved batch
+        warnings.filterwarnings("ignore", message=".*dataloader is not resumable.*")
         torch.manual_seed(seed)
         if devices:
             torch.cuda.manual_seed_all(seed)
@@ -533,26 +557,38 @@ def _fit_seeded(recipe, dm, out, seed, callbacks, settings, devices):
             use_distributed_sampler=False,
             **settings,
         )
-        _fit_interruptibly(trainer, module, dm)
+        stop = next(c for c in callbacks if isinstance(c, _StopWatch))
+        _fit_interruptibly(trainer, module, dm, ckpt_path, stop)
     return module, trainer
 
 
-def _fit_interruptibly(trainer: pl.Trainer, module, dm) -> None:
+def _fit_interruptibly(trainer: pl.Trainer, module, dm, ckpt_path=None, stop=None) -> None:
     """``trainer.fit`` where Ctrl-C stops the run as anywhere else: Lightning answers a
     KeyboardInterrupt with its teardown, then ignores SIGINT for the rest of the process and
     exits with status 1; here the interrupt is raised again as a KeyboardInterrupt (the run
-    ends ``interrupted`` and resumes) and the SIGINT handler found before is put back."""
+    ends ``interrupted`` and resumes) and the SIGINT handler found before is put back. Any
+    other exit (``stop``, a :class:`_StopWatch` among its callbacks, saw no Ctrl-C: a Slurm
+    job requeued by submitit exits with its own status) goes on as it is."""
     main = threading.current_thread() is threading.main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     try:
-        trainer.fit(module, datamodule=dm)
+        trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
     except SystemExit:
-        if trainer.interrupted:
+        if trainer.interrupted and (stop is None or isinstance(stop.exception, KeyboardInterrupt)):
             raise KeyboardInterrupt from None
         raise
     finally:
         if main and handler is not None:
             signal.signal(signal.SIGINT, handler)
+
+
+class _StopWatch(Callback):
+    """Keeps the exception that stopped a fit (Lightning's ``on_exception``)."""
+
+    exception: BaseException | None = None
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        self.exception = exception
 
 
 def train_ranker(
@@ -585,7 +621,8 @@ def train_ranker(
     dm = RankingDataModule(
         train, valid, train_labels=train_labels, valid_labels=valid_labels, seed=seed, **asdict(b)
     )
-    module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None)
+    resume = resume_point(out, recipe.describe(), seed, recipe.trainer, dm)
+    module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None, resume)
     scorer = module.scorer.cpu()
     best_score = ckpt_path = None
     if ckpt is not None and ckpt.best_model_path:
@@ -606,4 +643,5 @@ def train_ranker(
         meta={"recipe": recipe.describe()},
     )
     ranker.save(out / "ranker")
+    resume[0].path.unlink(missing_ok=True)  # trained: nothing to resume
     return ranker
