@@ -1,0 +1,107 @@
+"""Resume inside a ranker at the command line: a tiny ``table2`` on the CPU, stopped by
+SIGINT, SIGTERM or SIGKILL once a ranker has saved its training state, then the same command
+again: the ranker resumes from its saved epoch (the command says which) and every ranker's
+final weights and the run's test metrics equal those of a run never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.app.test_interrupt_training import ARGS, _foreground_signals
+
+#: three epochs: the state saved at epoch 2's start is there to resume from; one thread, so
+#: that both runs sum in the same order whatever the machine's load
+RESUME_ARGS = [
+    *[a for a in ARGS if not a.startswith(("trainer.max_epochs", "dataset.params.n_queries"))],
+    "dataset.params.n_queries=300",
+    "trainer.max_epochs=3",
+    "trainer.threads=1",
+    "progress=false",
+]
+
+
+def _run(root: Path, *extra: str) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("groupbias")
+    return subprocess.Popen(
+        [str(exe), *RESUME_ARGS, *extra, f"paths.runs={root}"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_foreground_signals,
+    )
+
+
+def _weights(root: Path) -> dict[str, dict]:
+    """Each ranker's final weights, by its folder below ``models``."""
+    return {
+        str(p.parent.parent.relative_to(root).as_posix()).split("/models/", 1)[1]: torch.load(
+            p, weights_only=True
+        )
+        for p in sorted(root.rglob("ranker/model.pt"))
+    }
+
+
+def _records(root: Path) -> list[str]:
+    (metrics,) = root.rglob("metrics.json")
+    return sorted(json.dumps(r, sort_keys=True) for r in json.loads(metrics.read_text())["records"])
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    root = tmp_path_factory.mktemp("clean")
+    proc = _run(root)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-3000:]
+    return _weights(root), _records(root)
+
+
+def _wait_for_saved_state(proc: subprocess.Popen, root: Path) -> Path:
+    """Until a ranker's resume file is there (saved at its second epoch's start)."""
+    deadline = time.monotonic() + 600
+    while True:
+        found = list(root.rglob("checkpoints/resume.ckpt"))
+        if found:
+            return found[0]
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no training state was saved"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGKILL, -9)]
+)
+def test_a_ranker_stopped_by_a_signal_resumes_to_the_run_never_stopped(tmp_path, clean, sig, code):
+    proc = _run(tmp_path)
+    saved = _wait_for_saved_state(proc, tmp_path)
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err[-3000:]
+    ranker = saved.parent.parent
+    assert not (ranker / "ranker" / "model.pt").exists()  # stopped before it was trained
+    again = _run(tmp_path)
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-3000:]
+    name = ranker.relative_to(tmp_path).as_posix()
+    said = re.search(rf"groupbias: resuming {re.escape(name)} from epoch (\d)/3", err)
+    assert said, err[-3000:]
+    assert int(said.group(1)) >= 2  # from a saved epoch, not from the start
+    weights, records = clean
+    resumed = _weights(tmp_path)
+    assert resumed.keys() == weights.keys() and len(weights) == 3
+    for name, state in weights.items():
+        assert all(torch.equal(resumed[name][k], state[k]) for k in state), name
+    assert _records(tmp_path) == records
+    assert not list(tmp_path.rglob("resume.ckpt"))  # every ranker trained: none left
