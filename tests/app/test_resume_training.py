@@ -105,3 +105,38 @@ def test_a_ranker_stopped_by_a_signal_resumes_to_the_run_never_stopped(tmp_path,
         assert all(torch.equal(resumed[name][k], state[k]) for k in state), name
     assert _records(tmp_path) == records
     assert not list(tmp_path.rglob("resume.ckpt"))  # every ranker trained: none left
+
+
+def test_checkpoint_every_min_reaches_the_trainer_and_a_bad_value_is_refused_by_name():
+    from hydra import compose, initialize_config_dir
+
+    from groupbias.app.cli import CONFIG_DIR
+    from groupbias.app.config import build_setup, plain
+    from groupbias.core.errors import ConfigError
+
+    def setup(value):
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            cfg = plain(compose("config", [f"trainer.checkpoint_every_min={value}"]))
+        cfg.pop("hydra", None)
+        return build_setup(cfg)[0]
+
+    assert setup(2.5).recipe.trainer.checkpoint_every_min == 2.5
+    assert setup("null").recipe.trainer.checkpoint_every_min is None
+    for bad in (0, -1, "often"):
+        with pytest.raises(ConfigError) as info:
+            setup(bad)
+        assert info.value.key == "trainer.checkpoint_every_min"
+
+
+@pytest.mark.slow
+def test_the_command_refuses_a_bad_checkpoint_every_min_by_name(tmp_path):
+    exe = Path(sys.executable).with_name("groupbias")
+    out = subprocess.run(
+        [str(exe), "trainer.checkpoint_every_min=0", f"paths.runs={tmp_path}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2
+    assert "trainer.checkpoint_every_min" in out.stderr.splitlines()[0]
