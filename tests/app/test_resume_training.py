@@ -33,7 +33,7 @@ RESUME_ARGS = [
 def _run(root: Path, *extra: str) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("groupbias")
     return subprocess.Popen(
-        [str(exe), *RESUME_ARGS, *extra, f"paths.runs={root}"],
+        [str(exe), *extra, *RESUME_ARGS, f"paths.runs={root}"],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -140,3 +140,48 @@ def test_the_command_refuses_a_bad_checkpoint_every_min_by_name(tmp_path):
     )
     assert out.returncode == 2
     assert "trainer.checkpoint_every_min" in out.stderr.splitlines()[0]
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of every process below ``pid`` (from /proc)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier}
+        for p in frontier:
+            try:
+                found.append((p, (Path("/proc") / str(p) / "cmdline").read_bytes().decode()))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_preempted_submitit_job_is_requeued_and_its_ranker_resumes(tmp_path, clean):
+    """Slurm's preemption as submitit's local executor plays it: SIGUSR2 to the job's task
+    while a ranker trains; submitit checkpoints the job (hydra-submitit-launcher's
+    ``checkpoint``: the same job again) and requeues it; the requeued job resumes the ranker
+    from its saved epoch and ends equal to a run never stopped."""
+    proc = _run(tmp_path, "-m", "launcher=submitit_local")
+    saved = _wait_for_saved_state(proc, tmp_path)
+    tasks = [p for p, cmd in _descendants(proc.pid) if "submitit.core._submit" in cmd]
+    assert len(tasks) == 1, _descendants(proc.pid)
+    os.kill(tasks[0], signal.SIGUSR2)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-3000:]
+    logs = "".join(p.read_text() for p in sorted(tmp_path.rglob(".submitit/*/*_log.*")))
+    assert "this job is preempted" in logs and "Requeued job" in logs, logs[-3000:]
+    name = saved.parent.parent.relative_to(tmp_path).as_posix()
+    assert re.search(rf"resuming {re.escape(name)} from epoch [23]/3", logs), logs[-3000:]
+    weights, records = clean
+    resumed = _weights(tmp_path)
+    assert resumed.keys() == weights.keys()
+    for name, state in weights.items():
+        assert all(torch.equal(resumed[name][k], state[k]) for k in state), name
+    assert _records(tmp_path) == records
