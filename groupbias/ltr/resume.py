@@ -19,6 +19,9 @@ which also writes ``best.ckpt``) and read with ``torch.load(weights_only=True)``
 A rerun of ``train_ranker`` into the same folder with the same identity continues from the
 saved state (logged as ``resuming <ranker> from epoch 3/5``); another recipe, seed or data
 never resumes from it (the file is replaced). Once the ranker is trained the file is removed.
+A ranker trained before into the same folder with the same identity
+(its ``ranker.json`` records it) is loaded, not trained again: a rerun of a step that was
+stopped after some of its rankers were trained trains only the others.
 On the CPU, with the same seed and thread count, a resumed ranker's weights equal those of
 one never interrupted, bit for bit, whether the save came at an epoch's start or mid-epoch
 (``tests/ltr/test_resume.py``, ``tests/app/test_resume_training.py``)."""
@@ -190,6 +193,8 @@ class ResumeCheckpoint(Callback):
         self._pending_rng: dict | None = None
         self._replayed_start = False
         self._last = time.monotonic()
+        #: the ranker was trained before (:func:`resume_point`): nothing to fit
+        self.finished = False
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._last = time.monotonic()
@@ -258,7 +263,23 @@ def resume_point(
     :func:`say_resuming`)."""
     identity = training_identity(describe, seed, [dm.train_lists, dm.valid_lists])
     path = out / RESUME_FILE
+    callback = ResumeCheckpoint(path, identity, spec.checkpoint_every_min)
+    if trained_before(out, identity):
+        callback.finished = True
+        log.info("reusing %s: trained before from the same recipe and data", out)
+        return callback, None
     saved = read_resume_state(path, identity)
     if saved is not None:
         say_resuming(out, saved, spec.max_epochs)
-    return ResumeCheckpoint(path, identity, spec.checkpoint_every_min), path if saved else None
+    return callback, path if saved else None
+
+
+def trained_before(out: Path, identity: str) -> bool:
+    """Whether ``out/ranker`` holds a ranker trained with this ``identity`` (its
+    ``ranker.json``, written after ``model.pt``, records it)."""
+    try:
+        info = json.loads((out / "ranker" / "ranker.json").read_text())
+    except (OSError, ValueError):
+        return False
+    found = isinstance(info, dict) and info.get("identity") == identity
+    return found and (out / "ranker" / "model.pt").is_file()

@@ -622,7 +622,18 @@ def train_ranker(
         train, valid, train_labels=train_labels, valid_labels=valid_labels, seed=seed, **asdict(b)
     )
     resume = resume_point(out, recipe.describe(), seed, recipe.trainer, dm)
+    if resume[0].finished:  # trained into this folder before, from the same recipe and data
+        return _trained_before(out, resume[0].identity)
     module, trainer, ckpt = _fit(recipe, dm, out, seed, valid is not None, resume)
+    ranker = _trained(recipe, dm, module, trainer, ckpt, resume[0].identity)
+    ranker.save(out / "ranker")
+    resume[0].path.unlink(missing_ok=True)  # trained: nothing to resume
+    return ranker
+
+
+def _trained(recipe: RankerRecipe, dm, module, trainer, ckpt, identity: str) -> TrainedRanker:
+    """The ranker a fit made: its best checkpoint's weights (the last ones without
+    validation)."""
     scorer = module.scorer.cpu()
     best_score = ckpt_path = None
     if ckpt is not None and ckpt.best_model_path:
@@ -632,7 +643,7 @@ def train_ranker(
             best_score = float(ckpt.best_model_score)
     scorer.eval()
     log_dir = getattr(trainer.logger, "log_dir", None)
-    ranker = TrainedRanker(
+    return TrainedRanker(
         scorer,
         recipe.model.as_dict(),
         _width(dm),
@@ -640,8 +651,15 @@ def train_ranker(
         best_score=best_score,
         checkpoint_path=ckpt_path,
         log_dir=Path(log_dir) if log_dir else None,
-        meta={"recipe": recipe.describe()},
+        meta={"recipe": recipe.describe(), "identity": identity},
     )
-    ranker.save(out / "ranker")
-    resume[0].path.unlink(missing_ok=True)  # trained: nothing to resume
+
+
+def _trained_before(out: Path, identity: str) -> TrainedRanker:
+    """The ranker saved in ``out/ranker`` by a training of this ``identity``."""
+    ranker = TrainedRanker.load(out / "ranker")
+    best = out / "checkpoints" / "best.ckpt"
+    ranker.checkpoint_path = best if best.is_file() else None
+    recipe = json.loads((out / "ranker" / "ranker.json").read_text()).get("recipe")
+    ranker.meta = {"recipe": recipe, "identity": identity}
     return ranker

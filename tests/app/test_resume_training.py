@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.app.test_interrupt_training import ARGS, _foreground_signals
+from tests.app.test_interrupt_training import ARGS
 
 #: three epochs: the state saved at epoch 2's start is there to resume from; one thread, so
 #: that both runs sum in the same order whatever the machine's load
@@ -30,6 +30,12 @@ RESUME_ARGS = [
 ]
 
 
+def _sigint_as_a_terminal_job() -> None:
+    """SIGINT handled as in a terminal's foreground job (a shell without job control starts
+    background commands with it ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(root: Path, *extra: str) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("groupbias")
     return subprocess.Popen(
@@ -39,7 +45,7 @@ def _run(root: Path, *extra: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=_foreground_signals,
+        preexec_fn=_sigint_as_a_terminal_job,
     )
 
 
@@ -98,6 +104,8 @@ def test_a_ranker_stopped_by_a_signal_resumes_to_the_run_never_stopped(tmp_path,
     said = re.search(rf"groupbias: resuming {re.escape(name)} from epoch (\d)/3", err)
     assert said, err[-3000:]
     assert int(said.group(1)) >= 2  # from a saved epoch, not from the start
+    (log,) = tmp_path.rglob("cli.log")
+    assert said.group(0).split(": ", 1)[1] in log.read_text()
     weights, records = clean
     resumed = _weights(tmp_path)
     assert resumed.keys() == weights.keys() and len(weights) == 3

@@ -164,3 +164,24 @@ def test_a_damaged_resume_file_is_not_resumed_from(tmp_path):
     path.write_bytes(b"not a checkpoint")
     assert R.read_resume_state(path, "x") is None
     assert not path.exists()
+
+
+@pytest.mark.slow
+def test_a_ranker_trained_before_is_loaded_not_trained_again(splits, clean, tmp_path, monkeypatch):
+    import pytorch_lightning as pl
+
+    train, valid = splits
+    out = tmp_path / "ranker"
+    first = train_ranker(train, valid, recipe=_recipe(), seed=3, out_dir=out)
+    fits = []
+    fit = pl.Trainer.fit
+    monkeypatch.setattr(
+        pl.Trainer, "fit", lambda self, *a, **kw: fits.append(1) or fit(self, *a, **kw)
+    )
+    again = train_ranker(train, valid, recipe=_recipe(), seed=3, out_dir=out)
+    assert fits == []
+    np.testing.assert_array_equal(again.predict(valid), clean[2])
+    assert again.best_score == first.best_score == clean[1]
+    assert again.checkpoint_path == out / "checkpoints" / "best.ckpt"
+    train_ranker(train, valid, recipe=_recipe(), seed=4, out_dir=out)  # another seed: trains
+    assert fits == [1]
