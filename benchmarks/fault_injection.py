@@ -28,7 +28,8 @@ interrupts the run one to three times, each time in one of these ways (drawn at 
   drawn log-uniformly below what the run needs ("No space left on device"; less than 1 MiB
   is refused before the run), grown afterwards.
 
-Then the same command runs to the end. It must exit 0, its ``metrics.json`` must equal the
+Then the same command runs to the end (a ranker stopped while it trained resumes from its saved
+state, counted as "rankers resumed"). It must exit 0, its ``metrics.json`` must equal the
 clean run's byte for byte, and no temporary file (``.*.tmp`` of a run folder, ``.tmp-*`` of the
 cache) may remain. Prints one line per attempt and where the interruptions struck (start-up,
 cache write, steps, a write of the run folder, refused up front); the last line is
@@ -285,7 +286,7 @@ def main(argv=None) -> None:
             f"clean run {span:.1f} s (first step after {startup:.1f} s), {clean['steps']} steps, "
             f"largest file {clean['largest'] / 2**20:.1f} MiB, {clean['disk_kb'] / 1024:.1f} MiB"
         )
-        survived = 0
+        survived = resumed = 0
         phases: dict[str, int] = {}
         for i in range(a.attempts):
             disk = tmp / f"disk{i}"
@@ -308,12 +309,17 @@ def main(argv=None) -> None:
                 done.append(f"{what} -> exit {code}")
                 phases[phase] = phases.get(phase, 0) + 1
             code, err = Run(args, runs, cache, data).finish()
+            resumed_here = err.count("groupbias: resuming ")
+            resumed += resumed_here
             same = code == 0 and _metrics(runs) == reference
             left = _leftovers(runs, cache)
             ok = same and not left
             survived += ok
             print(f"attempt {i}: {'; '.join(done)}")
-            print(f"  then: exit {code}, identical bytes {same}, temporary files left {len(left)}")
+            print(
+                f"  then: exit {code}, identical bytes {same}, temporary files left "
+                f"{len(left)}, rankers resumed {resumed_here}"
+            )
             if not ok:
                 print(err[-2000:])
             if mounted:
@@ -323,6 +329,7 @@ def main(argv=None) -> None:
             f"{total} interruptions, where they struck: "
             + ", ".join(f"{k} {v}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]))
         )
+        print(f"rankers resumed from a saved training state by the final runs: {resumed}")
         print(f"survived: {survived} / {a.attempts}")
 
 
