@@ -1,8 +1,10 @@
 """Training entry point: ``train_ranker`` -> :class:`TrainedRanker` with ``.predict``.
 
 A run writes under ``out_dir``: ``checkpoints/best.ckpt`` (Lightning checkpoint of the best
-validation NDCG@k), ``logs/`` (CSV metrics), and ``ranker/`` (``model.pt``: the best weights
-as a plain ``state_dict``; ``ranker.json``: model config, feature count, normalization).
+validation NDCG@k), ``checkpoints/resume.ckpt`` while it trains (the full training state a
+rerun resumes from, :mod:`groupbias.ltr.resume`), ``logs/`` (CSV metrics), and ``ranker/``
+(``model.pt``: the best weights as a plain ``state_dict``; ``ranker.json``: model config,
+feature count, normalization, the recipe and the training's identity).
 Weights are always loaded with ``torch.load(weights_only=True)``.
 
 Reproducibility: weight initialization, dropout and the epoch plans draw from ``seed`` only.
