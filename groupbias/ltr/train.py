@@ -574,7 +574,8 @@ def _fit_interruptibly(trainer: pl.Trainer, module, dm, ckpt_path=None, stop=Non
     main = threading.current_thread() is threading.main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     try:
-        trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+        # read by AtomicCheckpointIO, with weights_only=True
+        trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
     except SystemExit:
         if trainer.interrupted and (stop is None or isinstance(stop.exception, KeyboardInterrupt)):
             raise KeyboardInterrupt from None
