@@ -20,6 +20,8 @@ interrupts the run one to three times, each time in one of these ways (drawn at 
   interruptions fall across the steps, not mostly in the start-up;
 - ``kill@cache``: SIGKILL the moment the cache's temporary folder appears (a killed cache
   write);
+- ``kill@ranker`` (``table2`` only): SIGKILL, SIGINT or SIGTERM the moment a ranker saves its
+  training state (``checkpoints/resume.ckpt``), so that the next run resumes it mid-training;
 - ``ulimit``: a file size limit (``RLIMIT_FSIZE``, as ``ulimit -f``) drawn log-uniformly
   from 32 KiB to the largest file the run writes (below 64 KiB it is refused before the
   run), so that some write fails part-way (a run file: exit 2, "File too large"; a cache
@@ -126,6 +128,7 @@ class Run:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
         self.runs, self.cache, self.start = runs, cache, time.perf_counter()
+        self.wall = time.time()
         self.proc = subprocess.Popen(
             args,
             env=env,
@@ -229,6 +232,10 @@ def interruption(mode, rnd, args, runs, cache, data, clean, disk) -> tuple[str, 
     if mode == "kill@cache":
         name, sig = "KILL", signal.SIGKILL
         hit = run.wait_until(run.cache_writing)
+    elif mode == "kill@ranker":  # a ranker saved its training state in this run
+        hit = run.wait_until(
+            lambda: any(p.stat().st_mtime > run.wall for p in runs.rglob("resume.ckpt"))
+        )
     elif mode == "kill@step" and had < clean["steps"] - 1:
         k = rnd.randint(had + 1, clean["steps"] - 1)
         hit = run.wait_until(lambda: run.steps() >= k)
@@ -237,6 +244,8 @@ def interruption(mode, rnd, args, runs, cache, data, clean, disk) -> tuple[str, 
         hit = run.wait_until(lambda: time.perf_counter() - run.start >= t)
     if run.cache_writing():
         phase = "cache write"
+    elif mode == "kill@ranker" and hit:
+        phase = "ranker training (state saved)"
     elif run.steps() > had:
         phase = f"steps ({run.steps()} of {clean['steps']} done)"
     else:
@@ -260,6 +269,8 @@ def main(argv=None) -> None:
     rnd = random.Random(a.seed)
     root_ok = os.geteuid() == 0
     modes = MODES if root_ok else MODES[:-1]
+    if a.experiment == "table2":
+        modes = ("kill@ranker", *modes)
     print(f"{a.experiment}, {n_queries} queries; load {os.getloadavg()}; modes {', '.join(modes)}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
