@@ -48,6 +48,7 @@ from .datamodule import (
 from .losses import LambdaLoss
 from .model import ContextScorer, ScorerSpec
 from .module import RankerModule, default_optimizer
+from .resume import GlobalRandomState, checkpoint_plugins, resume_point
 from .saved import (
     build_scorer,
     condition_folder,
@@ -58,7 +59,6 @@ from .saved import (
     read_state,
     scoring_device,
 )
-from .resume import GlobalRandomState, checkpoint_plugins, resume_point
 
 #: ``TrainerSpec.loggers`` names -> Lightning logger classes (CSV always works; the others
 #: need their package: tensorboard, mlflow, wandb)
@@ -663,6 +663,6 @@ def _trained_before(out: Path, identity: str) -> TrainedRanker:
     ranker = TrainedRanker.load(out / "ranker")
     best = out / "checkpoints" / "best.ckpt"
     ranker.checkpoint_path = best if best.is_file() else None
-    recipe = json.loads((out / "ranker" / "ranker.json").read_text()).get("recipe")
+    recipe = read_info(out / "ranker" / "ranker.json").get("recipe")
     ranker.meta = {"recipe": recipe, "identity": identity}
     return ranker
