@@ -11,7 +11,16 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["cores", "call_later", "in_parallel", "in_order", "as_they_finish", "torch_cores"]
+__all__ = [
+    "cores",
+    "idle_cores",
+    "on_main_thread",
+    "call_later",
+    "in_parallel",
+    "in_order",
+    "as_they_finish",
+    "torch_cores",
+]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -23,6 +32,29 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         return os.cpu_count() or 1
+
+
+def idle_cores() -> int:
+    """The cores this process may use less the 1-minute load average (rounded), at least 1.
+
+    torch's threads spin while they wait for each other, so on a machine whose cores are
+    busy with other jobs every thread beyond the idle cores slows a step down several times
+    over (measured in docs/performance.md, "LTR training"); on an idle machine this is
+    every core. The count then depends on the load, and torch's sums (so the trained
+    weights' last bits) on the count: ``trainer.threads: auto`` trades bit-for-bit reruns
+    for speed on a shared machine."""
+    n = cores()
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average on this platform
+        return n
+    return max(1, min(n, n - round(load)))
+
+
+def on_main_thread() -> bool:
+    """Whether the caller runs on the interpreter's main thread (where signal handlers can
+    be set)."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def call_later(seconds: float, fn: Callable[..., object], *args) -> None:

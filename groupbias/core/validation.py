@@ -12,7 +12,6 @@ import difflib
 import functools
 import inspect
 import numbers
-import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -341,13 +340,8 @@ def check_k(k, name: str = "k") -> int | None:
 
 
 def check_threads(threads, name: str = "threads") -> int:
-    """Worker threads: an integer of at least 1, or ``None`` for the cores this process may
-    run on (``os.sched_getaffinity``, else ``os.cpu_count()``)."""
-    if threads is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-            return max(1, os.cpu_count() or 1)
+    """Worker threads: an integer of at least 1 (a caller that takes None for "every core"
+    asks :func:`groupbias._fast.threads.cores`, the one place the core count is computed)."""
     return integer(name, threads, low=1, what="an integer of at least 1, or null (all cores)")
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._fast.threads import cores
 from ..core.progress import rough_duration
 from ..core.validation import check_threads
 
@@ -104,7 +105,7 @@ def training_cost(recipe, train, valid=None, *, rankers: int) -> TrainingCost:
         gpu = torch.cuda.is_available()
     else:
         gpu = acc in ("gpu", "cuda", "mps")
-    threads = check_threads(spec.threads) if isinstance(spec.threads, int) else check_threads(None)
+    threads = check_threads(spec.threads) if isinstance(spec.threads, int) else cores()
     features = int(train.features.shape[1])
     parameters = sum(p.numel() for p in recipe.model.build(features).parameters())
     items = _epoch_items(train, recipe.batching.slate_length)

@@ -17,10 +17,8 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import io
-import os
 import signal
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -31,6 +29,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
 
+from .._fast.threads import cores, idle_cores, on_main_thread, torch_cores
 from ..core.errors import ParameterError
 from ..core.io import jsonable, write_bytes_atomic, write_json_atomic
 from ..core.validation import check_k, check_threads, choice, integer, is_integer, real
@@ -278,8 +277,8 @@ class TrainerSpec:
     only where standard output is a terminal, and not with the run's ``progress=false``);
     ``loggers``: names among csv, tensorboard, mlflow, wandb (the last three need their
     package); ``extra``: any other ``pytorch_lightning.Trainer`` keyword; ``threads``:
-    torch's intra-op threads while training (``torch.set_num_threads``, restored
-    afterwards; None: the cores this process may use, so the same machine always trains
+    torch's intra-op threads while training (set for the fit only, :func:`torch_cores`;
+    None: the cores this process may use, so the same machine always trains
     with the same count and gives the same bits; ``"auto"``: the cores the 1-minute load
     average leaves idle when training starts, at least 1, see :func:`idle_cores`, for a
     machine shared with other jobs); ``checkpoint_every_min``: minutes of training between
@@ -390,6 +389,8 @@ class TrainerSpec:
 
     def n_threads(self) -> int:
         """``threads``; None: every core this process may use; ``"auto"``: :func:`idle_cores`."""
+        if self.threads is None:
+            return cores()
         return idle_cores() if self.threads == "auto" else check_threads(self.threads)
 
     def trainer_kwargs(self) -> dict:
@@ -406,23 +407,6 @@ class TrainerSpec:
             "enable_model_summary": False,
             **dict(self.extra),
         }
-
-
-def idle_cores() -> int:
-    """The cores this process may use less the 1-minute load average (rounded), at least 1.
-
-    torch's threads spin while they wait for each other, so on a machine whose cores are
-    busy with other jobs every thread beyond the idle cores slows a step down several times
-    over (measured in docs/performance.md, "LTR training"); on an idle machine this is
-    every core. The count then depends on the load, and torch's sums (so the trained
-    weights' last bits) on the count: ``trainer.threads: auto`` trades bit-for-bit reruns
-    for speed on a shared machine."""
-    cores = check_threads(None)
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - no load average on this platform
-        return cores
-    return max(1, min(cores, cores - round(load)))
 
 
 @dataclass(frozen=True)
@@ -517,14 +501,10 @@ def _fit(
     if not has_valid:
         settings.update(limit_val_batches=0, num_sanity_val_steps=0)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(spec.n_threads())
-    try:
+    with torch_cores(spec.n_threads()):
         module, trainer = _fit_seeded(
             recipe, dm, out, seed, callbacks, settings, devices, resume[1]
         )
-    finally:
-        torch.set_num_threads(threads)
     return module, trainer, ckpt
 
 
@@ -571,7 +551,7 @@ def _fit_interruptibly(trainer: pl.Trainer, module, dm, ckpt_path=None, stop=Non
     ends ``interrupted`` and resumes) and the SIGINT handler found before is put back. Any
     other exit (``stop``, a :class:`_StopWatch` among its callbacks, saw no Ctrl-C: a Slurm
     job requeued by submitit exits with its own status) goes on as it is."""
-    main = threading.current_thread() is threading.main_thread()
+    main = on_main_thread()
     handler = signal.getsignal(signal.SIGINT) if main else None
     try:
         # read by AtomicCheckpointIO, with weights_only=True

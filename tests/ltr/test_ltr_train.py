@@ -149,7 +149,7 @@ def test_threads_hold_while_training_and_are_restored(rng, tmp_path, monkeypatch
         return fit(self, *a, **kw)
 
     monkeypatch.setattr(pl.Trainer, "fit", recording_fit)
-    monkeypatch.setattr("groupbias.ltr.train.os.getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr("groupbias._fast.threads.os.getloadavg", lambda: (0.0, 0.0, 0.0))
     before = torch.get_num_threads()
     target = 1 if before > 1 else 2
     data = _synthetic(rng, 12)
@@ -196,7 +196,7 @@ class _ThreadProbe(LambdaLoss):
 def test_trainer_threads_set_during_training_and_restored(rng, tmp_path, threads, monkeypatch):
     import os
 
-    monkeypatch.setattr("groupbias.ltr.train.os.getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr("groupbias._fast.threads.os.getloadavg", lambda: (0.0, 0.0, 0.0))
     data = _synthetic(rng, 12)
     _ThreadProbe.seen = []
     before = torch.get_num_threads()
@@ -261,11 +261,12 @@ def test_loggers_by_name(tmp_path):
 
 
 def test_auto_threads_leave_out_the_busy_cores(monkeypatch):
+    import groupbias._fast.threads as TH
     import groupbias.ltr.train as T
 
-    monkeypatch.setattr(T.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(TH.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     for load, expect in ((0.2, 8), (2.6, 5), (7.6, 1), (30.0, 1)):
-        monkeypatch.setattr(T.os, "getloadavg", lambda load=load: (load, load, load))
+        monkeypatch.setattr(TH.os, "getloadavg", lambda load=load: (load, load, load))
         assert T.idle_cores() == expect
         assert T.TrainerSpec(threads="auto").n_threads() == expect
         # the default does not depend on the load: the same machine, the same bits
