@@ -21,6 +21,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
+
+from tests.reporting.test_every_experiment import answer_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 CODE_ROOTS = ("groupbias", "data_loaders", "experiments")
@@ -215,18 +218,24 @@ def test_installed_wheel_runs_outside_source_tree(tmp_path):
         user_env["GROUPBIAS_GENDER_WORDLIST"] = str(
             shared / "rekabsaz-gender" / "wordlist_genderspecific.txt"
         )
-    for experiment, overrides in EVERY_EXPERIMENT.items():
-        needs_text = experiment in ("bias_aware_prf", "retrieval_fairness")
-        if needs_text and "GROUPBIAS_GREP_BIASIR" not in user_env:
-            continue  # Grep-BiasIR absent: the two retrieval experiments cannot run
-        _run(
-            [script, f"experiment={experiment}", *overrides],
-            cwd=project,
-            env=user_env,
-            timeout=300,
+    with HTTPServer(host="127.0.0.1", threaded=True) as server:  # the LLM endpoint
+        server.expect_request("/v1/chat/completions").respond_with_handler(answer_prompt)
+        llm = (
+            f"{{base_url: '{server.url_for('/v1')}', model: tiny, concurrency: 2, "
+            f"cache_dir: '{tmp_path / 'llm-cache'}'}}"
         )
-        stored = list((project / "runs" / experiment).rglob("metrics.json"))
-        assert stored, f"{experiment}: no metrics.json under {project / 'runs' / experiment}"
+        for experiment, overrides in EVERY_EXPERIMENT.items():
+            needs_text = experiment in TEXT_EXPERIMENTS
+            if needs_text and "GROUPBIAS_GREP_BIASIR" not in user_env:
+                continue  # Grep-BiasIR absent: the retrieval experiments cannot run
+            args = [o.replace("{llm}", llm) for o in overrides]
+            _run(
+                [script, f"experiment={experiment}", *args], cwd=project, env=user_env, timeout=300
+            )
+            stored = list((project / "runs" / experiment).rglob("metrics.json"))
+            assert stored, f"{experiment}: no metrics.json under {project / 'runs' / experiment}"
+        if "GROUPBIAS_GREP_BIASIR" in user_env:
+            assert server.log  # gender_labels and fair_qr asked the endpoint
 
 
 _TINY = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
@@ -237,8 +246,10 @@ _TRAIN = [
     "model.transformer.d_ff=8",
 ]
 _SYNTH_60 = "[{dataset: synthetic, params: {n_queries: 60, list_size: [4,20]}}]"
-#: every experiment but the two that ask an LLM endpoint (gender_labels, fair_qr; their
-#: runs from the source tree are in tests/reporting/test_every_experiment.py), tiny
+#: the experiments that read Grep-BiasIR (gender_labels and fair_qr also ask an LLM endpoint:
+#: a real HTTP server on 127.0.0.1 answers them)
+TEXT_EXPERIMENTS = ("bias_aware_prf", "retrieval_fairness", "gender_labels", "fair_qr")
+#: every experiment besides demo and table1 (run above), tiny ({llm}: the local endpoint)
 EVERY_EXPERIMENT = {
     "table2": ["experiment.datasets=[synthetic]", "bias.betas=[0.7]", *_TINY, *_TRAIN],
     "impact": ["experiment.setups=listed", "experiment.datasets=[synthetic]",
@@ -261,4 +272,7 @@ EVERY_EXPERIMENT = {
                        "experiment.bm25.depth=50"],
     "retrieval_fairness": ["experiment.datasets=[grep_biasir]",
                            "experiment.fair_qr.max_iterations=1", "experiment.bm25.depth=50"],
+    "gender_labels": ["+experiment.llm={llm}"],
+    "fair_qr": ["experiment.datasets=[grep_biasir]", "experiment.fair_qr.max_iterations=1",
+                "experiment.llm={llm}", "experiment.bm25.depth=50"],
 }  # fmt: skip

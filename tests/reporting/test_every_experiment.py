@@ -49,7 +49,7 @@ EXPERIMENTS = {
 }  # fmt: skip
 
 
-def _answer(request):
+def answer_prompt(request):
     """A gender label for a labelling prompt, keywords for a FAIR-QR refinement."""
     prompt = request.get_json()["messages"][-1]["content"]
     if "Document: " in prompt:
@@ -73,7 +73,7 @@ def root(tmp_path_factory, grep_root_path, wordlist_path):
     }
     exe = Path(sys.executable).with_name("groupbias")
     with HTTPServer(host="127.0.0.1", threaded=True) as server:
-        server.expect_request("/v1/chat/completions").respond_with_handler(_answer)
+        server.expect_request("/v1/chat/completions").respond_with_handler(answer_prompt)
         llm = (
             f"{{base_url: '{server.url_for('/v1')}', model: tiny, concurrency: 4, "
             f"cache_dir: '{tmp / 'cache'}'}}"
