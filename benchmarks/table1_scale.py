@@ -3,7 +3,7 @@
 One Table 1 cell per β ∈ {0.8, 0.6} on MSLR-shaped data: 1k, 3k, 10k and 30k queries of 120
 items (MSLR-WEB30K: ~30k queries, ~120 items each), labels 0-4 with MSLR's distribution,
 30 % of the items affected. Each run is ``groupbias.pipelines.tabular.run_tabular``:
-simulate ``a = β_q P(R)`` → amortized KS estimate of β (the shipped ``amortized`` estimator,
+simulate ``a = β_q P(R)`` → amortized KS estimate of β (the shipped ``ks`` estimator,
 one global cluster) → IPS correction → the default metrics (NDCG@10 overall and per group,
 ρ(DTR), Δ(EEL)) of the biased and corrected utilities with paired tests. The evaluation step
 alone (``compute_metrics`` of both conditions) is timed as well, to show its share.

@@ -148,6 +148,11 @@ def _jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
     return [list(job) for job in itertools.product(*axes)] or [[]]
 
 
+#: config options renamed to the name their object is registered under: the old name's error
+#: names the new one
+RENAMED_OPTIONS = {"estimator/amortized": "ks"}
+
+
 def _group_options(group: str) -> list[str]:
     d = Path(CONFIG_DIR) / group
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
@@ -188,6 +193,8 @@ def _composition_error(exc: Exception, job: list[str]) -> ConfigError:
         group, _, option = missing.partition("/")
         options = list(exc.options or _group_options(group))
         tip = _suggest(option, options)
+        if missing in RENAMED_OPTIONS:
+            tip = f"did you mean {RENAMED_OPTIONS[missing]}? (the new name of {option})"
         return ConfigError(
             group or "config",
             f"no option {option!r}; the options are {', '.join(options)}",

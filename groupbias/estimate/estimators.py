@@ -234,7 +234,7 @@ def _no_bias_correction(estimator, name: str) -> None:
     if estimator.bias_correction != "none":
         raise ParameterError(
             "bias_correction",
-            f"none: the {name} estimator has no bootstrap bias correction (estimator=amortized "
+            f"none: the {name} estimator has no bootstrap bias correction (estimator=ks "
             "or per_query has)",
             estimator.bias_correction,
         )
