@@ -56,6 +56,7 @@ from .data.trec import (
     write_qrels,
     write_run,
 )
+from .estimate.beta_estimate import BetaEstimate
 from .estimate.correction import correct_with_estimate, ips_correct
 from .estimate.estimators import (
     CalibratedKSEstimator,
@@ -64,7 +65,7 @@ from .estimate.estimators import (
     ShrinkageEstimator,
     bootstrap_interval,
 )
-from .estimate.ks import BetaEstimate, estimate_beta, ks_curves
+from .estimate.ks import estimate_beta, ks_curves
 from .evaluation import fairness, metrics, theory
 from .evaluation.evaluate import evaluate, evaluate_run
 from .simulate.clicks import attractiveness_from_clicks, simulate_clicks

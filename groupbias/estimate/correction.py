@@ -8,8 +8,8 @@ corrected score of an item is
 i.e. ``a / beta_hat_q`` for affected items (``g = 1``), ``a`` unchanged for non-affected ones
 (``g = 0``), and the inverse of the expected propensity for membership probabilities
 ``g in (0, 1)``. ``beta_hat_q`` is the estimate of the cluster of query ``q``
-(:attr:`groupbias.estimate.ks.BetaEstimate.beta_hat_per_query`). Queries whose estimate is
-NaN (the estimator's failure policy: a group had no score in the cluster) keep their
+(:attr:`groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_per_query`). Queries whose
+estimate is NaN (the estimator's failure policy: a group had no score in the cluster) keep their
 scores unchanged.
 """
 
@@ -71,7 +71,7 @@ def ips_correct(attractiveness, groups, *, qptr, beta_hat_per_query) -> np.ndarr
 @checked_arguments
 def correct_with_estimate(attractiveness, groups, *, qptr, estimate) -> np.ndarray:
     """:func:`ips_correct` with ``estimate.beta_hat_per_query`` of a
-    :class:`groupbias.estimate.ks.BetaEstimate`."""
+    :class:`groupbias.estimate.beta_estimate.BetaEstimate`."""
     return ips_correct(
         attractiveness, groups, qptr=qptr, beta_hat_per_query=estimate.beta_hat_per_query
     )

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..core.segments import query_index
 from ..simulate.group_bias import draw_query_beta
-from .ks import BetaEstimate, estimate_beta
+from .beta_estimate import BetaEstimate
+from .ks import estimate_beta
 
 __all__ = ["BIAS_CORRECTIONS", "bootstrap_bias", "equal_merit_draw"]
 

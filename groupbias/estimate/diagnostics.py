@@ -40,8 +40,9 @@ from ..core.segments import query_index
 from ..core.validation import real
 from ..data.membership import affected_group, utility_ratio
 from ..data.ranking_data import RankingData
+from .beta_estimate import BetaEstimate
 from .estimators import estimate_simulated
-from .ks import BetaEstimate, ks_curves
+from .ks import ks_curves
 
 if TYPE_CHECKING:  # the type of the null simulation the pipelines hand in
     from ..simulate.group_bias import Simulation
@@ -318,8 +319,12 @@ def estimate_summary(est: BetaEstimate, tol: float = 0.01) -> dict:
     rescaling); ``flat_width``: mean over clusters of the width in β of the grid region whose
     curve lies within ``tol`` of its minimum (wide = the data hardly determine β);
     ``cluster_spread``: standard deviation of the cluster estimates; ``ci_low``/``ci_high``:
-    mean bootstrap interval bounds (NaN when no interval was computed)."""
-    ok = np.isfinite(est.beta_hat) & ~np.all(np.isnan(est.ks_curve), axis=1)
+    mean bootstrap interval bounds (NaN when no interval was computed). An estimate without
+    a curve (``ks_curve`` None) has NaN ``ks_min`` and ``flat_width``."""
+    curves, grid = est.ks_curve, est.grid
+    ok = np.zeros(est.n_clusters, dtype=bool)
+    if curves is not None and grid is not None:
+        ok = np.isfinite(est.beta_hat) & ~np.all(np.isnan(curves), axis=1)
     out = {
         "ks_min": float("nan"),
         "flat_width": float("nan"),
@@ -327,11 +332,10 @@ def estimate_summary(est: BetaEstimate, tol: float = 0.01) -> dict:
         "ci_low": float("nan"),
         "ci_high": float("nan"),
     }
-    if ok.any():
-        curves = est.ks_curve[ok]
+    if ok.any() and curves is not None and grid is not None:
+        curves = curves[ok]
         lo = np.nanmin(curves, axis=1, keepdims=True)
         near = curves <= lo + tol
-        grid = est.grid
         first = grid[np.argmax(near, axis=1)]
         last = grid[grid.size - 1 - np.argmax(near[:, ::-1], axis=1)]
         out["ks_min"] = float(lo.mean())

@@ -1,7 +1,7 @@
 """β estimators behind one interface (the ``estimator`` config group, ``ESTIMATORS`` registry).
 
 Every estimator takes observed attractiveness, affected-group memberships and query offsets
-and returns a :class:`~groupbias.estimate.ks.BetaEstimate`:
+and returns a :class:`~groupbias.estimate.beta_estimate.BetaEstimate`:
 
 - ``ks`` (:class:`KSEstimator`): the amortized grid search of Eq. (14). Assumes both groups'
   utilities share one distribution (Eq. 13). ``distance="wasserstein"`` swaps KS for W1 on the
@@ -33,13 +33,13 @@ from ..core.registry import ESTIMATORS
 from ..core.segments import query_index
 from ..core.validation import choice, generator, integer, real, sequence
 from ..data.membership import AFFECTED_SPLIT, affected_group
+from .beta_estimate import BetaEstimate
 from .debias import BIAS_CORRECTIONS, bootstrap_bias
 from .distances import DISTANCES
 from .ks import (
     JITTER_SCALES,
     MINIMIZER_TIES,
     ZERO_POLICIES,
-    BetaEstimate,
     default_grid,
     estimate_beta,
 )
@@ -379,7 +379,7 @@ class KSEstimator:
             search=self.search(grade_spacing),
         )
         fixed = np.where(np.isfinite(bias), est.beta_hat - np.nan_to_num(bias), est.beta_hat)
-        fixed = np.clip(fixed, est.grid[0], 1.0)
+        fixed = np.clip(fixed, default_grid(self.grid_step)[0], 1.0)
         info = {**est.info, "beta_hat_plain": est.beta_hat, "bias": bias}
         return replace(
             est, beta_hat=fixed, beta_hat_per_query=fixed[est.cluster_of_query], info=info

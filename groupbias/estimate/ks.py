@@ -59,7 +59,7 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,11 +67,11 @@ from ..core.errors import ParameterError
 from ..core.segments import query_index
 from ..core.validation import check_qptr, choice, generator, integer, is_integer, is_real, real
 from ..data.membership import affected_group
+from .beta_estimate import BetaEstimate
 from .distances import DISTANCES, wasserstein_curves
 from .ks_exact import MAX_PAIRS, ks_matrix, zero_clusters
 
 __all__ = [
-    "BetaEstimate",
     "default_grid",
     "estimate_beta",
     "ks_statistic",
@@ -97,65 +97,6 @@ MAX_GRID = 10_000
 
 
 # --------------------------------------------------------------------------- estimator
-
-
-@dataclass(frozen=True, eq=False)
-class BetaEstimate:
-    """Result of :func:`estimate_beta`.
-
-    Attributes
-    ----------
-    beta_hat : float [n_clusters], NaN where the cluster lacks a group (see ``n_failed``)
-    cluster_of_query : int64 [n_queries], cluster index of every query
-    beta_hat_per_query : float [n_queries], ``beta_hat[cluster_of_query]``
-    grid : float [n_grid]
-    ks_curve : float [n_clusters, n_grid], ``KS(A_A / beta, A_N)`` per cluster and grid point
-    n_affected, n_non_affected : int64 [n_clusters], scores used per group (with a
-        ``reference`` sample: the reference values compared in the cluster)
-    cluster_labels : [n_clusters], the given cluster label of every cluster index
-    ci_low, ci_high : float [n_clusters] or None, a bootstrap confidence interval of
-        ``beta_hat`` (:func:`groupbias.estimate.estimators.bootstrap_interval`)
-    info : what an estimator reports beside (chosen cluster size, shrinkage weights, ...)
-    """
-
-    beta_hat: np.ndarray
-    cluster_of_query: np.ndarray
-    beta_hat_per_query: np.ndarray
-    grid: np.ndarray
-    ks_curve: np.ndarray
-    n_affected: np.ndarray
-    n_non_affected: np.ndarray
-    cluster_labels: np.ndarray
-    ci_low: np.ndarray | None = None
-    ci_high: np.ndarray | None = None
-    info: dict = field(default_factory=dict)
-
-    @property
-    def n_clusters(self) -> int:
-        return int(self.beta_hat.size)
-
-    @property
-    def n_failed(self) -> int:
-        """Clusters without an estimate (a group has no score)."""
-        return int(np.isnan(self.beta_hat).sum())
-
-    @property
-    def beta_hat_mean(self) -> float:
-        """Mean of the finite cluster estimates: the one β̂ of data the clusters do not cover
-        (a validation split). NaN when every cluster failed, which means *no estimate*: the
-        correction (:func:`groupbias.estimate.correction.ips_correct`) leaves queries whose
-        β̂ is NaN uncorrected, exactly as dividing by 1 would (``a / 1.0``); no caller
-        substitutes a value of its own."""
-        ok = np.isfinite(self.beta_hat)
-        return float(self.beta_hat[ok].mean()) if ok.any() else float("nan")
-
-    @property
-    def ks_min(self) -> np.ndarray:
-        """Minimum of the KS curve per cluster (NaN for failed clusters)."""
-        out = np.full(self.n_clusters, np.nan)
-        ok = ~np.isnan(self.beta_hat)
-        out[ok] = self.ks_curve[ok].min(axis=1)
-        return out
 
 
 # long: the public entry point; its docstring documents every parameter

@@ -166,7 +166,7 @@ def simulate_split_log(
 class ClickLabels:
     """Attractiveness estimates per condition (float64 [n_items] each, P(A) scale), the
     position estimate, and for ``group`` and ``both`` β̂ per query and its mean over the
-    clusters (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`; NaN: not
+    clusters (:attr:`~groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_mean`; NaN: not
     estimated)."""
 
     labels: dict[str, np.ndarray]

@@ -95,7 +95,7 @@ def training_labels(
     simulated attractiveness (users are biased there too), drawn from its own generator
     (:func:`~groupbias.pipelines.steps.stage_generators`: what the estimator draws never
     shifts it), corrected with the mean β̂ of the training clusters
-    (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`)."""
+    (:attr:`~groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_mean`)."""
     train, valid = splits["train"], splits.get("valid")
     scale = label_scale(splits)
     streams = stage_generators(rng)

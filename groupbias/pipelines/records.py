@@ -14,9 +14,9 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..core.segments import nanmean
+from ..estimate.beta_estimate import BetaEstimate
 from ..estimate.diagnostics import estimate_summary
 from ..estimate.estimators import Estimator
-from ..estimate.ks import BetaEstimate
 from ..evaluation.stats import paired_test
 from ..simulate.group_bias import GroupBias
 
@@ -44,11 +44,12 @@ def record_base(
 
 
 def estimate_record(est: BetaEstimate, base: dict) -> dict:
-    """The β̂ record: mean (:attr:`~groupbias.estimate.ks.BetaEstimate.beta_hat_mean`, NaN:
-    no estimate) and spread of the finite cluster estimates, and what the estimate says
-    about itself (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum,
-    flat width, bootstrap interval); the cluster size an ``"auto"`` estimator chose, and the
-    mean bias a bias-corrected estimator subtracted (``bias_subtracted``)."""
+    """The β̂ record: mean
+    (:attr:`~groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_mean`, NaN: no estimate)
+    and spread of the finite cluster estimates, and what the estimate says about itself
+    (:func:`groupbias.estimate.diagnostics.estimate_summary`: curve minimum, flat width,
+    bootstrap interval); the cluster size an ``"auto"`` estimator chose, and the mean bias a
+    bias-corrected estimator subtracted (``bias_subtracted``)."""
     bh = est.beta_hat[np.isfinite(est.beta_hat)]
     rec = {
         **base,

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.ranking_data import RankingData
+from ..estimate.beta_estimate import BetaEstimate
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator
-from ..estimate.ks import BetaEstimate
 from ..simulate.group_bias import GroupBias, Simulation
 
 __all__ = [

@@ -20,10 +20,10 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from ..data.ranking_data import RankingData
+from ..estimate.beta_estimate import BetaEstimate
 from ..estimate.correction import ips_correct
 from ..estimate.diagnostics import Diagnostics
 from ..estimate.estimators import Estimator, estimate_simulated
-from ..estimate.ks import BetaEstimate
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, Simulation

@@ -272,8 +272,12 @@ def plot_ks_curves(
     title: str | None = None,
 ) -> dict[str, Path]:
     """The KS statistic of Eq. (14) against the candidate β for some clusters of a
-    :class:`groupbias.estimate.ks.BetaEstimate` (default: up to 8 clusters), with each
+    :class:`groupbias.estimate.beta_estimate.BetaEstimate` (default: up to 8 clusters), with each
     cluster's β̂ marked (and the true β dashed when given)."""
+    if estimate.ks_curve is None or estimate.grid is None:
+        raise ParameterError(
+            "estimate.ks_curve", "the curve of a grid-search estimator (ks, calibrated)", None
+        )
     curves = np.asarray(estimate.ks_curve, dtype=np.float64)
     grid = np.asarray(estimate.grid, dtype=np.float64)
     if curves.ndim != 2 or curves.shape[1] != grid.size or curves.shape[0] == 0:

@@ -10,8 +10,8 @@ from scipy import stats
 
 from groupbias.core.errors import ParameterError
 from groupbias.estimate import ks_exact
+from groupbias.estimate.beta_estimate import BetaEstimate
 from groupbias.estimate.ks import (
-    BetaEstimate,
     argmin_largest,
     default_grid,
     estimate_beta,

@@ -13,10 +13,11 @@ from data_loaders.synthetic import make_synthetic
 from experiments.common import assumption_note
 from groupbias.core.errors import AssumptionWarning
 from groupbias.data.ranking_data import RankingData
+from groupbias.estimate.beta_estimate import BetaEstimate
 from groupbias.estimate.diagnostics import AssumptionCheck, Diagnostics, estimate_summary
 from groupbias.estimate.distances import wasserstein_curves
 from groupbias.estimate.estimators import AUTO_SIZES
-from groupbias.estimate.ks import BetaEstimate, default_grid
+from groupbias.estimate.ks import default_grid
 from groupbias.estimate.resampling import resample_items, resample_queries
 from groupbias.pipelines.tabular import run_tabular
 from groupbias.reporting import paper_table
@@ -343,6 +344,24 @@ def test_estimate_summary_by_hand():
     assert s["flat_width"] == pytest.approx((0.25 + 0.0) / 2)  # cluster 0: 0.5..0.75
     assert s["cluster_spread"] == pytest.approx(0.125)
     assert s["ci_low"] == pytest.approx(0.75) and s["ci_high"] == pytest.approx(0.9)
+
+
+def test_an_estimate_without_a_curve_summarizes_to_nan_curve_fields():
+    # an estimator with no grid search fills neither grid nor ks_curve
+    est = BetaEstimate(
+        beta_hat=np.array([0.6, 0.8]),
+        cluster_of_query=np.array([0, 1, 1]),
+        beta_hat_per_query=np.array([0.6, 0.8, 0.8]),
+        n_affected=np.ones(2, np.int64),
+        n_non_affected=np.ones(2, np.int64),
+        cluster_labels=np.arange(2),
+    )
+    assert est.grid is None and est.ks_curve is None
+    assert np.isnan(est.ks_min).all() and est.ks_min.shape == (2,)
+    s = estimate_summary(est)
+    assert np.isnan(s["ks_min"]) and np.isnan(s["flat_width"])
+    assert np.isnan(s["cluster_spread"]) and np.isnan(s["ci_low"])
+    assert est.beta_hat_mean == pytest.approx(0.7)
 
 
 def test_default_grid_is_what_the_summary_reads():

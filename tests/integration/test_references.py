@@ -65,7 +65,7 @@ def _entry_point_groups() -> set[str]:
 
 
 def test_the_resolver_tells_names_from_stale_ones():
-    assert resolves("groupbias.estimate.ks.BetaEstimate.beta_hat_per_query")  # a field
+    assert resolves("groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_per_query")  # a field
     assert resolves("groupbias.core.memory.release_free_memory")
     assert not resolves("groupbias.app.runs.release_free_memory")
     assert not resolves("groupbias.estimate.ks.Estimator")

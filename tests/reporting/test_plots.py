@@ -77,6 +77,9 @@ def test_ks_curve_plot_marks_the_estimate(tmp_path):
             )(),
             tmp_path / "x",
         )
+    curveless = type("E", (), {"ks_curve": None, "grid": None, "beta_hat": np.zeros(1)})()
+    with pytest.raises(ParameterError, match="grid-search estimator"):
+        plots.plot_ks_curves(curveless, tmp_path / "y")
 
 
 SWEEP_METRICS = ("ndcg@10", "rho_dtr", "delta_eel")
