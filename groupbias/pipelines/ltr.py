@@ -39,8 +39,8 @@ from ..estimate.estimators import Estimator, estimate_simulated
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, relevance_from_labels
+from .null_check import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 
 if TYPE_CHECKING:  # torch and Lightning are imported when a ranker is trained
     from ..ltr.datamodule import PreparedSplits
@@ -93,7 +93,7 @@ def training_labels(
     and the diagnostic records (the assumption check on the train split when
     ``diagnostics`` is given, with ``base`` fields). The validation split gets its own
     simulated attractiveness (users are biased there too), drawn from its own generator
-    (:func:`~groupbias.pipelines.steps.stage_generators`: what the estimator draws never
+    (:func:`~groupbias.pipelines.null_check.stage_generators`: what the estimator draws never
     shifts it), corrected with the mean β̂ of the training clusters
     (:attr:`~groupbias.estimate.beta_estimate.BetaEstimate.beta_hat_mean`)."""
     train, valid = splits["train"], splits.get("valid")

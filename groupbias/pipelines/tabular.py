@@ -27,8 +27,8 @@ from ..estimate.estimators import Estimator, estimate_simulated
 from ..evaluation.catalog import DEFAULT_METRICS, EvalSpec, eel_thresholds
 from ..evaluation.protocol import DETERMINISTIC, EvaluationProtocol
 from ..simulate.group_bias import GroupBias, Simulation
+from .null_check import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 from .records import correlation_records, estimate_record, record_base, records_for
-from .steps import DEFAULT_DIAGNOSTICS, check_assumption, simulate_null, stage_generators
 
 
 @dataclass

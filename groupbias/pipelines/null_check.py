@@ -1,4 +1,4 @@
-"""What both regimes run on their training data before they correct it, in pipeline order:
+"""The null check both regimes run on their training data before they correct it, in order:
 the null simulation of the assumption check (simulate stage, beside the run's own
 simulation), then, after β̂ (:func:`groupbias.estimate.estimators.estimate_simulated`), the
 assumption check of the estimator (:mod:`groupbias.estimate.diagnostics`) on it (estimate
