@@ -40,9 +40,9 @@ import pandas as pd
 from ..app.cli import run_interruptible
 from ..core.errors import GroupBiasError
 from ..core.io import write_bytes_atomic, write_text_atomic
-from .interop import COMMANDS
 from .plots import SWEEP_LINES, plot_beta_sweep, plot_cluster_size
 from .results import key_columns, read_runs, summarize, tidy_results
+from .subcommands import COMMANDS
 from .tables import paper_table, save_table
 
 MAIN_METRICS = ("ndcg@10", "rho_dtr", "delta_eel")

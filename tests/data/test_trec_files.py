@@ -281,7 +281,7 @@ def test_cli_evaluates_a_run_and_exports_a_dataset(tmp_path, capsys, synthetic_t
     assert report_main(["export", "synthetic", "--split", "test", "--out", str(tmp_path)]) == 0
     exported = gb.read_qrels(tmp_path / "synthetic_test.qrels")
     # the data `groupbias dataset=synthetic` loads: the options of its config file
-    from groupbias.reporting.interop import config_params
+    from groupbias.reporting.subcommands import config_params
 
     full = gb.load_dataset("synthetic", split="test", **config_params("synthetic"))
     np.testing.assert_array_equal(exported.labels, full.labels)

@@ -195,7 +195,7 @@ def test_docs_interop_name_table_is_what_the_catalogue_parses():
 def test_a_declaration_is_all_the_catalogue_tables_and_messages_read(monkeypatch):
     from groupbias.evaluation.catalog import declaration_of, register_metric
     from groupbias.evaluation.declaration import metric_info
-    from groupbias.reporting.external import UndefinedMeasureError, refuse_undefined
+    from groupbias.reporting.external_runs import UndefinedMeasureError, refuse_undefined
 
     METRICS._load_builtins()
     monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))

@@ -91,7 +91,7 @@ def test_every_measure_equals_ir_measures_query_by_query(seed):
 
 
 def test_the_run_file_through_the_command_and_the_library(tmp_path, capsys):
-    from groupbias.reporting.interop import evaluate_command
+    from groupbias.reporting.subcommands import evaluate_command
 
     run, qrels = _case(3)
     run.write(tmp_path / "r.run")

@@ -68,7 +68,7 @@ NOT_RUNNABLE = {
     "docs/metrics.md: ε*_i = (1/c) Σ_{r = a+1}^{a+c}": "a formula",
     "docs/metrics.md: Δ(EEL)_q = ‖ [Ẽ_A, Ẽ_N] − [E*_": "a formula",
     # commands on files the reader brings (a BM25 run and the text of Grep-BiasIR):
-    # tests/reporting/test_external.py runs the same two commands on such files
+    # tests/reporting/test_external_runs.py runs the same two commands on such files
     "docs/interop.md: groupbias-report export grep_b": "needs the reader's run and corpus",
     # what the command prints (tests/app/test_progress.py and test_demo.py check it)
     "docs/ltr.md: [groupbias] step 5/7 LTR, full": "the progress lines a run prints",

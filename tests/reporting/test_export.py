@@ -14,7 +14,7 @@ from groupbias.data.datasets import load_dataset
 from groupbias.data.text import TextCollection
 from groupbias.data.trec import read_groups, read_qrels
 from groupbias.reporting.aggregate import main as report_main
-from groupbias.reporting.interop import config_params
+from groupbias.reporting.subcommands import config_params
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"

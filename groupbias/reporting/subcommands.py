@@ -142,7 +142,7 @@ def _print_table(queries, per_query: dict, source: str, *, per_query_rows: bool)
 def evaluate_command(argv: list[str]) -> int:
     """``groupbias-report evaluate``: a run's mean metrics (and, with --out, per query)."""
     from ..data.trec import read_run
-    from .external import evaluate_external, refuse_undefined
+    from .external_runs import evaluate_external, refuse_undefined
 
     a = _evaluate_parser().parse_args(argv)
     if a.qrels is None:
