@@ -1,6 +1,6 @@
-"""Calibrate the rough training-time model of ``groupbias.ltr.cost`` (``SECONDS_PER_UNIT``,
-``ITEM_WORK``, ``OVERHEAD_S``) from small measured training runs, and print the model's
-estimate beside each measured time.
+"""Calibrate the rough training-time model of ``groupbias.ltr.training_time``
+(``SECONDS_PER_UNIT``, ``ITEM_WORK``, ``OVERHEAD_S``) from small measured training runs, and
+print the model's estimate beside each measured time.
 
 For each of two models (``--models``, the ``model`` config group; default the demo's and
 Table 2's): one ranker of the ``experiment=table2`` recipe (``trainer.threads=1``, no early
@@ -62,7 +62,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from data_loaders.synthetic import make_synthetic_splits
-    from groupbias.ltr import cost
+    from groupbias.ltr import training_time
     from groupbias.ltr.datamodule import PreparedSplits
 
     splits = make_synthetic_splits(
@@ -75,7 +75,7 @@ def main() -> None:
         train, valid = prepared["train"], prepared["valid"]
         one = _timed(_recipe(model, 1), train, valid)
         many = _timed(recipe, train, valid)
-        est = cost.training_cost(recipe, train, valid, rankers=1)
+        est = training_time.training_cost(recipe, train, valid, rankers=1)
         epoch = (many - one) / (args.epochs - 1)
         per_item.append(epoch / est.items)
         params.append(est.parameters)

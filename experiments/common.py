@@ -178,14 +178,14 @@ def warn_if_long(
 ) -> None:
     """Warn (one line on stderr) before training ``rankers`` rankers of the setup's recipe on
     ``splits`` (train, and valid when present) when the rough estimate of
-    :func:`groupbias.ltr.cost.training_cost` exceeds ``warn_after_s``. ``progress``: the
+    :func:`groupbias.ltr.training_time.training_cost` exceeds ``warn_after_s``. ``progress``: the
     run's :class:`~groupbias.app.progress.StepProgress`, told the estimate (its time left
     until epochs are measured) and that the warning was given."""
     if setup.recipe is None or rankers < 1:
         return
     if setup.warn_after_s is None and progress is None:
         return
-    from groupbias.ltr.cost import training_cost
+    from groupbias.ltr.training_time import training_cost
 
     cost = training_cost(setup.recipe, splits["train"], splits.get("valid"), rankers=rankers)
     if progress is not None:

@@ -269,7 +269,7 @@ def _check_top(cfg: Mapping) -> tuple[int, bool, str]:
 
 def _warn_after(cfg: Mapping) -> float | None:
     """``warn_after_s``: seconds of estimated training above which a run warns before it
-    trains (:mod:`groupbias.ltr.cost`); null: never."""
+    trains (:mod:`groupbias.ltr.training_time`); null: never."""
     value = cfg.get("warn_after_s", DEFAULT_WARN_AFTER_S)
     if value is None:
         return None

@@ -14,7 +14,7 @@ time left is then the sum over what is still to come::
 
 ``t_epoch``: the mean measured seconds of the latest epochs (training and validation; the
 latest :data:`RECENT_EPOCHS`, since the speed of a shared machine drifts), rescaled by the
-calibrated model (:func:`groupbias.ltr.cost.training_cost`) when another dataset's rankers
+calibrated model (:func:`groupbias.ltr.training_time.training_cost`) when another dataset's rankers
 come next; ``E``: the mean epochs of the rankers finished so far where early stopping can
 end a ranker sooner, else ``max_epochs``; ``c``: a ranker's measured time outside its epochs
 (Lightning's start, sanity check, checkpoints); ``o``: the measured time from a ranker's fit
@@ -92,10 +92,10 @@ class RunEstimate:
 
     # -- what the run tells ------------------------------------------------------------
     def expect(self, cost) -> None:
-        """The calibrated cost (:class:`groupbias.ltr.cost.TrainingCost`) of the rankers on
+        """The calibrated cost (:class:`groupbias.ltr.training_time.TrainingCost`) of the rankers on
         the data about to be trained: their epoch time before one is measured, and the scale
         of measured epoch times on this data."""
-        from ..ltr.cost import OVERHEAD_S
+        from ..ltr.training_time import OVERHEAD_S
 
         per_ranker = cost.seconds / max(cost.rankers, 1) - OVERHEAD_S
         epoch = max(per_ranker / max(cost.epochs, 1), 1e-9)
@@ -159,7 +159,7 @@ class RunEstimate:
     @property
     def basis(self) -> str | None:
         """``"measured"`` (epochs or steps timed in this run), ``"calibrated"`` (the model of
-        :mod:`groupbias.ltr.cost` only) or None (nothing to go by)."""
+        :mod:`groupbias.ltr.training_time` only) or None (nothing to go by)."""
         if self._epoch_units or (self._steps and not self._trains()):
             return "measured"
         if self._calibrated is not None and self._trains():

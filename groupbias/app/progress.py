@@ -20,7 +20,7 @@ least every ``every_s`` seconds, 30 by default: in a pipe or log, where no bar i
 (``planned_steps(setup)`` of an experiment object; without it the lines read ``step 3``).
 The time left is extrapolated from the run's own measured epoch, ranker and step times over
 every ranker and step still to come (:mod:`groupbias.app.eta`); before the first epoch is
-measured it is the calibrated model's (:mod:`groupbias.ltr.cost`), and the lines say so:
+measured it is the calibrated model's (:mod:`groupbias.ltr.training_time`), and the lines say so:
 ``roughly 3 min left`` (``about`` once measured), and ``..., estimated from data size`` in
 the training lines. Where standard output is a terminal (and the run's ``progress`` is
 true) a tqdm bar of the steps, with the ranker, its epoch and the time left, stays below the
@@ -130,7 +130,8 @@ class StepProgress:
 
     def expect(self, cost) -> None:
         """The calibrated cost of the rankers about to train
-        (:class:`groupbias.ltr.cost.TrainingCost`): the estimate until epochs are measured."""
+        (:class:`groupbias.ltr.training_time.TrainingCost`): the estimate until epochs are
+        measured."""
         self.estimate.expect(cost)
 
     def left(self) -> float | None:

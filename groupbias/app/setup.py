@@ -32,7 +32,7 @@ class Setup:
     ``trains_ranker`` is false); ``backend``: the fast paths' knob the run computes under
     (``auto | numpy | numba``, :mod:`groupbias._fast`); ``warn_after_s``: a run whose rankers
     are estimated to train longer than this many seconds warns before it trains
-    (:mod:`groupbias.ltr.cost`; None: never).
+    (:mod:`groupbias.ltr.training_time`; None: never).
     """
 
     seed: int

@@ -14,7 +14,7 @@ from experiments.common import warn_if_long
 from groupbias.app.command import CONFIG_DIR
 from groupbias.app.config import build_setup
 from groupbias.core.errors import GroupBiasWarning
-from groupbias.ltr import cost
+from groupbias.ltr import training_time
 
 
 class Lists:
@@ -34,7 +34,7 @@ def _setup(*overrides):
 def test_a_big_run_warns_with_its_size_and_a_rough_time():
     setup = _setup("trainer.max_epochs=30", "trainer.threads=2")
     big = {"train": Lists(9_600, 120, 136), "valid": Lists(2_400, 120, 136)}
-    est = cost.training_cost(setup.recipe, big["train"], big["valid"], rankers=5)
+    est = training_time.training_cost(setup.recipe, big["train"], big["valid"], rankers=5)
     assert est.queries == 12_000 and est.features == 136 and est.threads == 2
     assert est.seconds > 3600  # hours, not minutes, on 2 threads
     with pytest.warns(GroupBiasWarning) as caught:
@@ -48,7 +48,7 @@ def test_a_big_run_warns_with_its_size_and_a_rough_time():
 def test_a_tiny_run_or_a_null_threshold_does_not_warn():
     setup = _setup("trainer.max_epochs=2")
     tiny = {"train": Lists(40, 10, 20)}
-    assert cost.training_cost(setup.recipe, tiny["train"], rankers=3).seconds < 60
+    assert training_time.training_cost(setup.recipe, tiny["train"], rankers=3).seconds < 60
     big = {"train": Lists(9_600, 120, 136)}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -59,15 +59,15 @@ def test_a_tiny_run_or_a_null_threshold_does_not_warn():
 def test_the_estimate_grows_with_data_epochs_rankers_and_shrinks_with_threads():
     recipe = _setup("trainer.max_epochs=10", "trainer.threads=1").recipe
     data = Lists(1_000, 50, 40)
-    base = cost.training_cost(recipe, data, rankers=1).seconds
+    base = training_time.training_cost(recipe, data, rankers=1).seconds
     more = [
-        cost.training_cost(recipe, Lists(2_000, 50, 40), rankers=1).seconds,
-        cost.training_cost(recipe, Lists(1_000, 50, 80), rankers=1).seconds,
-        cost.training_cost(recipe, data, rankers=3).seconds,
-        cost.training_cost(
+        training_time.training_cost(recipe, Lists(2_000, 50, 40), rankers=1).seconds,
+        training_time.training_cost(recipe, Lists(1_000, 50, 80), rankers=1).seconds,
+        training_time.training_cost(recipe, data, rankers=3).seconds,
+        training_time.training_cost(
             replace(recipe, trainer=replace(recipe.trainer, max_epochs=20)), data, rankers=1
         ).seconds,
     ]
     assert all(m > base for m in more)
     two = replace(recipe, trainer=replace(recipe.trainer, threads=2))
-    assert cost.training_cost(two, data, rankers=1).seconds < base
+    assert training_time.training_cost(two, data, rankers=1).seconds < base
