@@ -157,7 +157,7 @@ def available(
 ) -> Iterator[tuple[Entry, dict[str, RankingData]]]:
     """``(entry, splits)`` for each entry whose data is present; with ``skip_missing`` the
     reasons for the absent ones go into ``skipped`` (and the log), else they raise.
-    ``on_skip()``: called for each skipped entry (``rd.forgo`` of its planned steps)."""
+    ``on_skip()``: called for each skipped entry (``rd.skip_steps`` of its planned steps)."""
     for entry in items:
         try:
             splits = load(entry, only=only)

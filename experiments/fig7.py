@@ -44,7 +44,7 @@ class Fig7:
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
-            on_skip=lambda: rd.forgo(len(setup.bias.betas)),
+            on_skip=lambda: rd.skip_steps(len(setup.bias.betas)),
         ):
             split = splits[self.split]
             step = functools.partial(tabular_step, setup, split, entry.title, tag="fig7")

@@ -71,7 +71,7 @@ class Table1:
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
-            on_skip=lambda: rd.forgo(1 + len(setup.bias.betas)),
+            on_skip=lambda: rd.skip_steps(1 + len(setup.bias.betas)),
         ):
             args = (setup, data[self.split], entry.title)
             options = dict(tag="table1", metrics=self.metrics, protocol=setup.evaluation)

@@ -77,7 +77,7 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
         entries(exp.entries, setup),
         skip_missing=exp.skip_missing,
         skipped=skipped,
-        on_skip=lambda: rd.forgo(ltr_steps(setup)),
+        on_skip=lambda: rd.skip_steps(ltr_steps(setup)),
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)

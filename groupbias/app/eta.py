@@ -72,7 +72,7 @@ class RunEstimate:
     def __init__(self, plan: list[int] | None = None, *, clock=time.perf_counter) -> None:
         self.plan = list(plan) if plan is not None else None
         self.clock = clock
-        self.done = 0  # steps done (computed, reused or forgone)
+        self.done = 0  # steps done (computed, reused or skipped)
         self.rankers_done = 0
         self.ranker: RankerClock | None = None
         self.step_started: float | None = None
@@ -121,7 +121,7 @@ class RunEstimate:
         self.step_started, self.ranker = None, None
         self._step_rankers, self._fit_end = 0, None
 
-    def forgo(self, n: int) -> None:
+    def skip_steps(self, n: int) -> None:
         """The next ``n`` planned steps will not run."""
         if self.plan is not None:
             del self.plan[self.done : self.done + n]

@@ -119,9 +119,9 @@ class StepProgress:
             self._tqdm = None
         self._stack.close()
 
-    def forgo(self, n: int) -> None:
+    def skip_steps(self, n: int) -> None:
         """``n`` planned steps will not run (their dataset is missing, say)."""
-        self.estimate.forgo(n)
+        self.estimate.skip_steps(n)
         if self.total is not None:
             self.total = max(self.done, self.total - n)
             if self._tqdm is not None:

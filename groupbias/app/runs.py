@@ -220,9 +220,9 @@ class RunDir:
         self.progress.finished(label or name, time.perf_counter() - start, short=bool(label))
         return read_json(p)["result"] if writes_files() else _as_stored(result)
 
-    def forgo(self, n: int) -> None:
+    def skip_steps(self, n: int) -> None:
         """``n`` of the steps planned will not run (a dataset whose data is missing)."""
-        self.progress.forgo(n)
+        self.progress.skip_steps(n)
 
     def finish(self, metrics: Mapping) -> dict:
         write_json_atomic(self.metrics_path, metrics)

@@ -86,9 +86,9 @@ def test_another_dataset_rescales_the_measured_epoch_time():
     assert e.left(2) == pytest.approx(4 * 30.0 + 0.5)  # 10 s modelled: 30 s expected
 
 
-def test_forgone_steps_leave_the_plan_and_plain_runs_use_the_mean_step():
+def test_skipped_steps_leave_the_plan_and_plain_runs_use_the_mean_step():
     e = RunEstimate([1, 2, 1, 2])
-    e.forgo(2)
+    e.skip_steps(2)
     assert e.plan == [1, 2] and e.rankers_total() == 3
     plain = RunEstimate()
     plain.step_end(4.0)

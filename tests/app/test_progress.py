@@ -21,7 +21,7 @@ def test_steps_say_n_of_total_reused_and_time_left(tmp_path, capsys, caplog):
     rd.step("s1", lambda: {"v": 1}, label="first")  # reused
     with caplog.at_level(logging.INFO, logger="groupbias"):
         rd.step("s2", lambda: {"v": 2})
-    rd.forgo(1)  # one planned step will not run
+    rd.skip_steps(1)  # one planned step will not run
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"\[groupbias\] step 1/4 first: \d+\.\d s; about \d+ s left", lines[0])
     assert lines[1] == "[groupbias] step 2/4 first: reused"
