@@ -85,7 +85,7 @@ def print_cluster_table(records: list[dict], stem: Path, *, title: str) -> None:
     print(table_to_text(table, title=f"Cluster size of the amortized estimate: {title}"))
 
 
-def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[dict]:
+def cluster_sweep(exp, setup: Setup, run_dir, *, bias: GroupBias, tag: str) -> list[dict]:
     """Records of every (β, repetition, cluster size) for the first dataset entry."""
     entry: Entry = entries(getattr(exp, "entries", ()), setup)[0]
     data = load(entry, only=(exp.split,))[exp.split]
@@ -95,7 +95,9 @@ def cluster_sweep(exp, setup: Setup, rd, *, bias: GroupBias, tag: str) -> list[d
     sizes = sorted({min(int(k), data.n_queries) for k in requested})
     step = functools.partial(_sweep_step, setup, bias, entry, data, sizes, tag)
     grid = [{"beta": b, "rep": r} for b in bias.betas for r in range(exp.repetitions)]
-    return step_records(rd, entry, {tag + "_beta{beta}_rep{rep}": step}, grid, key={"sizes": sizes})
+    return step_records(
+        run_dir, entry, {tag + "_beta{beta}_rep{rep}": step}, grid, key={"sizes": sizes}
+    )
 
 
 @dataclass
@@ -117,8 +119,8 @@ class AblationClusterSize:
     def check(self, setup: Setup) -> None:
         check_estimator(setup)
 
-    def run(self, setup: Setup, rd) -> dict:
-        return {"records": cluster_sweep(self, setup, rd, bias=setup.bias, tag="cluster_size")}
+    def run(self, setup: Setup, run_dir) -> dict:
+        return {"records": cluster_sweep(self, setup, run_dir, bias=setup.bias, tag="cluster_size")}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:
         from groupbias.reporting.plots import plot_cluster_size

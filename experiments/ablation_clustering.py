@@ -51,13 +51,13 @@ class AblationClustering:
     def check(self, setup: Setup) -> None:
         check_estimator(setup)
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records = []
         for std in self.beta_stds:
             bias = dataclasses.replace(
                 setup.bias, beta_std=float(std), variant="normal", modes=None
             )
-            records += cluster_sweep(self, setup, rd, bias=bias, tag=f"sigma{float(std)}")
+            records += cluster_sweep(self, setup, run_dir, bias=bias, tag=f"sigma{float(std)}")
         bias = dataclasses.replace(
             setup.bias,
             variant="two_mode",
@@ -65,7 +65,7 @@ class AblationClustering:
             betas=(sum(self.modes) / len(self.modes),),
             beta_std=float(self.mode_std),
         )
-        records += cluster_sweep(self, setup, rd, bias=bias, tag="two_mode")
+        records += cluster_sweep(self, setup, run_dir, bias=bias, tag="two_mode")
         return {"records": records}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:

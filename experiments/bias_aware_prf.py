@@ -96,7 +96,7 @@ class BiasAwarePRF:
         if "llm" in self.biases and self.endpoint is None:
             raise ConfigError("experiment.llm", "missing: biases includes llm")
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         c = text_collection(setup)
         label, classes, neutral = groups_of(setup.dataset.name, c)
         terms = lexicon(c, self.wordlist)
@@ -107,7 +107,7 @@ class BiasAwarePRF:
         words = [w for ws in wordlist(self.wordlist).values() for w in ws]
         records, expansions, equal = [], {}, {}
         for source in self.biases:
-            bias = self._bias(source, c, terms.counts, rd, setup)
+            bias = self._bias(source, c, terms.counts, run_dir, setup)
             per_query = {"bm25": _with_magnitudes(judge.per_query(first, METRICS))}
             for lam in self.lambdas:
                 fb = debiased_feedback(
@@ -128,11 +128,13 @@ class BiasAwarePRF:
             records += run_records(
                 per_query, base={"dataset": setup.dataset.label, "bias": source}, against="λ=0"
             )
-        rd.step("expansions", lambda: {"expansions": expansions}, label="expansion terms saved")
+        run_dir.step(
+            "expansions", lambda: {"expansions": expansions}, label="expansion terms saved"
+        )
         empty = len(first.meta["empty_queries"])
         return {"records": records, "lambda0_equals_rm3": equal, "empty_queries": empty}
 
-    def _bias(self, source, c, counts, rd, setup) -> np.ndarray:
+    def _bias(self, source, c, counts, run_dir, setup) -> np.ndarray:
         if source in ("tf", "bool"):
             return lexicon_bias(counts, source)
         if source == "label":
@@ -144,7 +146,7 @@ class BiasAwarePRF:
                 )
             lab = c.label("gender")
             return np.isin(lab, ["M", "F"]).astype(np.float64)
-        res = rd.step(
+        res = run_dir.step(
             f"llm_labels_{self.prompt}",
             lambda: {
                 "labels": LLMLabeller(self.endpoint, self.prompt)

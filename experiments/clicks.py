@@ -192,13 +192,13 @@ class Clicks(ClickLogKeys):
             world[split] = (data, sim, scores)
         return world
 
-    def _full(self, splits, setup: Setup, rd, title: str, rep: int) -> dict:
+    def _full(self, splits, setup: Setup, run_dir, title: str, rep: int) -> dict:
         from groupbias.ltr.train import train_ranker  # torch: only where a ranker is trained
 
         scale = label_scale(splits)
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
         spec = evaluation_spec(test, scale=scale, bias=setup.bias, metrics=self.metrics)
-        out = rd.path / "models" / folder_name(title) / f"rep{rep}" / "full"
+        out = run_dir.path / "models" / folder_name(title) / f"rep{rep}" / "full"
         ranker = train_ranker(
             train,
             valid,
@@ -210,7 +210,7 @@ class Clicks(ClickLogKeys):
         )
         return {"per_query": _lists({"full": evaluate_ranker(ranker, test, spec, out)})}
 
-    def _sessions(self, splits, setup: Setup, rd, *, title, beta, rep, n) -> dict:
+    def _sessions(self, splits, setup: Setup, run_dir, *, title, beta, rep, n) -> dict:
         from groupbias.ltr.train import train_ranker  # torch: only where a ranker is trained
 
         world = self._world(splits, setup, title, beta, rep)
@@ -228,7 +228,9 @@ class Clicks(ClickLogKeys):
                 settings=self.settings,
                 rng=rng,
             )
-        folder = rd.path / "models" / folder_name(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
+        folder = (
+            run_dir.path / "models" / folder_name(title) / f"beta{beta}" / f"rep{rep}" / f"n{n}"
+        )
         if self.save_logs:
             write_click_log(folder / "train_clicks.parquet", logs["train"])
         train, valid, test = splits["train"], splits.get("valid"), splits["test"]
@@ -266,7 +268,7 @@ class Clicks(ClickLogKeys):
 
     # ------------------------------------------------------------------ run / present
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped = [], []
         for entry, splits in available(
             entries(self.entries, setup), skip_missing=self.skip_missing, skipped=skipped
@@ -276,9 +278,9 @@ class Clicks(ClickLogKeys):
             key = entry.step_key
             full = [
                 _arrays(
-                    rd.step(
+                    run_dir.step(
                         f"clicks_{folder_name(title)}_full_rep{rep}",
-                        functools.partial(self._full, splits, setup, rd, title, rep),
+                        functools.partial(self._full, splits, setup, run_dir, title, rep),
                         key={**key, "rep": rep},
                     )["per_query"]
                 )["full"]
@@ -286,15 +288,15 @@ class Clicks(ClickLogKeys):
             ]
             for beta in setup.bias.betas:
                 for n in self.sessions:
-                    records += self._records(splits, setup, rd, title, key, beta, n, full)
+                    records += self._records(splits, setup, run_dir, title, key, beta, n, full)
         return {"records": records, "skipped": skipped}
 
-    def _records(self, splits, setup, rd, title, key, beta, n, full) -> list:
+    def _records(self, splits, setup, run_dir, title, key, beta, n, full) -> list:
         steps = [
-            rd.step(
+            run_dir.step(
                 f"clicks_{folder_name(title)}_beta{beta}_n{n}_rep{rep}",
                 functools.partial(
-                    self._sessions, splits, setup, rd, title=title, beta=beta, rep=rep, n=n
+                    self._sessions, splits, setup, run_dir, title=title, beta=beta, rep=rep, n=n
                 ),
                 key={**key, "beta": beta, "n": n, "rep": rep},
             )

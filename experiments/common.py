@@ -157,7 +157,7 @@ def available(
 ) -> Iterator[tuple[Entry, dict[str, RankingData]]]:
     """``(entry, splits)`` for each entry whose data is present; with ``skip_missing`` the
     reasons for the absent ones go into ``skipped`` (and the log), else they raise.
-    ``on_skip()``: called for each skipped entry (``rd.skip_steps`` of its planned steps)."""
+    ``on_skip()``: called for each skipped entry (``run_dir.skip_steps`` of its planned steps)."""
     for entry in items:
         try:
             splits = load(entry, only=only)
@@ -198,7 +198,7 @@ def warn_if_long(
 
 
 def step_records(
-    rd,
+    run_dir,
     entry: Entry,
     steps: Mapping[str, Callable[..., dict]],
     grid: Iterable[Mapping],
@@ -213,7 +213,7 @@ def step_records(
     records: list[dict] = []
     for point in grid:
         for name, fn in steps.items():
-            records += rd.step(
+            records += run_dir.step(
                 name.format(title=entry.title, **point),
                 functools.partial(fn, **point),
                 key={**entry.step_key, **(key or {}), **point},

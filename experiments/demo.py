@@ -174,7 +174,7 @@ class Demo:
         splits,
         prepared,
         title: str,
-        rd,
+        run_dir,
         beta: float | None,
         full=(),
         reuse=False,
@@ -185,7 +185,7 @@ class Demo:
         conditions = ("full",) if beta is None else ("biased", "corrected")
         out = []
         for rep in range(self.repetitions):
-            where = rd.path / "ltr" / f"rep{rep}"
+            where = run_dir.path / "ltr" / f"rep{rep}"
             res = run_ltr(
                 splits,
                 beta=1.0 if beta is None else beta,
@@ -215,7 +215,7 @@ class Demo:
                 ]
         return {"records": out}
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         entry = Entry(setup.dataset, setup.grouping, "dataset")
         reps = self.repetitions
         print(
@@ -226,29 +226,29 @@ class Demo:
         splits = load(entry)
         summaries = {name: d.summary() for name, d in splits.items()}
         print(_data_line(entry.title, summaries, time.perf_counter() - start))
-        warn_if_long(setup, splits, rankers=self.rankers(), progress=rd.progress)
+        warn_if_long(setup, splits, rankers=self.rankers(), progress=run_dir.progress)
         tab = functools.partial(self._tabular, setup, splits["train"], entry.title)
         from groupbias.ltr.datamodule import PreparedSplits
 
         # the LTR steps' lists, normalized once when the first of them asks
         prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
-        ltr = functools.partial(self._ltr, setup, splits, prepared, entry.title, rd)
-        records = rd.step("tabular_full", lambda: tab(None), label="tabular, full information")[
-            "records"
-        ]
+        ltr = functools.partial(self._ltr, setup, splits, prepared, entry.title, run_dir)
+        records = run_dir.step(
+            "tabular_full", lambda: tab(None), label="tabular, full information"
+        )["records"]
         for beta in setup.bias.betas:
-            records += rd.step(
+            records += run_dir.step(
                 f"tabular_beta{_b(beta)}",
                 functools.partial(tab, beta),
                 label=f"tabular, β = {_b(beta)} ({reps} × simulate, estimate, correct)",
             )["records"]
-        full = rd.step(
+        full = run_dir.step(
             "ltr_full", lambda: ltr(None), label=f"LTR, full information ({reps} rankers)"
         )["records"]
         records += full
         for beta in self.ltr_betas:
             reuse = self._unbiased(setup, splits, beta)
-            records += rd.step(
+            records += run_dir.step(
                 f"ltr_beta{_b(beta)}",
                 functools.partial(ltr, beta, full, reuse),
                 label=f"LTR, β = {_b(beta)} ({reps if reuse else 2 * reps} rankers)",

@@ -152,7 +152,7 @@ class DriftExperiment(ClickLogKeys):
                 )
         return result
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped, tracks = [], [], {}
         for entry, splits in available(
             entries(self.entries, setup),
@@ -164,7 +164,7 @@ class DriftExperiment(ClickLogKeys):
             if data.groups is None:
                 raise ParameterError("datasets", "grouped data", title)
             for kind in self.drifts:
-                res = rd.step(
+                res = run_dir.step(
                     f"drift_{folder_name(title)}_{kind}",
                     functools.partial(
                         self._one, data, setup, title=title, kind=kind, scale=label_scale(splits)

@@ -157,7 +157,7 @@ class EstimatorRobustness:
             )
         return {"records": out}
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped, first = [], [], None
         listed = entries(self.entries, setup)
         for entry, splits in available(
@@ -172,7 +172,9 @@ class EstimatorRobustness:
                 for rep in range(self.repetitions)
             ]
             step = functools.partial(self._merit_step, setup, entry, data)
-            records += step_records(rd, entry, {"{title}_r{ratio}_b{beta}_rep{rep}": step}, grid)
+            records += step_records(
+                run_dir, entry, {"{title}_r{ratio}_b{beta}_rep{rep}": step}, grid
+            )
         if first is not None and self.fig9_built:
             settings = [("std", s) for s in self.fig9_stds]
             if self.fig9_modes:
@@ -180,7 +182,7 @@ class EstimatorRobustness:
             entry, data = first
             for setting in settings:
                 for rep in range(self.repetitions):
-                    records += rd.step(
+                    records += run_dir.step(
                         f"fig9_{setting[0]}{setting[1]}_rep{rep}",
                         lambda s=setting, k=rep: self._fig9_step(setup, entry, data, s, k),
                         key={"setting": str(setting), "rep": rep},

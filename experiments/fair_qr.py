@@ -62,19 +62,19 @@ class FairQRExperiment(SystemsExperiment):
         if extra:
             raise ConfigError(f"experiment.llm.{sorted(extra)[0]}", "unknown key")
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped, details = [], [], {}
         for spec, c in self.collections(setup, skipped):
-            res = rd.step(
+            res = run_dir.step(
                 f"fair_qr_{spec.name}",
-                lambda c=c, spec=spec: self._dataset(c, spec, rd),
+                lambda c=c, spec=spec: self._dataset(c, spec, run_dir),
                 key={"dataset": repr(spec)},
             )
             records += res["records"]
             details[spec.label] = res["summary"]
         return {"records": records, "skipped": skipped, "details": details}
 
-    def _dataset(self, c, spec: DatasetSpec, rd) -> dict:
+    def _dataset(self, c, spec: DatasetSpec, run_dir) -> dict:
         label, classes, neutral = groups_of(spec.name, c)
         judge = RunJudge(c, label, classes, neutral, k=20)
         index = self.settings.index(c)
@@ -114,7 +114,7 @@ class FairQRExperiment(SystemsExperiment):
                     else {}
                 ),
             }
-        folder = Path(rd.path) / spec.name
+        folder = Path(run_dir.path) / spec.name
         write_json_atomic(folder / "refined_keywords.json", keywords)
         summary["run_files"] = save_runs(folder, c, runs)
         per_query = {s: same_queries(judge.per_query(r, METRICS)) for s, r in runs.items()}

@@ -37,19 +37,19 @@ class Fig7:
         """One step per β, for every dataset."""
         return len(setups(self, setup)) * len(setup.bias.betas)
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped = [], []
         for entry, splits in available(
             setups(self, setup),
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
-            on_skip=lambda: rd.skip_steps(len(setup.bias.betas)),
+            on_skip=lambda: run_dir.skip_steps(len(setup.bias.betas)),
         ):
             split = splits[self.split]
             step = functools.partial(tabular_step, setup, split, entry.title, tag="fig7")
             records += step_records(
-                rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
+                run_dir, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
             )
         return {"records": records, "skipped": skipped}
 

@@ -65,7 +65,7 @@ class GenderLabels:
                     "experiment.llm.prompts", f"{p!r}: expected one of {list(GENDER_PROMPTS)}"
                 )
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         c = text_collection(setup)
         truth = c.label(self.label)
         base = {"dataset": setup.dataset.label}
@@ -88,7 +88,7 @@ class GenderLabels:
             )
         reports = {}
         for prompt in self.prompts if self.endpoint is not None else []:
-            res = rd.step(
+            res = run_dir.step(
                 f"llm_{prompt}",
                 lambda prompt=prompt: _llm_step(self.endpoint, prompt, c, setup.progress),
                 key={"model": self.endpoint.model, "base_url": self.endpoint.base_url},

@@ -104,7 +104,7 @@ class Impact:
         )
         return {"records": [r for r in res["records"] if r["condition"] == "biased"]}
 
-    def _ltr(self, setup, rd, splits, prepared, title, beta):
+    def _ltr(self, setup, run_dir, splits, prepared, title, beta):
         res = run_ltr(
             splits,
             beta=beta,
@@ -116,13 +116,13 @@ class Impact:
             beta_std=_reference_std(beta),
             rng=rng_for(setup.seed, "impact-ltr", title, beta),
             seed=setup.seed,
-            out_dir=rd.path / "models" / folder_name(title) / f"beta{beta}",
+            out_dir=run_dir.path / "models" / folder_name(title) / f"beta{beta}",
             dataset=title,
             prepared=prepared,
         )
         return {"records": [r for r in res.records if r["condition"] == "biased"]}
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped = [], []
         for entry, splits in available(
             setups(self, setup), skip_missing=self.skip_missing, skipped=skipped
@@ -138,9 +138,9 @@ class Impact:
                 # normalized once, when the first LTR step asks; shared by every β
                 prepared = PreparedSplits(splits, setup.recipe.batching.normalize)
                 steps["ltr_{title}_beta{beta}"] = functools.partial(
-                    self._ltr, setup, rd, splits, prepared, entry.title
+                    self._ltr, setup, run_dir, splits, prepared, entry.title
                 )
-            records += step_records(rd, entry, steps, beta_grid(setup.bias.betas))
+            records += step_records(run_dir, entry, steps, beta_grid(setup.bias.betas))
         for r in records:  # β = 1 is the full-information case of the figures
             if r["beta"] == 1.0:
                 r["condition"] = "full"

@@ -98,12 +98,12 @@ class RetrievalFairness(SystemsExperiment):
         if "llm" in self.labels and self.endpoint is None:
             raise ConfigError("experiment.llm", "missing: labels includes llm")
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped = [], []
         for spec, c in self.collections(setup, skipped):
-            records += rd.step(
+            records += run_dir.step(
                 f"retrieval_fairness_{spec.name}",
-                lambda c=c, spec=spec: self._dataset(c, spec, rd, setup),
+                lambda c=c, spec=spec: self._dataset(c, spec, run_dir, setup),
                 key={"dataset": repr(spec)},
             )["records"]
         return {"records": records, "skipped": skipped}
@@ -123,7 +123,7 @@ class RetrievalFairness(SystemsExperiment):
         runs["bias-aware prf"] = rm3.search(index, c.queries, fb, k=self.settings.depth)
         return runs
 
-    def _dataset(self, c, spec: DatasetSpec, rd, setup: Setup) -> dict:
+    def _dataset(self, c, spec: DatasetSpec, run_dir, setup: Setup) -> dict:
         label, classes, neutral = groups_of(spec.name, c)
         lex = LexiconLabeller(wordlist(self.wordlist))
         terms = lex.counts(list(c.texts))
@@ -135,13 +135,13 @@ class RetrievalFairness(SystemsExperiment):
             index, c.queries, m, target, LogOddsRefiner(**self.refiner), group_names=classes
         )
         runs["fair_qr"] = out.run
-        folder = Path(rd.path) / spec.name
+        folder = Path(run_dir.path) / spec.name
         paths = save_runs(folder, c, runs)
         # what is evaluated is what the files say
         runs = {s: read_run_file(p, c) for s, p in zip(runs, paths)}
         judge = RunJudge(c, label, classes, neutral, terms.counts, terms.lengths, k=10)
         per_query = {s: judge.per_query(r, METRICS) for s, r in runs.items()}
-        for source, labels in self._labellings(c, lex, label, setup, rd).items():
+        for source, labels in self._labellings(c, lex, label, setup, run_dir).items():
             g = RunJudge(
                 c.with_labels(**{f"gender_{source}": labels}),
                 f"gender_{source}",
@@ -154,7 +154,7 @@ class RetrievalFairness(SystemsExperiment):
                 per_query[s].update({f"{k} [{source}]": v for k, v in values.items()})
         return {"records": run_records(per_query, base={"dataset": spec.label}, against="bm25")}
 
-    def _labellings(self, c, lex, label, setup, rd) -> dict:
+    def _labellings(self, c, lex, label, setup, run_dir) -> dict:
         out = {}
         for source in self.labels:
             if source == "human":
@@ -165,7 +165,7 @@ class RetrievalFairness(SystemsExperiment):
             elif source == "lexicon":
                 out["lexicon"] = lex.label(list(c.texts))
             else:
-                res = rd.step(
+                res = run_dir.step(
                     f"llm_labels_{c.name}",
                     lambda: {
                         "labels": LLMLabeller(self.endpoint)

@@ -64,22 +64,22 @@ class Table1:
         """Full information and one step per β, for every dataset."""
         return len(entries(self.entries, setup)) * (1 + len(setup.bias.betas))
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         records, skipped = [], []
         for entry, data in available(
             entries(self.entries, setup),
             skip_missing=self.skip_missing,
             skipped=skipped,
             only=(self.split,),
-            on_skip=lambda: rd.skip_steps(1 + len(setup.bias.betas)),
+            on_skip=lambda: run_dir.skip_steps(1 + len(setup.bias.betas)),
         ):
             args = (setup, data[self.split], entry.title)
             options = dict(tag="table1", metrics=self.metrics, protocol=setup.evaluation)
             full = functools.partial(full_information_step, *args, **options)
             step = functools.partial(tabular_step, *args, **options, correlations=self.correlations)
-            records += step_records(rd, entry, {"{title}_full": full}, [{}])
+            records += step_records(run_dir, entry, {"{title}_full": full}, [{}])
             records += step_records(
-                rd, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
+                run_dir, entry, {"{title}_beta{beta}": step}, beta_grid(setup.bias.betas)
             )
         return {"records": records, "skipped": skipped}
 

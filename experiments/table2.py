@@ -35,7 +35,16 @@ from .common import (
 
 
 def _ltr_step(
-    splits, prepared, setup: Setup, exp, rd, *, title: str, tag: str, beta: float, conditions: tuple
+    splits,
+    prepared,
+    setup: Setup,
+    exp,
+    run_dir,
+    *,
+    title: str,
+    tag: str,
+    beta: float,
+    conditions: tuple,
 ) -> dict:
     """One resumable step: rankers for ``conditions`` at ``beta`` on one dataset."""
     full = conditions == ("full",)
@@ -54,7 +63,7 @@ def _ltr_step(
         correlations=exp.correlations,
         protocol=setup.evaluation,
         rng=rng_for(setup.seed, tag, title, "full" if full else beta),
-        out_dir=rd.path / "models" / folder_name(title) / sub,
+        out_dir=run_dir.path / "models" / folder_name(title) / sub,
         prepared=prepared,
     )
     # β̂ and the assumption check (null β̂, the `!` flag) belong to the β steps
@@ -67,7 +76,7 @@ def ltr_steps(setup: Setup) -> int:
     return 1 + len(setup.bias.betas)
 
 
-def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
+def ltr_records(exp, setup: Setup, run_dir, *, tag: str) -> tuple[list, list]:
     """Full / biased / corrected LTR records for every dataset entry and β (resumable)."""
     from groupbias.ltr.datamodule import PreparedSplits
 
@@ -77,7 +86,7 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
         entries(exp.entries, setup),
         skip_missing=exp.skip_missing,
         skipped=skipped,
-        on_skip=lambda: rd.skip_steps(ltr_steps(setup)),
+        on_skip=lambda: run_dir.skip_steps(ltr_steps(setup)),
     ):
         title = entry.title
         splits = with_validation(splits, exp.valid_fraction, seed=setup.seed, title=title)
@@ -86,20 +95,22 @@ def ltr_records(exp, setup: Setup, rd, *, tag: str) -> tuple[list, list]:
             splits,
             rankers=1 + 2 * len(setup.bias.betas),
             title=title,
-            progress=rd.progress,
+            progress=run_dir.progress,
         )
         # normalized once, when the first step that trains asks, over the loaded features
         # (nothing after it reads a raw feature); shared by every step
         prepared = PreparedSplits(splits, setup.recipe.batching.normalize, in_place=True)
-        step = functools.partial(_ltr_step, splits, prepared, setup, exp, rd, title=title, tag=tag)
-        records += rd.step(
+        step = functools.partial(
+            _ltr_step, splits, prepared, setup, exp, run_dir, title=title, tag=tag
+        )
+        records += run_dir.step(
             f"{tag}_{title}_full",
             functools.partial(step, beta=setup.bias.betas[0], conditions=("full",)),
             key=entry.step_key,
         )["records"]
         biased = functools.partial(step, conditions=("biased", "corrected"))
         records += step_records(
-            rd, entry, {tag + "_{title}_beta{beta}": biased}, beta_grid(setup.bias.betas)
+            run_dir, entry, {tag + "_{title}_beta{beta}": biased}, beta_grid(setup.bias.betas)
         )
     return records, skipped
 
@@ -135,8 +146,8 @@ class Table2:
         per_dataset = [1] + [2] * len(setup.bias.betas)
         return per_dataset * len(entries(self.entries, setup))
 
-    def run(self, setup: Setup, rd) -> dict:
-        records, skipped = ltr_records(self, setup, rd, tag="table2")
+    def run(self, setup: Setup, run_dir) -> dict:
+        records, skipped = ltr_records(self, setup, run_dir, tag="table2")
         return {"records": records, "skipped": skipped}
 
     def present(self, setup: Setup, metrics: dict, run_dir: Path) -> None:

@@ -116,7 +116,7 @@ class Theory:
         integer("n_pos_N", self.n_pos_N, low=0, high=self.n_N)
         integer("n_pos_A", self.n_pos_A, low=0, high=self.n_A)
 
-    def run(self, setup: Setup, rd) -> dict:
+    def run(self, setup: Setup, run_dir) -> dict:
         n = dict(n_N=self.n_N, n_pos_N=self.n_pos_N, n_A=self.n_A, n_pos_A=self.n_pos_A)
         fit = T.fit_alpha(n["n_N"] + n["n_A"])
         records = []

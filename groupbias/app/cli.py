@@ -20,6 +20,7 @@ shown, as one line on stderr.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import signal
@@ -160,7 +161,7 @@ def run(
         metrics, skipped = run_once(
             out,
             container,
-            lambda rd: experiment.run(setup, rd),
+            functools.partial(experiment.run, setup),
             seed=setup.seed,
             overrides=command_line_overrides(),
             progress=progress,

@@ -279,14 +279,14 @@ def run_once(
 
     Returns ``(metrics, skipped)``.
     """
-    rd = RunDir(path, cfg, seed=seed, overrides=overrides, progress=progress)
-    if rd.is_complete():
-        return rd.load_metrics(), True
-    rd.start()
-    rd.progress.start()
+    run_dir = RunDir(path, cfg, seed=seed, overrides=overrides, progress=progress)
+    if run_dir.is_complete():
+        return run_dir.load_metrics(), True
+    run_dir.start()
+    run_dir.progress.start()
     try:
-        with recording_inputs(rd.note_input):
-            metrics = fn(rd)
+        with recording_inputs(run_dir.note_input):
+            metrics = fn(run_dir)
         if not metrics.get("records"):
             skipped = "; ".join(metrics.get("skipped") or []) or "no records"
             raise NothingComputedError(f"nothing was computed, so nothing is stored ({skipped})")
@@ -298,11 +298,11 @@ def run_once(
     except BaseException as exc:  # record why, keep finished steps for the next attempt
         stopped = isinstance(exc, (KeyboardInterrupt, Interrupted))
         try:
-            rd._meta("interrupted" if stopped else "failed", error=stop_reason(exc)[:2000])
+            run_dir._meta("interrupted" if stopped else "failed", error=stop_reason(exc)[:2000])
         except OSError:  # a full disk, say: the error itself is what the user must see
             pass
         raise
-    return rd.finish(metrics), False
+    return run_dir.finish(metrics), False
 
 
 @functools.cache

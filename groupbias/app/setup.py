@@ -52,7 +52,7 @@ class Setup:
 class Experiment(Protocol):
     """An experiment config object (``configs/experiment/*.yaml``, ``_target_`` a class of
     ``experiments/``): ``run`` computes result records into the run directory, ``present``
-    prints and plots them. An experiment may also say how many steps (``rd.step``) its run
+    prints and plots them. An experiment may also say how many steps (``run_dir.step``) its run
     makes, ``planned_steps(setup) -> int``: the command then shows ``step n/total`` and the
     time left (:mod:`groupbias.app.progress`). An experiment that runs its own list of
     datasets says so in ``dataset_list``: ``(key, ((name, plain), ...))``, the config key of
@@ -62,6 +62,6 @@ class Experiment(Protocol):
 
     name: str
 
-    def run(self, setup: Setup, rd) -> dict: ...
+    def run(self, setup: Setup, run_dir) -> dict: ...
 
     def present(self, setup: Setup, metrics: dict, run_dir) -> None: ...

@@ -83,10 +83,10 @@ def test_worker_ranks_write_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     assert not writes_files()
     write_json_atomic(tmp_path / "x.json", {"a": 1})
-    rd = RunDir(tmp_path / "run", {"k": 1})
-    rd.start()
-    assert rd.step("s", lambda: {"v": [1, 2]}) == {"v": [1, 2]}
-    assert rd.finish({"records": [{"b": 2, "a": 1}]}) == {"records": [{"a": 1, "b": 2}]}
+    run_dir = RunDir(tmp_path / "run", {"k": 1})
+    run_dir.start()
+    assert run_dir.step("s", lambda: {"v": [1, 2]}) == {"v": [1, 2]}
+    assert run_dir.finish({"records": [{"b": 2, "a": 1}]}) == {"records": [{"a": 1, "b": 2}]}
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("RANK", "3")  # torchrun's global rank

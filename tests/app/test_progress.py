@@ -15,19 +15,19 @@ from groupbias.core.progress import rough_duration, under_outer_bar
 
 
 def test_steps_say_n_of_total_reused_and_time_left(tmp_path, capsys, caplog):
-    rd = runs.RunDir(tmp_path / "r", {"a": 1}, progress=StepProgress(4))
-    rd.start()
-    rd.step("s1", lambda: {"v": 1}, label="first")
-    rd.step("s1", lambda: {"v": 1}, label="first")  # reused
+    run_dir = runs.RunDir(tmp_path / "r", {"a": 1}, progress=StepProgress(4))
+    run_dir.start()
+    run_dir.step("s1", lambda: {"v": 1}, label="first")
+    run_dir.step("s1", lambda: {"v": 1}, label="first")  # reused
     with caplog.at_level(logging.INFO, logger="groupbias"):
-        rd.step("s2", lambda: {"v": 2})
-    rd.skip_steps(1)  # one planned step will not run
+        run_dir.step("s2", lambda: {"v": 2})
+    run_dir.skip_steps(1)  # one planned step will not run
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"\[groupbias\] step 1/4 first: \d+\.\d s; about \d+ s left", lines[0])
     assert lines[1] == "[groupbias] step 2/4 first: reused"
     assert lines[2] == "[groupbias] step 3/4 s2: running"
     assert re.fullmatch(r"\[groupbias\] step 3/4 s2: done in \d+\.\d s; about \d+ s left", lines[3])
-    assert rd.progress.total == 3 and rd.progress.left() == 0.0
+    assert run_dir.progress.total == 3 and run_dir.progress.left() == 0.0
     # the same lines in the log, which Hydra writes to the run's cli.log
     assert [r.getMessage() for r in caplog.records] == [s[len("[groupbias] ") :] for s in lines[2:]]
 

@@ -105,7 +105,7 @@ def _summary_run(name: str, calls: list):
     """A run that loads ``name`` and stores one record per step: the labels' sum, the
     affected share (when grouped), and the number of items."""
 
-    def fn(rd):
+    def fn(run_dir):
         data = DatasetSpec(name=name).load(only=("train",))["train"]
 
         def step(what):
@@ -119,7 +119,7 @@ def _summary_run(name: str, calls: list):
 
         recs = []
         for what in ("labels", "groups", "items"):
-            recs += rd.step(what, lambda w=what: step(w), key={"what": what})["records"]
+            recs += run_dir.step(what, lambda w=what: step(w), key={"what": what})["records"]
         return {"records": recs}
 
     return fn
@@ -181,14 +181,14 @@ def test_kill_change_data_resume_never_mixes_old_and_new_records(tmp_path, monke
     calls: list = []
     full = _summary_run("lightgbm", calls)
 
-    def killed_after_two_steps(rd):
+    def killed_after_two_steps(run_dir):
         data = DatasetSpec(name="lightgbm").load(only=("train",))["train"]
-        rd.step(
+        run_dir.step(
             "labels",
             lambda: {"records": [{"metric": "labels", "value": 1.0}]},
             key={"what": "labels"},
         )
-        rd.step(
+        run_dir.step(
             "groups",
             lambda: {"records": [{"metric": "groups", "value": 2.0}]},
             key={"what": "groups"},

@@ -16,9 +16,9 @@ def test_run_once_skips_complete_and_resumes_steps(tmp_path):
     calls = []
     cfg = {"experiment": {"name": "x"}, "bias": {"beta": 0.8}, "paths": {"out": "a"}}
 
-    def fn(rd):
+    def fn(run_dir):
         res = [
-            rd.step(f"k{k}", lambda k=k: (calls.append(k), {"v": k * 2})[1], key={"k": k})
+            run_dir.step(f"k{k}", lambda k=k: (calls.append(k), {"v": k * 2})[1], key={"k": k})
             for k in (1, 2)
         ]
         return {"records": [{"metric": "v", "value": r["v"]} for r in res]}
@@ -40,8 +40,8 @@ def test_killed_run_reuses_finished_steps(tmp_path):
     cfg = {"a": 1}
     calls = []
 
-    def crashing(rd):
-        rd.step("s1", lambda: (calls.append(1), {"v": 1})[1])
+    def crashing(run_dir):
+        run_dir.step("s1", lambda: (calls.append(1), {"v": 1})[1])
         raise KeyboardInterrupt
 
     try:
@@ -51,8 +51,8 @@ def test_killed_run_reuses_finished_steps(tmp_path):
     assert not (tmp_path / "r" / "metrics.json").exists()
     assert runs.complete_records(tmp_path / "r") is None  # half-finished
 
-    def fine(rd):
-        v = rd.step("s1", lambda: (calls.append(2), {"v": 9})[1])
+    def fine(run_dir):
+        v = run_dir.step("s1", lambda: (calls.append(2), {"v": 9})[1])
         return {"records": [{"metric": "v", "value": v["v"]}]}
 
     m, _ = runs.run_once(tmp_path / "r", cfg, fine)
@@ -61,11 +61,11 @@ def test_killed_run_reuses_finished_steps(tmp_path):
 
 
 def test_a_labelled_step_prints_one_line_with_its_time(tmp_path, capsys):
-    rd = runs.RunDir(tmp_path / "r", {"a": 1})
-    rd.start()
-    rd.step("tab_b0.8", lambda: {"v": 1}, label="tabular, β = 0.8")
-    rd.step("tab_b0.8", lambda: {"v": 2}, label="tabular, β = 0.8")
-    rd.step("plain", lambda: {"v": 3})
+    run_dir = runs.RunDir(tmp_path / "r", {"a": 1})
+    run_dir.start()
+    run_dir.step("tab_b0.8", lambda: {"v": 1}, label="tabular, β = 0.8")
+    run_dir.step("tab_b0.8", lambda: {"v": 2}, label="tabular, β = 0.8")
+    run_dir.step("plain", lambda: {"v": 3})
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"\[groupbias\] step 1 tabular, β = 0\.8: \d+\.\d s", lines[0]), lines
     assert lines[1] == "[groupbias] step 2 tabular, β = 0.8: reused"
@@ -120,18 +120,18 @@ def test_step_records_run_every_point_in_order_and_resume(tmp_path):
         "tab_{title}_beta{beta}": functools.partial(fn, "tab"),
         "ltr_{title}_beta{beta}": functools.partial(fn, "ltr"),
     }
-    rd = runs.RunDir(tmp_path / "run", {"x": 1})
-    recs = step_records(rd, entry, steps, beta_grid([0.8, 0.6]), key={"sizes": [1]})
+    run_dir = runs.RunDir(tmp_path / "run", {"x": 1})
+    recs = step_records(run_dir, entry, steps, beta_grid([0.8, 0.6]), key={"sizes": [1]})
     # per β, the steps in their order
     order = [("tab", 0.8), ("ltr", 0.8), ("tab", 0.6), ("ltr", 0.6)]
     assert [(r["tag"], r["beta"]) for r in recs] == order == calls
-    names = sorted(p.name for p in (rd.path / "steps").iterdir())
+    names = sorted(p.name for p in (run_dir.path / "steps").iterdir())
     assert names == sorted(f"{t}_toy_beta{b}.json" for t, b in order)
     # the same entry, key and point: reused; another key: computed again
     calls.clear()
-    assert step_records(rd, entry, steps, beta_grid([0.8]), key={"sizes": [1]}) == recs[:2]
+    assert step_records(run_dir, entry, steps, beta_grid([0.8]), key={"sizes": [1]}) == recs[:2]
     assert calls == []
-    step_records(rd, entry, steps, beta_grid([0.8]), key={"sizes": [2]})
+    step_records(run_dir, entry, steps, beta_grid([0.8]), key={"sizes": [2]})
     assert calls == order[:2]
 
 
@@ -148,8 +148,8 @@ def test_meta_json_says_what_stopped_the_run(tmp_path, exc, want):
     """An interrupted run's ``meta.json`` names the signal (once ``KeyboardInterrupt: ``
     with no text); a failed one its error."""
 
-    def stopped(rd):
-        rd.step("s1", lambda: {"v": 1})
+    def stopped(run_dir):
+        run_dir.step("s1", lambda: {"v": 1})
         raise exc
 
     with pytest.raises(type(exc)):

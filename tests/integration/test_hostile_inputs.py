@@ -94,7 +94,7 @@ def test_3_a_run_whose_every_result_is_undefined_is_not_stored(tmp_path):
     from groupbias.app import runs
     from groupbias.core.errors import NothingComputedError
 
-    def nan_run(rd):
+    def nan_run(run_dir):
         return {
             "records": [
                 {"metric": "ndcg@10", "value": float("nan")},
