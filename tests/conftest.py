@@ -55,3 +55,14 @@ def gender_wordlist() -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(autouse=True)
+def _metrics_registered_in_a_test_stay_in_it(monkeypatch):
+    """Every test sees the built-in metrics (and plugins) only: a metric a test registers
+    (``METRICS.register``, ``register_metric``) is gone after it, so no test depends on the
+    order pytest-xdist hands the tests to its workers."""
+    from groupbias.core.registry import METRICS
+
+    METRICS.names()  # the built-ins and the entry points' plugins, loaded once
+    monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))
