@@ -66,3 +66,17 @@ def _metrics_registered_in_a_test_stay_in_it(monkeypatch):
 
     METRICS.names()  # the built-ins and the entry points' plugins, loaded once
     monkeypatch.setattr(METRICS, "_items", dict(METRICS._items))
+
+
+@pytest.fixture(autouse=True)
+def _progress_context_ends_with_the_test():
+    """A run's progress that a test starts and never closes (``StepProgress.start`` without
+    ``close``) leaves its context variables set (the run's bar shown, a listener of
+    training): put them back after every test, so what a later test on the same xdist worker
+    sees does not depend on the order (``tests/ltr/test_bars.py`` once failed so in CI)."""
+    import groupbias.core.progress as progress
+
+    shown, listener = progress._SHOWN.get(), progress._LISTENER.get()
+    yield
+    progress._SHOWN.set(shown)
+    progress._LISTENER.set(listener)
