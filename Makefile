@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo figure test test-fast bench lint wheel install clean-venv docs-tables docs-check
+.PHONY: demo figure test test-soak test-fast bench lint wheel install clean-venv docs-tables docs-check
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,13 +33,17 @@ figure: demo
 	cp runs/demo/demo.png docs/figures/demo.png
 
 # the suite runs on every core (pytest-xdist; the tests are independent of one another),
-# except the minutes-long reruns behind the documented tables (make docs-check)
+# except the minutes-long reruns behind the documented tables (make docs-check) and the soak
+# tests (make test-soak: fault injection, resumed rankers, the wheel); CI runs all three
 test: lint
-	$(PY) -m pytest -q -n auto -m "not documented"
+	$(PY) -m pytest -q -n auto -m "not documented and not soak" --durations=15
+
+test-soak: $(STAMP)
+	$(PY) -m pytest -q -n auto -m soak -p no:cacheprovider --durations=15
 
 # the tests not marked slow, for the edit-test loop (tests/<stage>/ mirrors groupbias/<stage>/)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n auto -m "not slow"
+	$(PY) -m pytest -q -n auto -m "not slow and not soak"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check groupbias data_loaders experiments tools tests benchmarks

@@ -69,6 +69,7 @@ def _wait_for_training(proc: subprocess.Popen, root: Path, output) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_ctrl_c_while_a_ranker_trains_stops_cleanly_and_resumes(tmp_path):
     proc = _start(tmp_path)
@@ -90,6 +91,7 @@ def _records(root: Path) -> list:
     return sorted(json.dumps(r, sort_keys=True) for r in recs)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_ctrl_c_on_a_terminal_exits_130_within_10_s_and_resumes_to_a_clean_runs_records(
     tmp_path,

@@ -85,6 +85,7 @@ def _wait_for_saved_state(proc: subprocess.Popen, root: Path) -> Path:
         time.sleep(0.05)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGKILL, -9)]
@@ -170,6 +171,7 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_a_preempted_submitit_job_is_requeued_and_its_ranker_resumes(tmp_path, clean):
     """Slurm's preemption as submitit's local executor plays it: SIGUSR2 to the job's task

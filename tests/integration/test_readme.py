@@ -29,5 +29,5 @@ def test_named_configs_exist():
         r"\b(experiment|dataset|trainer|launcher|grouping)=(\w+)", README
     ):
         assert (cfg / group / f"{name}.yaml").exists(), f"{group}={name}"
-    for target in re.findall(r"make (\w+)", README):
+    for target in re.findall(r"make\s+([\w-]+)", README):
         assert re.search(rf"^{target}:", (REPO / "Makefile").read_text(), flags=re.M), target

@@ -119,6 +119,7 @@ def _run(cmd: list, **kw) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_installed_wheel_runs_outside_source_tree(tmp_path):
     # 1. build offline from a copy (build/ and *.egg-info stay out of the checkout, and stale

@@ -96,6 +96,7 @@ def _interrupted(proc, sig) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_aggregate_interrupted_at_random_moments_then_rerun(tmp_path):
     runs, out = _runs(tmp_path / "runs"), tmp_path / "report"
