@@ -50,6 +50,7 @@ def _ndcg(run_root: Path) -> dict[str, float]:
     return {r["condition"]: r["value"] for r in recs if r["metric"] == "ndcg@10"}
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 def test_two_cpu_processes_train_table2_and_rank_zero_writes(tmp_path):
     got = _run(tmp_path / "ddp", DDP)

@@ -17,7 +17,7 @@ from werkzeug import Response
 
 from groupbias.reporting.aggregate import main as report_main
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.soak]
 
 DATA = ["dataset.params.n_queries=60", "dataset.params.list_size=[4,20]"]
 TRAIN = [
