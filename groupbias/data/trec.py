@@ -477,29 +477,31 @@ def _numbers(path, lines: _Lines, column: str) -> np.ndarray:
         values = df[column].to_numpy().astype(np.float64)
     except ValueError:
         values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        i = int(bad[0])
-        raise DataFormatError(
-            path, lines.at(i), f"not a finite number: {df[column].iloc[i]!r}", field=column
-        )
+    _refuse_first(path, lines, ~np.isfinite(values), column, "not a finite number: {!r}")
     return values
+
+
+def _refuse_first(path, lines: _Lines, bad: np.ndarray, column: str, message: str) -> None:
+    """A :class:`DataFormatError` at the first line where ``bad`` holds, naming ``column``
+    and its text there (``message`` formats it)."""
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        i = int(rows[0])
+        text = message.format(lines.df[column].iloc[i])
+        raise DataFormatError(path, lines.at(i), text, field=column)
 
 
 def _whole_grades(path, lines: _Lines, labels: np.ndarray) -> None:
     """A :class:`DataFormatError` naming the first line whose relevance is not a whole
     number: qrels grades are integers (``trec_eval`` would read ``1.5`` as 1 without a word)."""
-    bad = np.flatnonzero(labels != np.round(labels))
-    if bad.size:
-        i = int(bad[0])
-        raise DataFormatError(
-            path,
-            lines.at(i),
-            f"relevance {lines.df['relevance'].iloc[i]!r} is not a whole number; qrels grades "
-            "are integers (trec_eval would read it as its integer part): write the grade you "
-            "mean",
-            field="relevance",
-        )
+    _refuse_first(
+        path,
+        lines,
+        labels != np.round(labels),
+        "relevance",
+        "relevance {!r} is not a whole number; qrels grades are integers (trec_eval would "
+        "read it as its integer part): write the grade you mean",
+    )
 
 
 def _duplicates(path, lines: _Lines, columns: tuple[str, ...], what: str) -> None:
@@ -571,16 +573,14 @@ def read_groups(path: str | os.PathLike, *, affected: str | None = None) -> Grou
             )
     else:
         groups = pd.to_numeric(df["group"], errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~((groups >= 0) & (groups <= 1)))
-        if bad.size:
-            i = int(bad[0])
-            raise DataFormatError(
-                path,
-                lines.at(i),
-                f"{df['group'].iloc[i]!r} is not a membership in [0, 1]; for labels such as "
-                "L/H name the affected one (affected='L', --affected L)",
-                field="group",
-            )
+        _refuse_first(
+            path,
+            lines,
+            ~((groups >= 0) & (groups <= 1)),
+            "group",
+            "{!r} is not a membership in [0, 1]; for labels such as L/H name the affected one "
+            "(affected='L', --affected L)",
+        )
     per_query = "qid" in df.columns
     _duplicates(path, lines, ("qid", "docno") if per_query else ("docno",), "item")
     return GroupFile(
