@@ -22,10 +22,12 @@ to the next one's (its prediction and evaluation, the next trainer's setup); ``o
 a step's last fit to the step's end; ``s``: a step's measured time before its first ranker
 (labels, estimate, assumption check); ``c``, ``o``, ``o_end``, ``s`` and the steps' times
 are the means of the latest :data:`RECENT` measured (the times between are taken off as
-they pass; ``o`` and ``o_end`` stand in for each other, and ``s`` for both, until
-measured). Before the first epoch is measured the same sum is taken with the calibrated
-model's epoch time and ``E = max_epochs`` (an upper estimate, stated as such:
-:attr:`RunEstimate.basis` is ``"calibrated"``). Without a plan of
+they pass; ``o`` and ``o_end`` stand in for each other, and ``c`` for both, until
+measured: a ranker's prediction and the next trainer's setup cost what its own start and
+end do, far less than the step's labels and estimate ``s``, which made the first ranker's
+estimate 1.2–1.4× the time left on the demo). Before the first epoch is measured the same
+sum is taken with the calibrated model's epoch time and ``E = max_epochs`` (an upper
+estimate, stated as such: :attr:`RunEstimate.basis` is ``"calibrated"``). Without a plan of
 rankers (experiments that do not count them ahead) the time left is the mean measured step
 time times the steps to come.
 """
@@ -233,9 +235,9 @@ class RunEstimate:
         return m * self._fit_cost() + max(m - 1, 0) * gap + tail
 
     def _gap(self) -> float:
-        """``o`` (module docstring); until one is measured ``o_end``, or else ``s`` (a
-        trainer's setup and the step's labels: of the same order)."""
-        return self._mean(self._gaps, self._mean(self._tails, self._mean(self._lead, 0.0)))
+        """``o`` (module docstring); until one is measured ``o_end``, or else ``c`` (a
+        trainer's start and end: of the same order)."""
+        return self._mean(self._gaps, self._mean(self._tails, self._mean(self._ranker_extra, 0.0)))
 
     def _step_cost(self, rankers: int) -> float:
         if rankers:

@@ -123,5 +123,6 @@ def test_with_early_stopping_the_first_ranker_gives_an_upper_estimate():
     p.epoch_done(1, 1.0)  # 3 more epochs, then one ranker of 4: at most
     assert p.training_line() == "step 1/2 a: ranker 1/2, epoch 2/4; up to 7 s left"
     p.ranker_done(2, 2.0)  # stopped after 2 epochs: the next one is expected to do as many
-    # 2 epochs of 1 s and the 1 s outside them
-    assert not p.estimate.upper and p.training_line().endswith("; about 3 s left")
+    # 2 epochs of 1 s and the 1 s outside them; this step's end and the next one's, each
+    # taken as a ranker's time outside its epochs (1 s) until one is measured
+    assert not p.estimate.upper and p.training_line().endswith("; about 5 s left")
