@@ -80,6 +80,7 @@ def peak_increase(n_items: int, cluster_size: int) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB and /proc: Linux only")
 def test_peak_memory_bounded_and_flat_for_clusters_of_ten():
     # clusters of 10 queries (~80 positive scores per group): the branch-and-bound path over

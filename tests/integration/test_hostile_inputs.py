@@ -345,6 +345,7 @@ def test_9_chunked_training_learns_the_policy_of_one_piece(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_9_the_learned_policy_of_a_million_items_stays_under_1_gb(tmp_path):
     import subprocess
     import sys
@@ -1155,6 +1156,7 @@ def _fill(disk):
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_13_a_full_disk_and_a_read_only_folder_are_named(tmp_path):
     import subprocess
     import time
