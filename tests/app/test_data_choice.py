@@ -31,16 +31,20 @@ def _compose(overrides):
         return compose(config_name="config", overrides=overrides)
 
 
+def _lists_data(node) -> bool:
+    """An ``experiment`` node that lists datasets of its own (``experiment.datasets`` or the
+    paper's ``experiment.setups``)."""
+    return bool(node.get("datasets")) or node.get("setups") == "paper"
+
+
 def _with_a_list() -> list[str]:
-    """Every experiment whose configuration lists datasets of its own (``experiment.datasets``
-    or the paper's ``experiment.setups``), read from its file (``configs/experiment/*.yaml``
-    sets the whole ``experiment`` node; at collection, so no Hydra composition: 15 of them
-    took 2.5 s in every xdist worker)."""
+    """Every experiment that :func:`_lists_data`, read from its file
+    (``configs/experiment/*.yaml`` sets the whole ``experiment`` node; at collection, so no
+    Hydra composition: 15 of them took 2.5 s in every xdist worker)."""
     out = []
     for name in EXPERIMENTS:
         text = (REPO / "configs" / "experiment" / f"{name}.yaml").read_text(encoding="utf-8")
-        node = yaml.safe_load(text)["experiment"]
-        if node.get("datasets") or node.get("setups") == "paper":
+        if _lists_data(yaml.safe_load(text)["experiment"]):
             out.append(name)
     return out
 
@@ -61,12 +65,7 @@ def _other_list(experiment: str) -> list[str]:
 
 
 def test_the_experiments_with_a_list_are_found():
-    composed = [
-        name
-        for name in EXPERIMENTS
-        if (node := _compose([f"experiment={name}"]).experiment).get("datasets")
-        or node.get("setups") == "paper"
-    ]
+    composed = [n for n in EXPERIMENTS if _lists_data(_compose([f"experiment={n}"]).experiment)]
     assert composed == LISTED  # the files' nodes are the composed ones
     assert {"table1", "table2", "clicks", "drift", "estimator_robustness", "impact", "fig7"} | (
         TEXT
